@@ -1,0 +1,83 @@
+//! The command line: clap parsing, one subcommand per file, no pipeline logic here.
+//!
+//! Exit codes: 0 ok, 1 failure, 2 bad usage or input.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod demo;
+mod generate;
+mod prepare;
+mod reconstruct;
+mod render;
+mod sim;
+mod tokenize;
+
+#[derive(Parser)]
+#[command(
+    name = "draftgen",
+    version,
+    about = "Token-exact EAGLE-3 draft-model training data from OpenAI-compatible APIs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Tokenize text with a model's tokenizer (special-token literals become special ids).
+    Tokenize(tokenize::Args),
+    /// Render conversations with a model's chat template, as text and ids.
+    Render(render::Args),
+    /// Rebuild exact prompt and completion ids from a request and the server's answer.
+    Reconstruct(reconstruct::Args),
+    /// Read datasets into prompts.jsonl.
+    Prepare(prepare::Args),
+    /// Generate answers through an OpenAI-compatible endpoint into a run directory.
+    Generate(generate::Args),
+    /// Run the built-in OpenAI-compatible simulator.
+    Sim(sim::Args),
+    /// Run the whole pipeline on bundled samples against an in-process simulator.
+    Demo(demo::Args),
+}
+
+/// An error caused by the user's input or flags: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Parse arguments, run the command, map errors to exit codes.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let result = match cli.command {
+        Command::Tokenize(args) => tokenize::run(args),
+        Command::Render(args) => render::run(args),
+        Command::Reconstruct(args) => reconstruct::run(args),
+        Command::Prepare(args) => prepare::run(args),
+        Command::Generate(args) => generate::run(args),
+        Command::Sim(args) => sim::run(args),
+        Command::Demo(args) => demo::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            if err.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DRAFTGEN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

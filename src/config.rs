@@ -1,0 +1,1 @@
+//! Run configuration: a TOML file, overridden by flags and environment; validated with clear errors.

@@ -1,0 +1,1 @@
+//! Scheduling: adaptive concurrency, retries, rate limits, budget, progress, shutdown.

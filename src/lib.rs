@@ -1,0 +1,15 @@
+//! draftgen: token-exact EAGLE-3 draft-model training data from OpenAI-compatible APIs.
+//!
+//! The modules follow the pipeline (see `DESIGN.md`):
+//! `dataset` → `api`/`engine`/`journal` (generate) → `model` + `reconstruct` (token ids).
+//! `cli` is the only module that knows them all; every other module is usable as a library.
+
+pub mod api;
+pub mod cli;
+pub mod config;
+pub mod dataset;
+pub mod engine;
+pub mod journal;
+pub mod model;
+pub mod reconstruct;
+pub mod sim;

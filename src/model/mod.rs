@@ -1,0 +1,30 @@
+//! The token-exact core: tokenizers, chat templates and per-family profiles.
+//!
+//! A [`Profile`] bundles what one model family needs to turn messages into the exact token ids
+//! the serving stack produces: its [`Tokenizer`], its [`ChatTemplate`] and the family's own
+//! pre-processing and native output syntax (one file per family under `family/`).
+
+pub mod assets;
+pub mod family;
+pub mod profile;
+pub mod pyjson;
+pub mod template;
+pub mod tiktoken;
+pub mod tokenizer;
+
+pub use profile::{LoadOptions, Profile, RenderInput};
+pub use template::ChatTemplate;
+pub use tokenizer::Tokenizer;
+
+/// Errors from loading or using a model directory.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+    #[error("chat template: {0}")]
+    Template(String),
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+    #[error("{0}")]
+    Other(String),
+}

@@ -7,7 +7,7 @@ pub mod request;
 pub mod secret;
 
 pub use client::{ChatOutcome, Client, Endpoint, Timeouts};
-pub use completion::{Arguments, Completion, ToolCall, Usage};
+pub use completion::{Arguments, Completion, CompletionError, ToolCall, Usage};
 pub use error::ApiError;
 pub use request::RequestOptions;
 pub use secret::ApiKey;

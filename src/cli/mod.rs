@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod demo;
+mod io;
+mod model_args;
 mod generate;
 mod prepare;
 mod reconstruct;

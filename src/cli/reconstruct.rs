@@ -1,10 +1,104 @@
-//! `draftgen reconstruct`.
+//! `draftgen reconstruct`: exact prompt and completion ids from `{request, response}` lines.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+use super::io::{read_jsonl, Output};
+use super::model_args::ModelArgs;
+use draftgen::reconstruct::{reconstruct_batch, ReconstructOptions, Request};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// JSONL of `{"request": {...}, "response": <chat.completion JSON>, "options"?: {...}}`.
+    #[arg(long)]
+    input: PathBuf,
+    /// Write here instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The endpoint inserts a space on each side of special tokens (vLLM's
+    /// `spaces_between_special_tokens`, its default); a line's `options` can say so too.
+    #[arg(long)]
+    spaces_around_special_tokens: bool,
+}
+
+#[derive(Deserialize)]
+struct Line {
+    request: Request,
+    response: Value,
+    #[serde(default)]
+    options: Option<ReconstructOptions>,
+}
+
+#[derive(Serialize)]
+struct OutLine<'a> {
+    prompt_ids: &'a [u32],
+    completion_ids: &'a [u32],
+    warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct ErrorLine {
+    error: String,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let profile = args.model.load()?;
+    let lines = read_jsonl::<Line>(&args.input)?;
+    let default_options = ReconstructOptions {
+        spaces_around_special_tokens: args.spaces_around_special_tokens,
+    };
+
+    let mut bad_input = false;
+    let mut items = Vec::with_capacity(lines.len());
+    let mut slots = Vec::with_capacity(lines.len());
+    for (number, parsed) in lines {
+        match parsed {
+            Ok(line) => {
+                slots.push((number, Ok(items.len())));
+                items.push((line.request, line.response, line.options.unwrap_or(default_options)));
+            }
+            Err(message) => {
+                bad_input = true;
+                slots.push((number, Err(message)));
+            }
+        }
+    }
+    let results = reconstruct_batch(&profile, &items);
+
+    let mut out = Output::open(args.out.as_deref())?;
+    let mut failed = false;
+    for (number, slot) in slots {
+        match slot {
+            Ok(index) => match &results[index] {
+                Ok(r) => out.line(&OutLine {
+                    prompt_ids: &r.prompt_ids,
+                    completion_ids: &r.completion_ids,
+                    warnings: &r.warnings,
+                })?,
+                Err(e) => {
+                    failed = true;
+                    let error = format!("{}:{number}: {e}", args.input.display());
+                    eprintln!("error: {error}");
+                    out.line(&ErrorLine { error })?;
+                }
+            },
+            Err(error) => {
+                eprintln!("error: {error}");
+                out.line(&ErrorLine { error })?;
+            }
+        }
+    }
+    out.finish()?;
+    Ok(if bad_input {
+        ExitCode::from(2)
+    } else if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

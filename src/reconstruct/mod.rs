@@ -1,1 +1,157 @@
 //! From a request and the server's answer to the exact prompt and completion token ids.
+//!
+//! The server returns text that its parsers reshaped (`</think>` cut out, tool-call markers
+//! turned into a `tool_calls` array, ids rewritten, spaces inserted). Reconstruction inverts that:
+//! [`turn`] reads the answer back into what the model wrote ([`AssistantTurn`] candidates), the
+//! profile writes each candidate in the family's native syntax, and [`choose`] picks the candidate
+//! the server's own token count confirms — or the template's form, marked ambiguous.
+
+mod choose;
+pub mod despace;
+mod turn;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::api::{Completion, CompletionError};
+use crate::model::{ModelError, Profile, RenderInput};
+
+/// How the endpoint shaped its text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReconstructOptions {
+    /// The server inserts a space on each side of every added token (vLLM's
+    /// `spaces_between_special_tokens`, on by default): undo it.
+    #[serde(default)]
+    pub spaces_around_special_tokens: bool,
+}
+
+/// What the serving stack rendered from (the chat-completions request, as sent).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    pub messages: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template_kwargs: Option<Map<String, Value>>,
+}
+
+impl Request {
+    /// The render input for the prompt (with the generation prompt).
+    pub fn render_input(&self) -> RenderInput<'_> {
+        RenderInput {
+            messages: &self.messages,
+            tools: self.tools.as_deref(),
+            add_generation_prompt: true,
+            chat_template_kwargs: self.chat_template_kwargs.as_ref(),
+        }
+    }
+}
+
+/// The rebuilt token ids of one exchange.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reconstruction {
+    pub prompt_ids: Vec<u32>,
+    pub completion_ids: Vec<u32>,
+    /// Everything a user should know about this sample: disagreements with the server's usage,
+    /// ambiguity, special-token literals in text.
+    pub warnings: Vec<String>,
+    /// More than one token stream fits the response and nothing decided between them.
+    #[serde(skip)]
+    pub ambiguous: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconstructError {
+    #[error("response: {0}")]
+    Response(#[from] CompletionError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+/// Rebuild prompt and completion ids for one exchange.
+pub fn reconstruct(
+    profile: &Profile,
+    request: &Request,
+    response: &Value,
+    options: &ReconstructOptions,
+) -> Result<Reconstruction, ReconstructError> {
+    let completion = Completion::from_response(response)?;
+    let mut warnings = Vec::new();
+
+    let prompt_ids = prompt_ids(profile, request, &completion, &mut warnings)?;
+
+    let turns = turn::candidates(profile, request, &completion, options, &mut warnings);
+    let mut texts = Vec::with_capacity(turns.len());
+    for candidate in &turns {
+        let text = match &candidate.verbatim {
+            Some(text) => text.clone(),
+            None => profile.completion_text(&request.render_input(), &candidate.turn)?,
+        };
+        texts.push(text);
+    }
+    let chosen = choose::by_usage(profile, &texts, &completion, &mut warnings);
+    let mut completion_ids = chosen.ids;
+
+    if let Some(server_ids) = &completion.completion_token_ids {
+        if *server_ids != completion_ids {
+            warnings.push(format!(
+                "server token ids differ from the reconstruction (first difference at position {}); using the server's ids",
+                first_difference(server_ids, &completion_ids)
+            ));
+            completion_ids = server_ids.clone();
+        }
+    }
+    Ok(Reconstruction {
+        prompt_ids,
+        completion_ids,
+        warnings,
+        ambiguous: chosen.ambiguous,
+    })
+}
+
+/// Reconstruct many exchanges on all cores; results keep the input order.
+pub fn reconstruct_batch(
+    profile: &Profile,
+    items: &[(Request, Value, ReconstructOptions)],
+) -> Vec<Result<Reconstruction, ReconstructError>> {
+    items
+        .par_iter()
+        .map(|(request, response, options)| reconstruct(profile, request, response, options))
+        .collect()
+}
+
+/// The rendered prompt, cross-checked with the server's count and ids when it sent them.
+fn prompt_ids(
+    profile: &Profile,
+    request: &Request,
+    completion: &Completion,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<u32>, ModelError> {
+    let rendered = profile.render_ids(&request.render_input())?;
+    if let Some(server) = completion.usage.as_ref().and_then(|u| u.prompt_tokens) {
+        if server != rendered.len() as u64 {
+            warnings.push(format!(
+                "prompt_tokens: the server counted {server}, the rendered prompt has {}",
+                rendered.len()
+            ));
+        }
+    }
+    match &completion.prompt_token_ids {
+        Some(server_ids) if *server_ids != rendered => {
+            warnings.push(format!(
+                "server prompt ids differ from the rendered prompt (first difference at position {}); using the server's ids",
+                first_difference(server_ids, &rendered)
+            ));
+            Ok(server_ids.clone())
+        }
+        _ => Ok(rendered),
+    }
+}
+
+fn first_difference(a: &[u32], b: &[u32]) -> usize {
+    a.iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()))
+}

@@ -1,0 +1,124 @@
+//! Undo the spaces some detokenizers put around added tokens.
+//!
+//! vLLM's default `spaces_between_special_tokens=True` joins the pieces of the decoded stream
+//! with `" "` wherever an added token sits, so `ok</think>1` arrives as `ok </think> 1` and
+//! `<|tool_call_end|><|tool_calls_section_end|>` as `<|tool_call_end|> <|tool_calls_section_end|>`
+//! (vLLM #33457). The inverse removes exactly one space on each side of every marker, and the
+//! single joining space between two adjacent markers. It is only applied when the endpoint is
+//! declared to insert spaces: a space next to a marker is otherwise real model output.
+
+/// Remove the inserted spaces from `text`.
+///
+/// `marker_before`/`marker_after` say whether an added token sat right before/after this text in
+/// the stream but is not part of it (a parser cut it out, like the `</think>` between reasoning
+/// and content).
+pub fn despace(text: &str, markers: &[String], marker_before: bool, marker_after: bool) -> String {
+    let pieces = split_on_markers(text, markers);
+    let mut out = String::with_capacity(text.len());
+    for (i, piece) in pieces.iter().enumerate() {
+        match piece {
+            Piece::Marker(m) => out.push_str(m),
+            Piece::Text(t) => {
+                let after_marker = if i == 0 {
+                    marker_before
+                } else {
+                    matches!(pieces[i - 1], Piece::Marker(_))
+                };
+                let before_marker = if i + 1 == pieces.len() {
+                    marker_after
+                } else {
+                    matches!(pieces[i + 1], Piece::Marker(_))
+                };
+                if after_marker && before_marker && *t == " " {
+                    continue; // the one space that joined two markers
+                }
+                let mut t: &str = t;
+                if after_marker {
+                    t = t.strip_prefix(' ').unwrap_or(t);
+                }
+                if before_marker {
+                    t = t.strip_suffix(' ').unwrap_or(t);
+                }
+                out.push_str(t);
+            }
+        }
+    }
+    out
+}
+
+#[derive(Debug, PartialEq)]
+enum Piece<'a> {
+    Text(&'a str),
+    Marker(&'a str),
+}
+
+/// Split at every marker occurrence (longest marker wins at a position).
+fn split_on_markers<'a>(text: &'a str, markers: &[String]) -> Vec<Piece<'a>> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    let bytes = text.as_bytes();
+    while i < text.len() {
+        if bytes[i] == b'<' || bytes[i] == b'[' || !bytes[i].is_ascii() {
+            let rest = &text[i..];
+            let hit = markers
+                .iter()
+                .filter(|m| !m.is_empty() && rest.starts_with(m.as_str()))
+                .max_by_key(|m| m.len());
+            if let Some(m) = hit {
+                if start < i {
+                    pieces.push(Piece::Text(&text[start..i]));
+                }
+                pieces.push(Piece::Marker(&text[i..i + m.len()]));
+                i += m.len();
+                start = i;
+                continue;
+            }
+        }
+        i += text[i..].chars().next().map_or(1, char::len_utf8);
+    }
+    if start < text.len() {
+        pieces.push(Piece::Text(&text[start..]));
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn markers() -> Vec<String> {
+        ["<think>", "</think>", "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn removes_one_space_each_side() {
+        assert_eq!(despace("ok </think> 1", &markers(), false, false), "ok</think>1");
+        assert_eq!(despace(" <think> ok </think> 1", &markers(), false, false), "<think>ok</think>1");
+        // real spaces beyond the inserted one stay
+        assert_eq!(despace("a  </think>  b", &markers(), false, false), "a </think> b");
+    }
+
+    #[test]
+    fn adjacent_markers_share_one_space() {
+        assert_eq!(
+            despace("<|tool_call_end|> <|tool_calls_section_end|>", &markers(), false, false),
+            "<|tool_call_end|><|tool_calls_section_end|>"
+        );
+        // a real space between two markers arrives as three
+        assert_eq!(
+            despace("<|tool_call_end|>   <|tool_calls_section_end|>", &markers(), false, false),
+            "<|tool_call_end|> <|tool_calls_section_end|>"
+        );
+    }
+
+    #[test]
+    fn boundaries_cut_by_a_parser() {
+        assert_eq!(despace("reasoning ", &markers(), false, true), "reasoning");
+        assert_eq!(despace(" answer", &markers(), true, false), "answer");
+        assert_eq!(despace("plain text", &markers(), false, false), "plain text");
+    }
+}

@@ -1,0 +1,219 @@
+//! Reading a server's answer back into what the model wrote.
+//!
+//! The shapes handled (FACTS.md §B): reasoning in `reasoning`/`reasoning_content`/
+//! `reasoning_details`, or left in `content` with its `</think>`; tool calls as a structured
+//! array (any id scheme; arguments as a string or an object) or left raw in `content`; spaces
+//! around markers; `finish_reason: "length"` (no end-of-turn token).
+
+use crate::api::{Arguments, Completion, ToolCall};
+use crate::model::{AssistantTurn, Profile};
+
+use super::despace::despace;
+use super::{ReconstructOptions, Request};
+
+/// One way the response could have been produced.
+pub(super) struct Candidate {
+    pub turn: AssistantTurn,
+    /// The exact stream text when the response already holds it (no parser touched it).
+    pub verbatim: Option<String>,
+}
+
+/// Every token stream the response may have come from; the first is the template's form.
+pub(super) fn candidates(
+    profile: &Profile,
+    request: &Request,
+    completion: &Completion,
+    options: &ReconstructOptions,
+    warnings: &mut Vec<String>,
+) -> Vec<Candidate> {
+    let markers = profile.tokenizer.special_tokens();
+    let end_of_turn = completion.finish_reason.as_deref() != Some("length");
+    let close = profile.reasoning_close().map(str::to_string);
+    let thinking = profile.thinking_enabled(request.chat_template_kwargs.as_ref());
+
+    let mut reasoning = completion.reasoning.clone();
+    let mut content = completion.content.clone().unwrap_or_default();
+    if options.spaces_around_special_tokens {
+        // A parser cut the marker between reasoning and content (or the tool section) out.
+        let has_section = !completion.tool_calls.is_empty();
+        if let Some(r) = &reasoning {
+            reasoning = Some(despace(r, &markers, false, true));
+            content = despace(&content, &markers, true, has_section);
+        } else {
+            content = despace(&content, &markers, false, has_section);
+        }
+    }
+
+    // No parser touched the text: `content` is the stream itself.
+    if reasoning.is_none() && completion.tool_calls.is_empty() {
+        let raw_has_reasoning = close.as_deref().is_some_and(|c| content.contains(c));
+        if !thinking || raw_has_reasoning {
+            flag_literals(&structural_free(&content, profile), "content", &markers, warnings);
+            let mut text = content.clone();
+            if end_of_turn {
+                text.push_str(profile.end_of_turn());
+            }
+            let turn = AssistantTurn {
+                reasoning: None,
+                reasoning_closed: false,
+                content,
+                tool_calls: Vec::new(),
+                end_of_turn,
+            };
+            return vec![Candidate {
+                turn,
+                verbatim: Some(text),
+            }];
+        }
+        if !end_of_turn {
+            // Cut off mid-reasoning by a server with no reasoning parser.
+            let turn = AssistantTurn {
+                reasoning: Some(content.clone()),
+                reasoning_closed: false,
+                content: String::new(),
+                tool_calls: Vec::new(),
+                end_of_turn,
+            };
+            return vec![Candidate {
+                turn,
+                verbatim: Some(content),
+            }];
+        }
+    }
+
+    // Reasoning left in content before `</think>` while tool calls were parsed out.
+    if reasoning.is_none() {
+        if let Some(close) = close.as_deref() {
+            if let Some(at) = content.find(close) {
+                let open = close.replacen("</", "<", 1);
+                let before = &content[..at];
+                let before = before.strip_prefix(open.as_str()).unwrap_or(before);
+                reasoning = Some(before.to_string());
+                content = content[at + close.len()..].to_string();
+            }
+        }
+    }
+
+    if reasoning.is_none() && thinking && close.is_some() {
+        warnings.push(
+            "no reasoning in the response although thinking is on (the provider may hide it); assumed an empty reasoning block"
+                .to_string(),
+        );
+        reasoning = Some(String::new());
+    }
+    if let Some(r) = &reasoning {
+        flag_literals(r, "reasoning", &markers, warnings);
+    }
+    flag_literals(&content, "content", &markers, warnings);
+    let tool_calls = native_tool_calls(profile, request, &completion.tool_calls, &markers, warnings);
+
+    let template_form = AssistantTurn {
+        reasoning: reasoning.clone(),
+        reasoning_closed: reasoning.is_some(),
+        content: content.clone(),
+        tool_calls: tool_calls.clone(),
+        end_of_turn,
+    };
+    let mut all = vec![Candidate {
+        turn: template_form,
+        verbatim: None,
+    }];
+    // Kimi opens a tool section straight after its reasoning without `</think>`, and a
+    // `length` stop can land right on `</think>`: the parsers give the same fields either way.
+    let open_question = reasoning.is_some()
+        && close.is_some()
+        && content.is_empty()
+        && (!tool_calls.is_empty() || !end_of_turn);
+    if open_question {
+        all.push(Candidate {
+            turn: AssistantTurn {
+                reasoning,
+                reasoning_closed: false,
+                content,
+                tool_calls,
+                end_of_turn,
+            },
+            verbatim: None,
+        });
+    }
+    all
+}
+
+/// Give each call the id the model wrote: a native id as returned (vLLM passes the raw text
+/// through), otherwise the family's id numbered over the whole conversation.
+fn native_tool_calls(
+    profile: &Profile,
+    request: &Request,
+    calls: &[ToolCall],
+    markers: &[String],
+    warnings: &mut Vec<String>,
+) -> Vec<ToolCall> {
+    let earlier = earlier_tool_calls(request);
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            if let Arguments::Raw(args) = &call.arguments {
+                flag_literals(args, "tool-call arguments", markers, warnings);
+            }
+            let keep = call
+                .id
+                .as_deref()
+                .is_some_and(|id| profile.is_native_tool_call_id(id));
+            let id = if keep {
+                call.id.clone()
+            } else {
+                profile
+                    .native_tool_call_id(&call.name, earlier + i)
+                    .or_else(|| call.id.clone())
+            };
+            ToolCall {
+                id,
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Tool calls already made in the conversation (the native index continues from there).
+fn earlier_tool_calls(request: &Request) -> usize {
+    request
+        .messages
+        .iter()
+        .filter(|m| m.get("role").and_then(|r| r.as_str()) == Some("assistant"))
+        .filter_map(|m| m.get("tool_calls").and_then(|c| c.as_array()))
+        .map(Vec::len)
+        .sum()
+}
+
+/// Raw content minus the markers that are structure, not text: the opening `<think>`, the
+/// first `</think>` and the tool section.
+fn structural_free(content: &str, profile: &Profile) -> String {
+    let mut text = content.to_string();
+    if let Some(close) = profile.reasoning_close() {
+        let open = close.replacen("</", "<", 1);
+        if let Some(rest) = text.strip_prefix(open.as_str()) {
+            text = rest.to_string();
+        }
+        text = text.replacen(close, "", 1);
+    }
+    if let Some(section) = profile.tool_section_begin() {
+        if let Some(at) = text.find(section) {
+            text.truncate(at);
+        }
+    }
+    text
+}
+
+/// Text that spells a special token is encoded as that token by the serving tokenizer; the
+/// model may have written it as plain pieces. Say so on the sample.
+fn flag_literals(text: &str, field: &str, markers: &[String], warnings: &mut Vec<String>) {
+    for marker in markers {
+        if !marker.is_empty() && text.contains(marker.as_str()) {
+            warnings.push(format!(
+                "special-token literal {marker} in {field}: encoded as the special token, as the serving tokenizer does"
+            ));
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Reconstruction against cases whose true ids come from the reference libraries
+//! (`tests/data/gen/make_reconstruct_cases.py`: tiktoken with the Kimi ranks, jinja2 renders of
+//! the real templates, transformers), in every response shape the servers send.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use draftgen::model::{assets, LoadOptions, Profile};
+use draftgen::reconstruct::{reconstruct, ReconstructOptions, Request};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    profile: String,
+    model: String,
+    #[serde(default)]
+    chat_template: Option<String>,
+    request: Request,
+    response: Value,
+    #[serde(default)]
+    options: Option<ReconstructOptions>,
+    expected: Expected,
+}
+
+#[derive(Deserialize)]
+struct Expected {
+    #[serde(default)]
+    prompt_ids: Option<Vec<u32>>,
+    completion_ids: Vec<u32>,
+    #[serde(default)]
+    ambiguous: bool,
+    #[serde(default)]
+    warnings_contain: Vec<String>,
+}
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reconstruct")
+}
+
+fn check_family(file: &str) {
+    let root = assets::assets_root().expect("reference assets (DRAFTGEN_ASSETS or ../shared/assets)");
+    let text = std::fs::read_to_string(data_dir().join(file)).expect("case file");
+    let mut profiles: HashMap<(String, String, Option<String>), Profile> = HashMap::new();
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let case: Case = serde_json::from_str(line).expect("case line");
+        count += 1;
+        let key = (case.model.clone(), case.profile.clone(), case.chat_template.clone());
+        let profile = profiles.entry(key).or_insert_with(|| {
+            let options = LoadOptions {
+                profile: Some(case.profile.clone()),
+                chat_template: case.chat_template.as_ref().map(|t| root.join(t)),
+            };
+            Profile::load(&root.join(&case.model), &options).expect("profile")
+        });
+        let options = case.options.unwrap_or_default();
+        let got = match reconstruct(profile, &case.request, &case.response, &options) {
+            Ok(got) => got,
+            Err(e) => {
+                failures.push(format!("{}: error {e}", case.name));
+                continue;
+            }
+        };
+        let mut problems = Vec::new();
+        if got.completion_ids != case.expected.completion_ids {
+            problems.push(format!(
+                "completion_ids\n   got  {:?}\n   want {:?}\n   got text  {:?}\n   want text {:?}",
+                got.completion_ids,
+                case.expected.completion_ids,
+                profile.tokenizer.decode(&got.completion_ids),
+                profile.tokenizer.decode(&case.expected.completion_ids)
+            ));
+        }
+        if let Some(want) = &case.expected.prompt_ids {
+            if &got.prompt_ids != want {
+                problems.push(format!(
+                    "prompt_ids differ\n   got text  {:?}\n   want text {:?}",
+                    profile.tokenizer.decode(&got.prompt_ids),
+                    profile.tokenizer.decode(want)
+                ));
+            }
+        }
+        if got.ambiguous != case.expected.ambiguous {
+            problems.push(format!("ambiguous: got {}, want {}", got.ambiguous, case.expected.ambiguous));
+        }
+        let said_ambiguous = got.warnings.iter().any(|w| w.starts_with("ambiguous"));
+        if said_ambiguous != got.ambiguous {
+            problems.push("ambiguity not reported in warnings".to_string());
+        }
+        for needle in &case.expected.warnings_contain {
+            if !got.warnings.iter().any(|w| w.contains(needle.as_str())) {
+                problems.push(format!("no warning containing {needle:?}: {:?}", got.warnings));
+            }
+        }
+        if !problems.is_empty() {
+            failures.push(format!("{}:\n  {}", case.name, problems.join("\n  ")));
+        }
+    }
+    assert!(count > 0, "{file} has no cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {count} cases in {file} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn kimi_k25() {
+    check_family("kimi_k25.jsonl");
+}
+
+#[test]
+fn kimi_k2_thinking() {
+    check_family("kimi_k2_thinking.jsonl");
+}
+
+#[test]
+fn kimi_k2() {
+    check_family("kimi_k2.jsonl");
+}
+
+#[test]
+fn qwen3() {
+    check_family("qwen3.jsonl");
+}
+
+#[test]
+fn deepseek_v3() {
+    check_family("deepseek_v3.jsonl");
+}

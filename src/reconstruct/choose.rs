@@ -8,9 +8,10 @@ pub(super) struct Chosen {
     pub ambiguous: bool,
 }
 
-/// `texts[0]` is the form the family's template writes; the others are alternatives the same
-/// response could have come from. The one whose length equals `usage.completion_tokens` wins;
-/// without a usable count the template's form is taken and the sample marked ambiguous.
+/// `texts[0]` is the most likely form (the one the family's template writes, or for a `length`
+/// stop the unfinished reasoning); the others are alternatives the same response could have come
+/// from. The one whose length equals `usage.completion_tokens` wins; without a usable count the
+/// first is taken and the sample marked ambiguous.
 pub(super) fn by_usage(
     profile: &Profile,
     texts: &[String],
@@ -47,7 +48,7 @@ pub(super) fn by_usage(
             Some(n) => format!("usage.completion_tokens = {n} matches no single candidate"),
         };
         warnings.push(format!(
-            "ambiguous: {} token streams fit this response and {why}; chose the template's form",
+            "ambiguous: {} token streams fit this response and {why}; chose the most likely form",
             candidates.len()
         ));
     }

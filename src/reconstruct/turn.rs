@@ -18,7 +18,7 @@ pub(super) struct Candidate {
     pub verbatim: Option<String>,
 }
 
-/// Every token stream the response may have come from; the first is the template's form.
+/// Every token stream the response may have come from; the first is the most likely one.
 pub(super) fn candidates(
     profile: &Profile,
     request: &Request,
@@ -125,7 +125,7 @@ pub(super) fn candidates(
         && content.is_empty()
         && (!tool_calls.is_empty() || !end_of_turn);
     if open_question {
-        all.push(Candidate {
+        let unclosed = Candidate {
             turn: AssistantTurn {
                 reasoning,
                 reasoning_closed: false,
@@ -134,7 +134,14 @@ pub(super) fn candidates(
                 end_of_turn,
             },
             verbatim: None,
-        });
+        };
+        // A `length` stop with nothing after the reasoning was most likely still reasoning;
+        // a tool section is written after `</think>` by the template.
+        if end_of_turn {
+            all.push(unclosed);
+        } else {
+            all.insert(0, unclosed);
+        }
     }
     all
 }

@@ -34,13 +34,15 @@ pub(super) fn candidates(
     let mut reasoning = completion.reasoning.clone();
     let mut content = completion.content.clone().unwrap_or_default();
     if options.spaces_around_special_tokens {
-        // A parser cut the marker between reasoning and content (or the tool section) out.
+        // The generation prompt ends with an added token, so the detokenizer (which decodes
+        // with a few prompt tokens as prefix) puts a space before the first piece too; and a
+        // parser cut the marker between reasoning and content (or the tool section) out.
         let has_section = !completion.tool_calls.is_empty();
         if let Some(r) = &reasoning {
-            reasoning = Some(despace(r, &markers, false, true));
+            reasoning = Some(despace(r, &markers, true, true));
             content = despace(&content, &markers, true, has_section);
         } else {
-            content = despace(&content, &markers, false, has_section);
+            content = despace(&content, &markers, true, has_section);
         }
     }
 

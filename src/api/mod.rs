@@ -5,6 +5,7 @@ pub mod classify;
 pub mod client;
 pub mod completion;
 pub mod error;
+pub mod openrouter;
 pub mod request;
 pub mod secret;
 pub mod sse;

@@ -415,3 +415,232 @@ pub fn build_body(prompt: &Prompt, opts: &RequestOptions) -> Value {
     }
     Value::Object(body)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn prompt(tools: Option<Vec<Value>>) -> Prompt {
+        Prompt {
+            id: "p1".into(),
+            source: "test".into(),
+            messages: vec![json!({"role": "user", "content": "hi"})],
+            tools,
+            meta: Value::Null,
+        }
+    }
+
+    fn weather_tool() -> Value {
+        json!({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}})
+    }
+
+    #[test]
+    fn openrouter_body_with_every_extra() {
+        let mut extra = Map::new();
+        extra.insert("top_k".into(), json!(20));
+        extra.insert("usage".into(), json!({"include": false}));
+        let opts = RequestOptions {
+            model: "moonshotai/kimi-k2-0905:exacto".into(),
+            max_tokens: Some(512),
+            temperature: Some(0.6),
+            top_p: Some(0.95),
+            seed: Some(7),
+            reasoning: Some(json!({"effort": "high"})),
+            provider: Some(
+                json!({"order": ["Fireworks"], "allow_fallbacks": false, "quantizations": ["int4"]}),
+            ),
+            tools_as_parameter: true,
+            stream: true,
+            extra_body: extra,
+            server_kind: ServerKind::OpenRouter,
+            ..Default::default()
+        };
+        opts.validate().unwrap();
+        let body = build_body(&prompt(Some(vec![weather_tool()])), &opts);
+        assert_eq!(
+            body,
+            json!({
+                "model": "moonshotai/kimi-k2-0905:exacto",
+                "messages": [{"role": "user", "content": "hi"}],
+                "tools": [weather_tool()],
+                "max_tokens": 512, "temperature": 0.6, "top_p": 0.95, "seed": 7,
+                "reasoning": {"effort": "high"},
+                "provider": {"order": ["Fireworks"], "allow_fallbacks": false, "quantizations": ["int4"]},
+                "usage": {"include": false},
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "top_k": 20
+            })
+        );
+    }
+
+    #[test]
+    fn tools_stay_out_when_the_system_prompt_carries_them() {
+        let opts = RequestOptions {
+            model: "m".into(),
+            tools_as_parameter: false,
+            ..Default::default()
+        };
+        let body = build_body(&prompt(Some(vec![weather_tool()])), &opts);
+        assert!(body.get("tools").is_none());
+        assert_eq!(body["stream"], false);
+        assert!(body.get("stream_options").is_none());
+        assert!(body.get("usage").is_none());
+        // An empty tool list is not sent either.
+        let opts = RequestOptions {
+            tools_as_parameter: true,
+            ..opts
+        };
+        assert!(build_body(&prompt(Some(vec![])), &opts)
+            .get("tools")
+            .is_none());
+    }
+
+    #[test]
+    fn server_token_id_flags_follow_the_server_kind() {
+        let mut kwargs = Map::new();
+        kwargs.insert("thinking".into(), json!(false));
+        let base = RequestOptions {
+            model: "m".into(),
+            server_token_ids: true,
+            chat_template_kwargs: Some(kwargs),
+            ..Default::default()
+        };
+        for (kind, expected) in [
+            (ServerKind::Vllm, json!({"return_token_ids": true})),
+            (ServerKind::Sglang, json!({"return_token_ids": true})),
+            (
+                ServerKind::LlamaCpp,
+                json!({"return_tokens": true, "verbose": true}),
+            ),
+        ] {
+            let opts = RequestOptions {
+                server_kind: kind,
+                ..base.clone()
+            };
+            opts.validate().unwrap();
+            let body = build_body(&prompt(None), &opts);
+            for (k, v) in expected.as_object().unwrap() {
+                assert_eq!(&body[k], v, "{kind:?} {k}");
+            }
+            assert_eq!(body["chat_template_kwargs"], json!({"thinking": false}));
+        }
+        let generic = RequestOptions {
+            server_kind: ServerKind::Generic,
+            ..base.clone()
+        };
+        assert_eq!(
+            generic.validate(),
+            Err(OptionsError::TokenIdsUnsupported(ServerKind::Generic))
+        );
+        let sglang_stream = RequestOptions {
+            server_kind: ServerKind::Sglang,
+            stream: true,
+            ..base
+        };
+        assert_eq!(
+            sglang_stream.validate(),
+            Err(OptionsError::SglangStreamTokenIds)
+        );
+    }
+
+    #[test]
+    fn reasoning_takes_effort_or_max_tokens_not_both() {
+        assert!(Reasoning::from_value(&json!({"effort": "low", "exclude": true})).is_ok());
+        assert!(Reasoning::from_value(&json!({"max_tokens": 2000})).is_ok());
+        assert_eq!(
+            Reasoning::from_value(&json!({"effort": "high", "max_tokens": 10})),
+            Err(OptionsError::ReasoningEffortAndMaxTokens)
+        );
+        let err = Reasoning::from_value(&json!({"effort": "extreme"})).unwrap_err();
+        assert!(matches!(err, OptionsError::Reasoning(_)), "{err}");
+        let err = Reasoning::from_value(&json!({"efort": "high"})).unwrap_err();
+        assert!(err.to_string().contains("efort"), "{err}");
+    }
+
+    #[test]
+    fn provider_routing_is_typed_and_checked() {
+        let value = json!({
+            "order": ["DeepInfra", "Fireworks"], "only": ["DeepInfra", "Fireworks"], "ignore": ["Chutes"],
+            "sort": {"by": "throughput", "partition": "none"}, "quantizations": ["int4", "fp8"],
+            "allow_fallbacks": false, "require_parameters": true, "data_collection": "deny",
+            "max_price": {"prompt": 1.0, "completion": 3.0}, "zdr": true
+        });
+        let routing = ProviderRouting::from_value(&value).unwrap();
+        assert_eq!(routing.data_collection, Some(DataCollection::Deny));
+        assert_eq!(
+            routing.to_value(),
+            value,
+            "round trip keeps the request as written"
+        );
+        assert!(ProviderRouting::from_value(&json!({"sort": "price"})).is_ok());
+
+        let bad = [
+            json!({"alow_fallbacks": true}),
+            json!({"quantizations": ["int3"]}),
+            json!({"only": ["A"], "ignore": ["a"]}),
+            json!({"order": [""]}),
+            json!({"max_price": {"prompt": -1.0}}),
+            json!({"data_collection": "maybe"}),
+        ];
+        for v in bad {
+            assert!(
+                matches!(
+                    ProviderRouting::from_value(&v),
+                    Err(OptionsError::Provider(_))
+                ),
+                "{v}"
+            );
+        }
+        let opts = RequestOptions {
+            model: "m".into(),
+            provider: Some(json!({"only": ["A"], "ignore": ["A"]})),
+            ..Default::default()
+        };
+        assert!(opts.validate().is_err());
+    }
+
+    #[test]
+    fn sampling_ranges_are_checked() {
+        let ok = RequestOptions {
+            model: "m".into(),
+            ..Default::default()
+        };
+        assert!(ok.validate().is_ok());
+        for bad in [
+            RequestOptions {
+                temperature: Some(-0.1),
+                ..ok.clone()
+            },
+            RequestOptions {
+                temperature: Some(f64::NAN),
+                ..ok.clone()
+            },
+            RequestOptions {
+                top_p: Some(0.0),
+                ..ok.clone()
+            },
+            RequestOptions {
+                max_tokens: Some(0),
+                ..ok.clone()
+            },
+            RequestOptions {
+                model: " ".into(),
+                ..ok.clone()
+            },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn options_deserialize_with_defaults() {
+        let opts: RequestOptions =
+            serde_json::from_value(json!({"model": "m", "server_kind": "llama_cpp"})).unwrap();
+        assert!(opts.tools_as_parameter);
+        assert_eq!(opts.server_kind, ServerKind::LlamaCpp);
+        let opts: RequestOptions = serde_json::from_value(json!({"model": "m"})).unwrap();
+        assert_eq!(opts.server_kind, ServerKind::Generic);
+    }
+}

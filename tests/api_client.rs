@@ -41,32 +41,48 @@ fn hang() -> Step {
 struct Server {
     base_url: String,
     requests: Arc<Mutex<Vec<String>>>,
+    connections: Arc<Mutex<usize>>,
 }
 
 /// Serve `script` to every connection; the connection closes after the last step.
 async fn serve(script: Vec<Step>) -> Server {
+    serve_with(script, false).await
+}
+
+/// Serve `script` to every request; with `keep_alive` a connection then waits for its next request.
+async fn serve_with(script: Vec<Step>, keep_alive: bool) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let requests = Arc::new(Mutex::new(Vec::new()));
-    let seen = requests.clone();
+    let connections = Arc::new(Mutex::new(0));
+    let (seen, accepted) = (requests.clone(), connections.clone());
     tokio::spawn(async move {
         loop {
-            let Ok((socket, _)) = listener.accept().await else {
+            let Ok((mut socket, _)) = listener.accept().await else {
                 return;
             };
+            *accepted.lock().unwrap() += 1;
             let script = script.clone();
             let seen = seen.clone();
-            tokio::spawn(async move { run_script(socket, script, seen).await });
+            tokio::spawn(async move {
+                while run_script(&mut socket, &script, &seen).await && keep_alive {}
+                let _ = socket.shutdown().await;
+            });
         }
     });
     Server {
         base_url: format!("http://{addr}/api/v1"),
         requests,
+        connections,
     }
 }
 
-async fn run_script(mut socket: TcpStream, script: Vec<Step>, seen: Arc<Mutex<Vec<String>>>) {
-    let request = read_request(&mut socket).await;
+/// Answer one request; false when the client has gone.
+async fn run_script(socket: &mut TcpStream, script: &[Step], seen: &Mutex<Vec<String>>) -> bool {
+    let request = read_request(socket).await;
+    if request.is_empty() {
+        return false;
+    }
     let auth = request
         .lines()
         .find_map(|l| {
@@ -79,20 +95,19 @@ async fn run_script(mut socket: TcpStream, script: Vec<Step>, seen: Arc<Mutex<Ve
     for step in script {
         match step {
             Step::Write(bytes) => {
-                if socket.write_all(&bytes).await.is_err() {
-                    return;
+                if socket.write_all(bytes).await.is_err() {
+                    return false;
                 }
                 let _ = socket.flush().await;
             }
             Step::WriteEchoingAuth(text) => {
-                let _ = socket
-                    .write_all(text.replace("{AUTH}", &auth).as_bytes())
-                    .await;
+                let echoed = text.replace("{AUTH}", &auth);
+                let _ = socket.write_all(echoed.as_bytes()).await;
             }
-            Step::Sleep(d) => tokio::time::sleep(d).await,
+            Step::Sleep(d) => tokio::time::sleep(*d).await,
         }
     }
-    let _ = socket.shutdown().await;
+    true
 }
 
 /// Read one HTTP/1.1 request (headers + Content-Length body) as text.
@@ -361,6 +376,58 @@ async fn chunked_transfer_encoding_stream_is_decoded_too() {
         .await
         .unwrap();
     assert_eq!(outcome.response, openrouter_completion());
+}
+
+/// A finished exchange leaves its connection in the keep-alive pool, streamed or not.
+#[tokio::test]
+async fn connections_are_reused_after_complete_answers() {
+    let payload = sse_bytes(&openrouter_chunks());
+    let mut raw =
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+            .to_vec();
+    raw.extend_from_slice(format!("{:x}\r\n", payload.len()).as_bytes());
+    raw.extend_from_slice(&payload);
+    raw.extend_from_slice(b"\r\n0\r\n\r\n");
+    let server = serve_with(vec![write(raw)], true).await;
+    let client = client();
+    for _ in 0..3 {
+        let outcome = client
+            .chat(&endpoint(&server), &request_body(true), &relaxed())
+            .await
+            .unwrap();
+        assert_eq!(outcome.response, openrouter_completion());
+    }
+    assert_eq!(*server.connections.lock().unwrap(), 1);
+
+    let body = openrouter_completion().to_string();
+    let keep = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let server = serve_with(vec![write(keep)], true).await;
+    for _ in 0..3 {
+        client
+            .chat(&endpoint(&server), &request_body(false), &relaxed())
+            .await
+            .unwrap();
+    }
+    assert_eq!(*server.connections.lock().unwrap(), 1);
+}
+
+/// A body cut inside an HTTP chunk is a broken connection (Network), partial answer kept.
+#[tokio::test]
+async fn stream_cut_mid_chunk_is_a_network_error() {
+    let first = format!("data: {}\n\n", openrouter_chunks()[0]);
+    let raw = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{first}\r\n400\r\ndata: {{\"id\"",
+        first.len()
+    );
+    let err = chat_err(vec![write(raw)], relaxed()).await;
+    assert_eq!(err.class, ErrorClass::Network, "{err}");
+    assert_eq!(
+        err.body.unwrap()["choices"][0]["message"]["reasoning"],
+        "The user wants "
+    );
 }
 
 /// vLLM with `return_token_ids`: ids arrive per chunk, the prompt ids once; `reasoning_content`

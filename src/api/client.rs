@@ -27,6 +27,9 @@ use crate::journal::ErrorClass;
 /// Largest response body read before giving up (a runaway server must not exhaust memory).
 const MAX_BODY_BYTES: usize = 64 << 20;
 
+/// How long to wait for the end of a stream's body after `[DONE]`.
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
 /// One OpenAI-compatible endpoint.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
@@ -430,6 +433,9 @@ async fn read_stream(
             break;
         }
     }
+    if done {
+        drain(&mut response, deadlines).await;
+    }
     if assembler.chunks() == 0 {
         return Err(ApiError::new(
             ErrorClass::Malformed,
@@ -445,6 +451,14 @@ async fn read_stream(
     }
     let first = first_event_at.unwrap_or_else(Instant::now);
     Ok((assembler.finish(), first))
+}
+
+/// Read what follows `[DONE]` (normally just the end of the chunked body) so the connection goes
+/// back to the keep-alive pool instead of being closed; a server that keeps the stream open past
+/// `[DONE]` gets a short grace and then loses the connection.
+async fn drain(response: &mut reqwest::Response, deadlines: &Deadlines) {
+    let until = (Instant::now() + DRAIN_GRACE).min(deadlines.total);
+    while let Ok(Ok(Some(_))) = tokio::time::timeout_at(until, response.chunk()).await {}
 }
 
 fn header_str(headers: &HeaderMap, name: &str) -> Option<String> {

@@ -187,9 +187,8 @@ impl TiktokenModel {
             }
         }
         let special_encoder: FxHashMap<String, u32> = special_by_text.clone();
-        let bpe = CoreBPE::new(ranks, special_encoder, pattern).map_err(|e| {
-            file_error(format!("cannot build the BPE with the split pattern: {e}"))
-        })?;
+        let bpe = CoreBPE::new(ranks, special_encoder, pattern)
+            .map_err(|e| file_error(format!("cannot build the BPE with the split pattern: {e}")))?;
         Ok(Self {
             bpe,
             decoder,
@@ -400,7 +399,10 @@ mod tests {
         assert_eq!(pieces("abcd", 3), vec!["abc", "d"]);
         assert_eq!(pieces("ab  cdefgh", 3), vec!["ab  cde", "fgh"]);
         assert_eq!(pieces("    x", 3), vec!["   ", " x"]);
-        assert_eq!(pieces("\u{1c}\u{1c}\u{1c}\u{1c}", 3), vec!["\u{1c}\u{1c}\u{1c}", "\u{1c}"]);
+        assert_eq!(
+            pieces("\u{1c}\u{1c}\u{1c}\u{1c}", 3),
+            vec!["\u{1c}\u{1c}\u{1c}", "\u{1c}"]
+        );
         assert_eq!(pieces("ééééé", 2), vec!["éé", "éé", "é"]);
     }
 
@@ -416,8 +418,8 @@ mod tests {
         // The full set of code points where CPython 3.11 `str.isspace()` is true.
         let cpython: &[u32] = &[
             0x9, 0xa, 0xb, 0xc, 0xd, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680, 0x2000,
-            0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a,
-            0x2028, 0x2029, 0x202f, 0x205f, 0x3000,
+            0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028,
+            0x2029, 0x202f, 0x205f, 0x3000,
         ];
         let ours: Vec<u32> = (0..=0x10FFFFu32)
             .filter_map(char::from_u32)

@@ -257,7 +257,10 @@ impl Tokenizer {
                 Ok(out)
             }
             Backend::HuggingFace(hf) => {
-                if let Some(&id) = ids.iter().find(|&&id| hf.tokenizer.id_to_token(id).is_none()) {
+                if let Some(&id) = ids
+                    .iter()
+                    .find(|&&id| hf.tokenizer.id_to_token(id).is_none())
+                {
                     return Err(unknown(id));
                 }
                 Ok(self.decode(ids).into_bytes())
@@ -334,7 +337,10 @@ fn is_kimi_config(config: &Value) -> bool {
 
 /// `added_tokens_decoder` (`{"163586": {"content": "<|im_end|>", …}, …}`) as id → literal.
 fn added_tokens_decoder(config: &Value) -> FxHashMap<u32, String> {
-    let Some(map) = config.get("added_tokens_decoder").and_then(Value::as_object) else {
+    let Some(map) = config
+        .get("added_tokens_decoder")
+        .and_then(Value::as_object)
+    else {
         return FxHashMap::default();
     };
     map.iter()

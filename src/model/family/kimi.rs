@@ -74,13 +74,15 @@ pub fn detect(model_type: &str, tokenizer_config: &str, template: &str) -> Optio
     if !is_kimi {
         return None;
     }
-    Some(if model_type == "kimi_k25" || template.contains("tools_ts_str") {
-        Family::KimiK25
-    } else if template.contains(THINK_OPEN) {
-        Family::KimiK2Thinking
-    } else {
-        Family::KimiK2
-    })
+    Some(
+        if model_type == "kimi_k25" || template.contains("tools_ts_str") {
+            Family::KimiK25
+        } else if template.contains(THINK_OPEN) {
+            Family::KimiK2Thinking
+        } else {
+            Family::KimiK2
+        },
+    )
 }
 
 /// What the Kimi tokenizer's `apply_chat_template` adds before the template runs: tools with
@@ -212,11 +214,21 @@ mod tests {
 
     #[test]
     fn native_ids() {
-        assert_eq!(native_tool_call_id("get_weather", 3), "functions.get_weather:3");
+        assert_eq!(
+            native_tool_call_id("get_weather", 3),
+            "functions.get_weather:3"
+        );
         for id in ["functions.get_weather:0", "search:2", "functions.a.b:10"] {
             assert!(is_native_tool_call_id(id), "{id}");
         }
-        for id in ["call_abc123", "functions_get_weather_1", "x:", ":1", "a<b:1", "f:1a"] {
+        for id in [
+            "call_abc123",
+            "functions_get_weather_1",
+            "x:",
+            ":1",
+            "a<b:1",
+            "f:1a",
+        ] {
             assert!(!is_native_tool_call_id(id), "{id}");
         }
     }
@@ -245,9 +257,25 @@ mod tests {
             "r<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0\
              <|tool_call_argument_begin|>{\"city\":\"Paris\"}<|tool_call_end|><|tool_calls_section_end|>"
         );
-        let k2t = completion_text(Family::KimiK2Thinking, true, Some("r"), true, "c", &[], true);
+        let k2t = completion_text(
+            Family::KimiK2Thinking,
+            true,
+            Some("r"),
+            true,
+            "c",
+            &[],
+            true,
+        );
         assert_eq!(k2t.unwrap(), "<think>r</think>c<|im_end|>");
-        let k2 = completion_text(Family::KimiK2, false, Some("ignored"), true, "Four.", &[], true);
+        let k2 = completion_text(
+            Family::KimiK2,
+            false,
+            Some("ignored"),
+            true,
+            "Four.",
+            &[],
+            true,
+        );
         assert_eq!(k2.unwrap(), "Four.<|im_end|>");
         let off = completion_text(Family::KimiK25, false, None, false, "c", &[], true);
         assert_eq!(off.unwrap(), "c<|im_end|>");

@@ -255,7 +255,10 @@ impl Type {
                 if docstring.is_empty() {
                     format!("Array<{}>", item.to_ts(indent)?)
                 } else {
-                    format!("Array<\n{docstring}{inner}{}\n{indent}>", item.to_ts(&inner)?)
+                    format!(
+                        "Array<\n{docstring}{inner}{}\n{indent}>",
+                        item.to_ts(&inner)?
+                    )
                 }
             }
             Type::Enum(values, _) => values
@@ -323,13 +326,18 @@ fn parse_type(schema: &Value, registry: &mut Registry) -> Result<Type, TsError> 
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Type::Union(mapped, Doc::new(schema, &[])))
             }
-            Value::String(ty) if ty == "object" => Ok(Type::Object(Object::parse(schema, registry)?)),
+            Value::String(ty) if ty == "object" => {
+                Ok(Type::Object(Object::parse(schema, registry)?))
+            }
             Value::String(ty) if ty == "array" => {
                 let item = match object.get("items") {
                     Some(items) if truthy(items) => parse_type(items, registry)?,
                     _ => Type::any(),
                 };
-                Ok(Type::Array(Box::new(item), Doc::new(schema, &["minItems", "maxItems"])))
+                Ok(Type::Array(
+                    Box::new(item),
+                    Doc::new(schema, &["minItems", "maxItems"]),
+                ))
             }
             Value::String(ty) => {
                 let allowed: &[&str] = match ty.as_str() {
@@ -380,7 +388,10 @@ fn parse_enum(schema: &Value) -> Result<Type, TsError> {
                 _ => true,
             };
             if !ok {
-                return err(format!("Enum value {} does not match type {ty}", py_str(value)));
+                return err(format!(
+                    "Enum value {} does not match type {ty}",
+                    py_str(value)
+                ));
             }
         }
     }

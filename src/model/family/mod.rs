@@ -85,7 +85,11 @@ impl Family {
 
     /// Guess the family from `config.json` and `tokenizer_config.json` (either may be absent)
     /// and the template text that will be used.
-    pub fn detect(config: Option<&Value>, tokenizer_config: Option<&Value>, template: Option<&str>) -> Self {
+    pub fn detect(
+        config: Option<&Value>,
+        tokenizer_config: Option<&Value>,
+        template: Option<&str>,
+    ) -> Self {
         let model_type = config
             .and_then(|c| c.get("model_type"))
             .and_then(Value::as_str)

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn assets() -> PathBuf {
-    assets_root().expect("shared assets not found: set DRAFTGEN_ASSETS or put them at ../shared/assets")
+    assets_root()
+        .expect("shared assets not found: set DRAFTGEN_ASSETS or put them at ../shared/assets")
 }
 
 fn load(dir: &Path, profile: &str, template: Option<PathBuf>) -> Profile {
@@ -93,7 +94,10 @@ fn kimi_k25_is_detected_from_its_directory() {
     assert_eq!(profile.name, "kimi-k2.5");
     assert_eq!(profile.end_of_turn(), "<|im_end|>");
     assert_eq!(profile.reasoning_close(), Some("</think>"));
-    assert_eq!(profile.tool_section_begin(), Some("<|tool_calls_section_begin|>"));
+    assert_eq!(
+        profile.tool_section_begin(),
+        Some("<|tool_calls_section_begin|>")
+    );
     assert!(profile.thinking_enabled(None));
     let off: Map<String, Value> = serde_json::from_value(json!({"thinking": false})).unwrap();
     assert!(!profile.thinking_enabled(Some(&off)));
@@ -150,15 +154,20 @@ fn golden_kimi_completion_suffixes() {
 
 /// Every line of one parity corpus: text and ids.
 fn check_parity(file: &str, dir: &str, profile: Option<&str>) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/parity").join(file);
-    let corpus = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/parity")
+        .join(file);
+    let corpus =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut loaded: Option<(Option<String>, Profile)> = None;
     let mut failures = Vec::new();
     let mut count = 0;
     for (index, line) in corpus.lines().enumerate() {
         let case: Value = serde_json::from_str(line).unwrap();
-        let template = case.get("template").and_then(Value::as_str).map(str::to_string);
+        let template = case
+            .get("template")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         if loaded.as_ref().map(|(t, _)| t) != Some(&template) {
             let options = LoadOptions {
                 profile: profile.map(str::to_string),
@@ -167,7 +176,9 @@ fn check_parity(file: &str, dir: &str, profile: Option<&str>) {
             let p = Profile::load(&assets().join(dir), &options).unwrap();
             loaded = Some((template.clone(), p));
         }
-        let Some((_, p)) = &loaded else { unreachable!() };
+        let Some((_, p)) = &loaded else {
+            unreachable!()
+        };
         let messages = case["messages"].as_array().unwrap();
         let tools = case.get("tools").and_then(Value::as_array);
         let input = RenderInput {
@@ -199,7 +210,12 @@ fn check_parity(file: &str, dir: &str, profile: Option<&str>) {
         failures.is_empty(),
         "{} of {count} cases differ:\n{}",
         failures.len(),
-        failures.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+        failures
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
@@ -220,5 +236,55 @@ fn parity_kimi_k2() {
 
 #[test]
 fn parity_kimi_k2_thinking() {
-    check_parity("render_kimi_k2_thinking.jsonl", "kimi-k2.5", Some("kimi-k2-thinking"));
+    check_parity(
+        "render_kimi_k2_thinking.jsonl",
+        "kimi-k2.5",
+        Some("kimi-k2-thinking"),
+    );
+}
+
+/// The CLI contract: `{"text", "ids"}` per input line, in order; bad input names file:line, exit 2.
+#[test]
+fn cli_render_writes_text_and_ids_and_reports_bad_lines() {
+    let (messages, tools) = golden_conversation();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    let line = json!({"messages": messages, "tools": tools, "add_generation_prompt": true});
+    let plain = json!({"messages": [{"role": "user", "content": "hi"}],
+                       "chat_template_kwargs": {"thinking": false}});
+    std::fs::write(&input, format!("{line}\n\n{plain}\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_draftgen"))
+        .args(["render", "--model"])
+        .arg(assets().join("kimi-k2.5"))
+        .arg("--input")
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let (text, ids) = golden("kimi-k2.5 (moonshotai");
+    assert_eq!(lines[0], json!({"text": text, "ids": ids}));
+    assert_eq!(lines[1]["text"], "<|im_user|>user<|im_middle|>hi<|im_end|>");
+
+    std::fs::write(&input, format!("{line}\n{{\"messages\": 3}}\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_draftgen"))
+        .args(["render", "--model"])
+        .arg(assets().join("kimi-k2.5"))
+        .arg("--input")
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("in.jsonl:2"), "{stderr}");
+    assert!(out.stdout.is_empty());
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use draftgen::model::{assets, LoadOptions, Profile};
+use crate::model::{assets, LoadOptions, Profile};
 
 use super::UsageError;
 

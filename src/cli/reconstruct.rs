@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::io::{read_jsonl, Output};
 use super::model_args::ModelArgs;
-use draftgen::reconstruct::{reconstruct_batch, ReconstructOptions, Request};
+use crate::reconstruct::{reconstruct_batch, ReconstructOptions, Request};
 
 #[derive(clap::Args)]
 pub struct Args {

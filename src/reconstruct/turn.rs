@@ -6,7 +6,8 @@
 //! around markers; `finish_reason: "length"` (no end-of-turn token).
 
 use crate::api::{Arguments, Completion, ToolCall};
-use crate::model::{AssistantTurn, Profile};
+use crate::model::profile::AssistantTurn;
+use crate::model::Profile;
 
 use super::despace::despace;
 use super::{ReconstructOptions, Request};
@@ -48,8 +49,12 @@ pub(super) fn candidates(
 
     // No parser touched the text: `content` is the stream itself.
     if reasoning.is_none() && completion.tool_calls.is_empty() {
-        let raw_has_reasoning = close.as_deref().is_some_and(|c| content.contains(c));
-        if !thinking || raw_has_reasoning {
+        // The end of reasoning is `</think>`, or a tool section opened inside the reasoning.
+        let raw_ends_reasoning = [profile.reasoning_close(), profile.tool_section_begin()]
+            .into_iter()
+            .flatten()
+            .any(|marker| content.contains(marker));
+        if !thinking || raw_ends_reasoning {
             flag_literals(&structural_free(&content, profile), "content", &markers, warnings);
             let mut text = content.clone();
             if end_of_turn {

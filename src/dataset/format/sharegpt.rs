@@ -1,0 +1,121 @@
+//! ShareGPT rows: `conversations` (or `items`) of `{from, value}` turns with messy role names
+//! (human/user; gpt/chatgpt/bing/bard/assistant/model; system), plus an optional `system`
+//! field. The function-calling roles of LLaMA-Factory's variant are read here too (see
+//! `llamafactory.rs`), so both formats share one turn loop.
+
+use serde_json::{json, Map, Value};
+
+use super::call::{parse_calls, CallError, CallIds};
+use super::{
+    array_field, keep_fields, malformed, optional_string, text_message, Conversation, RecordError,
+};
+use crate::dataset::reader::json_kind;
+
+pub(super) fn convert(record: &Map<String, Value>) -> Result<Conversation, RecordError> {
+    let mut conversation = convert_turns(record)?;
+    keep_fields(record, &["id"], &mut conversation.meta);
+    Ok(conversation)
+}
+
+enum Role {
+    System,
+    User,
+    Assistant,
+    FunctionCall,
+    Observation,
+}
+
+fn role(from: &str) -> Option<Role> {
+    Some(match from.to_ascii_lowercase().as_str() {
+        "system" => Role::System,
+        "human" | "user" => Role::User,
+        "gpt" | "chatgpt" | "bing" | "bard" | "assistant" | "model" => Role::Assistant,
+        "function_call" => Role::FunctionCall,
+        "observation" | "tool" | "function" => Role::Observation,
+        _ => return None,
+    })
+}
+
+/// The turns of `conversations`/`items` as OpenAI messages.
+pub(super) fn convert_turns(record: &Map<String, Value>) -> Result<Conversation, RecordError> {
+    let key = if record.contains_key("conversations") {
+        "conversations"
+    } else {
+        "items"
+    };
+    let turns = array_field(record, key)?;
+    let mut conversation = Conversation::default();
+    let messages = &mut conversation.messages;
+    if let Some(system) = optional_string(record, "system")?.filter(|s| !s.trim().is_empty()) {
+        messages.push(text_message("system", system));
+    }
+    let mut ids = CallIds::default();
+    for (i, turn) in turns.iter().enumerate() {
+        let Value::Object(turn) = turn else {
+            return Err(malformed(format!(
+                "{key}[{i}] is {}, expected an object",
+                json_kind(turn)
+            )));
+        };
+        let from = turn_text(turn, &["from", "role"], key, i)?;
+        let value = turn_text(turn, &["value", "content"], key, i)?;
+        match role(from) {
+            Some(Role::System) => messages.push(text_message("system", value)),
+            Some(Role::User) => messages.push(text_message("user", value)),
+            Some(Role::Assistant) => {
+                ids.new_turn();
+                messages.push(text_message("assistant", value));
+            }
+            Some(Role::FunctionCall) => {
+                let calls = match parse_calls(value) {
+                    Ok(calls) => calls,
+                    Err(CallError::Truncated) => {
+                        conversation.warnings.push(format!(
+                            "{key}[{i}]: function call is truncated; the conversation is cut before it"
+                        ));
+                        break;
+                    }
+                    Err(e) => return Err(malformed(format!("{key}[{i}]: {e}"))),
+                };
+                ids.new_turn();
+                let tool_calls: Vec<Value> = calls.iter().map(|c| ids.call(c)).collect();
+                messages
+                    .push(json!({"role": "assistant", "content": "", "tool_calls": tool_calls}));
+            }
+            Some(Role::Observation) => {
+                let id = ids.answer().ok_or_else(|| {
+                    malformed(format!(
+                        "{key}[{i}]: a tool result with no function call before it"
+                    ))
+                })?;
+                messages.push(json!({"role": "tool", "tool_call_id": id, "content": value}));
+            }
+            None => {
+                return Err(malformed(format!(
+                    "{key}[{i}].from is {from:?}, not a known role \
+                     (human, user, gpt, chatgpt, bing, bard, assistant, model, system, \
+                     function_call, observation)"
+                )))
+            }
+        }
+    }
+    Ok(conversation)
+}
+
+/// The first of `keys` present in a turn, which must be a string.
+fn turn_text<'t>(
+    turn: &'t Map<String, Value>,
+    keys: &[&str],
+    list: &str,
+    i: usize,
+) -> Result<&'t str, RecordError> {
+    let Some((key, value)) = keys.iter().find_map(|k| turn.get(*k).map(|v| (*k, v))) else {
+        return Err(malformed(format!("{list}[{i}] has no {:?}", keys[0])));
+    };
+    value.as_str().ok_or_else(|| {
+        malformed(format!(
+            "{list}[{i}].{key} is {}, expected a string",
+            json_kind(value)
+        ))
+    })
+}

@@ -79,10 +79,11 @@ impl Format {
         if has("system") && has("chat") {
             return Some(Format::GlaiveV2);
         }
-        if let Some(Value::Array(messages)) = record.get("messages") {
+        if let Some(messages) = record.get("messages") {
             if has("prompt") || has("prompt_id") {
                 return Some(Format::UltraChat);
             }
+            let messages = messages.as_array().map(Vec::as_slice).unwrap_or_default();
             let typed_parts = messages.iter().any(|m| {
                 m.get("content")
                     .and_then(Value::as_array)

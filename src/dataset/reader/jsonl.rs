@@ -66,10 +66,15 @@ fn parse_line(location: Location, line: &[u8]) -> RawRecord {
     };
     match serde_json::from_str(text) {
         Ok(value) => RawRecord::ok(location, value),
-        Err(e) => RawRecord::bad(
-            location,
-            format!("broken JSON: {} at column {}", e, e.column()),
-        ),
+        Err(e) => {
+            // serde_json says "at line 1 column N"; within one line only the column matters.
+            let message = e.to_string();
+            let what = message.split(" at line ").next().unwrap_or(&message);
+            RawRecord::bad(
+                location,
+                format!("broken JSON: {what} at column {}", e.column()),
+            )
+        }
     }
 }
 

@@ -480,3 +480,19 @@ fn cli_exit_codes() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no/such/file.jsonl"));
 }
+
+#[test]
+fn bundled_samples_give_the_independently_counted_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = draftgen::dataset::samples::write_bundled(dir.path()).unwrap();
+    let (report, prompts) = collect(&inputs, &PrepareOptions::default());
+    assert_eq!(report.malformed(), 0);
+    assert_eq!(
+        prompts.len() as u64,
+        draftgen::dataset::samples::BUNDLED_PROMPTS
+    );
+    assert_eq!(prompts.len(), 54);
+    let duplicates: u64 = report.sources.iter().map(|s| s.duplicates).sum();
+    assert_eq!(duplicates, 1);
+    assert_eq!(report.sources.len(), 8);
+}

@@ -12,6 +12,7 @@ pub mod format;
 mod prepare;
 pub mod prompt;
 pub mod reader;
+pub mod samples;
 
 pub use error::{DatasetError, Location, Malformed, Position};
 pub use format::Format;

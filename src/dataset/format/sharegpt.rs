@@ -119,3 +119,74 @@ fn turn_text<'t>(
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn role_aliases_map_to_openai_roles() {
+        let c = convert(&record(json!({"items": [
+            {"from": "system", "value": "s"}, {"from": "human", "value": "a"},
+            {"from": "chatgpt", "value": "b"}, {"from": "user", "value": "c"},
+            {"from": "bing", "value": "d"}, {"from": "Bard", "value": "e"},
+            {"from": "model", "value": "f"}, {"role": "assistant", "content": "g"},
+        ]})))
+        .unwrap();
+        let roles: Vec<&str> = c
+            .messages
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                "system",
+                "user",
+                "assistant",
+                "user",
+                "assistant",
+                "assistant",
+                "assistant",
+                "assistant"
+            ]
+        );
+    }
+
+    #[test]
+    fn parallel_function_calls_pair_with_observations_in_order() {
+        let c = convert_turns(&record(json!({"conversations": [
+            {"from": "human", "value": "weather in A and B?"},
+            {"from": "function_call", "value": "[{\"name\": \"w\", \"arguments\": {\"city\": \"A\"}}, {\"name\": \"w\", \"arguments\": {\"city\": \"B\"}}]"},
+            {"from": "observation", "value": "sunny"},
+            {"from": "observation", "value": "rain"},
+        ]})))
+        .unwrap();
+        let calls = &c.messages[1]["tool_calls"];
+        assert_eq!(calls[0]["id"], "call_0");
+        assert_eq!(calls[1]["function"]["arguments"], "{\"city\": \"B\"}");
+        assert_eq!(c.messages[2]["tool_call_id"], "call_0");
+        assert_eq!(c.messages[3]["tool_call_id"], "call_1");
+    }
+
+    #[test]
+    fn an_observation_without_a_call_is_malformed() {
+        let err = convert_turns(&record(json!({"conversations": [
+            {"from": "human", "value": "x"}, {"from": "observation", "value": "y"},
+        ]})))
+        .unwrap_err();
+        assert_eq!(
+            err,
+            RecordError::Malformed(
+                "conversations[1]: a tool result with no function call before it".into()
+            )
+        );
+    }
+}

@@ -38,7 +38,12 @@ pub(super) fn read<R: BufRead>(
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            parse_line(location, &line)
+            // A UTF-8 byte order mark (Windows editors) is not part of the first record.
+            let body = match line.strip_prefix(b"\xef\xbb\xbf") {
+                Some(rest) if line_no == 1 => rest,
+                _ => &line[..],
+            };
+            parse_line(location, body)
         };
         any_record = true;
         if sink(record).is_break() {
@@ -127,7 +132,7 @@ mod tests {
 
     #[test]
     fn lines_are_numbered_and_blank_lines_skipped() {
-        let records = collect(b"{\"a\":1}\r\n\n{\"a\":\n[1]\n", 1 << 20);
+        let records = collect(b"\xef\xbb\xbf{\"a\":1}\r\n\n{\"a\":\n[1]\n", 1 << 20);
         let shown: Vec<String> = records
             .iter()
             .map(|r| match &r.value {

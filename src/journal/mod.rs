@@ -18,6 +18,7 @@ mod channel;
 mod error;
 mod index;
 mod manifest;
+mod reader;
 pub mod record;
 mod run_dir;
 mod scan;
@@ -33,6 +34,7 @@ pub use index::{
     RecordTotals, ResumeState, TornTail,
 };
 pub use manifest::Manifest;
+pub use reader::RecordReader;
 pub use record::{ErrorClass, Record, Status};
 pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};
 pub use segment::{segment_file_name, JOURNAL_DIR};

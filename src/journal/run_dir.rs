@@ -8,7 +8,7 @@ use super::atomic::{atomic_write, sync_dir};
 use super::index::build_index;
 use super::segment::{list_segments, JOURNAL_DIR};
 use super::writer::JournalOptions;
-use super::{Journal, JournalError, Manifest, ResumeState, Summary};
+use super::{Journal, JournalError, Manifest, RecordReader, ResumeState, Summary};
 
 /// File name of the manifest inside a run directory.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -121,6 +121,11 @@ impl RunDir {
     /// reported, not truncated.
     pub fn read_state(&self) -> Result<ResumeState, JournalError> {
         build_index(&self.journal_dir(), false)
+    }
+
+    /// Every record, in journal order, without modifying the journal.
+    pub fn records(&self) -> Result<RecordReader, JournalError> {
+        RecordReader::open(&self.journal_dir())
     }
 
     /// The manifest, if the directory has one.

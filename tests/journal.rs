@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::fs;
-use std::io::{Read, Write};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -489,23 +489,30 @@ fn kill_9_loses_and_duplicates_nothing() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rand::random_range(60..400)));
+        // Collect acknowledged ids on a thread; kill only once the child is writing, so every
+        // round kills mid-stream however loaded the machine is.
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                // `pNNNNNNNN`: printed (one atomic pipe write) after `append` returned.
+                if line.len() == 9 && line.starts_with("p0") && tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = rx.recv_timeout(Duration::from_secs(120));
+        assert!(
+            first.is_ok(),
+            "round {round}: the child never wrote a record"
+        );
+        acknowledged.extend(first);
+        std::thread::sleep(Duration::from_millis(rand::random_range(0..300)));
         child.kill().unwrap(); // SIGKILL on Unix
         child.wait().unwrap();
-        let mut stdout = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut stdout)
-            .unwrap();
-        // Ids printed after `append` returned. The harness's own output has no `p0…` lines.
-        acknowledged.extend(
-            stdout
-                .split_inclusive('\n')
-                .filter(|l| l.ends_with('\n') && l.starts_with('p'))
-                .map(|l| l.trim_end().to_string()),
-        );
+        reader.join().unwrap();
+        acknowledged.extend(rx.try_iter());
 
         let (_journal, state) = RunDir::create_or_open(&run, &manifest(), false).unwrap();
         torn_tails += usize::from(state.report.torn_tail.is_some());
@@ -526,11 +533,31 @@ fn kill_9_loses_and_duplicates_nothing() {
             );
         }
         assert_eq!(state.prompt_count(), ids.len());
-        assert!(ids.len() > total, "round {round}: the child wrote nothing");
+        assert!(ids.len() > total, "round {round}: no new records");
         total = ids.len();
     }
     eprintln!(
         "kill -9: {total} records, {} acknowledged, {torn_tails} torn tails repaired",
         acknowledged.len()
     );
+}
+
+#[test]
+fn duplicate_success_lines_are_reported_with_locations_and_the_first_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path();
+    let mut second = success("a");
+    second.attempt = 2;
+    write_records(run, &[success("a"), success("b"), second]);
+    let state = RunDir::new(run).read_state().unwrap();
+    let duplicates = &state.report.duplicate_successes;
+    assert_eq!(duplicates.len(), 1);
+    assert_eq!(duplicates[0].id, "a");
+    assert_eq!(duplicates[0].first.as_ref().unwrap().line, 1);
+    assert_eq!(duplicates[0].duplicate.as_ref().unwrap().line, 3);
+    assert_eq!(
+        state.get("a").unwrap().disposition(),
+        Disposition::Succeeded
+    );
+    assert_eq!(state.attempts("a"), 2);
 }

@@ -88,8 +88,9 @@ impl Disposition {
     }
 }
 
-/// Compact position of a line: (segment number, line number).
-type Pos = (u32, u64);
+/// Compact position of a line: (segment number, line number). A segment holds far fewer than
+/// 2^32 lines, and the index keeps one of these per prompt, so it is kept small.
+type Pos = (u32, u32);
 
 /// Everything the journal says about one prompt.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,12 +101,14 @@ pub struct PromptState {
     pub last_attempt: u32,
     pub last_status: Status,
     pub last_error_class: Option<ErrorClass>,
-    success_at: Option<Option<Pos>>,
+    succeeded: bool,
+    /// Where the first success record is, when it was read from the journal.
+    success_at: Option<Pos>,
 }
 
 impl PromptState {
     pub fn succeeded(&self) -> bool {
-        self.success_at.is_some()
+        self.succeeded
     }
 
     pub fn disposition(&self) -> Disposition {
@@ -267,14 +270,16 @@ impl ResumeState {
                     last_attempt: 0,
                     last_status: entry.status,
                     last_error_class: entry.error_class,
+                    succeeded: false,
                     success_at: None,
                 }),
         };
         state.attempts += 1;
         state.last_attempt = state.last_attempt.max(entry.attempt);
-        if let Some(first) = state.success_at {
+        if state.succeeded {
             // Finished already: a later line changes the totals but not the outcome.
             if is_success {
+                let first = state.success_at;
                 let duplicate = DuplicateSuccess {
                     id: entry.id.to_owned(),
                     first: first.and_then(|p| self.location(p)),
@@ -287,14 +292,15 @@ impl ResumeState {
         state.last_status = entry.status;
         state.last_error_class = entry.error_class;
         if is_success {
-            state.success_at = Some(pos);
+            state.succeeded = true;
+            state.success_at = pos;
         }
     }
 
     fn location(&self, (segment, line): Pos) -> Option<LineLocation> {
         self.segment_paths.get(&segment).map(|path| LineLocation {
             segment: path.clone(),
-            line,
+            line: u64::from(line),
         })
     }
 }
@@ -389,7 +395,10 @@ fn scan_segment(
 
     for (line_no, result) in results {
         match result {
-            Ok(line) => state.ingest(Entry::from(&line), Some((segment.number, line_no))),
+            Ok(line) => {
+                let pos = u32::try_from(line_no).ok().map(|l| (segment.number, l));
+                state.ingest(Entry::from(&line), pos)
+            }
             Err(bad) => state.report.corrupt_lines.push(CorruptLine {
                 location: LineLocation {
                     segment: segment.path.clone(),

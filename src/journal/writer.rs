@@ -145,9 +145,12 @@ impl Journal {
             self.roll()?;
         }
         // One write of the whole line: a kill can tear only this line, never interleave two.
-        self.file
-            .write_all(&self.line)
-            .map_err(JournalError::io(&self.segment_path))?;
+        if let Err(e) = self.file.write_all(&self.line) {
+            // A partial line (disk full, I/O error) must not be glued to the next record: cut the
+            // segment back to its last complete line before reporting the error.
+            let _ = self.file.set_len(self.segment_bytes);
+            return Err(JournalError::io(&self.segment_path)(e));
+        }
         self.segment_bytes += len;
         self.stats.appended += 1;
         self.stats.bytes += len;

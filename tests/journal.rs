@@ -270,6 +270,14 @@ fn changed_settings_are_refused_unless_forced() {
     assert_eq!(written.previous_fingerprints, vec![manifest().fingerprint]);
     // Now the new settings resume without --force.
     RunDir::create_or_open(run, &changed, false).unwrap();
+
+    // A journal whose manifest is gone is not silently adopted.
+    fs::remove_file(run.join("manifest.json")).unwrap();
+    let err = RunDir::create_or_open(run, &manifest(), false).unwrap_err();
+    assert!(matches!(err, JournalError::MissingManifest { .. }), "{err}");
+    assert!(err.to_string().contains("--force"));
+    let (_journal, state) = RunDir::create_or_open(run, &manifest(), true).unwrap();
+    assert!(state.is_finished("a"));
 }
 
 #[test]

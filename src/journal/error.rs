@@ -25,6 +25,8 @@ pub enum JournalError {
         changes.iter().map(|c| format!("  - {c}")).collect::<Vec<_>>().join("\n")
     )]
     SettingsChanged { path: PathBuf, changes: Vec<String> },
+    #[error("{path} is missing but the journal beside it has records, so the settings cannot be checked; pass --force to adopt the current settings")]
+    MissingManifest { path: PathBuf },
     #[error("{path}: could not serialize a record for prompt {id}: {source}")]
     Serialize {
         path: PathBuf,

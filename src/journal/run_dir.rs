@@ -71,7 +71,18 @@ impl RunDir {
         fs::create_dir_all(run.journal_dir()).map_err(JournalError::io(run.journal_dir()))?;
 
         match run.read_manifest()? {
-            None => run.write_manifest(&manifest)?,
+            None => {
+                // A journal without its manifest cannot be checked against the settings.
+                let has_records = list_segments(&run.journal_dir())?
+                    .iter()
+                    .any(|s| fs::metadata(&s.path).is_ok_and(|m| m.len() > 0));
+                if has_records && !force {
+                    return Err(JournalError::MissingManifest {
+                        path: run.manifest_path(),
+                    });
+                }
+                run.write_manifest(&manifest)?
+            }
             Some(old) if old.fingerprint == manifest.fingerprint => {
                 if old.draftgen_version != manifest.draftgen_version {
                     tracing::warn!(

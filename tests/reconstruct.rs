@@ -40,7 +40,8 @@ fn data_dir() -> PathBuf {
 }
 
 fn check_family(file: &str) {
-    let root = assets::assets_root().expect("reference assets (DRAFTGEN_ASSETS or ../shared/assets)");
+    let root =
+        assets::assets_root().expect("reference assets (DRAFTGEN_ASSETS or ../shared/assets)");
     let text = std::fs::read_to_string(data_dir().join(file)).expect("case file");
     let mut profiles: HashMap<(String, String, Option<String>), Profile> = HashMap::new();
     let mut failures = Vec::new();
@@ -48,7 +49,11 @@ fn check_family(file: &str) {
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let case: Case = serde_json::from_str(line).expect("case line");
         count += 1;
-        let key = (case.model.clone(), case.profile.clone(), case.chat_template.clone());
+        let key = (
+            case.model.clone(),
+            case.profile.clone(),
+            case.chat_template.clone(),
+        );
         let profile = profiles.entry(key).or_insert_with(|| {
             let options = LoadOptions {
                 profile: Some(case.profile.clone()),
@@ -84,7 +89,10 @@ fn check_family(file: &str) {
             }
         }
         if got.ambiguous != case.expected.ambiguous {
-            problems.push(format!("ambiguous: got {}, want {}", got.ambiguous, case.expected.ambiguous));
+            problems.push(format!(
+                "ambiguous: got {}, want {}",
+                got.ambiguous, case.expected.ambiguous
+            ));
         }
         let said_ambiguous = got.warnings.iter().any(|w| w.starts_with("ambiguous"));
         if said_ambiguous != got.ambiguous {
@@ -92,7 +100,10 @@ fn check_family(file: &str) {
         }
         for needle in &case.expected.warnings_contain {
             if !got.warnings.iter().any(|w| w.contains(needle.as_str())) {
-                problems.push(format!("no warning containing {needle:?}: {:?}", got.warnings));
+                problems.push(format!(
+                    "no warning containing {needle:?}: {:?}",
+                    got.warnings
+                ));
             }
         }
         if !problems.is_empty() {

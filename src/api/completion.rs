@@ -106,10 +106,10 @@ impl Completion {
                 .and_then(Value::as_u64),
             cost: u.get("cost").and_then(Value::as_f64),
         });
-        let completion_token_ids = id_list(choice.get("token_ids"))
-            .or_else(|| id_list(body.pointer("/__verbose/tokens")));
-        let prompt_token_ids =
-            id_list(body.get("prompt_token_ids")).or_else(|| id_list(choice.get("prompt_token_ids")));
+        let completion_token_ids =
+            id_list(choice.get("token_ids")).or_else(|| id_list(body.pointer("/__verbose/tokens")));
+        let prompt_token_ids = id_list(body.get("prompt_token_ids"))
+            .or_else(|| id_list(choice.get("prompt_token_ids")));
         let provider = body
             .get("provider")
             .and_then(Value::as_str)
@@ -227,7 +227,10 @@ mod tests {
         let c = Completion::from_response(&body).unwrap();
         assert_eq!(c.reasoning.as_deref(), Some("think"));
         assert_eq!(c.content.as_deref(), Some(""));
-        assert_eq!(c.tool_calls[0].arguments, Arguments::Raw("{\"a\": 1}".into()));
+        assert_eq!(
+            c.tool_calls[0].arguments,
+            Arguments::Raw("{\"a\": 1}".into())
+        );
         assert_eq!(c.usage.as_ref().unwrap().completion_tokens, Some(7));
         assert_eq!(c.provider.as_deref(), Some("Moonshot AI"));
     }

@@ -6,9 +6,9 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod demo;
+mod generate;
 mod io;
 mod model_args;
-mod generate;
 mod prepare;
 mod reconstruct;
 mod render;

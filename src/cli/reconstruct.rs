@@ -60,7 +60,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match parsed {
             Ok(line) => {
                 slots.push((number, Ok(items.len())));
-                items.push((line.request, line.response, line.options.unwrap_or(default_options)));
+                items.push((
+                    line.request,
+                    line.response,
+                    line.options.unwrap_or(default_options),
+                ));
             }
             Err(message) => {
                 bad_input = true;

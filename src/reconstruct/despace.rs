@@ -88,29 +88,54 @@ mod tests {
     use super::*;
 
     fn markers() -> Vec<String> {
-        ["<think>", "</think>", "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        [
+            "<think>",
+            "</think>",
+            "<|tool_call_end|>",
+            "<|tool_calls_section_end|>",
+            "<|tool_call_begin|>",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
     }
 
     #[test]
     fn removes_one_space_each_side() {
-        assert_eq!(despace("ok </think> 1", &markers(), false, false), "ok</think>1");
-        assert_eq!(despace(" <think> ok </think> 1", &markers(), false, false), "<think>ok</think>1");
+        assert_eq!(
+            despace("ok </think> 1", &markers(), false, false),
+            "ok</think>1"
+        );
+        assert_eq!(
+            despace(" <think> ok </think> 1", &markers(), false, false),
+            "<think>ok</think>1"
+        );
         // real spaces beyond the inserted one stay
-        assert_eq!(despace("a  </think>  b", &markers(), false, false), "a </think> b");
+        assert_eq!(
+            despace("a  </think>  b", &markers(), false, false),
+            "a </think> b"
+        );
     }
 
     #[test]
     fn adjacent_markers_share_one_space() {
         assert_eq!(
-            despace("<|tool_call_end|> <|tool_calls_section_end|>", &markers(), false, false),
+            despace(
+                "<|tool_call_end|> <|tool_calls_section_end|>",
+                &markers(),
+                false,
+                false
+            ),
             "<|tool_call_end|><|tool_calls_section_end|>"
         );
         // a real space between two markers arrives as three
         assert_eq!(
-            despace("<|tool_call_end|>   <|tool_calls_section_end|>", &markers(), false, false),
+            despace(
+                "<|tool_call_end|>   <|tool_calls_section_end|>",
+                &markers(),
+                false,
+                false
+            ),
             "<|tool_call_end|> <|tool_calls_section_end|>"
         );
     }
@@ -119,6 +144,9 @@ mod tests {
     fn boundaries_cut_by_a_parser() {
         assert_eq!(despace("reasoning ", &markers(), false, true), "reasoning");
         assert_eq!(despace(" answer", &markers(), true, false), "answer");
-        assert_eq!(despace("plain text", &markers(), false, false), "plain text");
+        assert_eq!(
+            despace("plain text", &markers(), false, false),
+            "plain text"
+        );
     }
 }

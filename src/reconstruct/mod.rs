@@ -8,7 +8,10 @@
 
 mod choose;
 pub mod despace;
+mod sample;
 mod turn;
+
+pub use sample::{build_samples, BuildError, BuildReport, Sample};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};

@@ -55,7 +55,12 @@ pub(super) fn candidates(
             .flatten()
             .any(|marker| content.contains(marker));
         if !thinking || raw_ends_reasoning {
-            flag_literals(&structural_free(&content, profile), "content", &markers, warnings);
+            flag_literals(
+                &structural_free(&content, profile),
+                "content",
+                &markers,
+                warnings,
+            );
             let mut text = content.clone();
             if end_of_turn {
                 text.push_str(profile.end_of_turn());
@@ -112,7 +117,8 @@ pub(super) fn candidates(
         flag_literals(r, "reasoning", &markers, warnings);
     }
     flag_literals(&content, "content", &markers, warnings);
-    let tool_calls = native_tool_calls(profile, request, &completion.tool_calls, &markers, warnings);
+    let tool_calls =
+        native_tool_calls(profile, request, &completion.tool_calls, &markers, warnings);
 
     let template_form = AssistantTurn {
         reasoning: reasoning.clone(),

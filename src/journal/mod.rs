@@ -1,5 +1,42 @@
-//! The run directory: manifest, append-only crash-safe journal of [`Record`]s, resume index.
+//! The run directory: manifest, append-only crash-safe journal of [`Record`]s, resume index, summary.
+//!
+//! ```text
+//! run/
+//!   manifest.json   settings + fingerprint; a resume with other settings is refused unless --force
+//!   journal/        000001.jsonl, 000002.jsonl, …: one Record per line, append-only
+//!   summary.json    counts by status and error class, tokens, cost, timings
+//! ```
+//!
+//! The journal is the run's only source of truth: a prompt is finished when its record's line,
+//! newline included, is in a segment. [`RunDir::create_or_open`] returns a [`Journal`] to append to
+//! and the [`ResumeState`] built from what is already there; the engine appends through one writer
+//! ([`Journal::append`] directly, or [`JournalWriter`] from async code) and keeps the state current
+//! with [`ResumeState::record`] for budget and progress.
 
+mod atomic;
+mod channel;
+mod error;
+mod index;
+mod manifest;
+mod reader;
 pub mod record;
+mod run_dir;
+mod scan;
+mod segment;
+mod summary;
+mod writer;
 
+pub use atomic::atomic_write;
+pub use channel::{JournalWriter, RecordSender};
+pub use error::JournalError;
+pub use index::{
+    CorruptLine, Disposition, DuplicateSuccess, LineLocation, OpenReport, PromptState,
+    RecordTotals, ResumeState, TornTail,
+};
+pub use manifest::Manifest;
+pub use reader::RecordReader;
 pub use record::{ErrorClass, Record, Status};
+pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};
+pub use segment::{segment_file_name, JOURNAL_DIR};
+pub use summary::{StatusCounts, Summary};
+pub use writer::{Journal, JournalOptions, JournalStats, REDACTED};

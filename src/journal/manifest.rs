@@ -1,0 +1,224 @@
+//! [`Manifest`]: the settings a run was started with, and the fingerprint that guards resume.
+//!
+//! Resuming a run with different settings would mix two datasets in one journal, so the settings that
+//! shape a request (model, endpoints, sampling, request options, dataset) are hashed into a
+//! fingerprint. Timestamps and the draftgen version are recorded but not fingerprinted: a bug-fix
+//! upgrade must not make a days-long run unresumable (a version change is reported, not refused).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// `manifest.json` of a run directory. Never contains an API key: endpoints are names or base URLs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The model as requested (e.g. `moonshotai/kimi-k2.5`).
+    pub model: String,
+    /// Endpoint names or base URLs, without keys.
+    pub endpoints: Vec<String>,
+    /// Sampling parameters (temperature, top_p, max_tokens, seed, …).
+    #[serde(default)]
+    pub sampling: Value,
+    /// Everything else that shapes a request: reasoning, provider routing, tools mode, streaming,
+    /// `chat_template_kwargs`, …
+    #[serde(default)]
+    pub request_options: Value,
+    /// Hash of the prompts file (or of the dataset files and preparation settings).
+    pub dataset_hash: String,
+    /// The draftgen version that wrote this manifest.
+    #[serde(default)]
+    pub draftgen_version: String,
+    /// RFC 3339 creation time of this manifest.
+    #[serde(default)]
+    pub created_at: String,
+    /// Hex SHA-256 over the fingerprinted settings; filled in by [`Manifest::new`] / [`Manifest::seal`].
+    #[serde(default)]
+    pub fingerprint: String,
+    /// Fingerprints this run had before settings were changed with `--force`, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_fingerprints: Vec<String>,
+}
+
+/// The fingerprinted part of a manifest, in a fixed order.
+#[derive(Serialize)]
+struct FingerprintedSettings<'a> {
+    model: &'a str,
+    endpoints: &'a [String],
+    sampling: &'a Value,
+    request_options: &'a Value,
+    dataset_hash: &'a str,
+}
+
+impl Manifest {
+    /// A manifest for these settings, stamped with the current draftgen version and time.
+    pub fn new(
+        model: impl Into<String>,
+        endpoints: Vec<String>,
+        sampling: Value,
+        request_options: Value,
+        dataset_hash: impl Into<String>,
+    ) -> Manifest {
+        let mut manifest = Manifest {
+            model: model.into(),
+            endpoints,
+            sampling,
+            request_options,
+            dataset_hash: dataset_hash.into(),
+            draftgen_version: env!("CARGO_PKG_VERSION").to_string(),
+            created_at: chrono::Utc::now().to_rfc3339(),
+            fingerprint: String::new(),
+            previous_fingerprints: Vec::new(),
+        };
+        manifest.seal();
+        manifest
+    }
+
+    /// Recompute [`Manifest::fingerprint`] from the settings.
+    pub fn seal(&mut self) {
+        self.fingerprint = self.compute_fingerprint();
+    }
+
+    /// Hex SHA-256 of the canonical JSON of the fingerprinted settings. Object keys are sorted, so
+    /// the order in which a config lists options does not matter.
+    pub fn compute_fingerprint(&self) -> String {
+        let settings = FingerprintedSettings {
+            model: &self.model,
+            endpoints: &self.endpoints,
+            sampling: &self.sampling,
+            request_options: &self.request_options,
+            dataset_hash: &self.dataset_hash,
+        };
+        let value = serde_json::to_value(&settings).unwrap_or(Value::Null);
+        let mut canonical = String::new();
+        write_canonical(&value, &mut canonical);
+        hex::encode(Sha256::digest(canonical.as_bytes()))
+    }
+
+    /// Human-readable differences in fingerprinted settings from `old` to `self`, one per changed
+    /// leaf (`sampling.temperature: 0.6 → 1.0`). Empty when the fingerprints agree.
+    pub fn changes_from(&self, old: &Manifest) -> Vec<String> {
+        let mut changes = Vec::new();
+        if self.model != old.model {
+            changes.push(format!("model: {:?} → {:?}", old.model, self.model));
+        }
+        if self.endpoints != old.endpoints {
+            changes.push(format!(
+                "endpoints: {:?} → {:?}",
+                old.endpoints, self.endpoints
+            ));
+        }
+        diff_values("sampling", &old.sampling, &self.sampling, &mut changes);
+        diff_values(
+            "request_options",
+            &old.request_options,
+            &self.request_options,
+            &mut changes,
+        );
+        if self.dataset_hash != old.dataset_hash {
+            changes.push(format!(
+                "dataset_hash: {} → {}",
+                old.dataset_hash, self.dataset_hash
+            ));
+        }
+        changes
+    }
+}
+
+/// JSON with object keys sorted at every level (the input to the fingerprint).
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Push one line per differing leaf between `old` and `new`, named by dotted path.
+fn diff_values(path: &str, old: &Value, new: &Value, changes: &mut Vec<String>) {
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let child = format!("{path}.{key}");
+                match (a.get(key), b.get(key)) {
+                    (Some(x), Some(y)) => diff_values(&child, x, y, changes),
+                    (Some(x), None) => changes.push(format!("{child}: {x} → (removed)")),
+                    (None, Some(y)) => changes.push(format!("{child}: (unset) → {y}")),
+                    (None, None) => {}
+                }
+            }
+        }
+        (a, b) if a != b => changes.push(format!("{path}: {a} → {b}")),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn manifest(temperature: f64) -> Manifest {
+        Manifest::new(
+            "moonshotai/kimi-k2.5",
+            vec!["https://openrouter.ai/api/v1".into()],
+            json!({"temperature": temperature, "max_tokens": 4096}),
+            json!({"reasoning": {"effort": "high"}, "stream": true}),
+            "abc123",
+        )
+    }
+
+    #[test]
+    fn fingerprint_ignores_key_order_and_timestamps() {
+        let a = manifest(0.6);
+        let mut b = a.clone();
+        b.sampling = json!({"max_tokens": 4096, "temperature": 0.6});
+        b.created_at = "1999-01-01T00:00:00Z".into();
+        b.draftgen_version = "9.9.9".into();
+        b.seal();
+        assert_eq!(a.fingerprint, b.fingerprint);
+        assert_eq!(a.fingerprint.len(), 64);
+    }
+
+    #[test]
+    fn changes_name_the_changed_leaves() {
+        let old = manifest(0.6);
+        let mut new = manifest(1.0);
+        new.request_options = json!({"reasoning": {"effort": "low"}, "stream": true, "seed": 1});
+        new.seal();
+        assert_ne!(old.fingerprint, new.fingerprint);
+        let changes = new.changes_from(&old);
+        assert_eq!(
+            changes,
+            vec![
+                "sampling.temperature: 0.6 → 1.0".to_string(),
+                "request_options.reasoning.effort: \"high\" → \"low\"".to_string(),
+                "request_options.seed: (unset) → 1".to_string(),
+            ]
+        );
+    }
+}

@@ -173,9 +173,11 @@ mod tests {
 
     #[test]
     fn each_class_occurs_at_about_its_rate() {
-        let mut rates = FaultRates::default();
-        rates.rate_limited = 0.2;
-        rates.truncated = 0.1;
+        let rates = FaultRates {
+            rate_limited: 0.2,
+            truncated: 0.1,
+            ..FaultRates::default()
+        };
         let n = 20_000;
         let mut counts = [0usize; 8];
         for key in 0..n {

@@ -17,7 +17,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use futures_util::stream;
+use futures_util::{stream, StreamExt};
 use rand::Rng;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -34,6 +34,9 @@ use super::request::ChatRequest;
 use super::seed::{self, Purpose};
 use super::tokens::TokenCounter;
 use super::SimError;
+
+/// Before dropping a connection on purpose, long enough for what was written to be flushed.
+const FLUSH_PAUSE: Duration = Duration::from_millis(20);
 
 struct Shared {
     config: SimConfig,
@@ -494,14 +497,18 @@ fn plain_response(shared: &Shared, turn: &Turn, fault: Option<FaultKind>) -> Res
         Some(FaultKind::Truncated) => {
             let text = flavor::response(flavor, turn).to_string();
             let half = Bytes::copy_from_slice(&text.as_bytes()[..text.len() / 2]);
-            // A body stream that errors makes hyper drop the connection mid-body.
-            let parts: Vec<Result<Bytes, std::io::Error>> =
-                vec![Ok(half), Err(std::io::Error::other("simulated truncation"))];
-            json_bytes_response(
-                StatusCode::OK,
-                Body::from_stream(stream::iter(parts)),
-                &turn.id,
-            )
+            // A body stream that errors makes hyper drop the connection mid-body; the pause
+            // lets the status line and the first half reach the client first.
+            let parts = stream::iter([Some(half), None]).then(|part| async move {
+                match part {
+                    Some(bytes) => Ok(bytes),
+                    None => {
+                        tokio::time::sleep(FLUSH_PAUSE).await;
+                        Err(std::io::Error::other("simulated truncation"))
+                    }
+                }
+            });
+            json_bytes_response(StatusCode::OK, Body::from_stream(parts), &turn.id)
         }
         _ => {
             let body = flavor::response(flavor, turn).to_string();
@@ -589,10 +596,13 @@ fn stream_response(
             match frames.next() {
                 Some(frame) => Some((Ok(frame), (frames, false, shared, end))),
                 None => match end {
-                    StreamEnd::Drop => Some((
-                        Err(std::io::Error::other("simulated truncation")),
-                        (frames, false, shared, StreamEnd::Complete),
-                    )),
+                    StreamEnd::Drop => {
+                        tokio::time::sleep(FLUSH_PAUSE).await;
+                        Some((
+                            Err(std::io::Error::other("simulated truncation")),
+                            (frames, false, shared, StreamEnd::Complete),
+                        ))
+                    }
                     StreamEnd::HangThenDrop => {
                         hang(&shared).await;
                         Some((

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use draftgen::model::Tokenizer;
+use draftgen::model::{LoadOptions, Profile, RenderInput, Tokenizer};
 use draftgen::sim::{spawn, FaultKind, FaultRates, Flavor, SimConfig, SimHandle};
 use serde_json::{json, Value};
 
@@ -396,6 +396,7 @@ async fn tool_choice_none_and_named_are_honoured() {
 async fn vllm_return_token_ids_equal_the_tokenized_native_stream() {
     let sim = start(Flavor::Vllm, true).await;
     let tokenizer = Tokenizer::from_dir(&kimi_dir()).unwrap();
+    let profile = Profile::load(&kimi_dir(), &LoadOptions::default()).unwrap();
     let mut with_calls = 0;
     let mut sections_in_reasoning = 0;
     for i in 0..200 {
@@ -422,6 +423,19 @@ async fn vllm_return_token_ids_equal_the_tokenized_native_stream() {
             prompt_ids.last(),
             Some(&json!(163606)),
             "prompt ends with <think>"
+        );
+        // The prompt is the model's own render (the K2.5 profile, golden-tested in tests/render.rs).
+        let expected = profile
+            .render_ids(&RenderInput {
+                messages: body["messages"].as_array().unwrap(),
+                tools: body["tools"].as_array().map(Vec::as_slice),
+                add_generation_prompt: true,
+                chat_template_kwargs: None,
+            })
+            .unwrap();
+        assert_eq!(
+            serde_json::from_value::<Vec<u32>>(answer["prompt_token_ids"].clone()).unwrap(),
+            expected
         );
         if !calls(&answer).is_empty() {
             with_calls += 1;
@@ -888,4 +902,62 @@ async fn models_and_health_answer() {
         .await
         .unwrap();
     assert_eq!(bad.status(), 400);
+}
+
+#[test]
+fn the_sim_command_prints_its_url_and_serves() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_draftgen"))
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--flavor",
+            "raw",
+            "--seed",
+            "4",
+            "--fault-429",
+            "0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().to_string();
+    let result = std::panic::catch_unwind(|| {
+        assert!(
+            url.starts_with("http://127.0.0.1:") && url.ends_with("/v1"),
+            "{url}"
+        );
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let body: Value = reqwest::Client::new()
+                .post(format!("{url}/chat/completions"))
+                .json(&request(0))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert!(message(&body)["content"]
+                .as_str()
+                .unwrap()
+                .contains("</think>"));
+        });
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    result.unwrap();
+    let bad = Command::new(env!("CARGO_BIN_EXE_draftgen"))
+        .args(["sim", "--faults-all", "1.5"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--faults-all 1.5"));
 }

@@ -15,6 +15,8 @@ pub struct ChatRequest {
     pub stream: bool,
     /// `stream_options.include_usage` (OpenRouter sends usage regardless).
     pub include_usage: bool,
+    /// `chat_template_kwargs` as sent (passed to the model's template).
+    pub chat_template_kwargs: Option<serde_json::Map<String, Value>>,
     /// `chat_template_kwargs.thinking` (default true, as K2.5's template).
     pub thinking: bool,
     /// OpenRouter `reasoning.exclude`: reasoning is generated but not returned.
@@ -62,6 +64,10 @@ impl ChatRequest {
                 obj.get("stream_options")
                     .and_then(|o| o.get("include_usage")),
             ),
+            chat_template_kwargs: obj
+                .get("chat_template_kwargs")
+                .and_then(Value::as_object)
+                .cloned(),
             thinking: obj
                 .get("chat_template_kwargs")
                 .and_then(|k| k.get("thinking"))

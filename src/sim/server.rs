@@ -16,6 +16,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use futures_util::{stream, StreamExt};
 use rand::Rng;
@@ -29,7 +30,6 @@ use super::config::{Flavor, SimConfig};
 use super::counters::{CounterSnapshot, Counters};
 use super::faults::FaultKind;
 use super::flavor::{self, Event, Turn};
-use super::prompt;
 use super::request::ChatRequest;
 use super::seed::{self, Purpose};
 use super::tokens::TokenCounter;
@@ -90,6 +90,10 @@ impl Simulator {
     ) -> Result<(), SimError> {
         let router = router(self.shared.clone());
         let shutdown_tx = self.shutdown_tx;
+        // Small SSE frames must not wait on Nagle's algorithm.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 shutdown.await;
@@ -180,6 +184,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/v1/models", get(models))
         .route("/api/v1/key", get(key_info))
         .route("/api/v1/auth/key", get(key_info))
+        .route("/v1/auth/key", get(key_info))
         .route("/v1/key", get(key_info))
         .route("/api/v1/credits", get(credits))
         .route("/v1/credits", get(credits))
@@ -362,13 +367,13 @@ fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, emp
         .and_then(|a| a.reasoning.as_deref())
         .map(|r| tokens.count(r).min(completion_tokens))
         .unwrap_or(0);
-    let prompt_text =
-        prompt::approximate_render(&request.messages, &request.tools, request.thinking);
-    let prompt_token_ids = tokens.encode(&prompt_text);
-    let prompt_tokens = prompt_token_ids
-        .as_ref()
-        .map(Vec::len)
-        .unwrap_or_else(|| tokens.count(&prompt_text));
+    let prompt = tokens.prompt(
+        &request.messages,
+        &request.tools,
+        request.chat_template_kwargs.as_ref(),
+        request.thinking,
+    );
+    let (prompt_token_ids, prompt_tokens) = (prompt.ids, prompt.count);
     let cost = prompt_tokens as f64 * config.prices.prompt
         + completion_tokens as f64 * config.prices.completion;
     let mut ids_rng = seed::rng(config.seed, key, Purpose::Ids, attempt);

@@ -1,10 +1,16 @@
-//! Token counting for the simulator: the real tokenizer of `--model` when given (shared in an
-//! `Arc`, encoded per request), else whitespace-separated pieces as a rough stand-in.
+//! Token counting for the simulator: the model of `--model` when given (shared in an `Arc`,
+//! used per request), else whitespace-separated pieces as a rough stand-in.
+//!
+//! Prompt ids come from the model's own profile (its chat template, as `draftgen render` does)
+//! when the directory loads as one; otherwise, or if a request does not render, from
+//! [`approximate_render`](super::prompt::approximate_render) tokenized.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::model::{ModelError, Tokenizer};
+use serde_json::{Map, Value};
+
+use crate::model::{LoadOptions, ModelError, Profile, RenderInput, Tokenizer};
 
 /// The sampled tokens after `max_tokens`: what the server detokenizes and reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,40 +24,116 @@ pub struct Sampled {
     pub cut: bool,
 }
 
+/// What `--model` loaded: a full profile, or only its tokenizer.
+enum Model {
+    Profile(Profile),
+    Tokenizer(Tokenizer),
+}
+
 #[derive(Clone, Default)]
 pub struct TokenCounter {
-    tokenizer: Option<Arc<Tokenizer>>,
+    model: Option<Arc<Model>>,
+}
+
+/// A request's prompt as the server counts it.
+pub struct PromptTokens {
+    pub ids: Option<Vec<u32>>,
+    pub count: usize,
+    /// Rendered with the model's own template (not the approximation).
+    pub exact: bool,
 }
 
 impl TokenCounter {
+    /// Load `model_dir` as a profile (tokenizer + template); if it has no usable template, load
+    /// just its tokenizer.
     pub fn load(model_dir: Option<&Path>) -> Result<Self, ModelError> {
-        let tokenizer = match model_dir {
-            Some(dir) => Some(Arc::new(Tokenizer::from_dir(dir)?)),
-            None => None,
+        let Some(dir) = model_dir else {
+            return Ok(TokenCounter::default());
         };
-        Ok(TokenCounter { tokenizer })
+        let model = match Profile::load(dir, &LoadOptions::default()) {
+            Ok(profile) => Model::Profile(profile),
+            Err(err) => {
+                tracing::warn!(
+                    "sim: {} does not load as a model profile ({err}); prompt counts use an \
+                     approximate Kimi-style render",
+                    dir.display()
+                );
+                Model::Tokenizer(Tokenizer::from_dir(dir)?)
+            }
+        };
+        Ok(TokenCounter {
+            model: Some(Arc::new(model)),
+        })
+    }
+
+    fn tokenizer(&self) -> Option<&Tokenizer> {
+        self.model.as_deref().map(|m| match m {
+            Model::Profile(p) => &p.tokenizer,
+            Model::Tokenizer(t) => t,
+        })
     }
 
     pub fn has_tokenizer(&self) -> bool {
-        self.tokenizer.is_some()
+        self.model.is_some()
     }
 
     pub fn encode(&self, text: &str) -> Option<Vec<u32>> {
-        self.tokenizer.as_ref().map(|t| t.encode(text))
+        self.tokenizer().map(|t| t.encode(text))
     }
 
     /// Tokens in `text`, or whitespace-separated pieces without a tokenizer.
     pub fn count(&self, text: &str) -> usize {
-        match &self.tokenizer {
+        match self.tokenizer() {
             Some(t) => t.encode(text).len(),
             None => text.split_whitespace().count(),
+        }
+    }
+
+    /// The prompt of a request (with the generation prompt).
+    pub fn prompt(
+        &self,
+        messages: &[Value],
+        tools: &[Value],
+        chat_template_kwargs: Option<&Map<String, Value>>,
+        thinking: bool,
+    ) -> PromptTokens {
+        if let Some(Model::Profile(profile)) = self.model.as_deref() {
+            let input = RenderInput {
+                messages,
+                tools: (!tools.is_empty()).then_some(tools),
+                add_generation_prompt: true,
+                chat_template_kwargs,
+            };
+            match profile.render_ids(&input) {
+                Ok(ids) => {
+                    return PromptTokens {
+                        count: ids.len(),
+                        ids: Some(ids),
+                        exact: true,
+                    }
+                }
+                Err(err) => tracing::debug!("sim: render failed, approximating: {err}"),
+            }
+        }
+        let text = super::prompt::approximate_render(messages, tools, thinking);
+        match self.encode(&text) {
+            Some(ids) => PromptTokens {
+                count: ids.len(),
+                ids: Some(ids),
+                exact: false,
+            },
+            None => PromptTokens {
+                count: self.count(&text),
+                ids: None,
+                exact: false,
+            },
         }
     }
 
     /// Sample `native` (which ends with `stop`) under a `max_tokens` limit.
     pub fn sample(&self, native: &str, stop: &str, max_tokens: Option<usize>) -> Sampled {
         let whole = native.strip_suffix(stop).unwrap_or(native);
-        match &self.tokenizer {
+        match self.tokenizer() {
             Some(tokenizer) => {
                 let ids = tokenizer.encode(native);
                 match max_tokens {

@@ -26,7 +26,7 @@ pub struct Sampled {
 
 /// What `--model` loaded: a full profile, or only its tokenizer.
 enum Model {
-    Profile(Profile),
+    Profile(Box<Profile>),
     Tokenizer(Tokenizer),
 }
 
@@ -51,7 +51,7 @@ impl TokenCounter {
             return Ok(TokenCounter::default());
         };
         let model = match Profile::load(dir, &LoadOptions::default()) {
-            Ok(profile) => Model::Profile(profile),
+            Ok(profile) => Model::Profile(Box::new(profile)),
             Err(err) => {
                 tracing::warn!(
                     "sim: {} does not load as a model profile ({err}); prompt counts use an \

@@ -551,6 +551,8 @@ async fn raw_flavour_keeps_native_markers_in_content() {
     for i in 0..20 {
         let mut body = tool_request(i);
         body["return_token_ids"] = json!(true);
+        body["return_tokens"] = json!(true);
+        body["verbose"] = json!(true);
         let (_, answer) = post(&sim, &body).await;
         let content = message(&answer)["content"].as_str().unwrap();
         assert!(message(&answer).get("reasoning").is_none());
@@ -560,6 +562,11 @@ async fn raw_flavour_keeps_native_markers_in_content() {
         }
         let ids: Vec<u32> =
             serde_json::from_value(answer["choices"][0]["token_ids"].clone()).unwrap();
+        assert_eq!(
+            answer["__verbose"]["tokens"],
+            json!(ids),
+            "llama.cpp-style ids"
+        );
         assert_eq!(ids, tokenizer.encode(&format!("{content}<|im_end|>")));
         let sse = post_stream(&sim, &body).await;
         let (streamed, _, _, done) = reassemble(&sse);

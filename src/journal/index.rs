@@ -312,6 +312,9 @@ fn response_usage(response: Option<&serde_json::Value>) -> (Option<u64>, Option<
     (count("prompt_tokens"), count("completion_tokens"))
 }
 
+/// Segments read into memory at once (at least one segment).
+const WINDOW_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Target size of a chunk parsed by one rayon task.
 const CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
@@ -335,31 +338,73 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
             .insert(segment.number, segment.path.clone());
     }
     let last = segments.last().map(|s| s.number);
-    for segment in &segments {
-        scan_segment(segment, Some(segment.number) == last, repair, &mut state)?;
+    // Segments are read and parsed a window at a time: reads and parses run in parallel across
+    // the window, memory stays bounded by the window, and the merge is in journal order.
+    let mut rest = &segments[..];
+    while !rest.is_empty() {
+        let mut take = 0;
+        let mut bytes = 0u64;
+        while take < rest.len() && (take == 0 || bytes < WINDOW_BYTES) {
+            bytes += fs::metadata(&rest[take].path).map_or(0, |m| m.len());
+            take += 1;
+        }
+        let (window, tail) = rest.split_at(take);
+        rest = tail;
+        let buffers = window
+            .par_iter()
+            .map(|s| fs::read(&s.path).map_err(JournalError::io(&s.path)))
+            .collect::<Result<Vec<Vec<u8>>, JournalError>>()?;
+        // Complete lines end at the last newline; anything after it is a torn write.
+        let tasks: Vec<(usize, usize, usize)> = buffers
+            .iter()
+            .enumerate()
+            .flat_map(|(b, bytes)| {
+                let complete = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
+                split_chunks(&bytes[..complete])
+                    .into_iter()
+                    .map(move |(start, end)| (b, start, end))
+            })
+            .collect();
+        let mut parsed: Vec<(usize, ParsedChunk<'_>)> = tasks
+            .par_iter()
+            .map(|&(b, start, end)| (b, parse_chunk(&buffers[b], start, end)))
+            .collect();
+        // Chunks are in segment order: peel each segment's chunks off the end.
+        let mut per_segment: Vec<Vec<ParsedChunk<'_>>> = Vec::with_capacity(window.len());
+        for b in (0..window.len()).rev() {
+            let split = parsed.partition_point(|(owner, _)| *owner < b);
+            per_segment.push(
+                parsed
+                    .split_off(split)
+                    .into_iter()
+                    .map(|(_, c)| c)
+                    .collect(),
+            );
+        }
+        per_segment.reverse();
+        for ((segment, bytes), chunks) in window.iter().zip(&buffers).zip(per_segment) {
+            let is_last = Some(segment.number) == last;
+            finish_segment(segment, bytes, chunks, is_last, repair, &mut state)?;
+        }
     }
     state.loaded_records = state.totals.records;
     Ok(state)
 }
 
-fn scan_segment(
+/// The results of one chunk's lines, in order, and how many lines it had.
+type ParsedChunk<'a> = (Vec<Result<IndexLine<'a>, BadLine>>, u64);
+
+/// Merge one segment's parsed chunks into `state`, in order, and handle its tail.
+fn finish_segment(
     segment: &Segment,
+    bytes: &[u8],
+    parsed: Vec<ParsedChunk<'_>>,
     is_last: bool,
     repair: bool,
     state: &mut ResumeState,
 ) -> Result<(), JournalError> {
-    let bytes = fs::read(&segment.path).map_err(JournalError::io(&segment.path))?;
     state.report.bytes += bytes.len() as u64;
-
-    // Complete lines end at the last newline; anything after it is a torn write.
-    let complete_len = memchr::memrchr(b'\n', &bytes).map_or(0, |i| i + 1);
-    let chunks = split_chunks(&bytes[..complete_len]);
-
-    // Parse chunks in parallel; each returns its lines' results in order.
-    let parsed: Vec<(Vec<Result<IndexLine<'_>, BadLine>>, u64)> = chunks
-        .par_iter()
-        .map(|&(start, end)| parse_chunk(&bytes, start, end))
-        .collect();
+    let complete_len = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
 
     // Line numbers: prefix sums of per-chunk line counts.
     let mut results: Vec<(u64, Result<IndexLine<'_>, BadLine>)> = Vec::new();
@@ -479,11 +524,7 @@ fn split_chunks(bytes: &[u8]) -> Vec<(usize, usize)> {
 }
 
 /// Parse the lines of `bytes[start..end]` (each ending in a newline).
-fn parse_chunk(
-    bytes: &[u8],
-    start: usize,
-    end: usize,
-) -> (Vec<Result<IndexLine<'_>, BadLine>>, u64) {
+fn parse_chunk(bytes: &[u8], start: usize, end: usize) -> ParsedChunk<'_> {
     let mut out = Vec::new();
     let mut line_start = start;
     for nl in memchr::memchr_iter(b'\n', &bytes[start..end]) {

@@ -1,0 +1,208 @@
+//! Token counting for the simulator: the model of `--model` when given (shared in an `Arc`,
+//! used per request), else whitespace-separated pieces as a rough stand-in.
+//!
+//! Prompt ids come from the model's own profile (its chat template, as `draftgen render` does)
+//! when the directory loads as one; otherwise, or if a request does not render, from
+//! [`approximate_render`](super::prompt::approximate_render) tokenized.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::model::{LoadOptions, ModelError, Profile, RenderInput, Tokenizer};
+
+/// The sampled tokens after `max_tokens`: what the server detokenizes and reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampled {
+    /// The output text, without the stop token (servers strip it).
+    pub text: String,
+    /// The sampled ids, `<|im_end|>` included unless cut; `None` without a tokenizer.
+    pub ids: Option<Vec<u32>>,
+    pub count: usize,
+    /// `max_tokens` cut the stream before its end token.
+    pub cut: bool,
+}
+
+/// What `--model` loaded: a full profile, or only its tokenizer.
+enum Model {
+    Profile(Box<Profile>),
+    Tokenizer(Tokenizer),
+}
+
+#[derive(Clone, Default)]
+pub struct TokenCounter {
+    model: Option<Arc<Model>>,
+}
+
+/// A request's prompt as the server counts it.
+pub struct PromptTokens {
+    pub ids: Option<Vec<u32>>,
+    pub count: usize,
+    /// Rendered with the model's own template (not the approximation).
+    pub exact: bool,
+}
+
+impl TokenCounter {
+    /// Load `model_dir` as a profile (tokenizer + template); if it has no usable template, load
+    /// just its tokenizer.
+    pub fn load(model_dir: Option<&Path>) -> Result<Self, ModelError> {
+        let Some(dir) = model_dir else {
+            return Ok(TokenCounter::default());
+        };
+        let model = match Profile::load(dir, &LoadOptions::default()) {
+            Ok(profile) => Model::Profile(Box::new(profile)),
+            Err(err) => {
+                tracing::warn!(
+                    "sim: {} does not load as a model profile ({err}); prompt counts use an \
+                     approximate Kimi-style render",
+                    dir.display()
+                );
+                Model::Tokenizer(Tokenizer::from_dir(dir)?)
+            }
+        };
+        Ok(TokenCounter {
+            model: Some(Arc::new(model)),
+        })
+    }
+
+    fn tokenizer(&self) -> Option<&Tokenizer> {
+        self.model.as_deref().map(|m| match m {
+            Model::Profile(p) => &p.tokenizer,
+            Model::Tokenizer(t) => t,
+        })
+    }
+
+    pub fn has_tokenizer(&self) -> bool {
+        self.model.is_some()
+    }
+
+    pub fn encode(&self, text: &str) -> Option<Vec<u32>> {
+        self.tokenizer().map(|t| t.encode(text))
+    }
+
+    /// Tokens in `text`, or whitespace-separated pieces without a tokenizer.
+    pub fn count(&self, text: &str) -> usize {
+        match self.tokenizer() {
+            Some(t) => t.encode(text).len(),
+            None => text.split_whitespace().count(),
+        }
+    }
+
+    /// The prompt of a request (with the generation prompt).
+    pub fn prompt(
+        &self,
+        messages: &[Value],
+        tools: &[Value],
+        chat_template_kwargs: Option<&Map<String, Value>>,
+        thinking: bool,
+    ) -> PromptTokens {
+        if let Some(Model::Profile(profile)) = self.model.as_deref() {
+            let input = RenderInput {
+                messages,
+                tools: (!tools.is_empty()).then_some(tools),
+                add_generation_prompt: true,
+                chat_template_kwargs,
+            };
+            match profile.render_ids(&input) {
+                Ok(ids) => {
+                    return PromptTokens {
+                        count: ids.len(),
+                        ids: Some(ids),
+                        exact: true,
+                    }
+                }
+                Err(err) => tracing::debug!("sim: render failed, approximating: {err}"),
+            }
+        }
+        let text = super::prompt::approximate_render(messages, tools, thinking);
+        match self.encode(&text) {
+            Some(ids) => PromptTokens {
+                count: ids.len(),
+                ids: Some(ids),
+                exact: false,
+            },
+            None => PromptTokens {
+                count: self.count(&text),
+                ids: None,
+                exact: false,
+            },
+        }
+    }
+
+    /// Sample `native` (which ends with `stop`) under a `max_tokens` limit.
+    pub fn sample(&self, native: &str, stop: &str, max_tokens: Option<usize>) -> Sampled {
+        let whole = native.strip_suffix(stop).unwrap_or(native);
+        match self.tokenizer() {
+            Some(tokenizer) => {
+                let ids = tokenizer.encode(native);
+                match max_tokens {
+                    Some(max) if ids.len() > max => {
+                        let kept = ids[..max].to_vec();
+                        Sampled {
+                            text: tokenizer.decode(&kept),
+                            count: kept.len(),
+                            ids: Some(kept),
+                            cut: true,
+                        }
+                    }
+                    _ => Sampled {
+                        text: whole.to_string(),
+                        count: ids.len(),
+                        ids: Some(ids),
+                        cut: false,
+                    },
+                }
+            }
+            None => {
+                // The stop token counts as one more piece.
+                let pieces = whole.split_whitespace().count() + 1;
+                match max_tokens {
+                    Some(max) if pieces > max => Sampled {
+                        text: first_pieces(whole, max),
+                        ids: None,
+                        count: max,
+                        cut: true,
+                    },
+                    _ => Sampled {
+                        text: whole.to_string(),
+                        ids: None,
+                        count: pieces,
+                        cut: false,
+                    },
+                }
+            }
+        }
+    }
+}
+
+/// `text` up to the end of its `n`-th whitespace-separated piece.
+fn first_pieces(text: &str, n: usize) -> String {
+    if n == 0 {
+        return String::new();
+    }
+    match text.split_whitespace().nth(n - 1) {
+        Some(piece) => {
+            let end = piece.as_ptr() as usize - text.as_ptr() as usize + piece.len();
+            text[..end].to_string()
+        }
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_tokenizer_pieces_are_counted_and_cut() {
+        let counter = TokenCounter::default();
+        let all = counter.sample("a b  c<|im_end|>", "<|im_end|>", None);
+        assert_eq!(
+            (all.text.as_str(), all.count, all.cut),
+            ("a b  c", 4, false)
+        );
+        let cut = counter.sample("a b  c<|im_end|>", "<|im_end|>", Some(2));
+        assert_eq!((cut.text.as_str(), cut.count, cut.cut), ("a b", 2, true));
+    }
+}

@@ -1,8 +1,29 @@
 //! Building the chat-completions request body from a [`Prompt`](crate::dataset::Prompt) and the
 //! run's settings (sampling, OpenRouter extras, self-hosted extras).
+//!
+//! [`RequestOptions::validate`] runs once when a run starts and turns every bad setting into an
+//! [`OptionsError`] that says what to change; [`build_body`] then runs per request and cannot fail.
+//! OpenRouter's `reasoning` and `provider` objects are kept as JSON in the options (so the manifest
+//! fingerprints exactly what is sent) and checked through the typed [`Reasoning`] and
+//! [`ProviderRouting`], which reject unknown fields so a typo cannot silently fall back to defaults.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::dataset::Prompt;
+
+/// Which server software answers; decides the server-specific request fields.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerKind {
+    OpenRouter,
+    Vllm,
+    Sglang,
+    LlamaCpp,
+    /// Any other OpenAI-compatible server: only standard fields are added.
+    #[default]
+    Generic,
+}
 
 /// Settings that shape every request of a run. Part of the run manifest's fingerprint.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -16,10 +37,10 @@ pub struct RequestOptions {
     pub top_p: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
-    /// OpenRouter `reasoning` object (`{effort}` or `{max_tokens}`, `exclude`, `enabled`).
+    /// OpenRouter `reasoning` object (`{effort}` or `{max_tokens}`, `exclude`, `enabled`); see [`Reasoning`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<Value>,
-    /// OpenRouter `provider` routing object.
+    /// OpenRouter `provider` routing object; see [`ProviderRouting`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<Value>,
     /// Self-hosted: `chat_template_kwargs` (e.g. `{"thinking": false}`).
@@ -36,8 +57,361 @@ pub struct RequestOptions {
     /// Anything else to merge into the body verbatim.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra_body: Map<String, Value>,
+    /// Which server answers: picks the token-id flags and OpenRouter's `usage` flag.
+    #[serde(default)]
+    pub server_kind: ServerKind,
 }
 
 fn default_true() -> bool {
     true
+}
+
+/// A run setting that cannot work; the message names the setting and what to do.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptionsError {
+    #[error("`model` is empty: set the model id (e.g. `moonshotai/kimi-k2-0905:exacto`)")]
+    EmptyModel,
+    #[error(
+        "`reasoning` sets both `effort` and `max_tokens`; OpenRouter accepts only one of them"
+    )]
+    ReasoningEffortAndMaxTokens,
+    #[error("`reasoning` is invalid: {0}")]
+    Reasoning(String),
+    #[error("`provider` routing is invalid: {0}")]
+    Provider(String),
+    #[error("`{field}` = {value} is out of range: {expected}")]
+    OutOfRange {
+        field: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    #[error(
+        "`server_token_ids` needs a server that returns its own ids: set `server_kind` to vllm, sglang or llama_cpp (it is {0:?})"
+    )]
+    TokenIdsUnsupported(ServerKind),
+    #[error(
+        "SGLang returns token ids only without streaming: turn `stream` off or `server_token_ids` off"
+    )]
+    SglangStreamTokenIds,
+}
+
+/// OpenRouter's `reasoning` request object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reasoning {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
+
+/// `reasoning.effort` levels OpenRouter documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    Xhigh,
+    High,
+    Medium,
+    Low,
+    Minimal,
+    None,
+}
+
+impl Reasoning {
+    /// Parse and check an options `reasoning` value.
+    pub fn from_value(value: &Value) -> Result<Self, OptionsError> {
+        let reasoning: Reasoning = serde_json::from_value(value.clone())
+            .map_err(|e| OptionsError::Reasoning(format!("{e} (expected {{effort | max_tokens, exclude, enabled}}; other fields go in `extra_body`)")))?;
+        reasoning.validate()?;
+        Ok(reasoning)
+    }
+
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        if self.effort.is_some() && self.max_tokens.is_some() {
+            return Err(OptionsError::ReasoningEffortAndMaxTokens);
+        }
+        Ok(())
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// OpenRouter's `provider` routing object. Model suffixes (`:exacto`, `:nitro`, `:floor`) are not
+/// here: they are part of `model`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderRouting {
+    /// Providers to try first, in this order (disables load balancing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<Vec<String>>,
+    /// Only these providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only: Option<Vec<String>>,
+    /// Never these providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort: Option<ProviderSort>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantizations: Option<Vec<Quantization>>,
+    /// Default true on OpenRouter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_fallbacks: Option<bool>,
+    /// Route only to providers that support every request parameter (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_parameters: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_collection: Option<DataCollection>,
+    /// USD per million tokens (or per request/image) the run will not exceed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_price: Option<MaxPrice>,
+    /// Zero-data-retention endpoints only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zdr: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforce_distillable_text: Option<bool>,
+    /// A number or a percentile object, passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred_min_throughput: Option<Value>,
+    /// A number or a percentile object, passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred_max_latency: Option<Value>,
+}
+
+/// `provider.sort`: a key, or `{by, partition}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ProviderSort {
+    By(SortBy),
+    Detailed {
+        by: SortBy,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SortBy {
+    Price,
+    Throughput,
+    Latency,
+}
+
+/// Weight formats OpenRouter can filter providers by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Quantization {
+    Int4,
+    Int8,
+    Fp4,
+    Fp6,
+    Fp8,
+    Fp16,
+    Bf16,
+    Fp32,
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataCollection {
+    Allow,
+    Deny,
+}
+
+/// `provider.max_price`, USD.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaxPrice {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<f64>,
+}
+
+impl ProviderRouting {
+    /// Parse and check an options `provider` value.
+    pub fn from_value(value: &Value) -> Result<Self, OptionsError> {
+        let routing: ProviderRouting = serde_json::from_value(value.clone()).map_err(|e| {
+            OptionsError::Provider(format!(
+                "{e} (known fields: order, only, ignore, sort, quantizations, allow_fallbacks, \
+                 require_parameters, data_collection, max_price, zdr, enforce_distillable_text, \
+                 preferred_min_throughput, preferred_max_latency; others go in `extra_body`)"
+            ))
+        })?;
+        routing.validate()?;
+        Ok(routing)
+    }
+
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        for (field, list) in [
+            ("order", &self.order),
+            ("only", &self.only),
+            ("ignore", &self.ignore),
+        ] {
+            if list.iter().flatten().any(|p| p.trim().is_empty()) {
+                return Err(OptionsError::Provider(format!(
+                    "`{field}` contains an empty provider name"
+                )));
+            }
+        }
+        if let (Some(only), Some(ignore)) = (&self.only, &self.ignore) {
+            let both: Vec<&str> = only
+                .iter()
+                .filter(|p| ignore.iter().any(|i| i.eq_ignore_ascii_case(p)))
+                .map(String::as_str)
+                .collect();
+            if !both.is_empty() {
+                return Err(OptionsError::Provider(format!(
+                    "{both:?} are in both `only` and `ignore`; remove them from one list"
+                )));
+            }
+        }
+        if let Some(price) = &self.max_price {
+            for (field, v) in [
+                ("prompt", price.prompt),
+                ("completion", price.completion),
+                ("request", price.request),
+                ("image", price.image),
+            ] {
+                if let Some(v) = v {
+                    if !(v.is_finite() && v >= 0.0) {
+                        return Err(OptionsError::Provider(format!(
+                            "`max_price.{field}` = {v} must be a non-negative number of USD"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+impl RequestOptions {
+    /// Check every setting once, before a run sends anything.
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        if self.model.trim().is_empty() {
+            return Err(OptionsError::EmptyModel);
+        }
+        if let Some(t) = self.temperature {
+            if !(t.is_finite() && (0.0..=2.0).contains(&t)) {
+                return Err(OptionsError::OutOfRange {
+                    field: "temperature",
+                    value: t.to_string(),
+                    expected: "between 0 and 2",
+                });
+            }
+        }
+        if let Some(p) = self.top_p {
+            if !(p.is_finite() && p > 0.0 && p <= 1.0) {
+                return Err(OptionsError::OutOfRange {
+                    field: "top_p",
+                    value: p.to_string(),
+                    expected: "greater than 0 and at most 1",
+                });
+            }
+        }
+        if self.max_tokens == Some(0) {
+            return Err(OptionsError::OutOfRange {
+                field: "max_tokens",
+                value: "0".into(),
+                expected: "at least 1",
+            });
+        }
+        if let Some(r) = &self.reasoning {
+            Reasoning::from_value(r)?;
+        }
+        if let Some(p) = &self.provider {
+            ProviderRouting::from_value(p)?;
+        }
+        if self.server_token_ids {
+            match self.server_kind {
+                ServerKind::Vllm | ServerKind::LlamaCpp => {}
+                ServerKind::Sglang if self.stream => {
+                    return Err(OptionsError::SglangStreamTokenIds)
+                }
+                ServerKind::Sglang => {}
+                kind @ (ServerKind::OpenRouter | ServerKind::Generic) => {
+                    return Err(OptionsError::TokenIdsUnsupported(kind))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The chat-completions body for one prompt. `extra_body` is merged last (top-level keys replace).
+pub fn build_body(prompt: &Prompt, opts: &RequestOptions) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(opts.model.as_str()));
+    body.insert("messages".into(), Value::Array(prompt.messages.clone()));
+    if opts.tools_as_parameter {
+        if let Some(tools) = prompt.tools.as_ref().filter(|t| !t.is_empty()) {
+            body.insert("tools".into(), Value::Array(tools.clone()));
+        }
+    }
+    if let Some(v) = opts.max_tokens {
+        body.insert("max_tokens".into(), v.into());
+    }
+    if let Some(v) = opts.temperature {
+        body.insert("temperature".into(), v.into());
+    }
+    if let Some(v) = opts.top_p {
+        body.insert("top_p".into(), v.into());
+    }
+    if let Some(v) = opts.seed {
+        body.insert("seed".into(), v.into());
+    }
+    if let Some(v) = &opts.reasoning {
+        body.insert("reasoning".into(), v.clone());
+    }
+    if let Some(v) = &opts.provider {
+        body.insert("provider".into(), v.clone());
+    }
+    if opts.server_kind == ServerKind::OpenRouter {
+        // A documented no-op today (usage is always returned); harmless and keeps older behaviour.
+        body.insert("usage".into(), serde_json::json!({"include": true}));
+    }
+    if let Some(v) = &opts.chat_template_kwargs {
+        body.insert("chat_template_kwargs".into(), Value::Object(v.clone()));
+    }
+    if opts.server_token_ids {
+        match opts.server_kind {
+            ServerKind::Vllm | ServerKind::Sglang => {
+                body.insert("return_token_ids".into(), true.into());
+            }
+            ServerKind::LlamaCpp => {
+                body.insert("return_tokens".into(), true.into());
+                body.insert("verbose".into(), true.into());
+            }
+            // Rejected by `validate`; nothing to ask a server that cannot answer.
+            ServerKind::OpenRouter | ServerKind::Generic => {}
+        }
+    }
+    body.insert("stream".into(), opts.stream.into());
+    if opts.stream {
+        body.insert(
+            "stream_options".into(),
+            serde_json::json!({"include_usage": true}),
+        );
+    }
+    for (k, v) in &opts.extra_body {
+        body.insert(k.clone(), v.clone());
+    }
+    Value::Object(body)
 }

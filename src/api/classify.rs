@@ -1,0 +1,385 @@
+//! Error classification: which [`ErrorClass`] a failed exchange belongs to, and a short message
+//! taken from what the server said. Pure functions over status codes, headers and bodies, so every
+//! rule is unit-tested without a network; the client only gathers the inputs.
+//!
+//! The class decides what the engine does next (retry, back off, stop the run), so the rules follow
+//! OpenRouter's documented meanings (FACTS.md §C): 408 timeout, 429 rate limit, 5xx server, 400 bad
+//! request, 401 bad key, 402 no credits, 403 moderation, and errors that arrive inside a 200.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::ApiError;
+use crate::journal::ErrorClass;
+
+/// Longest piece of server text (`metadata.raw`, a non-JSON body) quoted in a message.
+const MAX_QUOTE: usize = 300;
+
+/// The class of a non-2xx HTTP status.
+pub fn class_of_status(status: u16) -> ErrorClass {
+    match status {
+        408 => ErrorClass::Timeout,
+        429 => ErrorClass::RateLimited,
+        400 => ErrorClass::BadRequest,
+        401 => ErrorClass::Unauthorized,
+        402 => ErrorClass::PaymentRequired,
+        403 => ErrorClass::Forbidden,
+        500..=599 => ErrorClass::ServerError,
+        // Other 4xx, and anything outside 4xx/5xx that is not a success (1xx/3xx leaking through).
+        _ => ErrorClass::ClientError,
+    }
+}
+
+/// A non-2xx response: class from the status, message from the body, `Retry-After` parsed.
+pub fn http_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> ApiError {
+    let json: Option<Value> = serde_json::from_slice(body).ok();
+    let detail = json
+        .as_ref()
+        .and_then(server_message)
+        .unwrap_or_else(|| quote(&String::from_utf8_lossy(body)));
+    let message = if detail.is_empty() {
+        format!("HTTP {status}")
+    } else {
+        format!("HTTP {status}: {detail}")
+    };
+    ApiError::new(class_of_status(status), message)
+        .with_status(status)
+        .with_retry_after(retry_after.and_then(|v| parse_retry_after(v, SystemTime::now())))
+        .with_body(json)
+}
+
+/// `Retry-After`: delay seconds (integer or decimal) or an HTTP date (then relative to `now`, zero
+/// if already past). `None` when unparseable.
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The server's own words for an error: `error.message` (or a string `error`), plus
+/// `metadata.provider_name` and a shortened `metadata.raw`.
+pub fn server_message(body: &Value) -> Option<String> {
+    let error = body.get("error")?;
+    let mut message = match error {
+        Value::String(s) => s.clone(),
+        Value::Object(e) => match e.get("message") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => quote(&error.to_string()),
+        },
+        other => other.to_string(),
+    };
+    if let Some(code) = error.get("code").filter(|c| !c.is_null()) {
+        let code = code
+            .as_str()
+            .map_or_else(|| code.to_string(), str::to_string);
+        message = format!("{message} (code {code})");
+    }
+    if let Some(meta) = error.get("metadata") {
+        if let Some(provider) = meta.get("provider_name").and_then(Value::as_str) {
+            message.push_str(&format!(" [provider {provider}]"));
+        }
+        if let Some(raw) = meta.get("raw").filter(|r| !r.is_null()) {
+            let raw = raw.as_str().map_or_else(|| raw.to_string(), str::to_string);
+            message.push_str(&format!(" raw: {}", quote(&raw)));
+        }
+        if let Some(reasons) = meta.get("reasons").and_then(Value::as_array) {
+            let reasons: Vec<String> = reasons
+                .iter()
+                .map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_string))
+                .collect();
+            message.push_str(&format!(" reasons: {}", reasons.join(", ")));
+        }
+    }
+    Some(message)
+}
+
+/// Check a complete chat.completion (non-streamed, or assembled from a stream) that came with a
+/// 2xx status. `Err` for an `error` object, `finish_reason: "error"`, a body that is not a
+/// completion, or an answer with no reasoning, no content and no tool calls.
+pub fn check_completion(response: &Value) -> Result<(), ApiError> {
+    if !response.is_object() {
+        return Err(ApiError::new(
+            ErrorClass::Malformed,
+            format!(
+                "response is not a JSON object: {}",
+                quote(&response.to_string())
+            ),
+        ));
+    }
+    if response.get("error").is_some_and(|e| !e.is_null()) {
+        let message = server_message(response).unwrap_or_default();
+        return Err(ApiError::new(
+            ErrorClass::ErrorIn200,
+            format!("error object in a 200 response: {message}"),
+        ));
+    }
+    let Some(choice) = response
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+    else {
+        return Err(ApiError::new(
+            ErrorClass::Malformed,
+            "response has no `choices[0]`",
+        ));
+    };
+    if choice.get("finish_reason").and_then(Value::as_str) == Some("error") {
+        return Err(ApiError::new(
+            ErrorClass::MidStream,
+            "generation ended with finish_reason \"error\"",
+        ));
+    }
+    let Some(message) = choice.get("message").filter(|m| m.is_object()) else {
+        return Err(ApiError::new(
+            ErrorClass::Malformed,
+            "response has no `choices[0].message` object",
+        ));
+    };
+    if is_empty_answer(message) {
+        let finish = choice
+            .get("finish_reason")
+            .map_or_else(|| "none".to_string(), Value::to_string);
+        return Err(ApiError::new(
+            ErrorClass::EmptyAnswer,
+            format!(
+                "answer has no reasoning, no content and no tool calls (finish_reason {finish})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A mid-stream `error` chunk (status already 200): the class is [`ErrorClass::MidStream`].
+pub fn mid_stream_error(chunk: &Value) -> ApiError {
+    let message = server_message(chunk).unwrap_or_else(|| "error chunk".to_string());
+    ApiError::new(
+        ErrorClass::MidStream,
+        format!("error in the stream: {message}"),
+    )
+}
+
+fn is_empty_answer(message: &Value) -> bool {
+    let has_text = |key: &str| {
+        message
+            .get(key)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+    };
+    let has_details = message
+        .get("reasoning_details")
+        .and_then(Value::as_array)
+        .is_some_and(|d| {
+            d.iter().any(|item| {
+                ["text", "summary", "data"].iter().any(|k| {
+                    item.get(k)
+                        .and_then(Value::as_str)
+                        .is_some_and(|s| !s.is_empty())
+                })
+            })
+        });
+    let has_tool_calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .is_some_and(|c| !c.is_empty());
+    !(has_text("content")
+        || has_text("reasoning")
+        || has_text("reasoning_content")
+        || has_details
+        || has_tool_calls)
+}
+
+/// A transport failure from reqwest: our own timeouts are [`ErrorClass::Timeout`], everything
+/// else (refused, reset, DNS, TLS, broken body) is [`ErrorClass::Network`].
+pub fn transport_error(err: &reqwest::Error) -> ApiError {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    let class = if err.is_timeout() {
+        ErrorClass::Timeout
+    } else {
+        ErrorClass::Network
+    };
+    ApiError::new(class, text)
+}
+
+/// `s` cut to [`MAX_QUOTE`] characters, with a marker when cut.
+pub fn quote(s: &str) -> String {
+    let s = s.trim();
+    match s.char_indices().nth(MAX_QUOTE) {
+        Some((end, _)) => format!("{}…", &s[..end]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn statuses_map_to_classes() {
+        for (status, class) in [
+            (408, ErrorClass::Timeout),
+            (429, ErrorClass::RateLimited),
+            (500, ErrorClass::ServerError),
+            (502, ErrorClass::ServerError),
+            (503, ErrorClass::ServerError),
+            (400, ErrorClass::BadRequest),
+            (401, ErrorClass::Unauthorized),
+            (402, ErrorClass::PaymentRequired),
+            (403, ErrorClass::Forbidden),
+            (404, ErrorClass::ClientError),
+            (422, ErrorClass::ClientError),
+        ] {
+            assert_eq!(class_of_status(status), class, "status {status}");
+        }
+    }
+
+    #[test]
+    fn retry_after_seconds_and_http_date() {
+        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("1.5", now),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:50:07 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        // RFC 850 and asctime forms are valid HTTP dates too.
+        assert_eq!(
+            parse_retry_after("Sunday, 06-Nov-94 08:49:47 GMT", now),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            parse_retry_after("Sun Nov  6 08:49:57 1994", now),
+            Some(Duration::from_secs(20))
+        );
+        // A date in the past means "now".
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-3", now), None);
+    }
+
+    #[test]
+    fn http_error_takes_the_servers_message_and_metadata() {
+        let body = json!({"error": {"code": 502, "message": "Provider returned error",
+            "metadata": {"provider_name": "Chutes", "raw": "x".repeat(1000)}}});
+        let err = http_error(502, Some("3"), body.to_string().as_bytes());
+        assert_eq!(err.class, ErrorClass::ServerError);
+        assert_eq!(err.http_status, Some(502));
+        assert_eq!(err.retry_after, Some(Duration::from_secs(3)));
+        assert!(err.message.starts_with(
+            "HTTP 502: Provider returned error (code 502) [provider Chutes] raw: xxx"
+        ));
+        assert!(
+            err.message.len() < 450,
+            "raw is shortened: {}",
+            err.message.len()
+        );
+        assert_eq!(err.body, Some(body));
+    }
+
+    #[test]
+    fn http_error_with_a_non_json_body_quotes_it() {
+        let err = http_error(503, None, b"<html>upstream down</html>");
+        assert_eq!(err.class, ErrorClass::ServerError);
+        assert_eq!(err.message, "HTTP 503: <html>upstream down</html>");
+        assert_eq!(err.body, None);
+        assert_eq!(http_error(404, None, b"").message, "HTTP 404");
+    }
+
+    #[test]
+    fn moderation_reasons_are_reported() {
+        let body = json!({"error": {"code": 403, "message": "flagged",
+            "metadata": {"reasons": ["violence"], "provider_name": "OpenAI"}}});
+        let err = http_error(403, None, body.to_string().as_bytes());
+        assert_eq!(err.class, ErrorClass::Forbidden);
+        assert!(err.message.contains("reasons: violence"), "{}", err.message);
+    }
+
+    fn completion(message: Value, finish: &str) -> Value {
+        json!({"id": "x", "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+    }
+
+    #[test]
+    fn a_complete_answer_passes() {
+        for message in [
+            json!({"role": "assistant", "content": "hi"}),
+            json!({"role": "assistant", "content": null, "reasoning": "think"}),
+            json!({"role": "assistant", "content": "", "reasoning_content": "think"}),
+            json!({"role": "assistant", "content": null, "reasoning_details": [{"type": "reasoning.text", "text": "t"}]}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+        ] {
+            assert!(
+                check_completion(&completion(message.clone(), "stop")).is_ok(),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn errors_inside_a_200_are_classified() {
+        let class = |v: &Value| check_completion(v).unwrap_err().class;
+        let in200 = json!({"error": {"code": 500, "message": "boom"}});
+        assert_eq!(class(&in200), ErrorClass::ErrorIn200);
+        assert!(check_completion(&in200)
+            .unwrap_err()
+            .message
+            .contains("boom"));
+        assert_eq!(
+            class(&completion(json!({"content": "partial"}), "error")),
+            ErrorClass::MidStream
+        );
+        assert_eq!(
+            class(&completion(
+                json!({"content": "", "reasoning": null, "tool_calls": []}),
+                "stop"
+            )),
+            ErrorClass::EmptyAnswer
+        );
+        assert_eq!(class(&json!({"id": "x"})), ErrorClass::Malformed);
+        assert_eq!(class(&json!([1])), ErrorClass::Malformed);
+        assert_eq!(
+            class(&json!({"choices": [{"index": 0}]})),
+            ErrorClass::Malformed
+        );
+    }
+
+    #[test]
+    fn mid_stream_error_chunk() {
+        let chunk = json!({"id": "g", "provider": "openai", "error": {"code": "server_error",
+            "message": "Provider disconnected unexpectedly"},
+            "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]});
+        let err = mid_stream_error(&chunk);
+        assert_eq!(err.class, ErrorClass::MidStream);
+        assert!(err
+            .message
+            .contains("Provider disconnected unexpectedly (code server_error)"));
+    }
+
+    #[test]
+    fn quote_cuts_on_a_char_boundary() {
+        let s = "é".repeat(400);
+        let q = quote(&s);
+        assert_eq!(q.chars().count(), MAX_QUOTE + 1);
+        assert!(q.ends_with('…'));
+    }
+}

@@ -328,7 +328,10 @@ pub struct BudgetConfig {
 pub struct RunConfig {
     #[serde(default)]
     pub endpoints: Vec<EndpointConfig>,
-    #[serde(default = "default_request", deserialize_with = "request_with_optional_model")]
+    #[serde(
+        default = "default_request",
+        deserialize_with = "request_with_optional_model"
+    )]
     pub request: RequestOptions,
     #[serde(default)]
     pub concurrency: ConcurrencyConfig,
@@ -490,7 +493,10 @@ impl RunConfig {
             if !names.insert(e.name.as_str()) {
                 return Err(invalid(
                     format!("{key}.name"),
-                    format!("{:?} is used by two endpoints; names must be unique", e.name),
+                    format!(
+                        "{:?} is used by two endpoints; names must be unique",
+                        e.name
+                    ),
                 ));
             }
             if !(e.base_url.starts_with("http://") || e.base_url.starts_with("https://")) {
@@ -507,8 +513,12 @@ impl RunConfig {
             }
             let mut opts = self.request.clone();
             opts.server_kind = e.kind.server_kind();
-            opts.validate()
-                .map_err(|err| invalid(format!("request (for endpoint {:?})", e.name), err.to_string()))?;
+            opts.validate().map_err(|err| {
+                invalid(
+                    format!("request (for endpoint {:?})", e.name),
+                    err.to_string(),
+                )
+            })?;
         }
         let c = &self.concurrency;
         if c.min == 0 {
@@ -517,7 +527,10 @@ impl RunConfig {
         if c.max > MAX_CONCURRENCY_CEILING {
             return Err(invalid(
                 "concurrency.max",
-                format!("{} is above the supported ceiling {MAX_CONCURRENCY_CEILING}", c.max),
+                format!(
+                    "{} is above the supported ceiling {MAX_CONCURRENCY_CEILING}",
+                    c.max
+                ),
             ));
         }
         if c.min > c.max {
@@ -529,7 +542,10 @@ impl RunConfig {
         if c.initial < c.min || c.initial > c.max {
             return Err(invalid(
                 "concurrency.initial",
-                format!("{} must be between min {} and max {}", c.initial, c.min, c.max),
+                format!(
+                    "{} must be between min {} and max {}",
+                    c.initial, c.min, c.max
+                ),
             ));
         }
         if c.requests_per_minute == Some(0) {
@@ -546,19 +562,31 @@ impl RunConfig {
             ("timeouts.total_s", t.total_s),
         ] {
             if !(v.is_finite() && v > 0.0 && v < 1e7) {
-                return Err(invalid(name, format!("{v} must be a positive number of seconds")));
+                return Err(invalid(
+                    name,
+                    format!("{v} must be a positive number of seconds"),
+                ));
             }
         }
         if self.retry.max_attempts == 0 {
             return Err(invalid("retry.max_attempts", "must be at least 1"));
         }
         if !(self.retry.cap_s.is_finite() && self.retry.cap_s >= 0.0 && self.retry.cap_s < 1e7) {
-            return Err(invalid("retry.cap_s", "must be a non-negative number of seconds"));
+            return Err(invalid(
+                "retry.cap_s",
+                "must be a non-negative number of seconds",
+            ));
         }
         for (name, v) in [
             ("budget.max_cost_usd", self.budget.max_cost_usd),
-            ("budget.prompt_usd_per_mtok", self.budget.prompt_usd_per_mtok),
-            ("budget.completion_usd_per_mtok", self.budget.completion_usd_per_mtok),
+            (
+                "budget.prompt_usd_per_mtok",
+                self.budget.prompt_usd_per_mtok,
+            ),
+            (
+                "budget.completion_usd_per_mtok",
+                self.budget.completion_usd_per_mtok,
+            ),
         ] {
             if let Some(v) = v {
                 if !(v.is_finite() && v >= 0.0) {
@@ -567,7 +595,10 @@ impl RunConfig {
             }
         }
         if !(self.grace_s.is_finite() && self.grace_s >= 0.0 && self.grace_s < 1e7) {
-            return Err(invalid("grace_s", "must be a non-negative number of seconds"));
+            return Err(invalid(
+                "grace_s",
+                "must be a non-negative number of seconds",
+            ));
         }
         Ok(())
     }
@@ -627,7 +658,14 @@ impl RunConfig {
     pub fn endpoint_labels(&self) -> Vec<String> {
         self.endpoints
             .iter()
-            .map(|e| format!("{} {} ({})", e.name, e.base_url.trim_end_matches('/'), e.kind.name()))
+            .map(|e| {
+                format!(
+                    "{} {} ({})",
+                    e.name,
+                    e.base_url.trim_end_matches('/'),
+                    e.kind.name()
+                )
+            })
             .collect()
     }
 
@@ -689,7 +727,10 @@ mod tests {
 
     #[test]
     fn inline_key_is_refused() {
-        let text = GOOD.replace("kind = \"openrouter\"", "kind = \"openrouter\"\napi_key = \"sk-or-v1-x\"");
+        let text = GOOD.replace(
+            "kind = \"openrouter\"",
+            "kind = \"openrouter\"\napi_key = \"sk-or-v1-x\"",
+        );
         let err = parse(&text).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, ConfigError::InlineKey { .. }), "{msg}");
@@ -743,8 +784,14 @@ mod tests {
         let config = parse(GOOD).unwrap();
         let env = |name: &str| (name == OPENROUTER_KEY_ENV).then(|| "sk-or-v1-env\n".to_string());
         let resolved = config.resolve_endpoints(env).unwrap();
-        assert_eq!(resolved[0].endpoint.api_key.as_ref().unwrap().expose(), "sk-or-v1-env");
-        assert_eq!(resolved[0].endpoint.base_url, "https://openrouter.ai/api/v1");
+        assert_eq!(
+            resolved[0].endpoint.api_key.as_ref().unwrap().expose(),
+            "sk-or-v1-env"
+        );
+        assert_eq!(
+            resolved[0].endpoint.base_url,
+            "https://openrouter.ai/api/v1"
+        );
         // A self-hosted endpoint never gets the OpenRouter key by default.
         assert!(resolved[1].endpoint.api_key.is_none());
         assert_eq!(resolved[1].options.server_kind, ServerKind::Vllm);

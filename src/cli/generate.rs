@@ -99,9 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         grace_s: args.grace,
         force: args.force,
     });
-    config
-        .validate()
-        .map_err(|e| UsageError(e.to_string()))?;
+    config.validate().map_err(|e| UsageError(e.to_string()))?;
     let prompts = read_prompts(&args.prompts)?;
 
     let shutdown = Shutdown::new();
@@ -147,7 +145,9 @@ async fn forward_ctrl_c(shutdown: Shutdown) {
         if shutdown.is_stopping() {
             eprintln!("second Ctrl-C: aborting in-flight requests");
         } else {
-            eprintln!("Ctrl-C: no new requests; waiting for in-flight ones (Ctrl-C again to abort)");
+            eprintln!(
+                "Ctrl-C: no new requests; waiting for in-flight ones (Ctrl-C again to abort)"
+            );
         }
         shutdown.interrupt();
     }
@@ -180,7 +180,10 @@ fn print_human(r: &RunSummary) {
         "  {} attempt(s), {} prompt / {} completion tokens, ${:.4}, {:.1}s, {:.1} req/s this session",
         s.attempts, s.prompt_tokens, s.completion_tokens, s.cost_usd, s.wall_time_s, s.requests_per_s
     );
-    eprintln!("  summary: {}", r.run_dir.join(crate::journal::SUMMARY_FILE).display());
+    eprintln!(
+        "  summary: {}",
+        r.run_dir.join(crate::journal::SUMMARY_FILE).display()
+    );
     if r.stop != StopReason::Completed {
         eprintln!("{}", r.stop.explain());
     }
@@ -189,8 +192,12 @@ fn print_human(r: &RunSummary) {
 /// Read `prompts.jsonl`; a bad line is an error naming file:line (the file is the contract
 /// between `prepare` and `generate`, so it is not expected to contain junk).
 fn read_prompts(path: &Path) -> anyhow::Result<Vec<Prompt>> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| UsageError(format!("{}: cannot open the prompts file: {e}", path.display())))?;
+    let file = std::fs::File::open(path).map_err(|e| {
+        UsageError(format!(
+            "{}: cannot open the prompts file: {e}",
+            path.display()
+        ))
+    })?;
     let mut prompts = Vec::new();
     for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
         let line = line

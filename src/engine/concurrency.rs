@@ -131,8 +131,7 @@ impl Limiter {
         let Ok(mut w) = self.window.lock() else {
             return;
         };
-        if w
-            .last_decrease
+        if w.last_decrease
             .is_some_and(|t| now.saturating_duration_since(t) < DECREASE_COOLDOWN)
         {
             return;

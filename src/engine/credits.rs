@@ -57,7 +57,10 @@ mod tests {
         assert_eq!(info.limit_remaining, Some(7.5));
         assert_eq!(info.usage, Some(2.5));
         assert!(!serde_json::to_string(&info).unwrap().contains("sk-or"));
-        let unlimited = parse_key_info("or", &json!({"data": {"limit": null, "limit_remaining": null}}));
+        let unlimited = parse_key_info(
+            "or",
+            &json!({"data": {"limit": null, "limit_remaining": null}}),
+        );
         assert_eq!(unlimited.limit_remaining, None);
     }
 }

@@ -38,9 +38,7 @@ pub use shutdown::{Shutdown, StopReason};
 use crate::api::{ApiKey, Client, ClientConfig};
 use crate::config::{ConfigError, EndpointKind, RunConfig};
 use crate::dataset::Prompt;
-use crate::journal::{
-    Disposition, JournalError, JournalWriter, Manifest, RunDir, Summary,
-};
+use crate::journal::{Disposition, JournalError, JournalWriter, Manifest, RunDir, Summary};
 
 /// Records queued between request tasks and the journal writer.
 const RECORD_QUEUE: usize = 4096;
@@ -148,10 +146,16 @@ pub async fn run(
     run_dir: &Path,
     shutdown: Shutdown,
 ) -> Result<RunSummary, EngineError> {
-    run_with(config, prompts, run_dir, shutdown, RunOptions {
-        progress: ProgressMode::None,
-        ..RunOptions::default()
-    })
+    run_with(
+        config,
+        prompts,
+        run_dir,
+        shutdown,
+        RunOptions {
+            progress: ProgressMode::None,
+            ..RunOptions::default()
+        },
+    )
     .await
 }
 
@@ -238,15 +242,7 @@ pub async fn run_with(
         pending.len(),
         run_dir.display()
     ));
-    let credits = check_credits(
-        &client,
-        &resolved,
-        config,
-        projected,
-        pending.len(),
-        &say,
-    )
-    .await?;
+    let credits = check_credits(&client, &resolved, config, projected, pending.len(), &say).await?;
 
     let limiter = Limiter::new(
         config.concurrency.initial,
@@ -263,7 +259,11 @@ pub async fn run_with(
     let writer = JournalWriter::spawn(journal, RECORD_QUEUE)?;
     let (tx, rx) = mpsc::channel(RECORD_QUEUE);
     let recorder = tokio::spawn(scheduler::record_all(rx, state, writer.sender()));
-    let reporter = tokio::spawn(progress.clone().report(options.progress, options.plain_every));
+    let reporter = tokio::spawn(
+        progress
+            .clone()
+            .report(options.progress, options.plain_every),
+    );
 
     let ctx = Arc::new(scheduler::Ctx {
         client,
@@ -324,7 +324,10 @@ async fn check_credits(
     if pending == 0 {
         return Ok(infos);
     }
-    for r in endpoints.iter().filter(|r| r.kind == EndpointKind::OpenRouter) {
+    for r in endpoints
+        .iter()
+        .filter(|r| r.kind == EndpointKind::OpenRouter)
+    {
         match key_info(client, &r.endpoint).await {
             Ok(info) => {
                 let remaining = info.limit_remaining;

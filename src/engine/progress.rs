@@ -99,12 +99,7 @@ impl Progress {
 
     /// An attempt ended with `error` (None: success) and `completion_tokens`; `prompt_done` if the
     /// prompt needs no more attempts this session.
-    pub fn attempt(
-        &self,
-        error: Option<ErrorClass>,
-        completion_tokens: u64,
-        prompt_done: bool,
-    ) {
+    pub fn attempt(&self, error: Option<ErrorClass>, completion_tokens: u64, prompt_done: bool) {
         if let Ok(mut s) = self.stats.lock() {
             s.attempts += 1;
             s.completion_tokens += completion_tokens;
@@ -240,6 +235,6 @@ mod tests {
         assert!(line.contains("$0.5000/$2.00"), "{line}");
         assert!(line.contains("in flight 0/4"), "{line}");
         assert!(line.contains("errors rate_limited=1"), "{line}");
-        assert_eq!(human_duration(Duration::from_secs(3725)), "1h02m");
+        assert_eq!(human_duration(Duration::from_secs(7325)), "2h02m");
     }
 }

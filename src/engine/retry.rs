@@ -76,7 +76,10 @@ impl RetryPolicy {
 /// Failures that are about the account, not the prompt: the run stops, and the prompt is retried
 /// on resume (the journal calls these classes permanent; the scheduler does not).
 pub fn is_fatal(class: ErrorClass) -> bool {
-    matches!(class, ErrorClass::Unauthorized | ErrorClass::PaymentRequired)
+    matches!(
+        class,
+        ErrorClass::Unauthorized | ErrorClass::PaymentRequired
+    )
 }
 
 #[cfg(test)]
@@ -94,7 +97,10 @@ mod tests {
     #[test]
     fn classes_decide_retry_permanent_or_stop() {
         let p = policy();
-        assert!(matches!(p.next(ErrorClass::RateLimited, 1, None), Next::RetryAfter(_)));
+        assert!(matches!(
+            p.next(ErrorClass::RateLimited, 1, None),
+            Next::RetryAfter(_)
+        ));
         assert_eq!(p.next(ErrorClass::RateLimited, 4, None), Next::GiveUp);
         assert_eq!(p.next(ErrorClass::BadRequest, 1, None), Next::Permanent);
         assert_eq!(p.next(ErrorClass::Forbidden, 1, None), Next::Permanent);

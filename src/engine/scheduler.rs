@@ -32,7 +32,7 @@ use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
 use crate::api::{build_body, ApiError, ApiKey, ChatOutcome, Client, Timeouts};
 use crate::dataset::Prompt;
-use crate::journal::{ErrorClass, RecordSender, ResumeState, Record, Status};
+use crate::journal::{ErrorClass, Record, RecordSender, ResumeState, Status};
 
 /// Everything a prompt task needs, shared.
 pub(crate) struct Ctx {
@@ -62,7 +62,9 @@ pub(crate) fn rate_limiter(rpm: Option<u32>) -> Option<DefaultDirectRateLimiter>
     let rpm = std::num::NonZeroU32::new(rpm?)?;
     // Burst of one second's worth, so a low limit does not start with a minute's worth at once.
     let burst = std::num::NonZeroU32::new(rpm.get().div_ceil(60)).unwrap_or(rpm);
-    Some(RateLimiter::direct(Quota::per_minute(rpm).allow_burst(burst)))
+    Some(RateLimiter::direct(
+        Quota::per_minute(rpm).allow_burst(burst),
+    ))
 }
 
 /// Run every pending prompt (until stopped). Returns when all prompt tasks have ended, or the grace
@@ -181,7 +183,15 @@ async fn run_prompt(ctx: Arc<Ctx>, item: Pending, permit: Permit, estimate: f64)
         let attempt = first_attempt + n - 1;
         let (record, next) = match result {
             Ok(outcome) => (
-                success_record(&ctx, &prompt.id, attempt, &chosen.endpoint.name, body, outcome, started_at),
+                success_record(
+                    &ctx,
+                    &prompt.id,
+                    attempt,
+                    &chosen.endpoint.name,
+                    body,
+                    outcome,
+                    started_at,
+                ),
                 None,
             ),
             Err(err) => {

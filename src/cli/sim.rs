@@ -1,10 +1,183 @@
-//! `draftgen sim`.
+//! `draftgen sim`: run the built-in OpenAI-compatible simulator until Ctrl-C.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::cli::UsageError;
+use crate::sim::{FaultKind, FaultRates, Flavor, Latency, SimConfig, Simulator};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8089)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Response shape: openrouter, vllm or raw.
+    #[arg(long, default_value = "openrouter")]
+    flavor: Flavor,
+    /// A model directory (its tokenizer counts tokens and gives token ids), or just a model name
+    /// (counts are then whitespace-separated pieces).
+    #[arg(long)]
+    model: Option<String>,
+    /// Seed: every answer and fault is a pure function of it and the request.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Set every fault rate to R (rates summing above 0.9 are scaled down together).
+    #[arg(long, value_name = "R")]
+    faults_all: Option<f64>,
+    /// Share of attempts answered 429 with Retry-After.
+    #[arg(long, value_name = "R")]
+    fault_429: Option<f64>,
+    /// Share of attempts answered 500/502/503.
+    #[arg(long, value_name = "R")]
+    fault_5xx: Option<f64>,
+    /// Share of attempts that hang (mid-stream when streaming).
+    #[arg(long, value_name = "R")]
+    fault_hang: Option<f64>,
+    /// Share of attempts ending with a mid-stream error chunk.
+    #[arg(long, value_name = "R")]
+    fault_midstream: Option<f64>,
+    /// Share of attempts answered 200 with an error object.
+    #[arg(long, value_name = "R")]
+    fault_error200: Option<f64>,
+    /// Share of attempts answered with invalid JSON.
+    #[arg(long, value_name = "R")]
+    fault_malformed: Option<f64>,
+    /// Share of attempts whose connection drops halfway through the body.
+    #[arg(long, value_name = "R")]
+    fault_truncate: Option<f64>,
+    /// Share of attempts answered with nothing (no content, reasoning or tool calls).
+    #[arg(long, value_name = "R")]
+    fault_empty: Option<f64>,
+    /// vLLM flavour: one space around every added token (vLLM's spaces_between_special_tokens).
+    #[arg(long)]
+    spaces_around_special_tokens: bool,
+    /// Answer 401 to requests without an Authorization header.
+    #[arg(long)]
+    require_key: bool,
+    /// Credit limit in dollars (/api/v1/key `limit`; 402 once spent).
+    #[arg(long, value_name = "USD")]
+    credit_limit: Option<f64>,
+    /// Milliseconds before the first byte of every answer.
+    #[arg(long, default_value_t = 1)]
+    latency_ms: u64,
+    /// Extra microseconds per completion token.
+    #[arg(long, default_value_t = 0)]
+    per_token_us: u64,
+    /// Seconds a hang fault stalls.
+    #[arg(long, default_value_t = 600)]
+    hang_secs: u64,
+    /// Retry-After seconds on 429/503.
+    #[arg(long, default_value_t = 1)]
+    retry_after: u64,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+impl Args {
+    fn config(&self) -> Result<SimConfig, UsageError> {
+        let mut faults = match self.faults_all {
+            Some(rate) => FaultRates::all(check_rate("--faults-all", rate)?),
+            None => FaultRates::default(),
+        };
+        let each = [
+            ("--fault-429", self.fault_429, FaultKind::RateLimited),
+            ("--fault-5xx", self.fault_5xx, FaultKind::ServerError),
+            ("--fault-hang", self.fault_hang, FaultKind::Hang),
+            (
+                "--fault-midstream",
+                self.fault_midstream,
+                FaultKind::MidStream,
+            ),
+            (
+                "--fault-error200",
+                self.fault_error200,
+                FaultKind::ErrorIn200,
+            ),
+            (
+                "--fault-malformed",
+                self.fault_malformed,
+                FaultKind::Malformed,
+            ),
+            (
+                "--fault-truncate",
+                self.fault_truncate,
+                FaultKind::Truncated,
+            ),
+            ("--fault-empty", self.fault_empty, FaultKind::Empty),
+        ];
+        for (flag, rate, kind) in each {
+            if let Some(rate) = rate {
+                faults.set(kind, check_rate(flag, rate)?);
+            }
+        }
+        let (model_dir, model_name) = match &self.model {
+            Some(model) if PathBuf::from(model).is_dir() => {
+                let dir = PathBuf::from(model);
+                let name = dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| model.clone());
+                (Some(dir), name)
+            }
+            Some(name) => (None, name.clone()),
+            None => (None, SimConfig::default().model_name),
+        };
+        Ok(SimConfig {
+            flavor: self.flavor,
+            seed: self.seed,
+            model_dir,
+            model_name,
+            faults,
+            latency: Latency {
+                base: Duration::from_millis(self.latency_ms),
+                per_token: Duration::from_micros(self.per_token_us),
+            },
+            spaces_around_special_tokens: self.spaces_around_special_tokens,
+            require_key: self.require_key,
+            credit_limit: self.credit_limit,
+            hang: Duration::from_secs(self.hang_secs),
+            retry_after_secs: self.retry_after,
+            ..SimConfig::default()
+        })
+    }
+}
+
+fn check_rate(flag: &str, rate: f64) -> Result<f64, UsageError> {
+    if (0.0..=1.0).contains(&rate) {
+        Ok(rate)
+    } else {
+        Err(UsageError(format!(
+            "{flag} {rate}: a fault rate is a share of attempts between 0 and 1"
+        )))
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = args.config()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let simulator = Simulator::new(config)?;
+        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!("sim: cannot listen on {}:{}: {e}", args.host, args.port)
+            })?;
+        let addr = listener.local_addr()?;
+        println!("http://{addr}/v1");
+        eprintln!(
+            "draftgen sim: {} flavour, seed {}; Ctrl-C to stop",
+            args.flavor.name(),
+            args.seed
+        );
+        simulator
+            .serve(listener, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        Ok(ExitCode::SUCCESS)
+    })
 }

@@ -1,2 +1,438 @@
 //! tiktoken-style rank files (`tiktoken.model`: base64 token + rank per line) and Kimi's
 //! pre-splitting of long inputs.
+//!
+//! The BPE itself is tiktoken-rs's `CoreBPE`, the same Rust core (fancy-regex + byte-pair merge)
+//! that Python `tiktoken` runs, so ids agree by construction of the algorithm; this module adds
+//! what lives around it in Python: reading and validating the rank file, Kimi's split pattern
+//! and special-token table (`tokenization_kimi.py`), and Kimi's pre-splitting of long inputs
+//! into pieces that Python encodes one by one.
+
+use base64::Engine as _;
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
+use std::path::Path;
+use tiktoken_rs::CoreBPE;
+
+use super::ModelError;
+
+/// Kimi's split pattern (`TikTokenTokenizer.pat_str`, identical in K2, K2.5 and Kimi-Linear).
+/// fancy-regex hands character classes to the `regex` crate, which supports the `&&`
+/// intersection, so the pattern is used verbatim (a unit test pins that it compiles and
+/// reproduces Python's splits).
+pub const KIMI_PATTERN: &str = concat!(
+    r"[\p{Han}]+",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*",
+    r"|\s*[\r\n]+",
+    r"|\s+(?!\S)",
+    r"|\s+",
+);
+
+/// Number of mergeable ranks in Kimi's `tiktoken.model` (ids `0..163_584`).
+pub const KIMI_NUM_RANKS: usize = 163_584;
+/// `TikTokenTokenizer.num_reserved_special_tokens`: special ids follow the ranks.
+pub const KIMI_NUM_SPECIAL: usize = 256;
+/// `TIKTOKEN_MAX_ENCODE_CHARS` in `tokenization_kimi.py`.
+const KIMI_CHUNK_CHARS: usize = 400_000;
+/// `MAX_NO_WHITESPACES_CHARS` in `tokenization_kimi.py`.
+const KIMI_MAX_RUN_CHARS: usize = 25_000;
+
+/// Read a tiktoken rank file: one `base64-token rank` pair per line.
+///
+/// Ranks must be unique and every token distinct (tiktoken-rs would panic otherwise), so both are
+/// checked here with the offending line named.
+pub fn load_ranks(path: &Path) -> Result<FxHashMap<Vec<u8>, u32>, ModelError> {
+    let file_error = |message: String| ModelError::File {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        file_error(format!(
+            "cannot read the tiktoken rank file ({e}); pass --model with a directory holding tiktoken.model"
+        ))
+    })?;
+    let mut ranks = FxHashMap::default();
+    ranks.reserve(text.len() / 17);
+    let mut seen_ranks = HashSet::new();
+    for (index, line) in text.lines().enumerate() {
+        let line_no = index + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad_line = |what: &str| {
+            file_error(format!(
+                "line {line_no}: {what}; expected `BASE64TOKEN RANK` (is this really a tiktoken.model file?)"
+            ))
+        };
+        let mut fields = line.split_whitespace();
+        let (Some(token), Some(rank), None) = (fields.next(), fields.next(), fields.next()) else {
+            return Err(bad_line("not two fields"));
+        };
+        let token = base64::engine::general_purpose::STANDARD
+            .decode(token)
+            .map_err(|_| bad_line("token is not valid base64"))?;
+        let rank: u32 = rank
+            .parse()
+            .map_err(|_| bad_line("rank is not an unsigned integer"))?;
+        if !seen_ranks.insert(rank) {
+            return Err(bad_line(&format!("rank {rank} appears twice")));
+        }
+        if ranks.insert(token, rank).is_some() {
+            return Err(bad_line("token appears twice"));
+        }
+    }
+    if ranks.is_empty() {
+        return Err(file_error(
+            "no ranks found; the file is empty or not a tiktoken.model".into(),
+        ));
+    }
+    Ok(ranks)
+}
+
+/// A tiktoken encoding: ranks, split pattern, special tokens, and optionally Kimi's pre-split.
+pub struct TiktokenModel {
+    bpe: CoreBPE,
+    /// `decoder[id]` = token bytes, for ids below `num_ranks`.
+    decoder: Vec<Vec<u8>>,
+    /// Special tokens: literal → id, and id → literal.
+    special_by_text: FxHashMap<String, u32>,
+    special_by_id: FxHashMap<u32, String>,
+    /// Literals in id order (stable output for `special_tokens()`).
+    special_literals: Vec<String>,
+    /// Byte-level (GPT-2 `bytes_to_unicode`) spelling of each ordinary token → id, the form
+    /// Hugging Face's `convert_tokens_to_ids` uses for Kimi.
+    byte_level_to_id: FxHashMap<String, u32>,
+    /// `special_first_bytes[b]`: some special literal starts with byte `b`.
+    special_first_bytes: [bool; 256],
+    kimi_presplit: bool,
+    vocab_size: usize,
+}
+
+impl TiktokenModel {
+    /// Build from a rank file, a split pattern and special tokens (`literal → id`).
+    /// `kimi_presplit` mirrors `tokenization_kimi.py`'s chunking of long inputs.
+    pub fn new(
+        ranks_path: &Path,
+        pattern: &str,
+        specials: Vec<(String, u32)>,
+        kimi_presplit: bool,
+    ) -> Result<Self, ModelError> {
+        let ranks = load_ranks(ranks_path)?;
+        Self::from_ranks(ranks_path, ranks, pattern, specials, kimi_presplit)
+    }
+
+    pub(crate) fn from_ranks(
+        ranks_path: &Path,
+        ranks: FxHashMap<Vec<u8>, u32>,
+        pattern: &str,
+        specials: Vec<(String, u32)>,
+        kimi_presplit: bool,
+    ) -> Result<Self, ModelError> {
+        let file_error = |message: String| ModelError::File {
+            path: ranks_path.display().to_string(),
+            message,
+        };
+        let num_ranks = ranks.len();
+        let max_rank = ranks.values().copied().max().unwrap_or(0) as usize;
+        let mut decoder = vec![Vec::new(); max_rank + 1];
+        for (bytes, &rank) in &ranks {
+            decoder[rank as usize] = bytes.clone();
+        }
+        let mut special_by_text = FxHashMap::default();
+        let mut special_by_id = FxHashMap::default();
+        for (literal, id) in &specials {
+            if literal.is_empty() {
+                return Err(file_error(format!(
+                    "special token id {id} has an empty literal; check added_tokens_decoder"
+                )));
+            }
+            if (*id as usize) <= max_rank && !decoder[*id as usize].is_empty() {
+                return Err(file_error(format!(
+                    "special token {literal:?} has id {id}, which is already an ordinary rank; \
+                     check added_tokens_decoder in tokenizer_config.json"
+                )));
+            }
+            if special_by_text.insert(literal.clone(), *id).is_some()
+                || special_by_id.insert(*id, literal.clone()).is_some()
+            {
+                return Err(file_error(format!(
+                    "special token {literal:?} (id {id}) is defined twice; \
+                     check added_tokens_decoder in tokenizer_config.json"
+                )));
+            }
+        }
+        let mut special_literals: Vec<(u32, String)> =
+            specials.iter().map(|(s, i)| (*i, s.clone())).collect();
+        special_literals.sort();
+        let byte_level = byte_level_alphabet();
+        let byte_level_to_id = ranks
+            .iter()
+            .map(|(bytes, &rank)| {
+                let spelled: String = bytes.iter().map(|&b| byte_level[b as usize]).collect();
+                (spelled, rank)
+            })
+            .collect();
+        let vocab_size = specials
+            .iter()
+            .map(|(_, id)| *id as usize + 1)
+            .chain([max_rank + 1])
+            .max()
+            .unwrap_or(num_ranks);
+        let mut special_first_bytes = [false; 256];
+        for literal in special_by_text.keys() {
+            if let Some(&b) = literal.as_bytes().first() {
+                special_first_bytes[b as usize] = true;
+            }
+        }
+        let special_encoder: FxHashMap<String, u32> = special_by_text.clone();
+        let bpe = CoreBPE::new(ranks, special_encoder, pattern)
+            .map_err(|e| file_error(format!("cannot build the BPE with the split pattern: {e}")))?;
+        Ok(Self {
+            bpe,
+            decoder,
+            special_by_text,
+            special_by_id,
+            special_literals: special_literals.into_iter().map(|(_, s)| s).collect(),
+            byte_level_to_id,
+            special_first_bytes,
+            kimi_presplit,
+            vocab_size,
+        })
+    }
+
+    /// Kimi's tokenizer from its loaded ranks: `KIMI_PATTERN` + ids `ranks..ranks+256` named
+    /// from `added_tokens` (`id → literal`), the rest `<|reserved_token_N|>`, with pre-splitting.
+    pub fn kimi(
+        ranks_path: &Path,
+        ranks: FxHashMap<Vec<u8>, u32>,
+        added_tokens: &FxHashMap<u32, String>,
+    ) -> Result<Self, ModelError> {
+        let num_base = ranks.len() as u32;
+        let specials = (num_base..num_base + KIMI_NUM_SPECIAL as u32)
+            .map(|id| {
+                let literal = added_tokens
+                    .get(&id)
+                    .cloned()
+                    .unwrap_or_else(|| format!("<|reserved_token_{id}|>"));
+                (literal, id)
+            })
+            .collect();
+        Self::from_ranks(ranks_path, ranks, KIMI_PATTERN, specials, true)
+    }
+
+    /// Encode with special-token literals recognized (`allowed_special="all"`).
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(text.len() / 3);
+        self.for_each_piece(text, |piece| {
+            ids.extend(self.encode_piece_with_specials(piece));
+        });
+        ids
+    }
+
+    /// Encode with special-token literals as plain text (`disallowed_special=()`).
+    pub fn encode_ordinary(&self, text: &str) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(text.len() / 3);
+        self.for_each_piece(text, |piece| ids.extend(self.bpe.encode_ordinary(piece)));
+        ids
+    }
+
+    fn encode_piece_with_specials(&self, piece: &str) -> Vec<u32> {
+        // A piece holding no byte that starts a literal holds no literal: skip the scan (and
+        // the per-call set of allowed literals tiktoken-rs builds).
+        if !piece.bytes().any(|b| self.special_first_bytes[b as usize]) {
+            return self.bpe.encode_ordinary(piece);
+        }
+        self.bpe.encode_with_special_tokens(piece)
+    }
+
+    /// Call `f` on each piece Python encodes separately: the whole text, or for Kimi the
+    /// 400,000-char chunks cut further by `_split_whitespaces_or_nonwhitespaces`.
+    fn for_each_piece(&self, text: &str, mut f: impl FnMut(&str)) {
+        // A run longer than 25,000 chars needs more than 25,000 bytes: short texts pass whole.
+        if !self.kimi_presplit || text.len() <= KIMI_MAX_RUN_CHARS {
+            if !text.is_empty() {
+                f(text);
+            }
+            return;
+        }
+        for chunk in char_chunks(text, KIMI_CHUNK_CHARS) {
+            split_whitespaces_or_nonwhitespaces(chunk, KIMI_MAX_RUN_CHARS, &mut f);
+        }
+    }
+
+    /// Raw bytes of the ids; an unknown id is an error.
+    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>, u32> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            out.extend_from_slice(self.token_bytes(id).ok_or(id)?);
+        }
+        Ok(out)
+    }
+
+    /// The bytes of one token (ordinary or special).
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        match self.decoder.get(id as usize) {
+            Some(bytes) if !bytes.is_empty() => Some(bytes),
+            _ => self.special_by_id.get(&id).map(|s| s.as_bytes()),
+        }
+    }
+
+    /// Special literal, or the byte-level spelling of an ordinary token.
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.special_by_text
+            .get(token)
+            .or_else(|| self.byte_level_to_id.get(token))
+            .copied()
+    }
+
+    /// Special literal, or the byte-level spelling (`Ġ` for space, …) of an ordinary token.
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        if let Some(literal) = self.special_by_id.get(&id) {
+            return Some(literal.clone());
+        }
+        let bytes = self.decoder.get(id as usize).filter(|b| !b.is_empty())?;
+        let alphabet = byte_level_alphabet();
+        Some(bytes.iter().map(|&b| alphabet[b as usize]).collect())
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    pub fn special_tokens(&self) -> &[String] {
+        &self.special_literals
+    }
+
+    pub fn is_special(&self, id: u32) -> bool {
+        self.special_by_id.contains_key(&id)
+    }
+}
+
+/// Python's `str.isspace()`: Unicode `White_Space` plus the information separators
+/// U+001C..U+001F (bidirectional class B/S), which Rust's `char::is_whitespace` leaves out.
+/// Checked against CPython 3.11 over every code point.
+fn python_isspace(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// `text[i:i+n]` for `i in range(0, len(text), n)`, counting chars as Python does.
+fn char_chunks(text: &str, n: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let cut = rest
+            .char_indices()
+            .nth(n)
+            .map_or(rest.len(), |(byte, _)| byte);
+        let (chunk, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(chunk)
+    })
+}
+
+/// `TikTokenTokenizer._split_whitespaces_or_nonwhitespaces`, line for line: cut before the
+/// char that would make a run of same-kind (space / non-space) chars longer than `max_run`.
+fn split_whitespaces_or_nonwhitespaces(s: &str, max_run: usize, f: &mut impl FnMut(&str)) {
+    let mut chars = s.char_indices();
+    let Some((_, first)) = chars.clone().next() else {
+        f(s);
+        return;
+    };
+    let mut run_len = 0usize;
+    let mut run_is_space = python_isspace(first);
+    let mut slice_start = 0usize;
+    for (byte, c) in &mut chars {
+        let is_space = python_isspace(c);
+        if run_is_space ^ is_space {
+            run_len = 1;
+            run_is_space = is_space;
+        } else {
+            run_len += 1;
+            if run_len > max_run {
+                f(&s[slice_start..byte]);
+                slice_start = byte;
+                run_len = 1;
+            }
+        }
+    }
+    f(&s[slice_start..]);
+}
+
+/// GPT-2's `bytes_to_unicode`: printable bytes map to themselves, the rest to U+0100 onwards.
+pub(crate) fn byte_level_alphabet() -> &'static [char; 256] {
+    static ALPHABET: std::sync::OnceLock<[char; 256]> = std::sync::OnceLock::new();
+    ALPHABET.get_or_init(|| {
+        let mut table = ['\0'; 256];
+        let mut next = 256u32;
+        for b in 0..=255u8 {
+            let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+            table[b as usize] = if printable {
+                char::from(b)
+            } else {
+                let c = char::from_u32(next).unwrap_or('\u{FFFD}');
+                next += 1;
+                c
+            };
+        }
+        table
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(s: &str, max_run: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        split_whitespaces_or_nonwhitespaces(s, max_run, &mut |p| out.push(p.to_string()));
+        out
+    }
+
+    #[test]
+    fn split_matches_python_reference_cases() {
+        // Expected values computed with the Python function from tokenization_kimi.py.
+        assert_eq!(pieces("", 3), vec![""]);
+        assert_eq!(pieces("abcd", 3), vec!["abc", "d"]);
+        assert_eq!(pieces("ab  cdefgh", 3), vec!["ab  cde", "fgh"]);
+        assert_eq!(pieces("    x", 3), vec!["   ", " x"]);
+        assert_eq!(
+            pieces("\u{1c}\u{1c}\u{1c}\u{1c}", 3),
+            vec!["\u{1c}\u{1c}\u{1c}", "\u{1c}"]
+        );
+        assert_eq!(pieces("ééééé", 2), vec!["éé", "éé", "é"]);
+    }
+
+    #[test]
+    fn chunks_count_chars_not_bytes() {
+        let chunks: Vec<&str> = char_chunks("ééé", 2).collect();
+        assert_eq!(chunks, vec!["éé", "é"]);
+        assert_eq!(char_chunks("", 2).count(), 0);
+    }
+
+    #[test]
+    fn python_isspace_matches_cpython_table() {
+        // The full set of code points where CPython 3.11 `str.isspace()` is true.
+        let cpython: &[u32] = &[
+            0x9, 0xa, 0xb, 0xc, 0xd, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680, 0x2000,
+            0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028,
+            0x2029, 0x202f, 0x205f, 0x3000,
+        ];
+        let ours: Vec<u32> = (0..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|&c| python_isspace(c))
+            .map(|c| c as u32)
+            .collect();
+        assert_eq!(ours, cpython);
+    }
+
+    #[test]
+    fn byte_level_alphabet_spells_space_as_g_dot() {
+        assert_eq!(byte_level_alphabet()[b' ' as usize], 'Ġ');
+        assert_eq!(byte_level_alphabet()[b'\n' as usize], 'Ċ');
+        assert_eq!(byte_level_alphabet()[b'a' as usize], 'a');
+    }
+}

@@ -1,29 +1,421 @@
 //! One tokenizer type over tiktoken rank files and Hugging Face `tokenizer.json`.
+//!
+//! Reconstruction, rendering and the simulator only need "text → the ids the serving stack
+//! would produce" and back, so both backends hide behind one [`Tokenizer`]:
+//! - `tiktoken.model` (Kimi): tiktoken-rs `CoreBPE` with Kimi's pattern, 256 special ids and
+//!   pre-splitting, as `tokenization_kimi.py` does (see [`super::tiktoken`]);
+//! - `tokenizer.json`: the `tokenizers` crate, encoding without the post-processor's special
+//!   tokens (`add_special_tokens=False`, which `apply_chat_template` and the servers use for chat).
+//!
+//! In both, `encode` turns special-token literals in the text into their ids, as the serving
+//! stacks do. "Special" here means every added token matched as a whole literal (Kimi's
+//! `<think>` and Qwen's `<tool_call>` included, though their `special` flag is false).
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::tiktoken::{self, TiktokenModel};
+use super::ModelError;
 
 /// A model's tokenizer. Encoding recognizes special-token literals, as the serving stack does.
-pub struct Tokenizer {}
+///
+/// `Send + Sync`: load once, share with `Arc` across threads.
+pub struct Tokenizer {
+    backend: Backend,
+    /// The file the vocabulary came from, for error messages.
+    source: PathBuf,
+}
+
+enum Backend {
+    Tiktoken(Box<TiktokenModel>),
+    HuggingFace(Box<HfModel>),
+}
+
+struct HfModel {
+    tokenizer: tokenizers::Tokenizer,
+    /// The same tokenizer with `encode_special_tokens` on (transformers'
+    /// `split_special_tokens=True`), built on first use of `encode_ordinary`.
+    ordinary: OnceLock<tokenizers::Tokenizer>,
+    /// Added tokens, id → literal, and literals in id order.
+    added: FxHashMap<u32, String>,
+    added_literals: Vec<String>,
+    /// The decoder is GPT-2 byte-level, so token strings map back to raw bytes.
+    byte_level: bool,
+}
 
 impl Tokenizer {
-    /// Load from a model directory (`tiktoken.model` or `tokenizer.json`, plus `tokenizer_config.json`).
-    pub fn from_dir(_dir: &std::path::Path) -> Result<Self, super::ModelError> {
-        todo!()
+    /// Load from a model directory: `tiktoken.model` (+ `tokenizer_config.json` for the added
+    /// tokens) or `tokenizer.json`.
+    pub fn from_dir(dir: &Path) -> Result<Self, ModelError> {
+        if !dir.is_dir() {
+            return Err(ModelError::File {
+                path: dir.display().to_string(),
+                message: "not a directory; pass --model DIR (a Hugging Face-style model \
+                          directory) or a known model name such as kimi-k2.5"
+                    .into(),
+            });
+        }
+        let config = read_tokenizer_config(&dir.join("tokenizer_config.json"))?;
+        let tiktoken_path = dir.join("tiktoken.model");
+        let json_path = dir.join("tokenizer.json");
+        let says_tiktoken = config.as_ref().is_some_and(is_kimi_config);
+        if tiktoken_path.is_file() && (says_tiktoken || !json_path.is_file()) {
+            return Self::from_tiktoken_dir(&tiktoken_path, config.as_ref(), says_tiktoken);
+        }
+        if json_path.is_file() {
+            return Self::from_tokenizer_json(&json_path);
+        }
+        Err(ModelError::File {
+            path: dir.display().to_string(),
+            message: "holds neither tokenizer.json nor tiktoken.model; point --model at a model \
+                      directory that has one of them"
+                .into(),
+        })
     }
+
+    fn from_tiktoken_dir(
+        path: &Path,
+        config: Option<&Value>,
+        says_kimi: bool,
+    ) -> Result<Self, ModelError> {
+        let ranks = tiktoken::load_ranks(path)?;
+        if !says_kimi && ranks.len() != tiktoken::KIMI_NUM_RANKS {
+            return Err(ModelError::File {
+                path: path.display().to_string(),
+                message: format!(
+                    "a tiktoken.model with {} ranks and no Kimi tokenizer_config.json: its split \
+                     pattern and special tokens are unknown; build it with \
+                     Tokenizer::from_tiktoken(path, pattern, specials)",
+                    ranks.len()
+                ),
+            });
+        }
+        let added = config.map(added_tokens_decoder).unwrap_or_default();
+        let model = TiktokenModel::kimi(path, ranks, &added)?;
+        Ok(Self {
+            backend: Backend::Tiktoken(Box::new(model)),
+            source: path.to_path_buf(),
+        })
+    }
+
+    /// A tiktoken encoding from a rank file, its split pattern and its special tokens
+    /// (`literal → id`), for tiktoken models other than Kimi (no pre-splitting).
+    pub fn from_tiktoken(
+        path: &Path,
+        pattern: &str,
+        specials: Vec<(String, u32)>,
+    ) -> Result<Self, ModelError> {
+        let model = TiktokenModel::new(path, pattern, specials, false)?;
+        Ok(Self {
+            backend: Backend::Tiktoken(Box::new(model)),
+            source: path.to_path_buf(),
+        })
+    }
+
+    /// A Hugging Face `tokenizer.json`.
+    pub fn from_tokenizer_json(path: &Path) -> Result<Self, ModelError> {
+        let file_error = |message: String| ModelError::File {
+            path: path.display().to_string(),
+            message,
+        };
+        let tokenizer = tokenizers::Tokenizer::from_file(path).map_err(|e| {
+            file_error(format!(
+                "cannot load the Hugging Face tokenizer ({e}); check that the file is a complete \
+                 tokenizer.json (re-download it, or pass --model with another directory)"
+            ))
+        })?;
+        let mut added: Vec<(u32, String)> = tokenizer
+            .get_added_tokens_decoder()
+            .into_iter()
+            .map(|(id, token)| (id, token.content))
+            .collect();
+        added.sort();
+        let byte_level = decoder_is_byte_level(path)?;
+        Ok(Self {
+            backend: Backend::HuggingFace(Box::new(HfModel {
+                tokenizer,
+                ordinary: OnceLock::new(),
+                added_literals: added.iter().map(|(_, s)| s.clone()).collect(),
+                added: added.into_iter().collect(),
+                byte_level,
+            })),
+            source: path.to_path_buf(),
+        })
+    }
+
+    /// The vocabulary file this tokenizer was loaded from.
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
     /// Encode text; special-token literals become their special ids.
-    pub fn encode(&self, _text: &str) -> Vec<u32> {
-        todo!()
+    ///
+    /// Never fails for tiktoken and byte-level BPE vocabularies; for other Hugging Face models
+    /// a failure is logged and yields no ids (use [`Tokenizer::try_encode`] to see it).
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        self.try_encode(text).unwrap_or_else(|err| {
+            tracing::error!("{err}");
+            Vec::new()
+        })
     }
+
+    /// Encode text; special-token literals become their special ids.
+    pub fn try_encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        match &self.backend {
+            Backend::Tiktoken(model) => Ok(model.encode(text)),
+            Backend::HuggingFace(hf) => self.hf_encode(&hf.tokenizer, text),
+        }
+    }
+
     /// Encode text with special-token literals treated as plain text.
-    pub fn encode_ordinary(&self, _text: &str) -> Vec<u32> {
-        todo!()
+    ///
+    /// tiktoken: every literal is plain text (`disallowed_special=()`). Hugging Face: added
+    /// tokens flagged `special` are split (transformers' `split_special_tokens=True`); added
+    /// tokens not flagged special still match whole, as in transformers.
+    pub fn encode_ordinary(&self, text: &str) -> Vec<u32> {
+        match &self.backend {
+            Backend::Tiktoken(model) => model.encode_ordinary(text),
+            Backend::HuggingFace(hf) => {
+                let ordinary = hf.ordinary.get_or_init(|| {
+                    let mut tokenizer = hf.tokenizer.clone();
+                    tokenizer.set_encode_special_tokens(true);
+                    tokenizer
+                });
+                self.hf_encode(ordinary, text).unwrap_or_else(|err| {
+                    tracing::error!("{err}");
+                    Vec::new()
+                })
+            }
+        }
     }
-    /// Decode ids to text (lossy on invalid UTF-8).
-    pub fn decode(&self, _ids: &[u32]) -> String {
-        todo!()
+
+    fn hf_encode(
+        &self,
+        tokenizer: &tokenizers::Tokenizer,
+        text: &str,
+    ) -> Result<Vec<u32>, ModelError> {
+        tokenizer
+            .encode_fast(text, false)
+            .map(|encoding| encoding.get_ids().to_vec())
+            .map_err(|e| ModelError::Tokenizer(format!("{}: {e}", self.source.display())))
     }
-    pub fn token_to_id(&self, _token: &str) -> Option<u32> {
-        todo!()
+
+    /// Encode many texts on all cores; same order as `texts`.
+    pub fn encode_batch(&self, texts: &[&str]) -> Vec<Vec<u32>> {
+        texts.par_iter().map(|text| self.encode(text)).collect()
     }
-    pub fn id_to_token(&self, _id: u32) -> Option<String> {
-        todo!()
+
+    /// Decode ids to text (lossy on invalid UTF-8; unknown ids are dropped, as Hugging Face does).
+    pub fn decode(&self, ids: &[u32]) -> String {
+        match &self.backend {
+            Backend::Tiktoken(model) => {
+                let bytes: Vec<u8> = ids
+                    .iter()
+                    .filter_map(|&id| model.token_bytes(id))
+                    .flatten()
+                    .copied()
+                    .collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+            Backend::HuggingFace(hf) => hf.tokenizer.decode(ids, false).unwrap_or_else(|err| {
+                tracing::error!("{}: decode: {err}", self.source.display());
+                String::new()
+            }),
+        }
+    }
+
+    /// The raw bytes the ids stand for (a token may end mid-UTF-8 character).
+    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>, ModelError> {
+        let unknown = |id: u32| {
+            ModelError::Tokenizer(format!(
+                "id {id} is not in the vocabulary of {} ({} ids); was the text produced by a \
+                 different model?",
+                self.source.display(),
+                self.vocab_size()
+            ))
+        };
+        match &self.backend {
+            Backend::Tiktoken(model) => model.decode_bytes(ids).map_err(unknown),
+            Backend::HuggingFace(hf) if hf.byte_level => {
+                // Mirrors the ByteLevel decoder: a token whose chars are all byte-level symbols
+                // maps to those bytes, any other token (e.g. a non-ASCII added literal) to its
+                // own UTF-8.
+                let alphabet = byte_level_decoder();
+                let mut out = Vec::with_capacity(ids.len() * 4);
+                for &id in ids {
+                    let token = hf.tokenizer.id_to_token(id).ok_or_else(|| unknown(id))?;
+                    let mapped: Option<Vec<u8>> =
+                        token.chars().map(|c| alphabet.get(&c).copied()).collect();
+                    match mapped {
+                        Some(bytes) => out.extend(bytes),
+                        None => out.extend_from_slice(token.as_bytes()),
+                    }
+                }
+                Ok(out)
+            }
+            Backend::HuggingFace(hf) => {
+                if let Some(&id) = ids
+                    .iter()
+                    .find(|&&id| hf.tokenizer.id_to_token(id).is_none())
+                {
+                    return Err(unknown(id));
+                }
+                Ok(self.decode(ids).into_bytes())
+            }
+        }
+    }
+
+    /// A token's id: a special literal, or the vocabulary spelling (byte-level, `Ġ` for space).
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        match &self.backend {
+            Backend::Tiktoken(model) => model.token_to_id(token),
+            Backend::HuggingFace(hf) => hf.tokenizer.token_to_id(token),
+        }
+    }
+
+    /// A token's vocabulary spelling (special literal, or byte-level for ordinary tokens).
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        match &self.backend {
+            Backend::Tiktoken(model) => model.id_to_token(id),
+            Backend::HuggingFace(hf) => hf.tokenizer.id_to_token(id),
+        }
+    }
+
+    /// Number of ids, special ones included (one past the largest id).
+    pub fn vocab_size(&self) -> usize {
+        match &self.backend {
+            Backend::Tiktoken(model) => model.vocab_size(),
+            Backend::HuggingFace(hf) => hf.tokenizer.get_vocab_size(true),
+        }
+    }
+
+    /// The literal strings of all special / added tokens, in id order.
+    pub fn special_tokens(&self) -> &[String] {
+        match &self.backend {
+            Backend::Tiktoken(model) => model.special_tokens(),
+            Backend::HuggingFace(hf) => &hf.added_literals,
+        }
+    }
+
+    /// Whether `id` is a special / added token (matched as a whole literal by `encode`).
+    pub fn is_special(&self, id: u32) -> bool {
+        match &self.backend {
+            Backend::Tiktoken(model) => model.is_special(id),
+            Backend::HuggingFace(hf) => hf.added.contains_key(&id),
+        }
+    }
+}
+
+fn read_tokenizer_config(path: &Path) -> Result<Option<Value>, ModelError> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let file_error = |message: String| ModelError::File {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| file_error(format!("cannot read ({e}); check the file's permissions")))?;
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        file_error(format!(
+            "line {}: not valid JSON ({e}); re-download tokenizer_config.json",
+            e.line()
+        ))
+    })
+}
+
+/// `tokenizer_class: TikTokenTokenizer`, or an `auto_map` pointing at `tokenization_kimi`.
+fn is_kimi_config(config: &Value) -> bool {
+    config.get("tokenizer_class").and_then(Value::as_str) == Some("TikTokenTokenizer")
+        || config
+            .get("auto_map")
+            .is_some_and(|m| m.to_string().contains("tokenization_kimi"))
+}
+
+/// `added_tokens_decoder` (`{"163586": {"content": "<|im_end|>", …}, …}`) as id → literal.
+fn added_tokens_decoder(config: &Value) -> FxHashMap<u32, String> {
+    let Some(map) = config
+        .get("added_tokens_decoder")
+        .and_then(Value::as_object)
+    else {
+        return FxHashMap::default();
+    };
+    map.iter()
+        .filter_map(|(id, entry)| {
+            let id = id.parse().ok()?;
+            let content = entry.get("content")?.as_str()?;
+            Some((id, content.to_string()))
+        })
+        .collect()
+}
+
+/// Whether `tokenizer.json`'s decoder is (or contains) the GPT-2 byte-level decoder.
+fn decoder_is_byte_level(path: &Path) -> Result<bool, ModelError> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        decoder: Option<Value>,
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| ModelError::File {
+        path: path.display().to_string(),
+        message: format!("cannot read ({e})"),
+    })?;
+    let head: Head = serde_json::from_str(&text).map_err(|e| ModelError::File {
+        path: path.display().to_string(),
+        message: format!("line {}: not valid JSON ({e})", e.line()),
+    })?;
+    fn byte_level(decoder: &Value) -> bool {
+        match decoder.get("type").and_then(Value::as_str) {
+            Some("ByteLevel") => true,
+            Some("Sequence") => decoder
+                .get("decoders")
+                .and_then(Value::as_array)
+                .is_some_and(|ds| ds.iter().any(byte_level)),
+            _ => false,
+        }
+    }
+    Ok(head.decoder.as_ref().is_some_and(byte_level))
+}
+
+/// Inverse of GPT-2's `bytes_to_unicode`.
+fn byte_level_decoder() -> &'static FxHashMap<char, u8> {
+    static DECODER: OnceLock<FxHashMap<char, u8>> = OnceLock::new();
+    DECODER.get_or_init(|| {
+        tiktoken::byte_level_alphabet()
+            .iter()
+            .enumerate()
+            .map(|(b, &c)| (c, b as u8))
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokenizer_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Tokenizer>();
+    }
+
+    #[test]
+    fn kimi_config_detection() {
+        let by_class = serde_json::json!({"tokenizer_class": "TikTokenTokenizer"});
+        let by_map = serde_json::json!({"auto_map": {"AutoTokenizer": ["tokenization_kimi.TikTokenTokenizer", null]}});
+        let other = serde_json::json!({"tokenizer_class": "Qwen2Tokenizer"});
+        assert!(is_kimi_config(&by_class));
+        assert!(is_kimi_config(&by_map));
+        assert!(!is_kimi_config(&other));
+    }
+
+    #[test]
+    fn missing_dir_says_what_to_do() {
+        let err = Tokenizer::from_dir(Path::new("/nonexistent/model")).err();
+        let message = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("/nonexistent/model"), "{message}");
+        assert!(message.contains("--model"), "{message}");
     }
 }

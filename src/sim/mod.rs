@@ -1,2 +1,54 @@
-//! A built-in OpenAI-compatible server with provider flavours and fault injection
-//! (tests, benchmarks, demo).
+//! A built-in OpenAI-compatible server with provider flavours and fault injection, for tests,
+//! benchmarks and the demo: draftgen's client, engine and reconstruction are exercised against
+//! something that behaves like OpenRouter, vLLM or a parser-less server, without paying anyone.
+//!
+//! The simulated model writes a native Kimi K2.5 token stream ([`answer`]) that is a pure
+//! function of (seed, request), so a retried or resumed request gets the same answer; a
+//! [`flavor`] turns it into one server's response shape; [`faults`] decides, per attempt, whether
+//! the answer is replaced by a failure. [`server`] ties them to HTTP.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), draftgen::sim::SimError> {
+//! use draftgen::sim::{spawn, Flavor, SimConfig};
+//! let sim = spawn(SimConfig { flavor: Flavor::Vllm, seed: 7, ..SimConfig::default() }).await?;
+//! let base_url = sim.base_url(); // http://127.0.0.1:PORT/v1
+//! # let _ = base_url;
+//! sim.shutdown().await?;
+//! # Ok(()) }
+//! ```
+
+pub mod answer;
+pub mod arguments;
+mod attempts;
+pub mod config;
+pub mod counters;
+pub mod faults;
+pub mod flavor;
+pub mod prompt;
+pub mod request;
+pub mod seed;
+pub mod server;
+pub mod tokens;
+pub mod words;
+
+pub use config::{Behaviour, Flavor, Latency, Prices, SimConfig};
+pub use counters::{CounterSnapshot, Counters};
+pub use faults::{FaultKind, FaultRates};
+pub use server::{serve, spawn, SimHandle, Simulator};
+
+/// Why the simulator could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("sim: cannot load the tokenizer from {dir}: {source} (pass a model directory with tiktoken.model or tokenizer.json, or omit --model)")]
+    Model {
+        dir: String,
+        #[source]
+        source: crate::model::ModelError,
+    },
+    #[error("sim: cannot bind the listening socket: {0} (is the port free?)")]
+    Bind(#[source] std::io::Error),
+    #[error("sim: server error: {0}")]
+    Serve(#[source] std::io::Error),
+    #[error("sim: server task failed: {0}")]
+    Task(String),
+}

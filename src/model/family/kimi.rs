@@ -1,0 +1,283 @@
+//! Kimi K2, K2-Thinking and K2.5 (`<|im_user|>`/`<|im_assistant|>`/`<|im_system|>` … `<|im_end|>`).
+//!
+//! Shared by all three:
+//! - Roles: `<|im_{user,assistant,system}|>{name or role}<|im_middle|>…<|im_end|>`, no newlines
+//!   between messages; `tool` and other roles use `<|im_system|>`. Tool results render as
+//!   `## Return of {tool_call_id}\n{content}`.
+//! - Tools are declared first, as `<|im_system|>tool_declare<|im_middle|>…<|im_end|>`. The Kimi
+//!   tokenizer's own `apply_chat_template` deep-sorts every dict key of `tools` first.
+//! - Tool calls: `<|tool_calls_section_begin|>` then per call
+//!   `<|tool_call_begin|>{id}<|tool_call_argument_begin|>{args}<|tool_call_end|>`, then
+//!   `<|tool_calls_section_end|>`; ids are `functions.NAME:N` with N counted over the whole
+//!   conversation; string arguments verbatim, objects through the template's `tojson`.
+//! - End of turn: `<|im_end|>` (not the tokenizer's `eos_token` `[EOS]`).
+//!
+//! Per model:
+//! - **K2** (Instruct): no `<think>` anywhere; tools as compact sorted JSON; default system
+//!   "You are Kimi, an AI assistant created by Moonshot AI." followed by a literal `\n` when the
+//!   conversation has no system message (the HF template's whitespace; PrimeIntellect's K2
+//!   renderer documents it). The July-2025 revision used "You are a helpful assistant".
+//! - **K2-Thinking**: history assistants (up to the last assistant without tool calls) render
+//!   `<think></think>`, later ones `<think>{reasoning_content}</think>`; the generation prompt
+//!   ends at `<|im_middle|>` and the model writes `<think>` itself; same default system (no `\n`).
+//! - **K2.5**: like K2-Thinking but `<think>` is in the generation prompt (`<think></think>` when
+//!   `thinking=false`), tools are the TypeScript declaration `tools_ts_str` (see
+//!   `kimi_tools_ts.rs`), defaults `thinking=true`, `preserve_thinking=false`, and no default
+//!   system message (the K2.5-derived template injects none; some third-party renderers do).
+
+use serde_json::{Map, Value};
+
+use super::{kimi_tools_ts, Family, FamilySpec};
+use crate::api::{Arguments, ToolCall};
+use crate::model::pyjson::{self, DumpOptions};
+use crate::model::ModelError;
+
+pub const K2: FamilySpec = FamilySpec {
+    name: "kimi-k2",
+    builtin_template: Some(include_str!("templates/kimi-k2.jinja")),
+    end_of_turn: Some(END_OF_TURN),
+    reasoning_close: None,
+    tool_section_begin: Some(SECTION_BEGIN),
+    thinking_switch: None,
+};
+
+pub const K2_THINKING: FamilySpec = FamilySpec {
+    name: "kimi-k2-thinking",
+    builtin_template: Some(include_str!("templates/kimi-k2-thinking.jinja")),
+    end_of_turn: Some(END_OF_TURN),
+    reasoning_close: Some(THINK_CLOSE),
+    tool_section_begin: Some(SECTION_BEGIN),
+    thinking_switch: None,
+};
+
+pub const K25: FamilySpec = FamilySpec {
+    name: "kimi-k2.5",
+    builtin_template: Some(include_str!("templates/kimi-k2.5.jinja")),
+    end_of_turn: Some(END_OF_TURN),
+    reasoning_close: Some(THINK_CLOSE),
+    tool_section_begin: Some(SECTION_BEGIN),
+    thinking_switch: Some(("thinking", true)),
+};
+
+const END_OF_TURN: &str = "<|im_end|>";
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
+const SECTION_END: &str = "<|tool_calls_section_end|>";
+const CALL_BEGIN: &str = "<|tool_call_begin|>";
+const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
+const CALL_END: &str = "<|tool_call_end|>";
+
+/// Kimi from `config.json`'s `model_type` or Kimi's special tokens; which Kimi from the template.
+pub fn detect(model_type: &str, tokenizer_config: &str, template: &str) -> Option<Family> {
+    let is_kimi = model_type.starts_with("kimi") || tokenizer_config.contains("<|im_middle|>");
+    if !is_kimi {
+        return None;
+    }
+    Some(
+        if model_type == "kimi_k25" || template.contains("tools_ts_str") {
+            Family::KimiK25
+        } else if template.contains(THINK_OPEN) {
+            Family::KimiK2Thinking
+        } else {
+            Family::KimiK2
+        },
+    )
+}
+
+/// What the Kimi tokenizer's `apply_chat_template` adds before the template runs: tools with
+/// every dict key sorted, and for K2.5 `thinking=true`, `preserve_thinking=false` and
+/// `tools_ts_str` (left unset when the TypeScript encoder fails, as upstream does).
+pub fn prepare(family: Family, tools: Option<&[Value]>, context: &mut Map<String, Value>) {
+    let tools = tools.map(|tools| tools.iter().map(deep_sort).collect::<Vec<_>>());
+    if family == Family::KimiK25 {
+        context.insert("thinking".into(), Value::Bool(true));
+        context.insert("preserve_thinking".into(), Value::Bool(false));
+        if let Some(tools) = tools.as_deref().filter(|t| !t.is_empty()) {
+            if let Ok(ts) = kimi_tools_ts::encode_tools(tools) {
+                context.insert("tools_ts_str".into(), Value::String(ts));
+            }
+        }
+    }
+    context.insert("tools".into(), tools.map_or(Value::Null, Value::Array));
+}
+
+/// `deep_sort_dict`: every object's keys sorted, recursively (lists keep their order).
+pub fn deep_sort(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), deep_sort(&map[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(deep_sort).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `functions.NAME:N`.
+pub fn native_tool_call_id(name: &str, n: usize) -> String {
+    format!("functions.{name}:{n}")
+}
+
+/// `NAME:digits` with no `<` in NAME: what vLLM's kimi_k2 parser captures as an id.
+pub fn is_native_tool_call_id(id: &str) -> bool {
+    match id.rsplit_once(':') {
+        Some((name, index)) => {
+            !name.is_empty()
+                && !name.contains('<')
+                && !index.is_empty()
+                && index.bytes().all(|b| b.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// The text a Kimi model generated for one turn after the generation prompt.
+pub fn completion_text(
+    family: Family,
+    thinking: bool,
+    reasoning: Option<&str>,
+    reasoning_closed: bool,
+    content: &str,
+    tool_calls: &[ToolCall],
+    end_of_turn: bool,
+) -> Result<String, ModelError> {
+    let mut out = String::new();
+    match (family, reasoning) {
+        // K2.5 with thinking: `<think>` is the last prompt token, the model starts with reasoning.
+        (Family::KimiK25, reasoning) if thinking => {
+            out.push_str(reasoning.unwrap_or_default());
+            if reasoning_closed {
+                out.push_str(THINK_CLOSE);
+            }
+        }
+        // K2-Thinking writes its own `<think>`.
+        (Family::KimiK2Thinking, Some(reasoning)) => {
+            out.push_str(THINK_OPEN);
+            out.push_str(reasoning);
+            if reasoning_closed {
+                out.push_str(THINK_CLOSE);
+            }
+        }
+        // K2, K2.5 with thinking off (the prompt ends `<think></think>`), no reasoning.
+        _ => {}
+    }
+    out.push_str(content);
+    if !tool_calls.is_empty() {
+        out.push_str(SECTION_BEGIN);
+        for call in tool_calls {
+            let id = call.id.as_deref().ok_or_else(|| {
+                ModelError::Other(format!(
+                    "tool call {:?} has no id; Kimi needs its native id (functions.{}:N)",
+                    call.name, call.name
+                ))
+            })?;
+            out.push_str(CALL_BEGIN);
+            out.push_str(id);
+            out.push_str(ARGUMENT_BEGIN);
+            match &call.arguments {
+                Arguments::Raw(text) => out.push_str(text),
+                // What the template's `| tojson` writes: Python json.dumps defaults.
+                Arguments::Object(value) => {
+                    out.push_str(&pyjson::dumps_json(value, &DumpOptions::default()))
+                }
+            }
+            out.push_str(CALL_END);
+        }
+        out.push_str(SECTION_END);
+    }
+    if end_of_turn {
+        out.push_str(END_OF_TURN);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn deep_sort_sorts_every_nested_key() {
+        // python: deep_sort_dict({"b": {"z": 1, "a": [{"y": 1, "x": 2}]}, "a": 0}) (tokenization_kimi.py)
+        let sorted = deep_sort(&json!({"b": {"z": 1, "a": [{"y": 1, "x": 2}]}, "a": 0}));
+        assert_eq!(
+            serde_json::to_string(&sorted).unwrap(),
+            r#"{"a":0,"b":{"a":[{"x":2,"y":1}],"z":1}}"#
+        );
+    }
+
+    #[test]
+    fn native_ids() {
+        assert_eq!(
+            native_tool_call_id("get_weather", 3),
+            "functions.get_weather:3"
+        );
+        for id in ["functions.get_weather:0", "search:2", "functions.a.b:10"] {
+            assert!(is_native_tool_call_id(id), "{id}");
+        }
+        for id in [
+            "call_abc123",
+            "functions_get_weather_1",
+            "x:",
+            ":1",
+            "a<b:1",
+            "f:1a",
+        ] {
+            assert!(!is_native_tool_call_id(id), "{id}");
+        }
+    }
+
+    #[test]
+    fn completion_texts() {
+        let call = ToolCall {
+            id: Some("functions.get_weather:0".into()),
+            name: "get_weather".into(),
+            arguments: Arguments::Object(json!({"city": "Paris", "n": 1.0})),
+        };
+        let raw = ToolCall {
+            arguments: Arguments::Raw("{\"city\":\"Paris\"}".into()),
+            ..call.clone()
+        };
+        let k25 = completion_text(Family::KimiK25, true, Some("r"), true, "c", &[call], true);
+        assert_eq!(
+            k25.unwrap(),
+            "r</think>c<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0\
+             <|tool_call_argument_begin|>{\"city\": \"Paris\", \"n\": 1.0}<|tool_call_end|>\
+             <|tool_calls_section_end|><|im_end|>"
+        );
+        let inside = completion_text(Family::KimiK25, true, Some("r"), false, "", &[raw], false);
+        assert_eq!(
+            inside.unwrap(),
+            "r<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0\
+             <|tool_call_argument_begin|>{\"city\":\"Paris\"}<|tool_call_end|><|tool_calls_section_end|>"
+        );
+        let k2t = completion_text(
+            Family::KimiK2Thinking,
+            true,
+            Some("r"),
+            true,
+            "c",
+            &[],
+            true,
+        );
+        assert_eq!(k2t.unwrap(), "<think>r</think>c<|im_end|>");
+        let k2 = completion_text(
+            Family::KimiK2,
+            false,
+            Some("ignored"),
+            true,
+            "Four.",
+            &[],
+            true,
+        );
+        assert_eq!(k2.unwrap(), "Four.<|im_end|>");
+        let off = completion_text(Family::KimiK25, false, None, false, "c", &[], true);
+        assert_eq!(off.unwrap(), "c<|im_end|>");
+    }
+}

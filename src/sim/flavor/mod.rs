@@ -1,0 +1,137 @@
+//! Flavours: how one kind of server turns the model's sampled text into its API response.
+//! Each flavour is one file with the same two functions, `response` (non-streaming body) and
+//! `events` (the SSE stream), both inverses that draftgen's reconstruction must undo.
+
+pub mod kimi_parse;
+pub mod openrouter;
+pub mod raw;
+pub mod vllm;
+
+use serde_json::{json, Value};
+
+use super::config::Flavor;
+
+/// One answer, ready to be shaped: what the model sampled and what the server counted.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The response id (`gen-…`, `chatcmpl-…`).
+    pub id: String,
+    pub created: u64,
+    pub model: String,
+    /// The detokenized output without the stop token: what a server's parsers see.
+    pub text: String,
+    /// Sampled ids (`<|im_end|>` included unless cut), when a tokenizer is loaded.
+    pub token_ids: Option<Vec<u32>>,
+    pub prompt_token_ids: Option<Vec<u32>>,
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+    pub reasoning_tokens: usize,
+    /// `max_tokens` cut the answer.
+    pub cut: bool,
+    pub thinking: bool,
+    pub tools_declared: bool,
+    pub cost: f64,
+    /// Ids for structured tool calls where the flavour mints its own (`call_<24 hex>`).
+    pub minted_call_ids: Vec<String>,
+    pub provider: String,
+    pub spaces_around_special_tokens: bool,
+    pub stream_chunk_chars: usize,
+    pub exclude_reasoning: bool,
+    pub return_token_ids: bool,
+    pub llama_verbose_tokens: bool,
+    pub include_usage: bool,
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A `: …` comment line (keep-alive).
+    Comment(&'static str),
+    Data(Value),
+    /// `data: [DONE]`.
+    Done,
+}
+
+impl Event {
+    pub fn to_sse(&self) -> String {
+        match self {
+            Event::Comment(text) => format!(": {text}\n\n"),
+            Event::Data(value) => format!("data: {value}\n\n"),
+            Event::Done => "data: [DONE]\n\n".to_string(),
+        }
+    }
+}
+
+/// The non-streaming response body.
+pub fn response(flavor: Flavor, turn: &Turn) -> Value {
+    match flavor {
+        Flavor::OpenRouter => openrouter::response(turn),
+        Flavor::Vllm => vllm::response(turn),
+        Flavor::Raw => raw::response(turn),
+    }
+}
+
+/// The streaming response events.
+pub fn events(flavor: Flavor, turn: &Turn) -> Vec<Event> {
+    match flavor {
+        Flavor::OpenRouter => openrouter::events(turn),
+        Flavor::Vllm => vllm::events(turn),
+        Flavor::Raw => raw::events(turn),
+    }
+}
+
+/// An OpenRouter-shaped mid-stream error chunk (FACTS.md §C), used by every flavour.
+pub fn midstream_error(turn: &Turn) -> Value {
+    json!({
+        "id": turn.id,
+        "object": "chat.completion.chunk",
+        "created": turn.created,
+        "model": turn.model,
+        "provider": turn.provider,
+        "error": {"code": "server_error", "message": "Provider disconnected unexpectedly"},
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+    })
+}
+
+/// `text` in pieces of at most `size` characters (never splitting a character).
+pub fn chunks(text: &str, size: usize) -> Vec<&str> {
+    let size = size.max(1);
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut count = 0;
+    for (at, _) in text.char_indices() {
+        if count == size {
+            out.push(&text[start..at]);
+            start = at;
+            count = 0;
+        }
+        count += 1;
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+/// A chunk object around one `choices[0]` entry.
+pub fn chunk(turn: &Turn, choice: Value) -> Value {
+    json!({
+        "id": turn.id,
+        "object": "chat.completion.chunk",
+        "created": turn.created,
+        "model": turn.model,
+        "choices": [choice],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_respect_characters() {
+        assert_eq!(chunks("añbc", 2), vec!["añ", "bc"]);
+        assert_eq!(chunks("", 3), Vec::<&str>::new());
+        assert_eq!(chunks("abc", 5), vec!["abc"]);
+    }
+}

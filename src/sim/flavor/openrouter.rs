@@ -1,0 +1,181 @@
+//! OpenRouter in front of a Kimi provider: the upstream's Kimi parsers split the text
+//! (`</think>` gone, tool markers become structured calls), then OpenRouter reshapes it:
+//! `message.reasoning` + `reasoning_details: [{type: "reasoning.text", …}]`, tool-call ids
+//! replaced by `call_<24 hex>`, `content` `""` when empty, `finish_reason` normalized
+//! (`stop`/`tool_calls`/`length`) with the raw value in `native_finish_reason`, a top-level
+//! `provider`, and `usage` with `cost` and `completion_tokens_details.reasoning_tokens`.
+//! Streaming: `: OPENROUTER PROCESSING` comments, `delta.reasoning`, tool-call deltas by index,
+//! a finish chunk, a final usage chunk, `data: [DONE]`.
+
+use serde_json::{json, Value};
+
+use super::kimi_parse::{self, Parsed};
+use super::{chunks, Event, Turn};
+
+fn parsed(turn: &Turn) -> Parsed {
+    let mut parsed = kimi_parse::parse(&turn.text, turn.thinking, turn.tools_declared);
+    if turn.exclude_reasoning {
+        parsed.reasoning = None;
+    }
+    parsed.reasoning = parsed.reasoning.filter(|r| !r.is_empty());
+    parsed
+}
+
+fn finish_reason(turn: &Turn, parsed: &Parsed) -> &'static str {
+    if turn.cut {
+        "length"
+    } else if !parsed.calls.is_empty() {
+        "tool_calls"
+    } else {
+        "stop"
+    }
+}
+
+fn call_id(turn: &Turn, index: usize) -> String {
+    turn.minted_call_ids
+        .get(index)
+        .cloned()
+        .unwrap_or_else(|| format!("call_{index:024}"))
+}
+
+fn reasoning_details(text: &str) -> Value {
+    json!([{"type": "reasoning.text", "text": text, "format": "unknown", "index": 0}])
+}
+
+pub fn usage(turn: &Turn) -> Value {
+    json!({
+        "prompt_tokens": turn.prompt_tokens,
+        "completion_tokens": turn.completion_tokens,
+        "total_tokens": turn.prompt_tokens + turn.completion_tokens,
+        "cost": turn.cost,
+        "is_byok": false,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "cost_details": {"upstream_inference_cost": null},
+        "completion_tokens_details": {"reasoning_tokens": turn.reasoning_tokens, "image_tokens": 0},
+    })
+}
+
+pub fn response(turn: &Turn) -> Value {
+    let parsed = parsed(turn);
+    let finish = finish_reason(turn, &parsed);
+    let mut message = json!({
+        "role": "assistant",
+        "content": parsed.content.clone().unwrap_or_default(),
+        "refusal": null,
+        "reasoning": parsed.reasoning,
+    });
+    if let Some(reasoning) = &parsed.reasoning {
+        message["reasoning_details"] = reasoning_details(reasoning);
+    }
+    if !parsed.calls.is_empty() {
+        let calls: Vec<Value> = parsed
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| {
+                json!({
+                    "id": call_id(turn, i),
+                    "index": i,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                })
+            })
+            .collect();
+        message["tool_calls"] = Value::Array(calls);
+    }
+    json!({
+        "id": turn.id,
+        "provider": turn.provider,
+        "model": turn.model,
+        "object": "chat.completion",
+        "created": turn.created,
+        "choices": [{
+            "logprobs": null,
+            "finish_reason": finish,
+            "native_finish_reason": finish,
+            "index": 0,
+            "message": message,
+        }],
+        "usage": usage(turn),
+    })
+}
+
+fn chunk(turn: &Turn, delta: Value, finish: Option<&str>) -> Event {
+    Event::Data(json!({
+        "id": turn.id,
+        "provider": turn.provider,
+        "model": turn.model,
+        "object": "chat.completion.chunk",
+        "created": turn.created,
+        "choices": [{
+            "index": 0,
+            "delta": delta,
+            "finish_reason": finish,
+            "native_finish_reason": finish,
+            "logprobs": null,
+        }],
+    }))
+}
+
+pub fn events(turn: &Turn) -> Vec<Event> {
+    let parsed = parsed(turn);
+    let size = turn.stream_chunk_chars;
+    let mut out = vec![
+        Event::Comment("OPENROUTER PROCESSING"),
+        Event::Comment("OPENROUTER PROCESSING"),
+    ];
+    if let Some(reasoning) = &parsed.reasoning {
+        for piece in chunks(reasoning, size) {
+            out.push(chunk(
+                turn,
+                json!({"role": "assistant", "content": "", "reasoning": piece,
+                       "reasoning_details": reasoning_details(piece)}),
+                None,
+            ));
+        }
+    }
+    if let Some(content) = &parsed.content {
+        for piece in chunks(content, size) {
+            out.push(chunk(
+                turn,
+                json!({"role": "assistant", "content": piece}),
+                None,
+            ));
+        }
+    }
+    for (i, call) in parsed.calls.iter().enumerate() {
+        out.push(chunk(
+            turn,
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+                "index": i, "id": call_id(turn, i), "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }]}),
+            None,
+        ));
+        for piece in chunks(&call.arguments, size) {
+            out.push(chunk(
+                turn,
+                json!({"role": "assistant", "content": null, "tool_calls": [{
+                    "index": i, "function": {"arguments": piece},
+                }]}),
+                None,
+            ));
+        }
+    }
+    out.push(chunk(
+        turn,
+        json!({"role": "assistant", "content": ""}),
+        Some(finish_reason(turn, &parsed)),
+    ));
+    out.push(Event::Data(json!({
+        "id": turn.id,
+        "provider": turn.provider,
+        "model": turn.model,
+        "object": "chat.completion.chunk",
+        "created": turn.created,
+        "choices": [],
+        "usage": usage(turn),
+    })));
+    out.push(Event::Done);
+    out
+}

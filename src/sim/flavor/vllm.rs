@@ -1,0 +1,143 @@
+//! vLLM serving Kimi with `--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`: `message.reasoning`
+//! (the field's current name), tool calls with the raw `functions.NAME:N` id and the raw
+//! arguments text stripped, `content` `null` when empty, `finish_reason` `tool_calls` when tools
+//! were parsed. `return_token_ids` adds `prompt_token_ids` and `choices[].token_ids`. With
+//! `spaces_around_special_tokens` the text is first detokenized with vLLM's default
+//! `spaces_between_special_tokens=True` artefact (one space around every added token).
+//! Streaming: deltas of `reasoning`, `content`, tool calls by index (id and name first, then
+//! argument pieces), a finish chunk, a usage chunk if `stream_options.include_usage`, `[DONE]`.
+
+use serde_json::{json, Value};
+
+use super::kimi_parse::{self, Parsed};
+use super::{chunk, chunks, Event, Turn};
+
+fn parsed(turn: &Turn) -> Parsed {
+    let text = if turn.spaces_around_special_tokens {
+        kimi_parse::space_added_tokens(&turn.text)
+    } else {
+        turn.text.clone()
+    };
+    kimi_parse::parse(&text, turn.thinking, turn.tools_declared)
+}
+
+fn finish_reason(turn: &Turn, parsed: &Parsed) -> &'static str {
+    if turn.cut {
+        "length"
+    } else if !parsed.calls.is_empty() {
+        "tool_calls"
+    } else {
+        "stop"
+    }
+}
+
+pub fn usage(turn: &Turn) -> Value {
+    json!({
+        "prompt_tokens": turn.prompt_tokens,
+        "total_tokens": turn.prompt_tokens + turn.completion_tokens,
+        "completion_tokens": turn.completion_tokens,
+        "prompt_tokens_details": null,
+    })
+}
+
+pub fn response(turn: &Turn) -> Value {
+    let parsed = parsed(turn);
+    let calls: Vec<Value> = parsed
+        .calls
+        .iter()
+        .map(|call| {
+            json!({
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            })
+        })
+        .collect();
+    let mut choice = json!({
+        "index": 0,
+        "message": {
+            "role": "assistant",
+            "content": parsed.content,
+            "refusal": null,
+            "annotations": null,
+            "audio": null,
+            "function_call": null,
+            "tool_calls": calls,
+            "reasoning": parsed.reasoning,
+        },
+        "logprobs": null,
+        "finish_reason": finish_reason(turn, &parsed),
+        "stop_reason": null,
+    });
+    let mut body = json!({
+        "id": turn.id,
+        "object": "chat.completion",
+        "created": turn.created,
+        "model": turn.model,
+        "choices": [],
+        "service_tier": null,
+        "system_fingerprint": null,
+        "usage": usage(turn),
+        "prompt_logprobs": null,
+        "kv_transfer_params": null,
+    });
+    if turn.return_token_ids {
+        choice["token_ids"] = json!(turn.token_ids);
+        body["prompt_token_ids"] = json!(turn.prompt_token_ids);
+    }
+    if turn.llama_verbose_tokens {
+        body["__verbose"] = json!({"tokens": turn.token_ids});
+    }
+    body["choices"] = Value::Array(vec![choice]);
+    body
+}
+
+pub fn events(turn: &Turn) -> Vec<Event> {
+    let parsed = parsed(turn);
+    let size = turn.stream_chunk_chars;
+    let delta = |delta: Value| {
+        Event::Data(chunk(
+            turn,
+            json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": null}),
+        ))
+    };
+    let mut out = vec![delta(json!({"role": "assistant", "content": ""}))];
+    if let Some(reasoning) = &parsed.reasoning {
+        for piece in chunks(reasoning, size) {
+            out.push(delta(json!({"reasoning": piece})));
+        }
+    }
+    if let Some(content) = &parsed.content {
+        for piece in chunks(content, size) {
+            out.push(delta(json!({"content": piece})));
+        }
+    }
+    for (i, call) in parsed.calls.iter().enumerate() {
+        out.push(delta(json!({"tool_calls": [{
+            "index": i, "id": call.id, "type": "function",
+            "function": {"name": call.name},
+        }]})));
+        for piece in chunks(&call.arguments, size) {
+            out.push(delta(json!({"tool_calls": [{
+                "index": i, "function": {"arguments": piece},
+            }]})));
+        }
+    }
+    out.push(Event::Data(chunk(
+        turn,
+        json!({"index": 0, "delta": {"content": ""}, "logprobs": null,
+               "finish_reason": finish_reason(turn, &parsed), "stop_reason": null}),
+    )));
+    if turn.include_usage {
+        out.push(Event::Data(json!({
+            "id": turn.id,
+            "object": "chat.completion.chunk",
+            "created": turn.created,
+            "model": turn.model,
+            "choices": [],
+            "usage": usage(turn),
+        })));
+    }
+    out.push(Event::Done);
+    out
+}

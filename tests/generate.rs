@@ -803,3 +803,112 @@ fn unauthorized_and_payment_required_stop_the_run_and_resume_retries_them() {
         assert_eq!(succeeded, ids.len());
     }
 }
+
+/// Start the built-in simulator on its own thread; returns its base URL.
+fn start_sim(config: draftgen::sim::SimConfig) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let sim = draftgen::sim::spawn(config).await.unwrap();
+            tx.send(sim.base_url()).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
+#[test]
+fn streaming_storm_against_the_simulator_then_resume_retries_what_ran_out() {
+    use draftgen::sim::{FaultRates, Flavor, SimConfig};
+    // Every simulator fault class at 20% (scaled together to 90% of attempts): most prompts run
+    // out of attempts in one session, and the next session retries exactly those.
+    let base_url = start_sim(SimConfig {
+        flavor: Flavor::OpenRouter,
+        seed: 11,
+        faults: FaultRates::all(0.2),
+        hang: Duration::from_secs(30),
+        retry_after_secs: 1,
+        ..SimConfig::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (prompts, ids) = write_prompts(dir.path(), 100);
+    let config = write_config(dir.path(), 8);
+    let run = dir.path().join("run");
+    let session = || {
+        let mut cmd = generate(
+            &prompts,
+            &run,
+            &config,
+            &base_url,
+            &[
+                "--kind",
+                "openrouter",
+                "--concurrency",
+                "32",
+                "--stream",
+                "--json",
+            ],
+        );
+        cmd.env("OPENROUTER_API_KEY", FAKE_KEY);
+        run_to_end(cmd)
+    };
+    let first = session();
+    assert!(
+        matches!(first.status.code(), Some(0 | 1)),
+        "{}",
+        text(&first)
+    );
+    let s: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(s["stop"]["reason"], "completed");
+    let (succeeded_1, failed_1) = check_accounting(&run, &ids);
+    assert_eq!(succeeded_1 + failed_1, ids.len());
+    assert!(succeeded_1 >= 20, "only {succeeded_1} succeeded");
+    // Costs come from the simulator's usage.cost.
+    assert!(summary(&run)["cost_usd"].as_f64().unwrap() > 0.0);
+    let classes: HashSet<String> = journal(&run)
+        .iter()
+        .filter_map(|r| r["error_class"].as_str().map(str::to_string))
+        .collect();
+    for class in [
+        "rate_limited",
+        "server_error",
+        "timeout",
+        "mid_stream",
+        "malformed",
+        "empty_answer",
+    ] {
+        assert!(classes.contains(class), "{class} not seen: {classes:?}");
+    }
+
+    let before: HashMap<String, usize> = by_prompt(&journal(&run))
+        .into_iter()
+        .map(|(id, (s, _))| (id, s))
+        .collect();
+    let second = session();
+    assert!(
+        matches!(second.status.code(), Some(0 | 1)),
+        "{}",
+        text(&second)
+    );
+    let (succeeded_2, _) = check_accounting(&run, &ids);
+    assert!(succeeded_2 > succeeded_1, "{succeeded_1} -> {succeeded_2}");
+    // Prompts that had succeeded got no new record.
+    let after = journal(&run);
+    let first_len: usize = before.len();
+    assert!(first_len == ids.len());
+    let succeeded_before: HashSet<&String> = before
+        .iter()
+        .filter(|(_, s)| **s == 1)
+        .map(|(id, _)| id)
+        .collect();
+    let per_after = by_prompt(&after);
+    for id in succeeded_before {
+        assert_eq!(per_after[id].0, 1, "{id}");
+    }
+    assert_no_key_anywhere(&run, &[&first, &second]);
+}

@@ -3,8 +3,7 @@
 //! Exit codes: 0 every prompt succeeded (or was skipped); 1 some failed, the run was stopped
 //! (budget, Ctrl-C, 401/402) or could not run; 2 bad usage or config.
 
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -12,7 +11,6 @@ use anyhow::Context;
 
 use super::UsageError;
 use crate::config::{EndpointKind, Overrides, RunConfig};
-use crate::dataset::Prompt;
 use crate::engine::{self, class_name, ProgressMode, RunOptions, RunSummary, Shutdown, StopReason};
 
 #[derive(clap::Args)]
@@ -100,7 +98,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         force: args.force,
     });
     config.validate().map_err(|e| UsageError(e.to_string()))?;
-    let prompts = read_prompts(&args.prompts)?;
+    let prompts =
+        crate::dataset::read_prompts(&args.prompts).map_err(|e| UsageError(e.to_string()))?;
 
     let shutdown = Shutdown::new();
     let options = RunOptions {
@@ -187,32 +186,4 @@ fn print_human(r: &RunSummary) {
     if r.stop != StopReason::Completed {
         eprintln!("{}", r.stop.explain());
     }
-}
-
-/// Read `prompts.jsonl`; a bad line is an error naming file:line (the file is the contract
-/// between `prepare` and `generate`, so it is not expected to contain junk).
-fn read_prompts(path: &Path) -> anyhow::Result<Vec<Prompt>> {
-    let file = std::fs::File::open(path).map_err(|e| {
-        UsageError(format!(
-            "{}: cannot open the prompts file: {e}",
-            path.display()
-        ))
-    })?;
-    let mut prompts = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line
-            .map_err(|e| UsageError(format!("{}:{}: cannot read: {e}", path.display(), i + 1)))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let prompt: Prompt = serde_json::from_str(&line).map_err(|e| {
-            UsageError(format!(
-                "{}:{}: not a prompt line ({e}); write prompts with `draftgen prepare`",
-                path.display(),
-                i + 1
-            ))
-        })?;
-        prompts.push(prompt);
-    }
-    Ok(prompts)
 }

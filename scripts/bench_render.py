@@ -21,7 +21,7 @@ REPEAT = 10  # the 240 conversations, repeated, so timings are well above proces
 
 
 def load(file):
-    return [json.loads(l) for l in (ROOT / "tests/data/parity" / file).read_text(encoding="utf-8").splitlines()]
+    return [json.loads(l) for l in (ROOT / "tests/data/parity" / file).read_text(encoding="utf-8").split("\n") if l]
 
 
 def python_seconds(model, cases):

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::api::ServerKind;
 use crate::config::{EndpointConfig, EndpointKind, RunConfig};
 use crate::dataset::{self, PrepareOptions};
 use crate::engine::{self, ProgressMode, RunOptions, Shutdown};
@@ -87,12 +88,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .await?;
         eprintln!(
-            "sim       {} flavour at {} (model {})",
+            "sim       {:?} flavour at {} (model {})",
             args.flavor,
             sim.base_url(),
             profile.name
         );
-        let config = demo_config(sim.base_url());
+        let config = demo_config(&sim.base_url(), args.flavor);
         let shutdown = Shutdown::new();
         let ctrl_c = tokio::spawn(forward_ctrl_c(shutdown.clone()));
         let summary = engine::run_with(
@@ -107,7 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
         .await;
         ctrl_c.abort();
-        sim.shutdown().await;
+        sim.shutdown().await?;
         anyhow::Ok(summary?)
     })?;
     let s = &summary.summary;
@@ -147,17 +148,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// One generic endpoint (the simulator needs no key), a modest concurrency, short timeouts.
-fn demo_config(base_url: &str) -> RunConfig {
+/// One generic endpoint (the simulator needs no key), a modest concurrency, short timeouts; the
+/// vLLM flavour also returns its own token ids, which reconstruction then checks itself against.
+fn demo_config(base_url: &str, flavor: Flavor) -> RunConfig {
     let mut config = RunConfig::default();
-    config.endpoints = vec![EndpointConfig::new("sim", base_url, EndpointKind::Generic)];
+    let kind = match flavor {
+        Flavor::Vllm => EndpointKind::Vllm,
+        _ => EndpointKind::Generic,
+    };
+    config.endpoints = vec![EndpointConfig::new("sim", base_url, kind)];
     config.request.model = "moonshotai/kimi-k2.5".to_string();
     config.request.max_tokens = Some(2048);
     config.request.stream = true;
+    if flavor == Flavor::Vllm {
+        config.request.server_kind = ServerKind::Vllm;
+        config.request.server_token_ids = true;
+        config.request.stream = false; // ids come with non-streamed answers
+    }
     config.concurrency.initial = 32;
     config.concurrency.max = 64;
     config.retry.base_ms = 50;
     config.grace_s = 5.0;
+    // The simulator listens on a new port each time; that is not a change of settings.
+    config.force = true;
     config
 }
 

@@ -30,9 +30,10 @@ fn demo_accounts_for_every_prompt_and_writes_exact_samples() {
     let (dir, stderr) = demo("vllm");
     let prompts = lines(&dir.path().join("prompts.jsonl"));
     let samples = lines(&dir.path().join("samples.jsonl"));
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/summary.json")).unwrap())
-            .unwrap();
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("run/summary.json")).unwrap(),
+    )
+    .unwrap();
     assert!(!prompts.is_empty());
     let count = |key: &str| summary[key].as_u64().unwrap_or(0);
     assert_eq!(
@@ -49,7 +50,12 @@ fn demo_accounts_for_every_prompt_and_writes_exact_samples() {
         assert!(mask[..prompt].iter().all(|m| m == 0));
         assert!(mask[prompt..].iter().all(|m| m == 1));
         // The vLLM flavour returns the server's own ids: reconstruction must agree with them.
-        assert_eq!(sample["warnings"], serde_json::json!([]), "sample {}", sample["id"]);
+        assert_eq!(
+            sample["warnings"],
+            serde_json::json!([]),
+            "sample {}",
+            sample["id"]
+        );
     }
     assert!(stderr.contains("where everything went"), "{stderr}");
 }
@@ -60,7 +66,12 @@ fn demo_resumes_without_generating_twice() {
     let journal = |d: &std::path::Path| {
         std::fs::read_dir(d.join("run/journal"))
             .unwrap()
-            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap().lines().count())
+            .map(|e| {
+                std::fs::read_to_string(e.unwrap().path())
+                    .unwrap()
+                    .lines()
+                    .count()
+            })
             .sum::<usize>()
     };
     let before = journal(dir.path());
@@ -70,5 +81,9 @@ fn demo_resumes_without_generating_twice() {
         .output()
         .unwrap();
     assert!(output.status.success());
-    assert_eq!(journal(dir.path()), before, "a second demo run must not generate again");
+    assert_eq!(
+        journal(dir.path()),
+        before,
+        "a second demo run must not generate again"
+    );
 }

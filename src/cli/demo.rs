@@ -119,7 +119,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         s.skipped,
         summary.prompts,
         s.attempts,
-        s.attempts.saturating_sub(s.succeeded + s.failed + s.skipped),
+        s.attempts
+            .saturating_sub(s.succeeded + s.failed + s.skipped),
     );
 
     // 3. reconstruct every success into exact token ids
@@ -145,7 +146,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     print_locations(&args.out);
     let ok = summary.all_ok() && built.failed.is_empty();
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// One generic endpoint (the simulator needs no key), a modest concurrency, short timeouts; the
@@ -180,7 +185,10 @@ fn print_locations(out: &Path) {
     show("datasets", "datasets/");
     show("prompts", "prompts.jsonl");
     show("run", "run/   (manifest.json, journal/, summary.json)");
-    show("samples", "samples.jsonl   (id, prompt_ids, completion_ids, loss_mask, warnings)");
+    show(
+        "samples",
+        "samples.jsonl   (id, prompt_ids, completion_ids, loss_mask, warnings)",
+    );
     eprintln!(
         "\nnext: point `draftgen generate --base-url … --model …` at a real endpoint (OPENROUTER_API_KEY for OpenRouter)."
     );

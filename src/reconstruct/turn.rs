@@ -40,10 +40,10 @@ pub(super) fn candidates(
         // parser cut the marker between reasoning and content (or the tool section) out.
         let has_section = !completion.tool_calls.is_empty();
         if let Some(r) = &reasoning {
-            reasoning = Some(despace(r, &markers, true, true));
-            content = despace(&content, &markers, true, has_section);
+            reasoning = Some(despace(r, markers, true, true));
+            content = despace(&content, markers, true, has_section);
         } else {
-            content = despace(&content, &markers, true, has_section);
+            content = despace(&content, markers, true, has_section);
         }
     }
 
@@ -58,7 +58,7 @@ pub(super) fn candidates(
             flag_literals(
                 &structural_free(&content, profile),
                 "content",
-                &markers,
+                markers,
                 warnings,
             );
             let mut text = content.clone();
@@ -114,11 +114,11 @@ pub(super) fn candidates(
         reasoning = Some(String::new());
     }
     if let Some(r) = &reasoning {
-        flag_literals(r, "reasoning", &markers, warnings);
+        flag_literals(r, "reasoning", markers, warnings);
     }
-    flag_literals(&content, "content", &markers, warnings);
+    flag_literals(&content, "content", markers, warnings);
     let tool_calls =
-        native_tool_calls(profile, request, &completion.tool_calls, &markers, warnings);
+        native_tool_calls(profile, request, &completion.tool_calls, markers, warnings);
 
     let template_form = AssistantTurn {
         reasoning: reasoning.clone(),

@@ -1,10 +1,189 @@
-//! `draftgen generate`.
+//! `draftgen generate`: prompts + endpoint settings → a run directory (see `engine`).
+//!
+//! Exit codes: 0 every prompt succeeded (or was skipped); 1 some failed, the run was stopped
+//! (budget, Ctrl-C, 401/402) or could not run; 2 bad usage or config.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::UsageError;
+use crate::config::{EndpointKind, Overrides, RunConfig};
+use crate::engine::{self, class_name, ProgressMode, RunOptions, RunSummary, Shutdown, StopReason};
 
 #[derive(clap::Args)]
-pub struct Args {}
+#[command(after_help = "\
+Keys come from OPENROUTER_API_KEY (OpenRouter endpoints) or --api-key-file, never from the config file.
+Resume: run the same command again; finished prompts are skipped, transient failures retried.
+Credit: for OpenRouter endpoints the key's remaining credit is checked at start; if the projected
+cost exceeds it the run is refused unless --max-cost-usd is at or below the credit, or --force.
+Ctrl-C once: stop scheduling, let in-flight requests finish (--grace), write the summary.
+Ctrl-C twice: abort at once (everything already journaled is kept).")]
+pub struct Args {
+    /// prompts.jsonl written by `draftgen prepare` (one Prompt per line).
+    #[arg(long)]
+    prompts: PathBuf,
+    /// Run directory (created, or resumed if it exists).
+    #[arg(long)]
+    run: PathBuf,
+    /// Run configuration (TOML); flags override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// One endpoint's base URL up to /v1 (replaces the config's endpoints).
+    #[arg(long, env = "DRAFTGEN_BASE_URL")]
+    base_url: Option<String>,
+    /// Server kind of --base-url: openrouter, vllm, sglang, llamacpp, generic (default: guessed).
+    #[arg(long)]
+    kind: Option<EndpointKind>,
+    /// Model id (e.g. moonshotai/kimi-k2.5, with :exacto/:nitro suffixes as wanted).
+    #[arg(long, env = "DRAFTGEN_MODEL")]
+    model: Option<String>,
+    /// File holding the API key (first line).
+    #[arg(long)]
+    api_key_file: Option<PathBuf>,
+    /// Initial requests in flight (also raises the ceiling to at least this).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Ceiling for adaptive concurrency.
+    #[arg(long)]
+    max_concurrency: Option<usize>,
+    /// Requests per minute, all endpoints together.
+    #[arg(long)]
+    rpm: Option<u32>,
+    /// Stop scheduling when the run (all sessions) would cost more than this.
+    #[arg(long)]
+    max_cost_usd: Option<f64>,
+    /// max_tokens of every request.
+    #[arg(long)]
+    max_tokens: Option<u32>,
+    /// Stream answers (SSE).
+    #[arg(long)]
+    stream: bool,
+    /// Seconds in-flight requests get to finish after a stop.
+    #[arg(long)]
+    grace: Option<f64>,
+    /// Resume even though settings changed; start even if the projected cost exceeds the credit.
+    #[arg(long)]
+    force: bool,
+    /// auto, bar, plain or none.
+    #[arg(long, default_value = "auto")]
+    progress: ProgressMode,
+    /// Seconds between plain progress lines.
+    #[arg(long, default_value_t = 10.0)]
+    progress_every: f64,
+    /// Print the run summary as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut config = match &args.config {
+        Some(path) => RunConfig::from_file(path).map_err(|e| UsageError(e.to_string()))?,
+        None => RunConfig::default(),
+    };
+    config.apply(Overrides {
+        base_url: args.base_url,
+        kind: args.kind,
+        model: args.model,
+        api_key_file: args.api_key_file,
+        concurrency: args.concurrency,
+        max_concurrency: args.max_concurrency,
+        rpm: args.rpm,
+        max_cost_usd: args.max_cost_usd,
+        max_tokens: args.max_tokens,
+        stream: args.stream.then_some(true),
+        grace_s: args.grace,
+        force: args.force,
+    });
+    config.validate().map_err(|e| UsageError(e.to_string()))?;
+    let prompts =
+        crate::dataset::read_prompts(&args.prompts).map_err(|e| UsageError(e.to_string()))?;
+
+    let shutdown = Shutdown::new();
+    let options = RunOptions {
+        progress: args.progress,
+        plain_every: Duration::from_secs_f64(args.progress_every.max(0.1)),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(async {
+        let signals = tokio::spawn(forward_ctrl_c(shutdown.clone()));
+        let result = engine::run_with(&config, prompts, &args.run, shutdown, options).await;
+        signals.abort();
+        result
+    });
+    // Do not wait for stuck blocking work (e.g. a hung DNS lookup) on the way out.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(e) if e.is_usage() => return Err(UsageError(e.to_string()).into()),
+        Err(e) => return Err(e.into()),
+    };
+    print_human(&summary);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    }
+    Ok(if summary.all_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// First Ctrl-C stops, the second aborts.
+async fn forward_ctrl_c(shutdown: Shutdown) {
+    loop {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        if shutdown.is_stopping() {
+            eprintln!("second Ctrl-C: aborting in-flight requests");
+        } else {
+            eprintln!(
+                "Ctrl-C: no new requests; waiting for in-flight ones (Ctrl-C again to abort)"
+            );
+        }
+        shutdown.interrupt();
+    }
+}
+
+fn print_human(r: &RunSummary) {
+    let s = &r.summary;
+    eprintln!(
+        "generate: {} — {} prompt(s): {} succeeded, {} failed ({} retryable on resume), {} skipped, {} not started",
+        match r.stop {
+            StopReason::Completed => "completed".to_string(),
+            _ => "stopped".to_string(),
+        },
+        r.prompts,
+        s.succeeded,
+        s.failed,
+        s.retryable,
+        s.skipped,
+        r.not_started,
+    );
+    if !s.failed_by_error_class.is_empty() {
+        let classes: Vec<String> = s
+            .failed_by_error_class
+            .iter()
+            .map(|(c, n)| format!("{}={n}", class_name(*c)))
+            .collect();
+        eprintln!("  failed by class: {}", classes.join(" "));
+    }
+    eprintln!(
+        "  {} attempt(s), {} prompt / {} completion tokens, ${:.4}, {:.1}s, {:.1} req/s this session",
+        s.attempts, s.prompt_tokens, s.completion_tokens, s.cost_usd, s.wall_time_s, s.requests_per_s
+    );
+    eprintln!(
+        "  summary: {}",
+        r.run_dir.join(crate::journal::SUMMARY_FILE).display()
+    );
+    if r.stop != StopReason::Completed {
+        eprintln!("{}", r.stop.explain());
+    }
 }

@@ -35,7 +35,7 @@ enum Command {
     /// Read datasets into prompts.jsonl.
     Prepare(prepare::Args),
     /// Generate answers through an OpenAI-compatible endpoint into a run directory.
-    Generate(generate::Args),
+    Generate(Box<generate::Args>),
     /// Run the built-in OpenAI-compatible simulator.
     Sim(sim::Args),
     /// Run the whole pipeline on bundled samples against an in-process simulator.
@@ -56,7 +56,7 @@ pub fn main() -> ExitCode {
         Command::Render(args) => render::run(args),
         Command::Reconstruct(args) => reconstruct::run(args),
         Command::Prepare(args) => prepare::run(args),
-        Command::Generate(args) => generate::run(args),
+        Command::Generate(args) => generate::run(*args),
         Command::Sim(args) => sim::run(args),
         Command::Demo(args) => demo::run(args),
     };

@@ -1,1 +1,404 @@
-//! Scheduling: adaptive concurrency, retries, rate limits, budget, progress, shutdown.
+//! Scheduling a generation run: adaptive concurrency, retries, rate limits, budget, progress and
+//! shutdown — the part of draftgen that runs for days against paid APIs.
+//!
+//! [`run`] is the whole of `draftgen generate` as a library call (the demo calls it in-process):
+//! open or resume the run directory, check the OpenRouter credit, schedule every prompt that is not
+//! finished, journal every ended attempt through one writer, and write `summary.json`.
+//!
+//! Resume rule: a prompt is finished when its latest record is a success, a skip, or a permanent
+//! failure. Transient failures whose retries ran out are retried on the next run, and so are 401
+//! and 402 failures — they are about the account, not the prompt.
+
+mod budget;
+mod concurrency;
+mod credits;
+mod endpoints;
+mod progress;
+mod retry;
+mod scheduler;
+mod shutdown;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+pub use budget::{cost_of, prompt_tokens_estimate, Budget, PriceTable};
+pub use concurrency::{Limiter, Permit};
+pub use credits::{key_info, parse_key_info, CreditInfo};
+pub use endpoints::EndpointPool;
+pub use progress::{class_name, Progress, ProgressMode, Stats};
+pub use retry::{is_fatal, Next, RetryPolicy};
+pub use shutdown::{Shutdown, StopReason};
+
+use crate::api::{ApiKey, Client, ClientConfig};
+use crate::config::{ConfigError, EndpointKind, RunConfig};
+use crate::dataset::Prompt;
+use crate::journal::{Disposition, JournalError, JournalWriter, Manifest, RunDir, Summary};
+
+/// Records queued between request tasks and the journal writer.
+const RECORD_QUEUE: usize = 4096;
+
+/// Why a run could not start or could not finish its bookkeeping.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    #[error(
+        "OpenRouter endpoint {endpoint:?}: the key has ${remaining:.4} of credit left but this run is projected to cost about ${projected:.4} for {prompts} prompt(s); add credits, set --max-cost-usd at or below the credit (the run then stops when it is spent), or pass --force"
+    )]
+    InsufficientCredit {
+        endpoint: String,
+        remaining: f64,
+        projected: f64,
+        prompts: usize,
+    },
+    #[error("{0}")]
+    KeyRejected(String),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(String),
+}
+
+impl EngineError {
+    /// Whether the user's settings are at fault (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            EngineError::Config(_) | EngineError::Journal(JournalError::SettingsChanged { .. })
+        )
+    }
+}
+
+/// Presentation settings of a run (not part of the run's identity).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub progress: ProgressMode,
+    /// Interval of plain progress lines.
+    pub plain_every: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            progress: ProgressMode::Auto,
+            plain_every: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The account of one `generate` session.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub run_dir: PathBuf,
+    /// Why the session ended.
+    pub stop: StopReason,
+    /// Distinct prompts in the input.
+    pub prompts: u64,
+    /// Of them, finished before this session started.
+    pub finished_before: u64,
+    /// Of them, with no record at all (never attempted: stopped before their turn).
+    pub not_started: u64,
+    /// Credit reported by OpenRouter endpoints at start.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub credits: Vec<CreditInfo>,
+    /// Cost projected at start for the pending prompts, when there was anything to project from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projected_cost_usd: Option<f64>,
+    /// What `summary.json` says (the whole run, all sessions).
+    pub summary: Summary,
+}
+
+impl RunSummary {
+    /// Everything in the input succeeded (or was skipped) and nothing stopped the run.
+    pub fn all_ok(&self) -> bool {
+        self.stop == StopReason::Completed && self.summary.failed == 0 && self.not_started == 0
+    }
+}
+
+/// Run `generate` on a fresh multi-threaded runtime (for the CLI).
+pub fn run_blocking(
+    config: &RunConfig,
+    prompts: Vec<Prompt>,
+    run_dir: &Path,
+    shutdown: Shutdown,
+    options: RunOptions,
+) -> Result<RunSummary, EngineError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| EngineError::Runtime(e.to_string()))?;
+    runtime.block_on(run_with(config, prompts, run_dir, shutdown, options))
+}
+
+/// `draftgen generate` as a library call, with default presentation (progress lines off unless a
+/// terminal).
+pub async fn run(
+    config: &RunConfig,
+    prompts: Vec<Prompt>,
+    run_dir: &Path,
+    shutdown: Shutdown,
+) -> Result<RunSummary, EngineError> {
+    run_with(
+        config,
+        prompts,
+        run_dir,
+        shutdown,
+        RunOptions {
+            progress: ProgressMode::None,
+            ..RunOptions::default()
+        },
+    )
+    .await
+}
+
+/// [`run`] with presentation options.
+pub async fn run_with(
+    config: &RunConfig,
+    prompts: Vec<Prompt>,
+    run_dir: &Path,
+    shutdown: Shutdown,
+    options: RunOptions,
+) -> Result<RunSummary, EngineError> {
+    let started = Instant::now();
+    config.validate()?;
+    let resolved = config.resolve_endpoints(|name| std::env::var(name).ok())?;
+    let keys: Vec<ApiKey> = resolved
+        .iter()
+        .filter_map(|r| r.endpoint.api_key.clone())
+        .collect();
+    let say = |line: String| {
+        if options.progress != ProgressMode::None {
+            eprintln!("{}", scheduler::scrub(&keys, &line));
+        }
+    };
+
+    // Distinct prompts, in input order.
+    let mut seen = HashSet::new();
+    let prompts: Vec<Prompt> = prompts
+        .into_iter()
+        .filter(|p| seen.insert(p.id.clone()))
+        .collect();
+    drop(seen);
+
+    let manifest = manifest_for(config, &prompts);
+    let (mut journal, state) = RunDir::create_or_open(run_dir, &manifest, config.force)?;
+    for key in &keys {
+        journal.set_redact(key.expose());
+    }
+    if let Some(torn) = &state.report.torn_tail {
+        say(format!(
+            "{}: cut a torn last line ({} bytes) left by an interrupted run",
+            torn.segment.display(),
+            torn.removed_bytes
+        ));
+    }
+
+    // Move each prompt either into the pending list or out (finished): no copy of the dataset.
+    let total = prompts.len() as u64;
+    let mut finished_before = 0u64;
+    let mut ids: Vec<String> = Vec::with_capacity(prompts.len());
+    let mut pending: Vec<scheduler::Pending> = Vec::new();
+    for prompt in prompts {
+        ids.push(prompt.id.clone());
+        let run_it = match state.get(&prompt.id).map(|s| s.disposition()) {
+            None | Some(Disposition::Retry(_)) => true,
+            // 401/402 are about the account: retried once the key or credit is fixed.
+            Some(Disposition::FailedPermanently(Some(class))) => is_fatal(class),
+            Some(_) => false,
+        };
+        if run_it {
+            pending.push(scheduler::Pending {
+                first_attempt: state.next_attempt(&prompt.id),
+                prompt,
+            });
+        } else {
+            finished_before += 1;
+        }
+    }
+
+    let prices = PriceTable::from_config(&config.budget);
+    let budget = Budget::new(
+        config.budget.max_cost_usd,
+        prices,
+        config.request.max_tokens,
+        state.totals.cost_usd,
+    );
+    let projected = budget.project(pending.iter().map(|p| &p.prompt));
+
+    let client = Client::new(ClientConfig {
+        connect_timeout: Duration::from_secs_f64(config.timeouts.connect_s),
+        ..ClientConfig::default()
+    })
+    .map_err(|e| EngineError::Client(e.to_string()))?;
+
+    say(format!(
+        "generate: {total} prompt(s), {} finished before, {} to run; run dir {}",
+        finished_before,
+        pending.len(),
+        run_dir.display()
+    ));
+    let credits = check_credits(&client, &resolved, config, projected, pending.len(), &say).await?;
+
+    let limiter = Limiter::new(
+        config.concurrency.initial,
+        config.concurrency.min,
+        config.concurrency.max,
+    );
+    let budget = Arc::new(Mutex::new(budget));
+    let progress = Arc::new(Progress::new(
+        total,
+        finished_before,
+        limiter.clone(),
+        budget.clone(),
+    ));
+    let writer = JournalWriter::spawn(journal, RECORD_QUEUE)?;
+    let (tx, rx) = mpsc::channel(RECORD_QUEUE);
+    let recorder = tokio::spawn(scheduler::record_all(rx, state, writer.sender()));
+    let reporter = tokio::spawn(
+        progress
+            .clone()
+            .report(options.progress, options.plain_every),
+    );
+
+    let ctx = Arc::new(scheduler::Ctx {
+        client,
+        endpoints: EndpointPool::new(resolved),
+        timeouts: config.timeouts.to_timeouts(),
+        retry: RetryPolicy::from(&config.retry),
+        limiter,
+        rate: scheduler::rate_limiter(config.concurrency.requests_per_minute),
+        budget: budget.clone(),
+        prices,
+        progress: progress.clone(),
+        shutdown: shutdown.clone(),
+        records: tx,
+        keys: keys.clone(),
+    });
+    scheduler::schedule(ctx, pending, config.grace()).await;
+
+    // Every task has ended and dropped its sender: the recorder drains and returns the state.
+    let (state, record_error) = recorder
+        .await
+        .map_err(|e| EngineError::Runtime(format!("recorder task failed: {e}")))?;
+    reporter.abort();
+    let _ = reporter.await;
+    writer.close().await?;
+    if let Some(e) = record_error {
+        return Err(e.into());
+    }
+
+    let summary = Summary::from_state(&state, started.elapsed());
+    RunDir::new(run_dir).write_summary(&summary)?;
+    // Prompts of this input with no record at all (the summary counts prompts with a record).
+    let not_started = ids.iter().filter(|id| state.get(id).is_none()).count() as u64;
+    let stop = shutdown
+        .reason()
+        .map_or(StopReason::Completed, |(reason, _)| reason);
+    Ok(RunSummary {
+        run_dir: run_dir.to_path_buf(),
+        stop,
+        prompts: total,
+        finished_before,
+        not_started,
+        credits,
+        projected_cost_usd: projected,
+        summary,
+    })
+}
+
+/// The OpenRouter credit check (see [`credits`] for the policy).
+async fn check_credits(
+    client: &Client,
+    endpoints: &[crate::config::ResolvedEndpoint],
+    config: &RunConfig,
+    projected: Option<f64>,
+    pending: usize,
+    say: &impl Fn(String),
+) -> Result<Vec<CreditInfo>, EngineError> {
+    let mut infos = Vec::new();
+    if pending == 0 {
+        return Ok(infos);
+    }
+    for r in endpoints
+        .iter()
+        .filter(|r| r.kind == EndpointKind::OpenRouter)
+    {
+        match key_info(client, &r.endpoint).await {
+            Ok(info) => {
+                let remaining = info.limit_remaining;
+                say(format!(
+                    "endpoint {:?}: credit left {}; projected cost of this session {}",
+                    r.endpoint.name,
+                    remaining.map_or("unlimited".to_string(), |c| format!("${c:.4}")),
+                    projected.map_or(
+                        "unknown until the first answers report their cost".to_string(),
+                        |p| format!("about ${p:.4}")
+                    ),
+                ));
+                if let (Some(remaining), Some(projected)) = (remaining, projected) {
+                    let capped = config
+                        .budget
+                        .max_cost_usd
+                        .is_some_and(|max| max <= remaining);
+                    if projected > remaining && !capped && !config.force {
+                        return Err(EngineError::InsufficientCredit {
+                            endpoint: r.endpoint.name.clone(),
+                            remaining,
+                            projected,
+                            prompts: pending,
+                        });
+                    }
+                }
+                infos.push(info);
+            }
+            Err(err) if is_fatal(err.class) => {
+                let reason = StopReason::Fatal {
+                    class: err.class,
+                    endpoint: r.endpoint.name.clone(),
+                    message: err.message.clone(),
+                };
+                return Err(EngineError::KeyRejected(reason.explain()));
+            }
+            Err(err) => say(format!(
+                "endpoint {:?}: could not check the key's credit ({}); continuing",
+                r.endpoint.name, err
+            )),
+        }
+    }
+    Ok(infos)
+}
+
+/// The manifest of a run: the settings that shape requests, and the dataset's identity (a hash of
+/// the sorted prompt ids, which are content hashes — so re-preparing the same data agrees).
+fn manifest_for(config: &RunConfig, prompts: &[Prompt]) -> Manifest {
+    let mut ids: Vec<&str> = prompts.iter().map(|p| p.id.as_str()).collect();
+    ids.sort_unstable();
+    let mut hasher = Sha256::new();
+    for id in ids {
+        hasher.update(id.as_bytes());
+        hasher.update(b"\n");
+    }
+    let r = &config.request;
+    let sampling = serde_json::json!({
+        "max_tokens": r.max_tokens,
+        "temperature": r.temperature,
+        "top_p": r.top_p,
+        "seed": r.seed,
+    });
+    let request_options = serde_json::to_value(r).unwrap_or_default();
+    Manifest::new(
+        r.model.clone(),
+        config.endpoint_labels(),
+        sampling,
+        request_options,
+        hex::encode(hasher.finalize()),
+    )
+}

@@ -1,0 +1,69 @@
+//! [`EndpointPool`]: picks the endpoint for each attempt, in proportion to the endpoints' weights.
+//!
+//! The choice is per attempt, not per prompt, so a retry may go to another endpoint — which is
+//! what one wants when one endpoint is the cause of the failure.
+
+use rand::Rng;
+
+use crate::config::ResolvedEndpoint;
+
+/// The run's endpoints with their cumulative weights.
+#[derive(Debug)]
+pub struct EndpointPool {
+    endpoints: Vec<ResolvedEndpoint>,
+    cumulative: Vec<u64>,
+}
+
+impl EndpointPool {
+    /// `endpoints` must not be empty (config validation guarantees it); zero weights count as one.
+    pub fn new(endpoints: Vec<ResolvedEndpoint>) -> EndpointPool {
+        let mut total = 0u64;
+        let cumulative = endpoints
+            .iter()
+            .map(|e| {
+                total += u64::from(e.endpoint.weight.max(1));
+                total
+            })
+            .collect();
+        EndpointPool {
+            endpoints,
+            cumulative,
+        }
+    }
+
+    pub fn all(&self) -> &[ResolvedEndpoint] {
+        &self.endpoints
+    }
+
+    /// A weighted random endpoint.
+    pub fn choose(&self, rng: &mut impl Rng) -> Option<&ResolvedEndpoint> {
+        let total = *self.cumulative.last()?;
+        let x = rng.random_range(0..total);
+        let i = self.cumulative.partition_point(|&c| c <= x);
+        self.endpoints.get(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{EndpointConfig, EndpointKind, RunConfig};
+
+    #[test]
+    fn choice_follows_weights() {
+        let mut config = RunConfig::default();
+        let mut a = EndpointConfig::new("a", "http://a/v1", EndpointKind::Generic);
+        a.weight = 3;
+        let b = EndpointConfig::new("b", "http://b/v1", EndpointKind::Generic);
+        config.endpoints = vec![a, b];
+        let pool = EndpointPool::new(config.resolve_endpoints(|_| None).unwrap());
+        let mut rng = rand::rng();
+        let n = 40_000;
+        let a_count = (0..n)
+            .filter(|_| pool.choose(&mut rng).unwrap().endpoint.name == "a")
+            .count();
+        let share = a_count as f64 / n as f64;
+        assert!((share - 0.75).abs() < 0.02, "share of a = {share}");
+        assert!(EndpointPool::new(Vec::new()).choose(&mut rng).is_none());
+    }
+}

@@ -1,0 +1,357 @@
+//! The scheduler: turns pending prompts into attempts under the in-flight limit, the request rate
+//! limit and the budget, and every ended attempt into one journal [`Record`].
+//!
+//! Shape of a session:
+//! - the **feeder** (the loop in [`schedule`]) walks the pending prompts; for each it waits for a
+//!   slot from the [`Limiter`], reserves the estimated cost in the [`Budget`], and spawns one
+//!   **prompt task**. Waiting for a slot *before* spawning keeps memory bounded by the limit, not by
+//!   the dataset.
+//! - a prompt task runs attempts until a success, a permanent failure, or this session's attempts
+//!   are used up. Between attempts it gives its slot back while it sleeps (a backing-off request
+//!   must not hold concurrency), and it never retries sooner than `Retry-After`.
+//! - every ended attempt goes over a channel to the single **recorder** task, which keeps the
+//!   [`ResumeState`] current and forwards the record to the journal's writer thread.
+//!
+//! A stop ([`Shutdown`]) ends the feeder and every backoff at once; in-flight requests get the
+//! grace period, then are aborted. An aborted request leaves no record, so its prompt is simply
+//! pending again on resume.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::budget::{cost_of, Budget, PriceTable};
+use super::concurrency::{Limiter, Permit};
+use super::endpoints::EndpointPool;
+use super::progress::Progress;
+use super::retry::{Next, RetryPolicy};
+use super::shutdown::{Shutdown, StopReason};
+use crate::api::{build_body, ApiError, ApiKey, ChatOutcome, Client, Timeouts};
+use crate::dataset::Prompt;
+use crate::journal::{ErrorClass, Record, RecordSender, ResumeState, Status};
+
+/// Everything a prompt task needs, shared.
+pub(crate) struct Ctx {
+    pub client: Client,
+    pub endpoints: EndpointPool,
+    pub timeouts: Timeouts,
+    pub retry: RetryPolicy,
+    pub limiter: Arc<Limiter>,
+    pub rate: Option<DefaultDirectRateLimiter>,
+    pub budget: Arc<Mutex<Budget>>,
+    pub prices: Option<PriceTable>,
+    pub progress: Arc<Progress>,
+    pub shutdown: Shutdown,
+    pub records: mpsc::Sender<Record>,
+    /// Every key of the run, to scrub from anything shown to the user.
+    pub keys: Vec<ApiKey>,
+}
+
+/// A prompt to run and the `attempt` number its first try this session carries.
+pub(crate) struct Pending {
+    pub prompt: Prompt,
+    pub first_attempt: u32,
+}
+
+/// A requests-per-minute limiter, if configured.
+pub(crate) fn rate_limiter(rpm: Option<u32>) -> Option<DefaultDirectRateLimiter> {
+    let rpm = std::num::NonZeroU32::new(rpm?)?;
+    // Burst of one second's worth, so a low limit does not start with a minute's worth at once.
+    let burst = std::num::NonZeroU32::new(rpm.get().div_ceil(60)).unwrap_or(rpm);
+    Some(RateLimiter::direct(
+        Quota::per_minute(rpm).allow_burst(burst),
+    ))
+}
+
+/// Run every pending prompt (until stopped). Returns when all prompt tasks have ended, or the grace
+/// period after a stop has passed, or an abort was asked for.
+pub(crate) async fn schedule(ctx: Arc<Ctx>, pending: Vec<Pending>, grace: std::time::Duration) {
+    let mut tasks = JoinSet::new();
+    for item in pending {
+        if ctx.shutdown.is_stopping() {
+            break;
+        }
+        let permit = tokio::select! {
+            permit = ctx.limiter.acquire() => permit,
+            _ = ctx.shutdown.stopping() => break,
+        };
+        let estimate = match reserve(&ctx, &item.prompt) {
+            Some(estimate) => estimate,
+            None => break,
+        };
+        tasks.spawn(run_prompt(ctx.clone(), item, permit, estimate));
+        // Reap finished tasks so the set stays as small as the in-flight limit.
+        while tasks.try_join_next().is_some() {}
+    }
+
+    loop {
+        let deadline = ctx
+            .shutdown
+            .reason()
+            .map(|(_, at)| tokio::time::Instant::from_std(at + grace));
+        tokio::select! {
+            next = tasks.join_next() => if next.is_none() { break },
+            _ = ctx.shutdown.aborting() => {
+                tasks.abort_all();
+                break;
+            }
+            _ = ctx.shutdown.stopping(), if deadline.is_none() => {}
+            _ = sleep_until_opt(deadline), if deadline.is_some() => {
+                tracing::warn!(
+                    "grace period over: aborting {} request(s) still in flight (their prompts stay pending for resume)",
+                    ctx.limiter.in_flight()
+                );
+                tasks.abort_all();
+                break;
+            }
+        }
+    }
+    // Aborted tasks are cancelled at their next await point; wait so their permits and senders drop.
+    while tasks.join_next().await.is_some() {}
+}
+
+async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reserve the estimated cost of one request; on a full budget, stop the run and return `None`.
+fn reserve(ctx: &Ctx, prompt: &Prompt) -> Option<f64> {
+    let Ok(mut budget) = ctx.budget.lock() else {
+        return Some(0.0);
+    };
+    let estimate = budget.estimate(prompt);
+    if budget.try_reserve(estimate) {
+        return Some(estimate);
+    }
+    let reason = StopReason::Budget {
+        max_cost_usd: budget.max().unwrap_or(0.0),
+        spent_usd: budget.spent(),
+    };
+    drop(budget);
+    ctx.shutdown.stop(reason);
+    None
+}
+
+/// One prompt's attempts in this session.
+async fn run_prompt(ctx: Arc<Ctx>, item: Pending, permit: Permit, estimate: f64) {
+    let Pending {
+        prompt,
+        first_attempt,
+    } = item;
+    let mut permit = Some(permit);
+    let mut estimate = estimate;
+    for n in 1..=ctx.retry.max_attempts {
+        if n > 1 {
+            // Re-enter under the limit and the budget like a new request.
+            let acquired = tokio::select! {
+                p = ctx.limiter.acquire() => p,
+                _ = ctx.shutdown.stopping() => return,
+            };
+            permit = Some(acquired);
+            match reserve(&ctx, &prompt) {
+                Some(e) => estimate = e,
+                None => return,
+            }
+        }
+        if let Some(rate) = &ctx.rate {
+            tokio::select! {
+                _ = rate.until_ready() => {}
+                _ = ctx.shutdown.stopping() => {
+                    settle(&ctx, estimate, None);
+                    return;
+                }
+            }
+        }
+        let Some(chosen) = ctx.endpoints.choose(&mut rand::rng()) else {
+            return;
+        };
+        let body = build_body(&prompt, &chosen.options);
+        let started_at = chrono::Utc::now();
+        let t0 = Instant::now();
+        let result = ctx
+            .client
+            .chat(&chosen.endpoint, &body, &ctx.timeouts)
+            .await;
+        let latency_ms = t0.elapsed().as_millis() as u64;
+        let attempt = first_attempt + n - 1;
+        let (record, next) = match result {
+            Ok(outcome) => (
+                success_record(
+                    &ctx,
+                    &prompt.id,
+                    attempt,
+                    &chosen.endpoint.name,
+                    body,
+                    outcome,
+                    started_at,
+                ),
+                None,
+            ),
+            Err(err) => {
+                let next = ctx.retry.next(err.class, n, err.retry_after);
+                let record = failure_record(
+                    &ctx,
+                    &prompt.id,
+                    attempt,
+                    &chosen.endpoint.name,
+                    body,
+                    &err,
+                    started_at,
+                    latency_ms,
+                );
+                (record, Some((err, next)))
+            }
+        };
+        settle(&ctx, estimate, record.cost_usd);
+        let completion_tokens = record
+            .response
+            .as_ref()
+            .and_then(|r| r.pointer("/usage/completion_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        // The slot is free as soon as the answer is in; journaling does not need it.
+        permit.take();
+        match &next {
+            None => ctx.limiter.on_success(),
+            Some((err, _)) if is_overload(err) => ctx.limiter.on_overload(),
+            Some(_) => {}
+        }
+        let done = !matches!(next, Some((_, Next::RetryAfter(_))));
+        ctx.progress
+            .attempt(record.error_class, completion_tokens, done);
+        if ctx.records.send(record).await.is_err() {
+            // The recorder is gone only if the journal failed; the engine reports that error.
+            ctx.shutdown.stop(StopReason::Interrupted);
+            return;
+        }
+        match next {
+            None | Some((_, Next::GiveUp)) | Some((_, Next::Permanent)) => return,
+            Some((err, Next::StopRun)) => {
+                ctx.shutdown.stop(StopReason::Fatal {
+                    class: err.class,
+                    endpoint: chosen.endpoint.name.clone(),
+                    message: scrub(&ctx.keys, &err.message),
+                });
+                return;
+            }
+            Some((_, Next::RetryAfter(delay))) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = ctx.shutdown.stopping() => return,
+                }
+            }
+        }
+    }
+}
+
+fn settle(ctx: &Ctx, estimate: f64, cost: Option<f64>) {
+    if let Ok(mut budget) = ctx.budget.lock() {
+        budget.settle(estimate, cost);
+    }
+}
+
+/// 429, and 503 ("no provider available" / overloaded), are the server asking for less.
+fn is_overload(err: &ApiError) -> bool {
+    err.class == ErrorClass::RateLimited || err.http_status == Some(503)
+}
+
+/// `text` with every key of the run replaced.
+pub(crate) fn scrub(keys: &[ApiKey], text: &str) -> String {
+    keys.iter().fold(text.to_string(), |t, k| k.scrub(&t))
+}
+
+fn success_record(
+    ctx: &Ctx,
+    id: &str,
+    attempt: u32,
+    endpoint: &str,
+    request: Value,
+    outcome: ChatOutcome,
+    started_at: chrono::DateTime<chrono::Utc>,
+) -> Record {
+    let provider = outcome
+        .response
+        .get("provider")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    Record {
+        id: id.to_string(),
+        attempt,
+        status: Status::Success,
+        error_class: None,
+        error: None,
+        endpoint: endpoint.to_string(),
+        request,
+        cost_usd: cost_of(&outcome.response, ctx.prices.as_ref()),
+        http_status: Some(outcome.http_status),
+        provider,
+        started_at: started_at.to_rfc3339(),
+        latency_ms: outcome.latency_ms,
+        first_byte_ms: outcome.first_byte_ms,
+        response: Some(outcome.response),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn failure_record(
+    ctx: &Ctx,
+    id: &str,
+    attempt: u32,
+    endpoint: &str,
+    request: Value,
+    err: &ApiError,
+    started_at: chrono::DateTime<chrono::Utc>,
+    latency_ms: u64,
+) -> Record {
+    let mut response = err.body.clone();
+    if let Some(body) = response.as_mut() {
+        for key in &ctx.keys {
+            key.scrub_json(body);
+        }
+    }
+    Record {
+        id: id.to_string(),
+        attempt,
+        status: Status::Failed,
+        error_class: Some(err.class),
+        error: Some(scrub(&ctx.keys, &err.message)),
+        endpoint: endpoint.to_string(),
+        request,
+        cost_usd: response
+            .as_ref()
+            .and_then(|r| cost_of(r, ctx.prices.as_ref())),
+        http_status: err.http_status,
+        provider: response
+            .as_ref()
+            .and_then(|r| r.get("provider"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        response,
+        started_at: started_at.to_rfc3339(),
+        latency_ms,
+        first_byte_ms: None,
+    }
+}
+
+/// The single recorder: keeps the resume state current and hands records to the journal writer,
+/// in the order they ended. Returns the state when every sender is gone.
+pub(crate) async fn record_all(
+    mut rx: mpsc::Receiver<Record>,
+    mut state: ResumeState,
+    journal: RecordSender,
+) -> (ResumeState, Option<crate::journal::JournalError>) {
+    while let Some(record) = rx.recv().await {
+        state.record(&record);
+        if let Err(e) = journal.send(record).await {
+            return (state, Some(e));
+        }
+    }
+    (state, None)
+}

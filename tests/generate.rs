@@ -912,3 +912,45 @@ fn streaming_storm_against_the_simulator_then_resume_retries_what_ran_out() {
     }
     assert_no_key_anywhere(&run, &[&first, &second]);
 }
+
+#[test]
+fn ctrl_c_stops_scheduling_lets_in_flight_finish_and_writes_the_summary() {
+    let server = TestServer::start(Behaviour {
+        latency_ms: (200, 300),
+        ..Behaviour::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (prompts, ids) = write_prompts(dir.path(), 200);
+    let config = write_config(dir.path(), 3);
+    let run = dir.path().join("run");
+    let child = generate(
+        &prompts,
+        &run,
+        &config,
+        &server.base_url,
+        &["--concurrency", "8", "--json"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(900));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["stop"]["reason"], "interrupted", "{s}");
+    assert!(s["not_started"].as_u64().unwrap() > 0);
+    let (succeeded, failed) = check_accounting(&run, &ids);
+    assert_eq!(
+        failed, 0,
+        "in-flight requests finished instead of being cut"
+    );
+    assert!(succeeded > 0);
+    // Nothing in flight was abandoned: every request the server saw that finished was journaled.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("resume"));
+}

@@ -201,25 +201,28 @@ pub async fn run_with(
         ));
     }
 
+    // Move each prompt either into the pending list or out (finished): no copy of the dataset.
+    let total = prompts.len() as u64;
     let mut finished_before = 0u64;
-    let pending: Vec<scheduler::Pending> = prompts
-        .iter()
-        .filter(|p| match state.get(&p.id).map(|s| s.disposition()) {
+    let mut ids: Vec<String> = Vec::with_capacity(prompts.len());
+    let mut pending: Vec<scheduler::Pending> = Vec::new();
+    for prompt in prompts {
+        ids.push(prompt.id.clone());
+        let run_it = match state.get(&prompt.id).map(|s| s.disposition()) {
             None | Some(Disposition::Retry(_)) => true,
             // 401/402 are about the account: retried once the key or credit is fixed.
-            Some(Disposition::FailedPermanently(Some(class))) if is_fatal(class) => true,
-            Some(_) => {
-                finished_before += 1;
-                false
-            }
-        })
-        .map(|p| scheduler::Pending {
-            prompt: p.clone(),
-            first_attempt: state.next_attempt(&p.id),
-        })
-        .collect();
-    let total = prompts.len() as u64;
-    let ids: Vec<String> = prompts.into_iter().map(|p| p.id).collect();
+            Some(Disposition::FailedPermanently(Some(class))) => is_fatal(class),
+            Some(_) => false,
+        };
+        if run_it {
+            pending.push(scheduler::Pending {
+                first_attempt: state.next_attempt(&prompt.id),
+                prompt,
+            });
+        } else {
+            finished_before += 1;
+        }
+    }
 
     let prices = PriceTable::from_config(&config.budget);
     let budget = Budget::new(

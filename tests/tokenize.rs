@@ -199,8 +199,65 @@ fn encode_batch_matches_encode_in_order() {
     assert_eq!(batch, single);
 }
 
+#[test]
+fn kimi_uses_the_fast_path() {
+    assert!(kimi().tiktoken().unwrap().has_fast_path());
+}
+
+/// Text built from the pieces where split patterns are subtle: whitespace runs before letters,
+/// digits and punctuation, line breaks, case, Han, marks, contractions, literals.
+fn tricky_text() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        any::<String>(),
+        prop::sample::select(vec![
+            " ",
+            "  ",
+            "   ",
+            "\t",
+            "\n",
+            "\r\n",
+            " \n ",
+            "\u{a0}",
+            "\u{3000}",
+            "\u{1c}",
+            "a",
+            "Ab",
+            "ABC",
+            "'s",
+            "'LL",
+            "中文",
+            "é",
+            "\u{301}",
+            "1234",
+            "!",
+            "?!",
+            "<|im_end|>",
+            "<think>",
+            "[EOS]",
+            "<|",
+            "😀",
+            "\u{2028}",
+            "x",
+        ])
+        .prop_map(str::to_string),
+        // Pieces past 100 bytes take tiktoken's other merge routine.
+        (
+            1usize..300,
+            prop::sample::select(vec!["a", " ", "中", "ab", "\n"])
+        )
+            .prop_map(|(n, s)| s.repeat(n)),
+    ];
+    prop::collection::vec(piece, 0..16).prop_map(|parts| parts.concat())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn kimi_fast_path_equals_core_bpe(text in tricky_text()) {
+        let model = kimi().tiktoken().unwrap();
+        prop_assert_eq!(model.encode(&text), model.encode_with_core_bpe(&text));
+    }
 
     #[test]
     fn kimi_roundtrip(text in any::<String>()) {

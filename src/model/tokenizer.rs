@@ -146,6 +146,15 @@ impl Tokenizer {
         })
     }
 
+    /// The tiktoken backend, when this is a tiktoken model (for tests and benchmarks that compare
+    /// its fast path with tiktoken-rs's `CoreBPE`).
+    pub fn tiktoken(&self) -> Option<&TiktokenModel> {
+        match &self.backend {
+            Backend::Tiktoken(model) => Some(model),
+            Backend::HuggingFace(_) => None,
+        }
+    }
+
     /// The vocabulary file this tokenizer was loaded from.
     pub fn source(&self) -> &Path {
         &self.source

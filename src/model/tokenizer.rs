@@ -30,7 +30,7 @@ pub struct Tokenizer {
 }
 
 enum Backend {
-    Tiktoken(TiktokenModel),
+    Tiktoken(Box<TiktokenModel>),
     HuggingFace(Box<HfModel>),
 }
 
@@ -96,7 +96,7 @@ impl Tokenizer {
         let added = config.map(added_tokens_decoder).unwrap_or_default();
         let model = TiktokenModel::kimi(path, ranks, &added)?;
         Ok(Self {
-            backend: Backend::Tiktoken(model),
+            backend: Backend::Tiktoken(Box::new(model)),
             source: path.to_path_buf(),
         })
     }
@@ -110,7 +110,7 @@ impl Tokenizer {
     ) -> Result<Self, ModelError> {
         let model = TiktokenModel::new(path, pattern, specials, false)?;
         Ok(Self {
-            backend: Backend::Tiktoken(model),
+            backend: Backend::Tiktoken(Box::new(model)),
             source: path.to_path_buf(),
         })
     }
@@ -144,6 +144,15 @@ impl Tokenizer {
             })),
             source: path.to_path_buf(),
         })
+    }
+
+    /// The tiktoken backend, when this is a tiktoken model (for tests and benchmarks that compare
+    /// its fast path with tiktoken-rs's `CoreBPE`).
+    pub fn tiktoken(&self) -> Option<&TiktokenModel> {
+        match &self.backend {
+            Backend::Tiktoken(model) => Some(model),
+            Backend::HuggingFace(_) => None,
+        }
     }
 
     /// The vocabulary file this tokenizer was loaded from.

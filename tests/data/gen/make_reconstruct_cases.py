@@ -631,9 +631,10 @@ def kimi_case(fam: KimiFamily, conv: Conv, truth: Truth, message: dict, flavour:
 def kimi_emit(w: Writer, fam: KimiFamily, conv: Conv, shape: str, *, length_at: int | None = None,
               with_usage: bool = True, usage_delta: int = 0, warnings: list[str] | None = None,
               expected_override: list[int] | None = None, ambiguous: bool = False,
-              content_empty: str | None = "") -> None:
+              content_empty: str | None = "", variant: str = "") -> None:
     truth = kimi_truth(fam, conv, length_at)
-    name = f"{fam.key}/{shape}/{conv.slug}/{len(w.cases)}"
+    slug = conv.slug + (f"+{variant}" if variant else "")
+    name = f"{fam.key}/{shape}/{slug}/{len(w.cases)}"
     has_calls = bool(conv.answer.calls) and truth.finish == "stop"
     finish = truth.finish if truth.finish == "length" else ("tool_calls" if has_calls else "stop")
     options = None
@@ -663,7 +664,7 @@ def kimi_emit(w: Writer, fam: KimiFamily, conv: Conv, shape: str, *, length_at: 
         raise ValueError(shape)
     usage = usage_block(truth, flavour, len(truth.completion_ids) + usage_delta) if with_usage else None
     expected = truth.completion_ids if expected_override is None else expected_override
-    w.add(shape, conv.slug, kimi_case(fam, conv, truth, message, flavour, name, usage, expected,
+    w.add(shape, slug, kimi_case(fam, conv, truth, message, flavour, name, usage, expected,
                                       ambiguous, finish, options, warnings))
 
 
@@ -799,27 +800,29 @@ def kimi_family_cases(fam: KimiFamily) -> Writer:
         r_ids = kimi_encode((THINK if fam.think == "emitted" else "") + base.answer.reasoning)
         mid_reasoning = len(r_ids) // 2
         for shape in ("openrouter", "vllm", "raw"):
-            kimi_emit(w, fam, base, shape, length_at=mid_reasoning)
+            kimi_emit(w, fam, base, shape, length_at=mid_reasoning, variant="length_mid_reasoning")
         # Without usage a reasoning-only length stop is ambiguous; the expected form has no </think>.
         truth = kimi_truth(fam, base, mid_reasoning)
         kimi_emit(w, fam, base, "openrouter", length_at=mid_reasoning, with_usage=False,
-                  ambiguous=True, expected_override=truth.completion_ids)
+                  variant="length_mid_reasoning+no_usage", ambiguous=True, expected_override=truth.completion_ids)
         # Stop right at </think>.
         at_end = len(r_ids) + 1
         truth_end = kimi_truth(fam, base, at_end)
         assert kimi_decode(truth_end.completion_ids).endswith(END_THINK), stream
         for shape in ("openrouter", "vllm", "raw", "raw_spaces"):
-            kimi_emit(w, fam, base, shape, length_at=at_end)
+            kimi_emit(w, fam, base, shape, length_at=at_end, variant="length_at_think_end")
         kimi_emit(w, fam, base, "vllm", length_at=at_end, with_usage=False, ambiguous=True,
+                  variant="length_at_think_end+no_usage",
                   expected_override=truth_end.completion_ids[:-1])
         mid_content = len(r_ids) + 1 + 4
     else:
         mid_content = 4
     for shape in ("openrouter", "vllm", "raw", "raw_spaces"):
-        kimi_emit(w, fam, base, shape, length_at=mid_content)
+        kimi_emit(w, fam, base, shape, length_at=mid_content, variant="length_mid_content")
     if thinks:
-        kimi_emit(w, fam, base, "think_in_content", length_at=mid_content)
-    kimi_emit(w, fam, base, "vllm", length_at=mid_content, with_usage=False)  # content present: unambiguous
+        kimi_emit(w, fam, base, "think_in_content", length_at=mid_content, variant="length_mid_content")
+    kimi_emit(w, fam, base, "vllm", length_at=mid_content, with_usage=False,
+              variant="length_mid_content+no_usage")  # content present: unambiguous
 
     # 8. Tool section opened inside reasoning (no </think>), and its mirror.
     if thinks:
@@ -831,11 +834,11 @@ def kimi_family_cases(fam: KimiFamily) -> Writer:
             assert len(without) == len(with_close) - 1
             for shape in ("openrouter", "vllm"):
                 kimi_emit(w, fam, open_conv, shape)  # with usage: the true (no </think>) ids
-            kimi_emit(w, fam, open_conv, "vllm_old", with_usage=False, ambiguous=True,
+            kimi_emit(w, fam, open_conv, "vllm_old", with_usage=False, ambiguous=True, variant="no_usage",
                       expected_override=with_close)  # template form
             kimi_emit(w, fam, open_conv, "raw")
             kimi_emit(w, fam, open_conv, "raw_spaces")
-            kimi_emit(w, fam, conv, "openrouter", with_usage=False, ambiguous=True)  # true = template form
+            kimi_emit(w, fam, conv, "openrouter", with_usage=False, ambiguous=True, variant="no_usage")  # true = template form
 
     # 10. content null with tool calls / text before the section: covered above (alternating
     # content ""/null on tool-only answers; content_then_call, chain_suffix_n1, non_ascii_args).
@@ -850,7 +853,7 @@ def kimi_family_cases(fam: KimiFamily) -> Writer:
 
     # 12. Usage disagreeing with the true length.
     for delta in (3, -1):
-        kimi_emit(w, fam, by_slug["system_multiturn"], "openrouter", usage_delta=delta,
+        kimi_emit(w, fam, by_slug["system_multiturn"], "openrouter", usage_delta=delta, variant=f"usage_off_by_{delta}",
                   warnings=["completion_tokens"])
     return w
 
@@ -972,14 +975,18 @@ def qwen_parse(body: str, reasoning_parser: bool) -> Parsed:
     return Parsed(reasoning, content, calls, names)
 
 
+# vLLM's deepseek_v3 regex, but with DOTALL and lazy groups: upstream's `.*` without DOTALL
+# finds no call whose arguments span lines (the server then drops them), which no
+# reconstruction can undo; these cases model a parser that keeps them (OpenRouter's providers).
 DS_CALL_RE = re.compile(
-    r"<｜tool▁call▁begin｜>(?P<type>.*)<｜tool▁sep｜>(?P<function_name>.*)\n```json\n"
-    r"(?P<function_arguments>.*)\n```<｜tool▁call▁end｜>"
+    r"<｜tool▁call▁begin｜>(?P<type>.*?)<｜tool▁sep｜>(?P<function_name>.*?)\n```json\n"
+    r"(?P<function_arguments>.*?)\n```<｜tool▁call▁end｜>",
+    re.DOTALL,
 )
 
 
 def deepseek_parse(body: str) -> Parsed:
-    """vLLM deepseek_v3 tool parser: content before <｜tool▁calls▁begin｜> (None if empty), raw
+    """deepseek_v3 tool parser: content before <｜tool▁calls▁begin｜> (None if empty), raw
     arguments from the fenced json block."""
     if DS_CALLS_BEGIN not in body:
         return Parsed(None, body or None, [], [])
@@ -1034,9 +1041,10 @@ DEEPSEEK_V3 = HfFamily("deepseek_v3", "deepseek-v3", "deepseek-v3", DS_EOS, "dee
 
 def hf_emit(w: Writer, fam: HfFamily, conv: HfConv, shape: str, *, length_at: int | None = None,
             with_usage: bool = True, usage_delta: int = 0, warnings: list[str] | None = None,
-            content_empty: str | None = "") -> None:
+            content_empty: str | None = "", variant: str = "") -> None:
     truth, _ = hf_truth(fam.model, fam.end_token, conv, length_at)
-    name = f"{fam.key}/{shape}/{conv.slug}/{len(w.cases)}"
+    slug = conv.slug + (f"+{variant}" if variant else "")
+    name = f"{fam.key}/{shape}/{slug}/{len(w.cases)}"
     if shape == "raw":
         flavour = "vllm"
         message = {"role": "assistant", "content": truth.body, "tool_calls": []}
@@ -1068,7 +1076,7 @@ def hf_emit(w: Writer, fam: HfFamily, conv: HfConv, shape: str, *, length_at: in
     if warnings:
         expected["warnings_contain"] = warnings
     case["expected"] = expected
-    w.add(shape, conv.slug, case)
+    w.add(shape, slug, case)
 
 
 def qwen_cases() -> Writer:
@@ -1118,13 +1126,13 @@ def qwen_cases() -> Writer:
     by_slug = {c.slug: c for c in convs}
     base = by_slug["non_ascii"]
     r_len = len(hf_tokenizer("qwen3").encode(THINK + "\n" + base.answer.reasoning, add_special_tokens=False))
-    hf_emit(w, QWEN3, base, "raw", length_at=r_len // 2)  # mid-reasoning: raw only (parser versions differ)
+    hf_emit(w, QWEN3, base, "raw", length_at=r_len // 2, variant="length_mid_reasoning")  # mid-reasoning: raw only (parser versions differ)
     for shape in ("openrouter", "vllm", "raw"):
-        hf_emit(w, QWEN3, base, shape, length_at=r_len + 6)  # mid-content
+        hf_emit(w, QWEN3, base, shape, length_at=r_len + 6, variant="length_mid_content")  # mid-content
     lit = HfConv("special_literal", [{"role": "user", "content": "How does a Qwen turn start?"}],
                  HfAnswer("Explain.", "With `<|im_start|>` and the role name."))
     hf_emit(w, QWEN3, lit, "vllm", warnings=["special-token literal"])
-    hf_emit(w, QWEN3, by_slug["system_multiturn"], "openrouter", usage_delta=2, warnings=["completion_tokens"])
+    hf_emit(w, QWEN3, by_slug["system_multiturn"], "openrouter", usage_delta=2, variant="usage_off_by_2", warnings=["completion_tokens"])
     return w
 
 
@@ -1167,13 +1175,13 @@ def deepseek_cases() -> Writer:
             hf_emit(w, DEEPSEEK_V3, conv, shape, content_empty="" if i % 2 else None)
     by_slug = {c.slug: c for c in convs}
     for shape in ("openrouter", "vllm", "raw"):
-        hf_emit(w, DEEPSEEK_V3, by_slug["non_ascii"], shape, length_at=6)
+        hf_emit(w, DEEPSEEK_V3, by_slug["non_ascii"], shape, length_at=6, variant="length_mid_content")
     lit = HfConv("special_literal", [{"role": "user", "content": "What ends a DeepSeek turn?"}],
                  HfAnswer(None, "The token <｜end▁of▁sentence｜> written out."))
     # The literal IS the end token: the reference render cuts there, so build this one by hand
     # from the serving tokenizer's encode of the content (special id) + the real end token.
     hf_emit_literal(w, lit)
-    hf_emit(w, DEEPSEEK_V3, by_slug["system_multiturn"], "vllm", usage_delta=4, warnings=["completion_tokens"])
+    hf_emit(w, DEEPSEEK_V3, by_slug["system_multiturn"], "vllm", usage_delta=4, variant="usage_off_by_4", warnings=["completion_tokens"])
     return w
 
 

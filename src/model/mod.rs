@@ -12,7 +12,7 @@ pub mod template;
 pub mod tiktoken;
 pub mod tokenizer;
 
-pub use profile::{LoadOptions, Profile, RenderInput};
+pub use profile::{AssistantTurn, LoadOptions, Profile, RenderInput};
 pub use template::ChatTemplate;
 pub use tokenizer::Tokenizer;
 

@@ -1,0 +1,73 @@
+//! Render + tokenize of the parity conversations (`tests/data/parity/render_*.jsonl`), per family.
+//! `scripts/bench_render.py` compares the same work with transformers' `apply_chat_template`.
+
+use draftgen::model::assets::assets_root;
+use draftgen::model::{LoadOptions, Profile, RenderInput};
+use serde_json::Value;
+use std::path::Path;
+
+fn main() {
+    divan::main();
+}
+
+struct Corpus {
+    profile: Profile,
+    cases: Vec<Value>,
+}
+
+fn corpus(file: &str, dir: &str, profile: Option<&str>) -> Corpus {
+    let assets = assets_root().expect("shared assets: set DRAFTGEN_ASSETS");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/parity")
+        .join(file);
+    let cases: Vec<Value> = std::fs::read_to_string(path)
+        .expect("parity corpus")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let template = cases[0]
+        .get("template")
+        .and_then(Value::as_str)
+        .map(|t| assets.join(t));
+    let options = LoadOptions {
+        profile: profile.map(str::to_string),
+        chat_template: template,
+    };
+    let profile = Profile::load(&assets.join(dir), &options).expect("profile");
+    Corpus { profile, cases }
+}
+
+fn render_all(corpus: &Corpus) -> usize {
+    let mut total = 0;
+    for case in &corpus.cases {
+        let input = RenderInput {
+            messages: case["messages"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default(),
+            tools: case
+                .get("tools")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice),
+            add_generation_prompt: case["add_generation_prompt"].as_bool().unwrap_or(false),
+            chat_template_kwargs: case.get("chat_template_kwargs").and_then(Value::as_object),
+        };
+        total += corpus.profile.render_ids(&input).expect("render").len();
+    }
+    total
+}
+
+#[divan::bench(args = ["qwen3", "deepseek_v3", "kimi_k2", "kimi_k2_thinking"], sample_count = 10)]
+fn render_and_tokenize_240_conversations(bencher: divan::Bencher, family: &str) {
+    let corpus = match family {
+        "qwen3" => corpus("render_qwen3.jsonl", "qwen3", None),
+        "deepseek_v3" => corpus("render_deepseek_v3.jsonl", "deepseek-v3", None),
+        "kimi_k2" => corpus("render_kimi_k2.jsonl", "kimi-k2.5", Some("kimi-k2")),
+        _ => corpus(
+            "render_kimi_k2_thinking.jsonl",
+            "kimi-k2.5",
+            Some("kimi-k2-thinking"),
+        ),
+    };
+    bencher.bench_local(|| render_all(&corpus));
+}

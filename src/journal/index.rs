@@ -341,6 +341,8 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
     // Segments are read and parsed a window at a time: reads and parses run in parallel across
     // the window, memory stays bounded by the window, and the merge is in journal order.
     let mut rest = &segments[..];
+    // Buffers are reused across windows: fresh 64 MB allocations would page-fault on every read.
+    let mut buffers: Vec<Vec<u8>> = Vec::new();
     while !rest.is_empty() {
         let mut take = 0;
         let mut bytes = 0u64;
@@ -350,10 +352,14 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
         }
         let (window, tail) = rest.split_at(take);
         rest = tail;
-        let buffers = window
-            .par_iter()
-            .map(|s| fs::read(&s.path).map_err(JournalError::io(&s.path)))
-            .collect::<Result<Vec<Vec<u8>>, JournalError>>()?;
+        if buffers.len() < window.len() {
+            buffers.resize_with(window.len(), Vec::new);
+        }
+        buffers[..window.len()]
+            .par_iter_mut()
+            .zip(window)
+            .try_for_each(|(buffer, segment)| read_into(&segment.path, buffer))?;
+        let buffers = &buffers[..window.len()];
         // Complete lines end at the last newline; anything after it is a torn write.
         let tasks: Vec<(usize, usize, usize)> = buffers
             .iter()
@@ -382,13 +388,24 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
             );
         }
         per_segment.reverse();
-        for ((segment, bytes), chunks) in window.iter().zip(&buffers).zip(per_segment) {
+        for ((segment, bytes), chunks) in window.iter().zip(buffers).zip(per_segment) {
             let is_last = Some(segment.number) == last;
             finish_segment(segment, bytes, chunks, is_last, repair, &mut state)?;
         }
     }
     state.loaded_records = state.totals.records;
     Ok(state)
+}
+
+/// Replace `buffer`'s contents with the file at `path`, keeping its allocation.
+fn read_into(path: &Path, buffer: &mut Vec<u8>) -> Result<(), JournalError> {
+    use std::io::Read;
+    buffer.clear();
+    let mut file = fs::File::open(path).map_err(JournalError::io(path))?;
+    let len = file.metadata().map_or(0, |m| m.len()) as usize;
+    buffer.reserve(len);
+    file.read_to_end(buffer).map_err(JournalError::io(path))?;
+    Ok(())
 }
 
 /// The results of one chunk's lines, in order, and how many lines it had.

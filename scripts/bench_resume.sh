@@ -78,11 +78,14 @@ of ${RUNS} runs, on ${cpu} (${cores} cores, load average ${load} at the end), $(
 
 Index output: \`${index_line}\`
 
-Where the time goes: \`wc -l\` only copies the files (CPU is almost all kernel read); the index
-syntax-checks every byte with serde_json (request and response are skipped as \`IgnoredAny\`, not
-built, at about 0.8 GB/s per core on this data, which is dense in \`\\n\`/\`\\"\` escapes), then
-merges ids into the index. Segments are read and parsed in parallel, so wall time falls with
-cores while \`wc -l\` does not; the CPU ratio is the machine-independent number.
+Where the time goes: \`wc -l\` only copies the files (CPU is almost all kernel read). The index
+copies them too, then reads each line's small fields (everything before \`,"request":\`) and the
+response's \`usage\` object near the end of the line, skipping the request and response bodies by
+\`memchr::memmem\` search without syntax-checking them (see \`src/journal/scan.rs\`), and merges ids
+into the index (a hash map of a million ids: cache misses and page faults, single-threaded). Segments
+are read and parsed in parallel, so on an idle machine wall time falls with cores while \`wc -l\`
+does not; on a loaded one (load average well above the core count) the wall ratio tracks the CPU
+ratio, which is the machine-independent number.
 
 Reproduce: \`scripts/bench_resume.sh [RECORDS] [RUN_DIR]\` (needs about $((mib * 11 / 10)) MiB of disk).
 MD

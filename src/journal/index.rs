@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::scan::{parse_line, IndexLine};
+use super::scan::{IndexLine, LineParser};
 use super::segment::{list_segments, Segment};
 use super::{ErrorClass, JournalError, Record, Status};
 
@@ -341,6 +341,11 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
     // Segments are read and parsed a window at a time: reads and parses run in parallel across
     // the window, memory stays bounded by the window, and the merge is in journal order.
     let mut rest = &segments[..];
+    let total_bytes: u64 = segments
+        .iter()
+        .map(|s| fs::metadata(&s.path).map_or(0, |m| m.len()))
+        .sum();
+    let mut reserved = false;
     // Buffers are reused across windows: fresh 64 MB allocations would page-fault on every read.
     let mut buffers: Vec<Vec<u8>> = Vec::new();
     while !rest.is_empty() {
@@ -391,6 +396,15 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
         for ((segment, bytes), chunks) in window.iter().zip(buffers).zip(per_segment) {
             let is_last = Some(segment.number) == last;
             finish_segment(segment, bytes, chunks, is_last, repair, &mut state)?;
+        }
+        // Size the index once from the first window's bytes per record: growing a table of a
+        // million ids step by step rehashes and touches about twice the memory.
+        if !reserved && !rest.is_empty() && state.report.bytes > 0 {
+            reserved = true;
+            let per_record = state.report.bytes / state.totals.records.max(1);
+            let expected = total_bytes / per_record.max(1);
+            let more = expected.saturating_sub(state.prompts.len() as u64);
+            state.prompts.reserve(more.min(1 << 26) as usize);
         }
     }
     state.loaded_records = state.totals.records;
@@ -543,6 +557,7 @@ fn split_chunks(bytes: &[u8]) -> Vec<(usize, usize)> {
 /// Parse the lines of `bytes[start..end]` (each ending in a newline).
 fn parse_chunk(bytes: &[u8], start: usize, end: usize) -> ParsedChunk<'_> {
     let mut out = Vec::new();
+    let mut parser = LineParser::new();
     let mut line_start = start;
     for nl in memchr::memchr_iter(b'\n', &bytes[start..end]) {
         let line_end = start + nl;
@@ -554,7 +569,7 @@ fn parse_chunk(bytes: &[u8], start: usize, end: usize) -> ParsedChunk<'_> {
                 reason: "empty line".to_string(),
             })
         } else {
-            parse_line(line).map_err(|e| BadLine {
+            parser.parse(line).map_err(|e| BadLine {
                 offset: line_start,
                 line: 0,
                 reason: e.to_string(),
@@ -589,6 +604,7 @@ mod tests {
     }
 
     fn state_of(lines: &[&str]) -> ResumeState {
+        use super::super::scan::parse_line;
         let mut state = ResumeState::default();
         for line in lines {
             let parsed = parse_line(line.as_bytes()).unwrap();

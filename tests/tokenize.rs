@@ -240,6 +240,12 @@ fn tricky_text() -> impl Strategy<Value = String> {
             "x",
         ])
         .prop_map(str::to_string),
+        // Pieces past 100 bytes take tiktoken's other merge routine.
+        (
+            1usize..300,
+            prop::sample::select(vec!["a", " ", "中", "ab", "\n"])
+        )
+            .prop_map(|(n, s)| s.repeat(n)),
     ];
     prop::collection::vec(piece, 0..16).prop_map(|parts| parts.concat())
 }

@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::UsageError;
-use crate::model::{LoadOptions, Profile, RenderInput};
+use crate::model::{assets, LoadOptions, Profile, RenderInput};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model directory (tokenizer files, tokenizer_config.json, config.json).
+    /// Model directory, known name (kimi-k2.5, qwen3, deepseek-v3, smollm2) or HF repo id.
     #[arg(long, value_name = "DIR|NAME")]
     model: String,
     /// Model family profile (kimi-k2, kimi-k2-thinking, kimi-k2.5, qwen3, deepseek-v3, generic);
@@ -49,7 +49,7 @@ struct Line {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = model_dir(&args.model)?;
+    let dir = assets::resolve_model(&args.model).map_err(|e| UsageError(e.to_string()))?;
     let options = LoadOptions {
         profile: args.profile.clone(),
         chat_template: args.chat_template.clone(),
@@ -92,17 +92,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     out.flush().context("cannot write the output")?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// `--model` as a directory. (Known names and hub ids resolve through the tokenizer work's
-/// `model::assets::resolve_model` once it is merged.)
-fn model_dir(spec: &str) -> anyhow::Result<PathBuf> {
-    let dir = PathBuf::from(spec);
-    if dir.is_dir() {
-        Ok(dir)
-    } else {
-        Err(UsageError(format!("--model {spec}: not a model directory")).into())
-    }
 }
 
 /// Every non-blank line, parsed, with its 1-based line number.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::scan::{parse_line, IndexLine};
+use super::scan::{IndexLine, LineParser};
 use super::segment::{list_segments, Segment};
 use super::{ErrorClass, JournalError, Record, Status};
 
@@ -341,6 +341,13 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
     // Segments are read and parsed a window at a time: reads and parses run in parallel across
     // the window, memory stays bounded by the window, and the merge is in journal order.
     let mut rest = &segments[..];
+    let total_bytes: u64 = segments
+        .iter()
+        .map(|s| fs::metadata(&s.path).map_or(0, |m| m.len()))
+        .sum();
+    let mut reserved = false;
+    // Buffers are reused across windows: fresh 64 MB allocations would page-fault on every read.
+    let mut buffers: Vec<Vec<u8>> = Vec::new();
     while !rest.is_empty() {
         let mut take = 0;
         let mut bytes = 0u64;
@@ -350,10 +357,14 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
         }
         let (window, tail) = rest.split_at(take);
         rest = tail;
-        let buffers = window
-            .par_iter()
-            .map(|s| fs::read(&s.path).map_err(JournalError::io(&s.path)))
-            .collect::<Result<Vec<Vec<u8>>, JournalError>>()?;
+        if buffers.len() < window.len() {
+            buffers.resize_with(window.len(), Vec::new);
+        }
+        buffers[..window.len()]
+            .par_iter_mut()
+            .zip(window)
+            .try_for_each(|(buffer, segment)| read_into(&segment.path, buffer))?;
+        let buffers = &buffers[..window.len()];
         // Complete lines end at the last newline; anything after it is a torn write.
         let tasks: Vec<(usize, usize, usize)> = buffers
             .iter()
@@ -382,13 +393,33 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
             );
         }
         per_segment.reverse();
-        for ((segment, bytes), chunks) in window.iter().zip(&buffers).zip(per_segment) {
+        for ((segment, bytes), chunks) in window.iter().zip(buffers).zip(per_segment) {
             let is_last = Some(segment.number) == last;
             finish_segment(segment, bytes, chunks, is_last, repair, &mut state)?;
+        }
+        // Size the index once from the first window's bytes per record: growing a table of a
+        // million ids step by step rehashes and touches about twice the memory.
+        if !reserved && !rest.is_empty() && state.report.bytes > 0 {
+            reserved = true;
+            let per_record = state.report.bytes / state.totals.records.max(1);
+            let expected = total_bytes / per_record.max(1);
+            let more = expected.saturating_sub(state.prompts.len() as u64);
+            state.prompts.reserve(more.min(1 << 26) as usize);
         }
     }
     state.loaded_records = state.totals.records;
     Ok(state)
+}
+
+/// Replace `buffer`'s contents with the file at `path`, keeping its allocation.
+fn read_into(path: &Path, buffer: &mut Vec<u8>) -> Result<(), JournalError> {
+    use std::io::Read;
+    buffer.clear();
+    let mut file = fs::File::open(path).map_err(JournalError::io(path))?;
+    let len = file.metadata().map_or(0, |m| m.len()) as usize;
+    buffer.reserve(len);
+    file.read_to_end(buffer).map_err(JournalError::io(path))?;
+    Ok(())
 }
 
 /// The results of one chunk's lines, in order, and how many lines it had.
@@ -526,6 +557,7 @@ fn split_chunks(bytes: &[u8]) -> Vec<(usize, usize)> {
 /// Parse the lines of `bytes[start..end]` (each ending in a newline).
 fn parse_chunk(bytes: &[u8], start: usize, end: usize) -> ParsedChunk<'_> {
     let mut out = Vec::new();
+    let mut parser = LineParser::new();
     let mut line_start = start;
     for nl in memchr::memchr_iter(b'\n', &bytes[start..end]) {
         let line_end = start + nl;
@@ -537,7 +569,7 @@ fn parse_chunk(bytes: &[u8], start: usize, end: usize) -> ParsedChunk<'_> {
                 reason: "empty line".to_string(),
             })
         } else {
-            parse_line(line).map_err(|e| BadLine {
+            parser.parse(line).map_err(|e| BadLine {
                 offset: line_start,
                 line: 0,
                 reason: e.to_string(),
@@ -572,6 +604,7 @@ mod tests {
     }
 
     fn state_of(lines: &[&str]) -> ResumeState {
+        use super::super::scan::parse_line;
         let mut state = ResumeState::default();
         for line in lines {
             let parsed = parse_line(line.as_bytes()).unwrap();

@@ -61,7 +61,7 @@ impl ErrorClass {
     }
 }
 
-/// One finished attempt.
+/// One finished attempt. Serialized in field order, small fields first, `request` and `response` last.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// The prompt id.
@@ -75,11 +75,6 @@ pub struct Record {
     pub error: Option<String>,
     /// Endpoint name or base URL (never a key).
     pub endpoint: String,
-    /// The request body as sent (never a key).
-    pub request: Value,
-    /// The raw chat.completion JSON (assembled from the stream when streaming).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,4 +86,12 @@ pub struct Record {
     pub latency_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_byte_ms: Option<u64>,
+    // The big bodies come last: serde writes fields in declaration order, and the resume index
+    // reads only the line's prefix up to `,"request":` (see `scan.rs`). Keep new small fields
+    // above this point.
+    /// The request body as sent (never a key).
+    pub request: Value,
+    /// The raw chat.completion JSON (assembled from the stream when streaming).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Value>,
 }

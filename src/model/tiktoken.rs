@@ -250,7 +250,7 @@ impl TiktokenModel {
     pub fn encode_ordinary(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::with_capacity(text.len() / 3);
         self.for_each_piece(text, |piece| match &self.fast {
-            Some(fast) => fast.encode_ordinary(piece, &mut ids),
+            Some(fast) => fast.encode_ordinary(&self.bpe, piece, &mut ids),
             None => ids.extend(self.bpe.encode_ordinary(piece)),
         });
         ids
@@ -264,9 +264,9 @@ impl TiktokenModel {
             Some(fast) => {
                 let mut ids = Vec::with_capacity(piece.len() / 3);
                 if may_hold_literal {
-                    fast.encode_with_specials(piece, &self.special_by_text, &mut ids);
+                    fast.encode_with_specials(&self.bpe, piece, &self.special_by_text, &mut ids);
                 } else {
-                    fast.encode_ordinary(piece, &mut ids);
+                    fast.encode_ordinary(&self.bpe, piece, &mut ids);
                 }
                 ids
             }
@@ -424,16 +424,22 @@ struct FastEncoder {
 }
 
 impl FastEncoder {
-    fn encode_ordinary(&self, text: &str, ids: &mut Vec<u32>) {
+    fn encode_ordinary(&self, bpe: &CoreBPE, text: &str, ids: &mut Vec<u32>) {
         self.splitter.for_each_piece(text, |piece| {
             let bytes = piece.as_bytes();
             match self.ranks.get(bytes) {
                 Some(&id) => ids.push(id),
-                None => ids.extend(
+                // tiktoken-rs exports only the quadratic merge (`byte_pair_split`), fine for
+                // short pieces. Long ones (and a lone byte missing from the ranks) go to
+                // `CoreBPE`, whose split pattern returns a whole piece unchanged (no alternative
+                // can match a longer or preferred prefix of a match in isolation), so its ids
+                // are exactly the merge of the piece, computed with its heap-based merge.
+                None if (2..100).contains(&bytes.len()) => ids.extend(
                     tiktoken_rs::byte_pair_split(bytes, &self.ranks)
                         .into_iter()
                         .filter_map(|part| self.ranks.get(part).copied()),
                 ),
+                None => ids.extend(bpe.encode_ordinary(piece)),
             }
         });
     }
@@ -442,28 +448,30 @@ impl FastEncoder {
     /// them is encoded on its own (so the split pattern sees each stretch's end as the end).
     fn encode_with_specials(
         &self,
+        bpe: &CoreBPE,
         text: &str,
         by_text: &FxHashMap<String, u32>,
         ids: &mut Vec<u32>,
     ) {
         let Some(specials) = &self.specials else {
-            return self.encode_ordinary(text, ids);
+            return self.encode_ordinary(bpe, text, ids);
         };
         let mut start = 0;
         for literal in specials.find_iter(text) {
-            self.encode_ordinary(&text[start..literal.start()], ids);
+            self.encode_ordinary(bpe, &text[start..literal.start()], ids);
             if let Some(&id) = by_text.get(literal.as_str()) {
                 ids.push(id);
             }
             start = literal.end();
         }
-        self.encode_ordinary(&text[start..], ids);
+        self.encode_ordinary(bpe, &text[start..], ids);
     }
 }
 
-/// One regex matching any special literal (`None` if it does not compile: no fast path). Longer literals first, so that when one literal is
-/// a prefix of another the longer wins (tiktoken's order is its hash map's, i.e. unspecified;
-/// Kimi's literals are prefix-free, so the choice never matters there).
+/// One regex matching any special literal (`None` if it does not compile: no fast path).
+/// Longer literals first, so that when one literal is a prefix of another the longer wins
+/// (tiktoken's order is its hash map's, i.e. unspecified; Kimi's literals are prefix-free, so
+/// the choice never matters there).
 fn special_regex(by_text: &FxHashMap<String, u32>) -> Option<regex::Regex> {
     let mut literals: Vec<&str> = by_text.keys().map(String::as_str).collect();
     literals.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));

@@ -10,7 +10,7 @@
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
-use super::family::{kimi, Family};
+use super::family::{deepseek_v3, kimi, qwen3, Family};
 use super::{ChatTemplate, ModelError, Tokenizer};
 use crate::api::{Arguments, ToolCall};
 
@@ -173,7 +173,13 @@ impl Profile {
         }
         context.insert(
             "messages".into(),
-            Value::Array(input.messages.iter().map(normalize_message).collect()),
+            Value::Array(
+                input
+                    .messages
+                    .iter()
+                    .map(|m| self.normalize_message(m))
+                    .collect(),
+            ),
         );
         context.insert("tools".into(), tools);
         context.insert("documents".into(), Value::Null);
@@ -214,6 +220,26 @@ impl Profile {
                 turn.end_of_turn,
             );
         }
+        match self.family {
+            Family::Qwen3 => {
+                return Ok(qwen3::completion_text(
+                    self.thinking_enabled(request.chat_template_kwargs),
+                    turn.reasoning.as_deref(),
+                    turn.reasoning_closed,
+                    &turn.content,
+                    &turn.tool_calls,
+                    turn.end_of_turn,
+                ))
+            }
+            Family::DeepseekV3 => {
+                return Ok(deepseek_v3::completion_text(
+                    &turn.content,
+                    &turn.tool_calls,
+                    turn.end_of_turn,
+                ))
+            }
+            _ => {}
+        }
         let prompt = self.render(&RenderInput {
             add_generation_prompt: true,
             ..request.clone()
@@ -253,6 +279,21 @@ impl Profile {
             }
         }
         Ok(text.to_string())
+    }
+
+    /// transformers 5's message normalization, except where the family's template needs the
+    /// older behaviour: DeepSeek-V3's template renders an assistant's tool calls only when its
+    /// `content` is `null`, which transformers 5 drops (so tool-call history fails to render).
+    /// Servers pinned to transformers 4 keep it; so does draftgen.
+    fn normalize_message(&self, message: &Value) -> Value {
+        let mut normalized = normalize_message(message);
+        let keep_null_content = self.family == Family::DeepseekV3
+            && message.get("content").is_some_and(Value::is_null)
+            && message.get("tool_calls").is_some_and(|c| !c.is_null());
+        if let (true, Value::Object(map)) = (keep_null_content, &mut normalized) {
+            map.insert("content".into(), Value::Null);
+        }
+        normalized
     }
 
     /// The turn as the assistant message a template renders.

@@ -143,3 +143,65 @@ fn qwen3() {
 fn deepseek_v3() {
     check_family("deepseek_v3.jsonl");
 }
+
+/// The `draftgen reconstruct` contract: one `{prompt_ids, completion_ids, warnings}` line per
+/// input line, in order; a bad line gets an error line naming file:line and exit code 2.
+#[test]
+fn cli_reconstruct_contract() {
+    let root = assets::assets_root().expect("reference assets");
+    let text = std::fs::read_to_string(data_dir().join("kimi_k25.jsonl")).expect("cases");
+    let cases: Vec<Case> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("case"))
+        .filter(|c: &Case| c.options.is_none() && c.expected.prompt_ids.is_some())
+        .take(5)
+        .collect();
+    assert_eq!(cases.len(), 5);
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    let mut lines: Vec<String> = cases
+        .iter()
+        .map(|c| serde_json::json!({"request": c.request, "response": c.response}).to_string())
+        .collect();
+    lines.insert(2, "{not json".to_string());
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_draftgen"))
+        .args(["reconstruct", "--profile", "kimi-k2.5", "--model"])
+        .arg(root.join("kimi-k2.5"))
+        .arg("--input")
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "a bad input line is exit code 2"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("in.jsonl:3"), "{stderr}");
+    let out: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(out.len(), 6);
+    assert!(out[2]["error"].as_str().unwrap().contains("in.jsonl:3"));
+    let good: Vec<&Value> = out.iter().filter(|v| v.get("error").is_none()).collect();
+    for (got, case) in good.iter().zip(&cases) {
+        let ids = |v: &Value| -> Vec<u32> { serde_json::from_value(v.clone()).unwrap() };
+        assert_eq!(
+            ids(&got["completion_ids"]),
+            case.expected.completion_ids,
+            "{}",
+            case.name
+        );
+        assert_eq!(
+            Some(ids(&got["prompt_ids"])),
+            case.expected.prompt_ids,
+            "{}",
+            case.name
+        );
+        assert!(got["warnings"].is_array());
+    }
+}

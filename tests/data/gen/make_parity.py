@@ -29,6 +29,7 @@ from reference import (  # noqa: E402
     REPO_ROOT,
     hf_encode,
     hf_render,
+    hf_render_keep_none,
     kimi_added_tokens_decoder,
     kimi_encode,
     kimi_encoding,
@@ -800,7 +801,10 @@ def render_family(family: str) -> tuple[list[dict], int]:
                 ids = kimi_encode(text)
             else:
                 model = {"qwen3": "qwen3", "deepseek_v3": "deepseek-v3"}[family]
-                text, ids = hf_render(model, messages, tools, case["add_generation_prompt"], **kwargs)
+                # DeepSeek-V3's template needs `content: None` on tool-call turns, which
+                # transformers 5 drops (it then raises): render those as transformers 4 did.
+                render = hf_render_keep_none if model == "deepseek-v3" else hf_render
+                text, ids = render(model, messages, tools, case["add_generation_prompt"], **kwargs)
         except Exception as error:  # the reference refused this case: drop it, count it
             if isinstance(error, AssertionError):
                 raise

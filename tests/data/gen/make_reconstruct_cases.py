@@ -130,6 +130,7 @@ from reference import (  # noqa: E402  (path set just above)
     ASSETS,
     REPO_ROOT,
     hf_render,
+    hf_render_keep_none,
     hf_tokenizer,
     kimi_added_tokens_decoder,
     kimi_encode,
@@ -885,28 +886,6 @@ class HfConv:
     answer: HfAnswer
     tools: list[dict] | None = None
     kwargs: dict = field(default_factory=dict)
-
-
-def hf_render_keep_none(model: str, messages: list[dict], tools: list[dict] | None,
-                        add_generation_prompt: bool, **kwargs: Any) -> tuple[str, list[int]]:
-    """`apply_chat_template` without transformers 5's first step, which drops every None-valued
-    message key. The DeepSeek-V3 template tests `message['content'] is none` to render tool
-    calls, so with the key dropped it cannot render an assistant tool-call turn at all (it raises);
-    transformers 4.x passed `content: None` through. Everything else is transformers' own
-    pipeline: `render_jinja_template` with the tokenizer's template and special-tokens map, then
-    `encode(text, add_special_tokens=False)`. Asserted equal to `hf_render` whenever the
-    messages hold no None value."""
-    from transformers.utils.chat_template_utils import render_jinja_template
-
-    tok = hf_tokenizer(model)
-    rendered, _ = render_jinja_template(
-        conversations=[copy.deepcopy(messages)], tools=tools, chat_template=tok.get_chat_template(None, tools),
-        add_generation_prompt=add_generation_prompt, **{**tok.special_tokens_map, **kwargs})
-    text = rendered[0]
-    ids = tok.encode(text, add_special_tokens=False)
-    if not any(v is None for m in messages for v in m.values()):
-        assert (text, ids) == hf_render(model, messages, tools, add_generation_prompt, **kwargs)
-    return text, ids
 
 
 def hf_truth(model: str, end_token: str, conv: HfConv, length_at: int | None = None) -> tuple[Truth, str]:

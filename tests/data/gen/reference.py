@@ -17,6 +17,7 @@ Assets: `$DRAFTGEN_ASSETS`, else `../shared/assets` beside the repository root.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from functools import lru_cache
@@ -295,3 +296,25 @@ def versions() -> dict[str, str]:
         "jinja2": jinja2.__version__,
         "regex": regex.__version__,
     }
+
+
+def hf_render_keep_none(model: str, messages: list[dict], tools: list[dict] | None,
+                        add_generation_prompt: bool, **kwargs: Any) -> tuple[str, list[int]]:
+    """`apply_chat_template` without transformers 5's first step, which drops every None-valued
+    message key. The DeepSeek-V3 template tests `message['content'] is none` to render tool
+    calls, so with the key dropped it cannot render an assistant tool-call turn at all (it raises);
+    transformers 4.x passed `content: None` through. Everything else is transformers' own
+    pipeline: `render_jinja_template` with the tokenizer's template and special-tokens map, then
+    `encode(text, add_special_tokens=False)`. Asserted equal to `hf_render` whenever the
+    messages hold no None value."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    tok = hf_tokenizer(model)
+    rendered, _ = render_jinja_template(
+        conversations=[copy.deepcopy(messages)], tools=tools, chat_template=tok.get_chat_template(None, tools),
+        add_generation_prompt=add_generation_prompt, **{**tok.special_tokens_map, **kwargs})
+    text = rendered[0]
+    ids = tok.encode(text, add_special_tokens=False)
+    if not any(v is None for m in messages for v in m.values()):
+        assert (text, ids) == hf_render(model, messages, tools, add_generation_prompt, **kwargs)
+    return text, ids

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::dataset::canonical::canonical_json;
+
 /// `manifest.json` of a run directory. Never contains an API key: endpoints are names or base URLs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -89,9 +91,7 @@ impl Manifest {
             dataset_hash: &self.dataset_hash,
         };
         let value = serde_json::to_value(&settings).unwrap_or(Value::Null);
-        let mut canonical = String::new();
-        write_canonical(&value, &mut canonical);
-        hex::encode(Sha256::digest(canonical.as_bytes()))
+        hex::encode(Sha256::digest(canonical_json(&value).as_bytes()))
     }
 
     /// Human-readable differences in fingerprinted settings from `old` to `self`, one per changed
@@ -121,37 +121,6 @@ impl Manifest {
             ));
         }
         changes
-    }
-}
-
-/// JSON with object keys sorted at every level (the input to the fingerprint).
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
     }
 }
 

@@ -15,6 +15,7 @@
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -157,12 +158,13 @@ impl Client {
         })
     }
 
-    /// POST `{base_url}/chat/completions` with `body`; classify any failure. The key is scrubbed
-    /// from every error and from the response before either leaves this function.
+    /// POST `{base_url}/chat/completions` with `body` (serialized once by the caller, who also
+    /// journals those bytes); classify any failure. The key is scrubbed from every error and from
+    /// the response before either leaves this function.
     pub async fn chat(
         &self,
         endpoint: &Endpoint,
-        body: &Value,
+        body: &RawValue,
         timeouts: &Timeouts,
     ) -> Result<ChatOutcome, ApiError> {
         let key = endpoint.api_key.as_ref();
@@ -222,7 +224,7 @@ impl Client {
     async fn chat_unscrubbed(
         &self,
         endpoint: &Endpoint,
-        body: &Value,
+        body: &RawValue,
         timeouts: &Timeouts,
     ) -> Result<ChatOutcome, ApiError> {
         let start = Instant::now();
@@ -232,7 +234,13 @@ impl Client {
             total: start + timeouts.total,
             timeouts: *timeouts,
         };
-        let mut request = self.http.post(endpoint.url("chat/completions")).json(body);
+        // reqwest needs an owned body; copying the serialized bytes is a memcpy, where `.json()`
+        // would serialize a tree again.
+        let mut request = self
+            .http
+            .post(endpoint.url("chat/completions"))
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(bytes::Bytes::copy_from_slice(body.get().as_bytes()));
         if let Some(key) = &endpoint.api_key {
             request = request.bearer_auth(key.expose());
         }

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -32,7 +33,7 @@ use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
 use crate::api::{build_body, ApiError, ApiKey, ChatOutcome, Client, Timeouts};
 use crate::dataset::Prompt;
-use crate::journal::{ErrorClass, Record, RecordSender, ResumeState, Status};
+use crate::journal::{EncodedRecord, ErrorClass, RecordRef, RecordSender, ResumeState, Status};
 
 /// Everything a prompt task needs, shared.
 pub(crate) struct Ctx {
@@ -46,7 +47,7 @@ pub(crate) struct Ctx {
     pub prices: Option<PriceTable>,
     pub progress: Arc<Progress>,
     pub shutdown: Shutdown,
-    pub records: mpsc::Sender<Record>,
+    pub records: mpsc::Sender<EncodedRecord>,
     /// Every key of the run, to scrub from anything shown to the user.
     pub keys: Vec<ApiKey>,
 }
@@ -172,50 +173,60 @@ async fn run_prompt(ctx: Arc<Ctx>, item: Pending, permit: Permit, estimate: f64)
         let Some(chosen) = ctx.endpoints.choose(&mut rand::rng()) else {
             return;
         };
-        let body = build_body(&prompt, &chosen.options);
+        // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
+        let request = match serde_json::value::to_raw_value(&build_body(&prompt, &chosen.options)) {
+            Ok(request) => request,
+            Err(e) => {
+                // A `Value` always serializes; if that ever changed, stop rather than send garbage.
+                ctx.shutdown.stop(StopReason::Fatal {
+                    class: ErrorClass::Malformed,
+                    endpoint: chosen.endpoint.name.clone(),
+                    message: format!("cannot serialize the request body: {e}"),
+                });
+                settle(&ctx, estimate, None);
+                return;
+            }
+        };
         let started_at = chrono::Utc::now();
         let t0 = Instant::now();
         let result = ctx
             .client
-            .chat(&chosen.endpoint, &body, &ctx.timeouts)
+            .chat(&chosen.endpoint, &request, &ctx.timeouts)
             .await;
         let latency_ms = t0.elapsed().as_millis() as u64;
         let attempt = first_attempt + n - 1;
-        let (record, next) = match result {
-            Ok(outcome) => (
-                success_record(
-                    &ctx,
-                    &prompt.id,
-                    attempt,
-                    &chosen.endpoint.name,
-                    body,
-                    outcome,
-                    started_at,
-                ),
-                None,
-            ),
+        let head = Head {
+            id: &prompt.id,
+            attempt,
+            endpoint: &chosen.endpoint.name,
+            request: &request,
+            started_at: started_at.to_rfc3339(),
+        };
+        let (encoded, next) = match result {
+            Ok(outcome) => (success_record(&ctx, &head, outcome), None),
             Err(err) => {
                 let next = ctx.retry.next(err.class, n, err.retry_after);
-                let record = failure_record(
-                    &ctx,
-                    &prompt.id,
-                    attempt,
-                    &chosen.endpoint.name,
-                    body,
-                    &err,
-                    started_at,
-                    latency_ms,
-                );
+                let record = failure_record(&ctx, &head, &err, latency_ms);
                 (record, Some((err, next)))
             }
         };
-        settle(&ctx, estimate, record.cost_usd);
-        let completion_tokens = record
-            .response
-            .as_ref()
-            .and_then(|r| r.pointer("/usage/completion_tokens"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
+        drop(request);
+        let record = match encoded {
+            Ok(record) => record,
+            Err(e) => {
+                // Cannot happen for JSON that was just parsed; a record that cannot be written
+                // must not be silently lost, so the run stops (the prompt stays pending).
+                ctx.shutdown.stop(StopReason::Fatal {
+                    class: ErrorClass::Malformed,
+                    endpoint: chosen.endpoint.name.clone(),
+                    message: format!("cannot serialize the journal record: {e}"),
+                });
+                settle(&ctx, estimate, None);
+                return;
+            }
+        };
+        settle(&ctx, estimate, record.meta.cost_usd);
+        let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
         // The slot is free as soon as the answer is in; journaling does not need it.
         permit.take();
         match &next {
@@ -225,7 +236,7 @@ async fn run_prompt(ctx: Arc<Ctx>, item: Pending, permit: Permit, estimate: f64)
         }
         let done = !matches!(next, Some((_, Next::RetryAfter(_))));
         ctx.progress
-            .attempt(record.error_class, completion_tokens, done);
+            .attempt(record.meta.error_class, completion_tokens, done);
         if ctx.records.send(record).await.is_err() {
             // The recorder is gone only if the journal failed; the engine reports that error.
             ctx.shutdown.stop(StopReason::Interrupted);
@@ -267,63 +278,61 @@ pub(crate) fn scrub(keys: &[ApiKey], text: &str) -> String {
     keys.iter().fold(text.to_string(), |t, k| k.scrub(&t))
 }
 
+/// What every record of one attempt shares.
+struct Head<'a> {
+    id: &'a str,
+    attempt: u32,
+    endpoint: &'a str,
+    request: &'a RawValue,
+    started_at: String,
+}
+
 fn success_record(
     ctx: &Ctx,
-    id: &str,
-    attempt: u32,
-    endpoint: &str,
-    request: Value,
+    head: &Head<'_>,
     outcome: ChatOutcome,
-    started_at: chrono::DateTime<chrono::Utc>,
-) -> Record {
-    let provider = outcome
-        .response
-        .get("provider")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    Record {
-        id: id.to_string(),
-        attempt,
+) -> Result<EncodedRecord, serde_json::Error> {
+    let response = &outcome.response;
+    RecordRef {
+        id: head.id,
+        attempt: head.attempt,
         status: Status::Success,
         error_class: None,
         error: None,
-        endpoint: endpoint.to_string(),
-        request,
-        cost_usd: cost_of(&outcome.response, ctx.prices.as_ref()),
+        endpoint: head.endpoint,
+        request: head.request,
+        response: Some(response),
         http_status: Some(outcome.http_status),
-        provider,
-        started_at: started_at.to_rfc3339(),
+        provider: response.get("provider").and_then(Value::as_str),
+        cost_usd: cost_of(response, ctx.prices.as_ref()),
+        started_at: &head.started_at,
         latency_ms: outcome.latency_ms,
         first_byte_ms: outcome.first_byte_ms,
-        response: Some(outcome.response),
     }
+    .encode()
 }
 
-#[allow(clippy::too_many_arguments)]
 fn failure_record(
     ctx: &Ctx,
-    id: &str,
-    attempt: u32,
-    endpoint: &str,
-    request: Value,
+    head: &Head<'_>,
     err: &ApiError,
-    started_at: chrono::DateTime<chrono::Utc>,
     latency_ms: u64,
-) -> Record {
+) -> Result<EncodedRecord, serde_json::Error> {
     let mut response = err.body.clone();
     if let Some(body) = response.as_mut() {
         for key in &ctx.keys {
             key.scrub_json(body);
         }
     }
-    Record {
-        id: id.to_string(),
-        attempt,
+    let error = scrub(&ctx.keys, &err.message);
+    RecordRef {
+        id: head.id,
+        attempt: head.attempt,
         status: Status::Failed,
         error_class: Some(err.class),
-        error: Some(scrub(&ctx.keys, &err.message)),
-        endpoint: endpoint.to_string(),
-        request,
+        error: Some(&error),
+        endpoint: head.endpoint,
+        request: head.request,
         cost_usd: response
             .as_ref()
             .and_then(|r| cost_of(r, ctx.prices.as_ref())),
@@ -331,25 +340,25 @@ fn failure_record(
         provider: response
             .as_ref()
             .and_then(|r| r.get("provider"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        response,
-        started_at: started_at.to_rfc3339(),
+            .and_then(Value::as_str),
+        response: response.as_ref(),
+        started_at: &head.started_at,
         latency_ms,
         first_byte_ms: None,
     }
+    .encode()
 }
 
 /// The single recorder: keeps the resume state current and hands records to the journal writer,
 /// in the order they ended. Returns the state when every sender is gone.
 pub(crate) async fn record_all(
-    mut rx: mpsc::Receiver<Record>,
+    mut rx: mpsc::Receiver<EncodedRecord>,
     mut state: ResumeState,
     journal: RecordSender,
 ) -> (ResumeState, Option<crate::journal::JournalError>) {
     while let Some(record) = rx.recv().await {
-        state.record(&record);
-        if let Err(e) = journal.send(record).await {
+        state.record_meta(&record.meta);
+        if let Err(e) = journal.send_encoded(record).await {
             return (state, Some(e));
         }
     }

@@ -9,18 +9,41 @@ use std::thread::JoinHandle;
 
 use tokio::sync::mpsc;
 
-use super::{Journal, JournalError, JournalStats, Record};
+use super::{EncodedRecord, Journal, JournalError, JournalStats, Record};
+
+/// Records queued for the writer thread taken per batch: bounds the batch buffer while still
+/// turning a burst of answers into a few large writes.
+const BATCH: usize = 256;
+
+/// What goes over the writer's queue.
+#[derive(Debug)]
+enum Queued {
+    // Boxed: queue slots are sized by the largest variant, and the engine's encoded records are
+    // the common case.
+    Record(Box<Record>),
+    Encoded(EncodedRecord),
+}
 
 /// A handle that request tasks clone to send records to the writer thread.
 #[derive(Debug, Clone)]
-pub struct RecordSender(mpsc::Sender<Record>);
+pub struct RecordSender(mpsc::Sender<Queued>);
 
 impl RecordSender {
     /// Queue `record` for appending; waits if the queue is full. Fails only if the writer stopped
     /// on an I/O error (returned by [`JournalWriter::close`]).
     pub async fn send(&self, record: Record) -> Result<(), JournalError> {
         self.0
-            .send(record)
+            .send(Queued::Record(Box::new(record)))
+            .await
+            .map_err(|_| JournalError::WriterGone)
+    }
+
+    /// [`RecordSender::send`] for a record already serialized in the sending task (the engine's
+    /// path: the serialization runs on every worker instead of the one writer thread, and the queue
+    /// holds compact lines).
+    pub async fn send_encoded(&self, record: EncodedRecord) -> Result<(), JournalError> {
+        self.0
+            .send(Queued::Encoded(record))
             .await
             .map_err(|_| JournalError::WriterGone)
     }
@@ -28,7 +51,7 @@ impl RecordSender {
     /// [`RecordSender::send`] from synchronous code (not from inside an async task).
     pub fn blocking_send(&self, record: Record) -> Result<(), JournalError> {
         self.0
-            .blocking_send(record)
+            .blocking_send(Queued::Record(Box::new(record)))
             .map_err(|_| JournalError::WriterGone)
     }
 }
@@ -84,19 +107,20 @@ impl JournalWriter {
     }
 }
 
-fn run(mut journal: Journal, mut rx: mpsc::Receiver<Record>) -> Result<JournalStats, JournalError> {
+fn run(mut journal: Journal, mut rx: mpsc::Receiver<Queued>) -> Result<JournalStats, JournalError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .map_err(JournalError::io(journal.current_segment().to_path_buf()))?;
     let interval = journal.options().sync_interval;
     runtime.block_on(async {
+        let mut batch = Vec::with_capacity(BATCH);
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 record = rx.recv() => match record {
-                    Some(record) => journal.append(&record)?,
+                    Some(first) => append_queued(&mut journal, &mut rx, first, &mut batch)?,
                     None => break,
                 },
                 _ = tick.tick() => journal.sync_if_due()?,
@@ -105,4 +129,35 @@ fn run(mut journal: Journal, mut rx: mpsc::Receiver<Record>) -> Result<JournalSt
         Ok::<(), JournalError>(())
     })?;
     journal.close()
+}
+
+/// Append `first` and whatever else is already queued (up to [`BATCH`]), encoded records in one
+/// batch write, in queue order.
+fn append_queued(
+    journal: &mut Journal,
+    rx: &mut mpsc::Receiver<Queued>,
+    first: Queued,
+    batch: &mut Vec<EncodedRecord>,
+) -> Result<(), JournalError> {
+    batch.clear();
+    let mut next = Some(first);
+    let mut taken = 0;
+    while let Some(item) = next.take() {
+        taken += 1;
+        match item {
+            Queued::Encoded(record) => batch.push(record),
+            Queued::Record(record) => {
+                // Keep queue order: what is batched so far goes first.
+                journal.append_encoded(batch)?;
+                batch.clear();
+                journal.append(&record)?;
+            }
+        }
+        if taken < BATCH {
+            next = rx.try_recv().ok();
+        }
+    }
+    journal.append_encoded(batch)?;
+    batch.clear();
+    Ok(())
 }

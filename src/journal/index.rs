@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 
 use super::scan::{IndexLine, LineParser};
 use super::segment::{list_segments, Segment};
-use super::{ErrorClass, JournalError, Record, Status};
+use super::{ErrorClass, JournalError, Record, RecordMeta, Status};
 
 /// A line of the journal: segment file and 1-based line number.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,6 +237,22 @@ impl ResumeState {
                 cost_usd: record.cost_usd,
                 prompt_tokens,
                 completion_tokens,
+            },
+            None,
+        );
+    }
+
+    /// [`ResumeState::record`] for a record the engine has already serialized.
+    pub fn record_meta(&mut self, meta: &RecordMeta) {
+        self.ingest(
+            Entry {
+                id: &meta.id,
+                attempt: meta.attempt,
+                status: meta.status,
+                error_class: meta.error_class,
+                cost_usd: meta.cost_usd,
+                prompt_tokens: meta.prompt_tokens,
+                completion_tokens: meta.completion_tokens,
             },
             None,
         );

@@ -35,7 +35,7 @@ pub use index::{
 };
 pub use manifest::Manifest;
 pub use reader::RecordReader;
-pub use record::{ErrorClass, Record, Status};
+pub use record::{EncodedRecord, ErrorClass, Record, RecordMeta, RecordRef, Status};
 pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};
 pub use segment::{segment_file_name, JOURNAL_DIR};
 pub use summary::{StatusCounts, Summary};

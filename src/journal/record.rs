@@ -1,6 +1,7 @@
 //! [`Record`]: one finished attempt, as written to the journal (never the API key).
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// How an attempt ended.
@@ -94,4 +95,162 @@ pub struct Record {
     /// The raw chat.completion JSON (assembled from the stream when streaming).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<Value>,
+}
+
+/// A [`Record`] whose request body is already serialized, for the engine's hot path: the body is
+/// serialized once and the same bytes are sent over HTTP and embedded in the journal line, instead
+/// of being held as a `Value` tree and serialized twice. Field order and skip rules are those of
+/// [`Record`], so the line is byte-for-byte what serializing the equivalent `Record` gives.
+#[derive(Debug, Serialize)]
+pub struct RecordRef<'a> {
+    pub id: &'a str,
+    pub attempt: u32,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_class: Option<ErrorClass>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+    pub endpoint: &'a str,
+    pub request: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    pub started_at: &'a str,
+    pub latency_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_byte_ms: Option<u64>,
+}
+
+impl RecordRef<'_> {
+    /// Serialize to one journal line (newline included) plus what the resume state needs, so the
+    /// request and response trees can be dropped by the task that finished the attempt — queued
+    /// records then cost their line's bytes, not several `Value` trees.
+    pub fn encode(&self) -> Result<EncodedRecord, serde_json::Error> {
+        let mut line = serde_json::to_vec(self)?;
+        line.push(b'\n');
+        let usage = self.response.and_then(|r| r.get("usage"));
+        let count = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
+        Ok(EncodedRecord {
+            meta: RecordMeta {
+                id: self.id.to_string(),
+                attempt: self.attempt,
+                status: self.status,
+                error_class: self.error_class,
+                cost_usd: self.cost_usd,
+                prompt_tokens: count("prompt_tokens"),
+                completion_tokens: count("completion_tokens"),
+            },
+            line,
+        })
+    }
+}
+
+/// The fields of a record that the resume state and the summary read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordMeta {
+    pub id: String,
+    pub attempt: u32,
+    pub status: Status,
+    pub error_class: Option<ErrorClass>,
+    pub cost_usd: Option<f64>,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+}
+
+/// A record already serialized as its journal line (JSON and the newline), with its [`RecordMeta`].
+#[derive(Debug, Clone)]
+pub struct EncodedRecord {
+    pub meta: RecordMeta,
+    line: Vec<u8>,
+}
+
+impl EncodedRecord {
+    /// The journal line, newline included.
+    pub fn line(&self) -> &[u8] {
+        &self.line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(response: Option<Value>, error: Option<&str>) -> Record {
+        Record {
+            id: "abc".into(),
+            attempt: 2,
+            status: if error.is_some() {
+                Status::Failed
+            } else {
+                Status::Success
+            },
+            error_class: error.map(|_| ErrorClass::ServerError),
+            error: error.map(str::to_string),
+            endpoint: "main".into(),
+            request: serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hé \"q\""}], "max_tokens": 7}),
+            response,
+            http_status: Some(200),
+            provider: Some("P".into()),
+            cost_usd: Some(0.0000721),
+            started_at: "2026-01-01T00:00:00+00:00".into(),
+            latency_ms: 12,
+            first_byte_ms: None,
+        }
+    }
+
+    fn encode(r: &Record) -> EncodedRecord {
+        let request = serde_json::value::to_raw_value(&r.request).expect("raw request");
+        RecordRef {
+            id: &r.id,
+            attempt: r.attempt,
+            status: r.status,
+            error_class: r.error_class,
+            error: r.error.as_deref(),
+            endpoint: &r.endpoint,
+            request: &request,
+            response: r.response.as_ref(),
+            http_status: r.http_status,
+            provider: r.provider.as_deref(),
+            cost_usd: r.cost_usd,
+            started_at: &r.started_at,
+            latency_ms: r.latency_ms,
+            first_byte_ms: r.first_byte_ms,
+        }
+        .encode()
+        .expect("encode")
+    }
+
+    #[test]
+    fn encoded_line_is_the_records_own_serialization() {
+        let response = serde_json::json!({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 5}, "z": 1, "a": 1.5e-7});
+        for r in [record(Some(response), None), record(None, Some("boom"))] {
+            let encoded = encode(&r);
+            let mut expected = serde_json::to_vec(&r).expect("serialize");
+            expected.push(b'\n');
+            assert_eq!(
+                String::from_utf8_lossy(encoded.line()),
+                String::from_utf8_lossy(&expected)
+            );
+            let back: Record = serde_json::from_slice(encoded.line()).expect("parse back");
+            assert_eq!(back, r);
+        }
+    }
+
+    #[test]
+    fn meta_carries_usage_and_outcome() {
+        let r = record(
+            Some(serde_json::json!({"usage": {"prompt_tokens": 3, "completion_tokens": 5}})),
+            None,
+        );
+        let meta = encode(&r).meta;
+        assert_eq!(meta.prompt_tokens, Some(3));
+        assert_eq!(meta.completion_tokens, Some(5));
+        assert_eq!(meta.status, Status::Success);
+        assert_eq!((meta.id.as_str(), meta.attempt), ("abc", 2));
+    }
 }

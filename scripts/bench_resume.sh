@@ -79,13 +79,14 @@ of ${RUNS} runs, on ${cpu} (${cores} cores, load average ${load} at the end), $(
 Index output: \`${index_line}\`
 
 Where the time goes: \`wc -l\` only copies the files (CPU is almost all kernel read). The index
-copies them too, then reads each line's small fields (everything before \`,"request":\`) and the
-response's \`usage\` object near the end of the line, skipping the request and response bodies by
-\`memchr::memmem\` search without syntax-checking them (see \`src/journal/scan.rs\`), and merges ids
-into the index (a hash map of a million ids: cache misses and page faults, single-threaded). Segments
-are read and parsed in parallel, so on an idle machine wall time falls with cores while \`wc -l\`
-does not; on a loaded one (load average well above the core count) the wall ratio tracks the CPU
-ratio, which is the machine-independent number.
+memory-maps them instead (no copy; the kernel still maps and unmaps every page), reads each line's
+small fields (everything before \`,"request":\`) and the response's \`usage\` object near the end of
+the line, skipping the request and response bodies by \`memchr::memmem\` search without
+syntax-checking them (see \`src/journal/scan.rs\`), then partitions the records by id hash into 64
+shards merged in parallel, each into its own small table. Parsing and merging run on all cores, so
+on an idle machine wall time falls with cores while \`wc -l\` does not; on a loaded one (load
+average well above the core count) a parallel process waits for its own threads and the wall ratio
+is worse than the CPU ratio, which is the machine-independent number.
 
 Reproduce: \`scripts/bench_resume.sh [RECORDS] [RUN_DIR]\` (needs about $((mib * 11 / 10)) MiB of disk).
 MD

@@ -2,17 +2,22 @@
 //! run has cost so far. Built on open by scanning all segments; kept current by the engine with
 //! [`ResumeState::record`] as it appends.
 //!
-//! Scanning reads one segment at a time, splits it into newline-aligned chunks parsed in parallel
-//! (rayon), then merges in journal order, so the latest record of a prompt wins. Memory is bounded
-//! by one segment plus the index itself.
+//! Scanning memory-maps a window of segments, splits them into newline-aligned chunks parsed in
+//! parallel (rayon), numbers the lines and sums the totals in journal order, then partitions the
+//! records by a hash of their id into [`SHARDS`] shards, each merged (in journal order, so the
+//! latest record of a prompt wins) by one task into its own small hash table. Memory is bounded by
+//! one window's parsed records plus the index itself.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, OpenOptions};
+use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 
+use hashbrown::hash_table::{Entry as TableEntry, HashTable};
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::FxBuildHasher;
 
 use super::scan::{IndexLine, LineParser};
 use super::segment::{list_segments, Segment};
@@ -142,10 +147,181 @@ pub struct RecordTotals {
     pub completion_tokens: u64,
 }
 
+/// Shards of the prompt map (a power of two). Partitioning the ids by hash lets the shards be
+/// merged in parallel, and keeps each shard's table small enough to stay in cache while it is
+/// built: one table of a million ids costs a cache miss per record.
+const SHARDS: usize = 64;
+
+/// One prompt in a shard: its id (a range of the shard's `ids`) and state. The hash is kept so a
+/// growing table never rehashes the ids.
+#[derive(Debug, Clone)]
+struct Slot {
+    hash: u64,
+    start: usize,
+    len: usize,
+    state: PromptState,
+}
+
+/// Part of the prompt map: ids are stored back to back in one string instead of one allocation
+/// each (a million small allocations, and frees, showed up in the resume profile).
+#[derive(Debug, Clone, Default)]
+struct Shard {
+    ids: String,
+    table: HashTable<Slot>,
+}
+
+impl Shard {
+    fn id(&self, slot: &Slot) -> &str {
+        &self.ids[slot.start..slot.start + slot.len]
+    }
+
+    fn get(&self, id: &str, hash: u64) -> Option<&PromptState> {
+        self.table
+            .find(hash, |s| s.hash == hash && self.id(s) == id)
+            .map(|s| &s.state)
+    }
+
+    /// The state of `id`, inserted as `new` if absent.
+    fn upsert(&mut self, id: &str, hash: u64, new: PromptState) -> &mut PromptState {
+        let ids = &self.ids;
+        let entry = self.table.entry(
+            hash,
+            |s| s.hash == hash && &ids[s.start..s.start + s.len] == id,
+            |s| s.hash,
+        );
+        match entry {
+            TableEntry::Occupied(slot) => &mut slot.into_mut().state,
+            TableEntry::Vacant(slot) => {
+                let start = self.ids.len();
+                self.ids.push_str(id);
+                let slot = slot.insert(Slot {
+                    hash,
+                    start,
+                    len: id.len(),
+                    state: new,
+                });
+                &mut slot.into_mut().state
+            }
+        }
+    }
+}
+
+/// Prompt id → state, sharded by id hash (see [`SHARDS`]).
+#[derive(Debug, Clone)]
+struct PromptMap {
+    shards: Vec<Shard>,
+}
+
+impl Default for PromptMap {
+    fn default() -> Self {
+        PromptMap {
+            shards: vec![Shard::default(); SHARDS],
+        }
+    }
+}
+
+fn id_hash(id: &str) -> u64 {
+    FxBuildHasher.hash_one(id)
+}
+
+/// The shard of a hash: bits the tables do not use (they index with the low bits and tag with
+/// the top seven), so ids within a shard still spread over its table.
+fn shard_of(hash: u64) -> usize {
+    (hash >> 32) as usize & (SHARDS - 1)
+}
+
+impl PromptMap {
+    fn get(&self, id: &str) -> Option<&PromptState> {
+        let hash = id_hash(id);
+        self.shards[shard_of(hash)].get(id, hash)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, &PromptState)> {
+        self.shards
+            .iter()
+            .flat_map(|shard| shard.table.iter().map(move |s| (shard.id(s), &s.state)))
+    }
+
+    fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.table.len()).sum()
+    }
+
+    /// Room for `additional` more ids, spread over the shards (with some slack for unevenness).
+    fn reserve(&mut self, additional: usize) {
+        let per_shard = additional / SHARDS + additional / SHARDS / 8;
+        for shard in &mut self.shards {
+            shard.table.reserve(per_shard, |s| s.hash);
+        }
+    }
+}
+
+/// What one record changes in its prompt's state.
+struct Update {
+    attempt: u32,
+    status: Status,
+    error_class: Option<ErrorClass>,
+    pos: Option<Pos>,
+}
+
+impl Update {
+    /// The state of a prompt before its first record.
+    fn initial(&self) -> PromptState {
+        PromptState {
+            attempts: 0,
+            last_attempt: 0,
+            last_status: self.status,
+            last_error_class: self.error_class,
+            succeeded: false,
+            success_at: None,
+        }
+    }
+
+    /// Apply to `state`. Returns where the first success is (if known) when this record is a
+    /// second success, which is reported and otherwise ignored.
+    fn apply(&self, state: &mut PromptState) -> Option<Option<Pos>> {
+        state.attempts += 1;
+        state.last_attempt = state.last_attempt.max(self.attempt);
+        let is_success = self.status == Status::Success;
+        if state.succeeded {
+            // Finished already: a later line changes the totals but not the outcome.
+            return is_success.then_some(state.success_at);
+        }
+        state.last_status = self.status;
+        state.last_error_class = self.error_class;
+        if is_success {
+            state.succeeded = true;
+            state.success_at = self.pos;
+        }
+        None
+    }
+}
+
+/// A record read from the journal, waiting in its shard's partition to be merged.
+struct Pending<'a> {
+    id: Cow<'a, str>,
+    hash: u64,
+    update: Update,
+}
+
+/// A second success found while merging a shard: id, first success, this one.
+type FoundDuplicate<'a> = (Cow<'a, str>, Option<Pos>, Option<Pos>);
+
+/// Merge one shard's pending records, in journal order.
+fn merge_shard<'a>(shard: &mut Shard, pending: &mut Vec<Pending<'a>>) -> Vec<FoundDuplicate<'a>> {
+    let mut duplicates = Vec::new();
+    for p in pending.drain(..) {
+        let state = shard.upsert(&p.id, p.hash, p.update.initial());
+        if let Some(first) = p.update.apply(state) {
+            duplicates.push((p.id, first, p.update.pos));
+        }
+    }
+    duplicates
+}
+
 /// The resume index of a run.
 #[derive(Debug, Clone, Default)]
 pub struct ResumeState {
-    prompts: FxHashMap<String, PromptState>,
+    prompts: PromptMap,
     /// Totals over every record, loaded and appended since.
     pub totals: RecordTotals,
     /// Records that were in the journal when it was opened.
@@ -204,7 +380,7 @@ impl ResumeState {
 
     /// Every prompt with a record, and its state (in no particular order).
     pub fn prompts(&self) -> impl Iterator<Item = (&str, &PromptState)> {
-        self.prompts.iter().map(|(id, state)| (id.as_str(), state))
+        self.prompts.iter()
     }
 
     /// Prompts whose latest record is a transient failure.
@@ -212,7 +388,7 @@ impl ResumeState {
         self.prompts
             .iter()
             .filter(|(_, p)| !p.disposition().is_finished())
-            .map(|(id, _)| id.as_str())
+            .map(|(id, _)| id)
     }
 
     /// Number of prompts with at least one record.
@@ -259,58 +435,28 @@ impl ResumeState {
     }
 
     fn ingest(&mut self, entry: Entry<'_>, pos: Option<Pos>) {
-        let totals = &mut self.totals;
-        totals.records += 1;
-        match entry.status {
-            Status::Success => totals.success += 1,
-            Status::Failed => totals.failed += 1,
-            Status::Skipped => totals.skipped += 1,
-        }
-        if let Some(class) = entry.error_class {
-            *totals.by_error_class.entry(class).or_default() += 1;
-        }
-        if let Some(cost) = entry.cost_usd.filter(|c| c.is_finite()) {
-            totals.cost_usd += cost;
-        }
-        totals.prompt_tokens += entry.prompt_tokens.unwrap_or(0);
-        totals.completion_tokens += entry.completion_tokens.unwrap_or(0);
-
-        let is_success = entry.status == Status::Success;
-        let state = match self.prompts.get_mut(entry.id) {
-            Some(state) => state,
-            None => self
-                .prompts
-                .entry(entry.id.to_owned())
-                .or_insert(PromptState {
-                    attempts: 0,
-                    last_attempt: 0,
-                    last_status: entry.status,
-                    last_error_class: entry.error_class,
-                    succeeded: false,
-                    success_at: None,
-                }),
+        add_to_totals(&mut self.totals, &entry);
+        let update = Update {
+            attempt: entry.attempt,
+            status: entry.status,
+            error_class: entry.error_class,
+            pos,
         };
-        state.attempts += 1;
-        state.last_attempt = state.last_attempt.max(entry.attempt);
-        if state.succeeded {
-            // Finished already: a later line changes the totals but not the outcome.
-            if is_success {
-                let first = state.success_at;
-                let duplicate = DuplicateSuccess {
-                    id: entry.id.to_owned(),
-                    first: first.and_then(|p| self.location(p)),
-                    duplicate: pos.and_then(|p| self.location(p)),
-                };
-                self.report.duplicate_successes.push(duplicate);
-            }
-            return;
+        let hash = id_hash(entry.id);
+        let shard = &mut self.prompts.shards[shard_of(hash)];
+        let state = shard.upsert(entry.id, hash, update.initial());
+        if let Some(first) = update.apply(state) {
+            self.push_duplicate(entry.id.to_owned(), first, pos);
         }
-        state.last_status = entry.status;
-        state.last_error_class = entry.error_class;
-        if is_success {
-            state.succeeded = true;
-            state.success_at = pos;
-        }
+    }
+
+    fn push_duplicate(&mut self, id: String, first: Option<Pos>, duplicate: Option<Pos>) {
+        let duplicate = DuplicateSuccess {
+            id,
+            first: first.and_then(|p| self.location(p)),
+            duplicate: duplicate.and_then(|p| self.location(p)),
+        };
+        self.report.duplicate_successes.push(duplicate);
     }
 
     fn location(&self, (segment, line): Pos) -> Option<LineLocation> {
@@ -321,6 +467,24 @@ impl ResumeState {
     }
 }
 
+/// Count one record in the totals.
+fn add_to_totals(totals: &mut RecordTotals, entry: &Entry<'_>) {
+    totals.records += 1;
+    match entry.status {
+        Status::Success => totals.success += 1,
+        Status::Failed => totals.failed += 1,
+        Status::Skipped => totals.skipped += 1,
+    }
+    if let Some(class) = entry.error_class {
+        *totals.by_error_class.entry(class).or_default() += 1;
+    }
+    if let Some(cost) = entry.cost_usd.filter(|c| c.is_finite()) {
+        totals.cost_usd += cost;
+    }
+    totals.prompt_tokens += entry.prompt_tokens.unwrap_or(0);
+    totals.completion_tokens += entry.completion_tokens.unwrap_or(0);
+}
+
 /// `response.usage` token counts of a full record.
 fn response_usage(response: Option<&serde_json::Value>) -> (Option<u64>, Option<u64>) {
     let usage = response.and_then(|r| r.get("usage"));
@@ -328,16 +492,15 @@ fn response_usage(response: Option<&serde_json::Value>) -> (Option<u64>, Option<
     (count("prompt_tokens"), count("completion_tokens"))
 }
 
-/// Segments read into memory at once (at least one segment).
+/// Segments mapped and parsed at once (at least one segment): bounds the parsed records held.
 const WINDOW_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Target size of a chunk parsed by one rayon task.
 const CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
-/// A problem line within a segment: byte offset of its start, 1-based line number, reason.
+/// A problem line within a segment: byte offset of its start, reason.
 struct BadLine {
     offset: usize,
-    line: u64,
     reason: String,
 }
 
@@ -354,33 +517,31 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
             .insert(segment.number, segment.path.clone());
     }
     let last = segments.last().map(|s| s.number);
-    // Segments are read and parsed a window at a time: reads and parses run in parallel across
-    // the window, memory stays bounded by the window, and the merge is in journal order.
-    let mut rest = &segments[..];
-    let total_bytes: u64 = segments
+    let sizes: Vec<u64> = segments
         .iter()
         .map(|s| fs::metadata(&s.path).map_or(0, |m| m.len()))
-        .sum();
+        .collect();
+    let total_bytes: u64 = sizes.iter().sum();
     let mut reserved = false;
-    // Buffers are reused across windows: fresh 64 MB allocations would page-fault on every read.
-    let mut buffers: Vec<Vec<u8>> = Vec::new();
-    while !rest.is_empty() {
-        let mut take = 0;
+    // Where to cut the last segment's torn tail; done after its mapping is gone.
+    let mut cut_at = None;
+    // Segments are mapped and parsed a window at a time: parses run in parallel across the
+    // window, memory stays bounded by the window, and the merge is in journal order.
+    let mut first = 0;
+    while first < segments.len() {
+        let mut end = first;
         let mut bytes = 0u64;
-        while take < rest.len() && (take == 0 || bytes < WINDOW_BYTES) {
-            bytes += fs::metadata(&rest[take].path).map_or(0, |m| m.len());
-            take += 1;
+        while end < segments.len() && (end == first || bytes < WINDOW_BYTES) {
+            bytes += sizes[end];
+            end += 1;
         }
-        let (window, tail) = rest.split_at(take);
-        rest = tail;
-        if buffers.len() < window.len() {
-            buffers.resize_with(window.len(), Vec::new);
-        }
-        buffers[..window.len()]
-            .par_iter_mut()
-            .zip(window)
-            .try_for_each(|(buffer, segment)| read_into(&segment.path, buffer))?;
-        let buffers = &buffers[..window.len()];
+        let window = &segments[first..end];
+        first = end;
+        let maps: Vec<Option<memmap2::Mmap>> = window
+            .par_iter()
+            .map(|segment| map_segment(&segment.path))
+            .collect::<Result<_, _>>()?;
+        let buffers: Vec<&[u8]> = maps.iter().map(|m| m.as_deref().unwrap_or(&[])).collect();
         // Complete lines end at the last newline; anything after it is a torn write.
         let tasks: Vec<(usize, usize, usize)> = buffers
             .iter()
@@ -394,7 +555,7 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
             .collect();
         let mut parsed: Vec<(usize, ParsedChunk<'_>)> = tasks
             .par_iter()
-            .map(|&(b, start, end)| (b, parse_chunk(&buffers[b], start, end)))
+            .map(|&(b, start, end)| (b, parse_chunk(buffers[b], start, end)))
             .collect();
         // Chunks are in segment order: peel each segment's chunks off the end.
         let mut per_segment: Vec<Vec<ParsedChunk<'_>>> = Vec::with_capacity(window.len());
@@ -409,110 +570,159 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
             );
         }
         per_segment.reverse();
-        for ((segment, bytes), chunks) in window.iter().zip(buffers).zip(per_segment) {
+        let mut parts: Vec<Vec<Pending<'_>>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        for ((segment, bytes), chunks) in window.iter().zip(&buffers).zip(per_segment) {
             let is_last = Some(segment.number) == last;
-            finish_segment(segment, bytes, chunks, is_last, repair, &mut state)?;
+            if let Some(keep) = finish_segment(
+                segment, bytes, chunks, is_last, repair, &mut state, &mut parts,
+            ) {
+                cut_at = Some((segment.path.clone(), keep));
+            }
         }
-        // Size the index once from the first window's bytes per record: growing a table of a
+        // Size the index once from the first window's bytes per record: growing tables of a
         // million ids step by step rehashes and touches about twice the memory.
-        if !reserved && !rest.is_empty() && state.report.bytes > 0 {
+        if !reserved && state.report.bytes > 0 {
             reserved = true;
             let per_record = state.report.bytes / state.totals.records.max(1);
             let expected = total_bytes / per_record.max(1);
-            let more = expected.saturating_sub(state.prompts.len() as u64);
-            state.prompts.reserve(more.min(1 << 26) as usize);
+            state.prompts.reserve(expected.min(1 << 26) as usize);
         }
+        merge_window(&mut state, &mut parts);
+    }
+    if let (Some((path, keep)), true) = (cut_at, repair) {
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(JournalError::io(&path))?;
+        file.set_len(keep as u64).map_err(JournalError::io(&path))?;
+        file.sync_all().map_err(JournalError::io(&path))?;
     }
     state.loaded_records = state.totals.records;
     Ok(state)
 }
 
-/// Replace `buffer`'s contents with the file at `path`, keeping its allocation.
-fn read_into(path: &Path, buffer: &mut Vec<u8>) -> Result<(), JournalError> {
-    use std::io::Read;
-    buffer.clear();
-    let mut file = fs::File::open(path).map_err(JournalError::io(path))?;
-    let len = file.metadata().map_or(0, |m| m.len()) as usize;
-    buffer.reserve(len);
-    file.read_to_end(buffer).map_err(JournalError::io(path))?;
-    Ok(())
+/// Map the segment at `path` read-only, as long as it is now (`None` when empty: there is nothing
+/// to map). Mapping instead of reading saves copying the whole journal out of the page cache,
+/// which cost as much CPU as `wc -l` spends in total.
+fn map_segment(path: &Path) -> Result<Option<memmap2::Mmap>, JournalError> {
+    let file = fs::File::open(path).map_err(JournalError::io(path))?;
+    let len = file.metadata().map_err(JournalError::io(path))?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let len = usize::try_from(len)
+        .map_err(|_| JournalError::io(path)(std::io::Error::other("segment too large to map")))?;
+    // SAFETY: the mapping must not change while its bytes are borrowed. Segments are append-only:
+    // the journal writer only ever appends past the end, and the map covers only the length the
+    // file has now, so appends do not touch it. The one change to existing bytes, cutting a torn
+    // tail, is made by `build_index` after the mappings are dropped. Two processes writing the
+    // same run at once is not supported (their lines would interleave), so no one else truncates.
+    let map = unsafe {
+        memmap2::MmapOptions::new()
+            .len(len)
+            // Fault the pages in with the mapping (one call) rather than one fault per 4 KiB.
+            .populate()
+            .map(&file)
+    }
+    .map_err(JournalError::io(path))?;
+    Ok(Some(map))
 }
 
-/// The results of one chunk's lines, in order, and how many lines it had.
-type ParsedChunk<'a> = (Vec<Result<IndexLine<'a>, BadLine>>, u64);
+/// Merge a window's pending records into the prompt map, one task per shard, and report second
+/// successes in journal order (as a sequential merge would).
+fn merge_window<'a>(state: &mut ResumeState, parts: &mut [Vec<Pending<'a>>]) {
+    let found: Vec<Vec<FoundDuplicate<'a>>> = state
+        .prompts
+        .shards
+        .par_iter_mut()
+        .zip(parts.par_iter_mut())
+        .map(|(shard, pending)| merge_shard(shard, pending))
+        .collect();
+    let mut found: Vec<FoundDuplicate<'a>> = found.into_iter().flatten().collect();
+    found.sort_by_key(|(_, _, at)| *at);
+    for (id, first, at) in found {
+        state.push_duplicate(id.into_owned(), first, at);
+    }
+}
 
-/// Merge one segment's parsed chunks into `state`, in order, and handle its tail.
-fn finish_segment(
+/// The results of one chunk's lines, in order (records with their id's hash), and how many lines
+/// it had.
+type ParsedChunk<'a> = (Vec<Result<(u64, IndexLine<'a>), BadLine>>, u64);
+
+/// Number one segment's parsed lines, count them in the totals and queue each record in its
+/// shard's partition (in journal order), and handle the segment's tail. Returns where to cut the
+/// last segment when it has a torn tail.
+fn finish_segment<'a>(
     segment: &Segment,
     bytes: &[u8],
-    parsed: Vec<ParsedChunk<'_>>,
+    parsed: Vec<ParsedChunk<'a>>,
     is_last: bool,
     repair: bool,
     state: &mut ResumeState,
-) -> Result<(), JournalError> {
+    parts: &mut [Vec<Pending<'a>>],
+) -> Option<usize> {
     state.report.bytes += bytes.len() as u64;
     let complete_len = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
+    let lines: u64 = parsed.iter().map(|(_, count)| count).sum();
 
-    // Line numbers: prefix sums of per-chunk line counts.
-    let mut results: Vec<(u64, Result<IndexLine<'_>, BadLine>)> = Vec::new();
-    let mut base = 0u64;
-    for (lines, count) in parsed {
-        for (i, result) in lines.into_iter().enumerate() {
-            let line_no = base + i as u64 + 1;
-            let result = result.map_err(|mut bad| {
-                bad.line = line_no;
-                bad
-            });
-            results.push((line_no, result));
+    // Trailing invalid lines of the last segment belong to the torn tail: lines from `tail_from`
+    // (0-based) on.
+    let mut tail_from = lines;
+    if is_last {
+        for result in parsed.iter().rev().flat_map(|(r, _)| r.iter().rev()) {
+            if result.is_ok() {
+                break;
+            }
+            tail_from -= 1;
         }
-        base += count;
     }
-
-    // Trailing invalid lines of the last segment belong to the torn tail.
     let mut keep_len = complete_len;
     let mut tail_reasons = Vec::new();
+
+    let mut index = 0u64;
+    for (results, _) in parsed {
+        for result in results {
+            let line_no = index + 1;
+            match result {
+                Ok((hash, line)) => {
+                    add_to_totals(&mut state.totals, &Entry::from(&line));
+                    let pos = u32::try_from(line_no).ok().map(|l| (segment.number, l));
+                    parts[shard_of(hash)].push(Pending {
+                        update: Update {
+                            attempt: line.attempt,
+                            status: line.status,
+                            error_class: line.error_class,
+                            pos,
+                        },
+                        id: line.id,
+                        hash,
+                    });
+                }
+                Err(bad) if index >= tail_from => {
+                    keep_len = keep_len.min(bad.offset);
+                    tail_reasons.push(format!("invalid line {line_no}: {}", bad.reason));
+                }
+                Err(bad) => state.report.corrupt_lines.push(CorruptLine {
+                    location: LineLocation {
+                        segment: segment.path.clone(),
+                        line: line_no,
+                    },
+                    reason: bad.reason,
+                }),
+            }
+            index += 1;
+        }
+    }
     if complete_len < bytes.len() {
         tail_reasons.push(format!(
             "{} bytes without a final newline",
             bytes.len() - complete_len
         ));
     }
-    if is_last {
-        while let Some((_, Err(bad))) = results.last() {
-            keep_len = bad.offset;
-            tail_reasons.push(format!("invalid line {}: {}", bad.line, bad.reason));
-            results.pop();
-        }
-    }
 
-    for (line_no, result) in results {
-        match result {
-            Ok(line) => {
-                let pos = u32::try_from(line_no).ok().map(|l| (segment.number, l));
-                state.ingest(Entry::from(&line), pos)
-            }
-            Err(bad) => state.report.corrupt_lines.push(CorruptLine {
-                location: LineLocation {
-                    segment: segment.path.clone(),
-                    line: bad.line,
-                },
-                reason: bad.reason,
-            }),
-        }
-    }
-
+    let mut cut = None;
     if keep_len < bytes.len() {
-        if is_last && repair {
-            let file = OpenOptions::new()
-                .write(true)
-                .open(&segment.path)
-                .map_err(JournalError::io(&segment.path))?;
-            file.set_len(keep_len as u64)
-                .map_err(JournalError::io(&segment.path))?;
-            file.sync_all().map_err(JournalError::io(&segment.path))?;
-        }
         if is_last {
-            tail_reasons.reverse();
             let removed = (bytes.len() - keep_len) as u64;
             tracing::warn!(
                 segment = %segment.path.display(),
@@ -527,12 +737,13 @@ fn finish_segment(
                 removed_bytes: removed,
                 reason: tail_reasons.join("; "),
             });
+            cut = Some(keep_len);
         } else {
             // Only the last segment is ever written to; a partial line here is damage, not a torn write.
             state.report.corrupt_lines.push(CorruptLine {
                 location: LineLocation {
                     segment: segment.path.clone(),
-                    line: base + 1,
+                    line: lines + 1,
                 },
                 reason: format!(
                     "{} bytes without a final newline at the end of a sealed segment",
@@ -550,7 +761,7 @@ fn finish_segment(
             );
         }
     }
-    Ok(())
+    cut
 }
 
 /// Split `bytes` (ending in a newline, or empty) into newline-aligned ranges of about [`CHUNK_BYTES`].
@@ -581,15 +792,17 @@ fn parse_chunk(bytes: &[u8], start: usize, end: usize) -> ParsedChunk<'_> {
         let result = if line.iter().all(u8::is_ascii_whitespace) {
             Err(BadLine {
                 offset: line_start,
-                line: 0,
                 reason: "empty line".to_string(),
             })
         } else {
-            parser.parse(line).map_err(|e| BadLine {
-                offset: line_start,
-                line: 0,
-                reason: e.to_string(),
-            })
+            match parser.parse(line) {
+                // Hashed here, in parallel, rather than in the sequential partitioning.
+                Ok(parsed) => Ok((id_hash(&parsed.id), parsed)),
+                Err(e) => Err(BadLine {
+                    offset: line_start,
+                    reason: e.to_string(),
+                }),
+            }
         };
         out.push(result);
         line_start = line_end + 1;

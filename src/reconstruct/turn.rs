@@ -117,8 +117,7 @@ pub(super) fn candidates(
         flag_literals(r, "reasoning", markers, warnings);
     }
     flag_literals(&content, "content", markers, warnings);
-    let tool_calls =
-        native_tool_calls(profile, request, &completion.tool_calls, markers, warnings);
+    let tool_calls = native_tool_calls(profile, request, &completion.tool_calls, markers, warnings);
 
     let template_form = AssistantTurn {
         reasoning: reasoning.clone(),

@@ -204,7 +204,7 @@ impl FastBpe {
             self.merge_short(symbols);
             ids.extend_from_slice(symbols);
         } else {
-            self.merge_long(symbols, ids);
+            merge_long(symbols, &self.merges, ids);
         }
     }
 
@@ -227,66 +227,73 @@ impl FastBpe {
             symbols.remove(i + 1);
         }
     }
+}
 
-    /// Hugging Face's `Word::merge_all` without dropout: a heap of candidate merges ordered by
-    /// (rank, position), stale entries skipped when the pair at their position changed.
-    fn merge_long(&self, symbols: &[u32], ids: &mut Vec<u32>) {
-        #[derive(PartialEq, Eq)]
-        struct Candidate {
-            rank: u32,
-            pos: usize,
-            merged: u32,
-        }
-        impl Ord for Candidate {
-            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-                // Max-heap: the lowest rank, then the lowest position, on top.
-                other.rank.cmp(&self.rank).then(other.pos.cmp(&self.pos))
-            }
-        }
-        impl PartialOrd for Candidate {
-            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-                Some(self.cmp(other))
-            }
-        }
-        let n = symbols.len();
-        let mut id: Vec<u32> = symbols.to_vec();
-        let mut alive = vec![true; n];
-        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-        let mut next: Vec<usize> = (1..=n).collect();
-        let mut heap = BinaryHeap::with_capacity(n);
-        let candidate = |pos: usize, left: u32, right: u32| {
-            self.merges
-                .get(&(left, right))
-                .map(|&(rank, merged)| Candidate { rank, pos, merged })
-        };
-        for i in 0..n - 1 {
-            heap.extend(candidate(i, id[i], id[i + 1]));
-        }
-        while let Some(top) = heap.pop() {
-            let right = next[top.pos];
-            if !alive[top.pos] || right >= n {
-                continue;
-            }
-            // Stale if the pair there now merges into something else.
-            if self.merges.get(&(id[top.pos], id[right])).map(|m| m.1) != Some(top.merged) {
-                continue;
-            }
-            id[top.pos] = top.merged;
-            alive[right] = false;
-            next[top.pos] = next[right];
-            if next[right] < n {
-                prev[next[right]] = top.pos;
-            }
-            let left = prev[top.pos];
-            if left < n {
-                heap.extend(candidate(left, id[left], id[top.pos]));
-            }
-            if next[top.pos] < n {
-                heap.extend(candidate(top.pos, id[top.pos], id[next[top.pos]]));
-            }
-        }
-        ids.extend((0..n).filter(|&i| alive[i]).map(|i| id[i]));
+/// Hugging Face's `Word::merge_all` without dropout: a heap of candidate merges ordered by
+/// (rank, position), stale entries skipped when the pair at their position changed. With
+/// `merges` = every split of a tiktoken token into two tokens → (its rank, its id), this is
+/// also tiktoken's byte-pair merge (lowest-rank adjacent pair first, leftmost on ties).
+/// `O(n log n)`, and pairs of ids hash far faster than tiktoken-rs's byte slices.
+pub(crate) fn merge_long(
+    symbols: &[u32],
+    merges: &FxHashMap<(u32, u32), (u32, u32)>,
+    ids: &mut Vec<u32>,
+) {
+    #[derive(PartialEq, Eq)]
+    struct Candidate {
+        rank: u32,
+        pos: usize,
+        merged: u32,
     }
+    impl Ord for Candidate {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            // Max-heap: the lowest rank, then the lowest position, on top.
+            other.rank.cmp(&self.rank).then(other.pos.cmp(&self.pos))
+        }
+    }
+    impl PartialOrd for Candidate {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    let n = symbols.len();
+    let mut id: Vec<u32> = symbols.to_vec();
+    let mut alive = vec![true; n];
+    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+    let mut next: Vec<usize> = (1..=n).collect();
+    let mut heap = BinaryHeap::with_capacity(n);
+    let candidate = |pos: usize, left: u32, right: u32| {
+        merges
+            .get(&(left, right))
+            .map(|&(rank, merged)| Candidate { rank, pos, merged })
+    };
+    for i in 0..n - 1 {
+        heap.extend(candidate(i, id[i], id[i + 1]));
+    }
+    while let Some(top) = heap.pop() {
+        let right = next[top.pos];
+        if !alive[top.pos] || right >= n {
+            continue;
+        }
+        // Stale if the pair there now merges into something else.
+        if merges.get(&(id[top.pos], id[right])).map(|m| m.1) != Some(top.merged) {
+            continue;
+        }
+        id[top.pos] = top.merged;
+        alive[right] = false;
+        next[top.pos] = next[right];
+        if next[right] < n {
+            prev[next[right]] = top.pos;
+        }
+        let left = prev[top.pos];
+        if left < n {
+            heap.extend(candidate(left, id[left], id[top.pos]));
+        }
+        if next[top.pos] < n {
+            heap.extend(candidate(top.pos, id[top.pos], id[next[top.pos]]));
+        }
+    }
+    ids.extend((0..n).filter(|&i| alive[i]).map(|i| id[i]));
 }
 
 #[derive(Default)]

@@ -198,6 +198,7 @@ impl TiktokenModel {
                 splitter,
                 ranks: ranks.clone(),
                 specials,
+                pairs: std::sync::OnceLock::new(),
             })
         });
         let special_encoder: FxHashMap<String, u32> = special_by_text.clone();
@@ -458,6 +459,9 @@ struct FastEncoder {
     ranks: FxHashMap<Vec<u8>, u32>,
     /// Alternation of the escaped special literals, or `None` without specials.
     specials: Option<regex::Regex>,
+    /// For long pieces: every split of a token into two tokens → (its rank, its rank), built on
+    /// the first long piece (about 1M entries for Kimi, so not at load).
+    pairs: std::sync::OnceLock<FxHashMap<(u32, u32), (u32, u32)>>,
 }
 
 impl FastEncoder {
@@ -476,7 +480,22 @@ impl FastEncoder {
                         .into_iter()
                         .filter_map(|part| self.ranks.get(part).copied()),
                 ),
-                None => ids.extend(bpe.encode_ordinary(piece)),
+                // Long pieces: the heap merge over id pairs (see `bpe::merge_long`), which
+                // hashes two ids per lookup where `CoreBPE` hashes a byte slice with SipHash.
+                // Every byte must be a token for the parts to be tokens; if one is not, CoreBPE.
+                None => {
+                    let symbols: Option<Vec<u32>> = bytes
+                        .iter()
+                        .map(|b| self.ranks.get(std::slice::from_ref(b)).copied())
+                        .collect();
+                    match symbols {
+                        Some(symbols) if symbols.len() >= 2 => {
+                            let pairs = self.pairs.get_or_init(|| token_pairs(&self.ranks));
+                            super::bpe::merge_long(&symbols, pairs, ids);
+                        }
+                        _ => ids.extend(bpe.encode_ordinary(piece)),
+                    }
+                }
             }
         });
     }
@@ -503,6 +522,23 @@ impl FastEncoder {
         }
         self.encode_ordinary(bpe, &text[start..], ids);
     }
+}
+
+/// Every way to write a token as two tokens: `(left, right)` → (rank, rank) of the whole. The
+/// byte-pair merge joins adjacent parts exactly when their concatenation has a rank, and parts
+/// are always tokens, so this map answers every question the merge asks.
+fn token_pairs(ranks: &FxHashMap<Vec<u8>, u32>) -> FxHashMap<(u32, u32), (u32, u32)> {
+    let mut pairs = FxHashMap::default();
+    for (bytes, &rank) in ranks {
+        for cut in 1..bytes.len() {
+            if let (Some(&left), Some(&right)) =
+                (ranks.get(&bytes[..cut]), ranks.get(&bytes[cut..]))
+            {
+                pairs.insert((left, right), (rank, rank));
+            }
+        }
+    }
+    pairs
 }
 
 /// One regex matching any special literal (`None` if it does not compile: no fast path).

@@ -5,6 +5,7 @@
 //! pre-processing and native output syntax (one file per family under `family/`).
 
 pub mod assets;
+mod bpe;
 pub mod family;
 pub mod profile;
 pub mod pyjson;

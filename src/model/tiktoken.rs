@@ -198,6 +198,7 @@ impl TiktokenModel {
                 splitter,
                 ranks: ranks.clone(),
                 specials,
+                pairs: std::sync::OnceLock::new(),
             })
         });
         let special_encoder: FxHashMap<String, u32> = special_by_text.clone();
@@ -361,32 +362,69 @@ impl TiktokenModel {
 /// uses): `\s+$` (a run reaching the end: all of it) and `\s+\s` (a run followed by a
 /// non-space: all but its last char, which the loop gives back). Exactness is checked against
 /// `CoreBPE` (property test) and against Python tiktoken (parity corpus).
-struct FastSplitter {
-    regex: regex_automata::meta::Regex,
-}
-
-/// Pattern index of `\s+\s`, whose matches give their last char back.
+/// Pattern index of `\s+\s` in the rewritten pattern set.
 const LOOKAHEAD_PATTERN: usize = 2;
 
+pub(crate) struct FastSplitter {
+    regex: regex_automata::meta::Regex,
+    /// Pattern index of `\s+\s`, whose matches give their last char back; `None` when the
+    /// pattern has no `\s+(?!\S)` alternative (and is then compiled as is).
+    lookahead: Option<usize>,
+}
+
 impl FastSplitter {
-    fn new(pattern: &str) -> Option<Self> {
+    pub(crate) fn new(pattern: &str) -> Option<Self> {
         const LOOKAHEAD: &str = r"|\s+(?!\S)|";
-        let at = pattern.find(LOOKAHEAD)?;
+        let has_lookaround = |p: &str| ["(?=", "(?!", "(?<"].iter().any(|l| p.contains(l));
+        let Some(at) = pattern.find(LOOKAHEAD) else {
+            // No look-around at all: the pattern is regular as written.
+            if has_lookaround(pattern) {
+                return None;
+            }
+            return regex_automata::meta::Regex::new(pattern)
+                .ok()
+                .map(|regex| Self {
+                    regex,
+                    lookahead: None,
+                });
+        };
         let (before, after) = (&pattern[..at], &pattern[at + LOOKAHEAD.len()..]);
-        let other_lookaround = ["(?=", "(?!", "(?<"]
-            .iter()
-            .any(|l| before.contains(l) || after.contains(l));
-        if other_lookaround {
+        if has_lookaround(before) || has_lookaround(after) {
             return None;
         }
         let patterns = [before, r"\s+$", r"\s+\s", after];
         regex_automata::meta::Regex::new_many(&patterns)
             .ok()
-            .map(|regex| Self { regex })
+            .map(|regex| Self {
+                regex,
+                lookahead: Some(LOOKAHEAD_PATTERN),
+            })
     }
 
-    /// Call `f` on each piece of `text`, as fancy-regex's `find_iter` with the original pattern.
+    /// Call `f` on each piece of `text`, as fancy-regex's `find_iter` with the original pattern
+    /// (text no alternative matches is dropped, as tiktoken does).
     fn for_each_piece<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
+        self.for_each_match(text, |piece, _| f(piece));
+    }
+
+    /// Call `f` on the matches and on the unmatched stretches between them, in order: Hugging
+    /// Face's `Split` pre-tokenizer with the `Isolated` behaviour.
+    pub(crate) fn for_each_piece_isolated<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
+        let mut last = 0;
+        self.for_each_match(text, |piece, start| {
+            if start > last {
+                f(&text[last..start]);
+            }
+            f(piece);
+            last = start + piece.len();
+        });
+        if last < text.len() {
+            f(&text[last..]);
+        }
+    }
+
+    /// `f(match, start)` for each match, leftmost-first, non-overlapping.
+    fn for_each_match<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str, usize)) {
         let mut input = regex_automata::Input::new(text);
         let mut start = 0;
         while start < text.len() {
@@ -395,7 +433,7 @@ impl FastSplitter {
                 break;
             };
             let mut end = found.end();
-            if found.pattern().as_usize() == LOOKAHEAD_PATTERN {
+            if Some(found.pattern().as_usize()) == self.lookahead {
                 // Give back the look-ahead char (whitespace, so its length is its UTF-8 width).
                 end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
             }
@@ -409,7 +447,7 @@ impl FastSplitter {
                         .map_or(1, char::len_utf8);
                 continue;
             }
-            f(&text[found.start()..end]);
+            f(&text[found.start()..end], found.start());
             start = end;
         }
     }
@@ -421,6 +459,9 @@ struct FastEncoder {
     ranks: FxHashMap<Vec<u8>, u32>,
     /// Alternation of the escaped special literals, or `None` without specials.
     specials: Option<regex::Regex>,
+    /// For long pieces: every split of a token into two tokens → (its rank, its rank), built on
+    /// the first long piece (about 1M entries for Kimi, so not at load).
+    pairs: std::sync::OnceLock<FxHashMap<(u32, u32), (u32, u32)>>,
 }
 
 impl FastEncoder {
@@ -439,7 +480,22 @@ impl FastEncoder {
                         .into_iter()
                         .filter_map(|part| self.ranks.get(part).copied()),
                 ),
-                None => ids.extend(bpe.encode_ordinary(piece)),
+                // Long pieces: the heap merge over id pairs (see `bpe::merge_long`), which
+                // hashes two ids per lookup where `CoreBPE` hashes a byte slice with SipHash.
+                // Every byte must be a token for the parts to be tokens; if one is not, CoreBPE.
+                None => {
+                    let symbols: Option<Vec<u32>> = bytes
+                        .iter()
+                        .map(|b| self.ranks.get(std::slice::from_ref(b)).copied())
+                        .collect();
+                    match symbols {
+                        Some(symbols) if symbols.len() >= 2 => {
+                            let pairs = self.pairs.get_or_init(|| token_pairs(&self.ranks));
+                            super::bpe::merge_long(&symbols, pairs, ids);
+                        }
+                        _ => ids.extend(bpe.encode_ordinary(piece)),
+                    }
+                }
             }
         });
     }
@@ -468,11 +524,28 @@ impl FastEncoder {
     }
 }
 
+/// Every way to write a token as two tokens: `(left, right)` → (rank, rank) of the whole. The
+/// byte-pair merge joins adjacent parts exactly when their concatenation has a rank, and parts
+/// are always tokens, so this map answers every question the merge asks.
+fn token_pairs(ranks: &FxHashMap<Vec<u8>, u32>) -> FxHashMap<(u32, u32), (u32, u32)> {
+    let mut pairs = FxHashMap::default();
+    for (bytes, &rank) in ranks {
+        for cut in 1..bytes.len() {
+            if let (Some(&left), Some(&right)) =
+                (ranks.get(&bytes[..cut]), ranks.get(&bytes[cut..]))
+            {
+                pairs.insert((left, right), (rank, rank));
+            }
+        }
+    }
+    pairs
+}
+
 /// One regex matching any special literal (`None` if it does not compile: no fast path).
 /// Longer literals first, so that when one literal is a prefix of another the longer wins
 /// (tiktoken's order is its hash map's, i.e. unspecified; Kimi's literals are prefix-free, so
 /// the choice never matters there).
-fn special_regex(by_text: &FxHashMap<String, u32>) -> Option<regex::Regex> {
+pub(crate) fn special_regex(by_text: &FxHashMap<String, u32>) -> Option<regex::Regex> {
     let mut literals: Vec<&str> = by_text.keys().map(String::as_str).collect();
     literals.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
     let alternation: Vec<String> = literals.iter().map(|l| regex::escape(l)).collect();

@@ -17,6 +17,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use super::bpe::FastBpe;
 use super::tiktoken::{self, TiktokenModel};
 use super::ModelError;
 
@@ -44,6 +45,9 @@ struct HfModel {
     added_literals: Vec<String>,
     /// The decoder is GPT-2 byte-level, so token strings map back to raw bytes.
     byte_level: bool,
+    /// Same ids as `tokenizer.encode` for byte-level BPE layouts it supports, several times
+    /// faster (see [`super::bpe`]); `None` keeps the `tokenizers` crate.
+    fast: Option<FastBpe>,
 }
 
 impl Tokenizer {
@@ -133,7 +137,10 @@ impl Tokenizer {
             .map(|(id, token)| (id, token.content))
             .collect();
         added.sort();
-        let byte_level = decoder_is_byte_level(path)?;
+        let json = read_json(path)?;
+        let byte_level = json.get("decoder").is_some_and(decoder_is_byte_level);
+        let fast = FastBpe::from_json(&json, &tokenizer);
+        drop(json);
         Ok(Self {
             backend: Backend::HuggingFace(Box::new(HfModel {
                 tokenizer,
@@ -141,6 +148,7 @@ impl Tokenizer {
                 added_literals: added.iter().map(|(_, s)| s.clone()).collect(),
                 added: added.into_iter().collect(),
                 byte_level,
+                fast,
             })),
             source: path.to_path_buf(),
         })
@@ -175,7 +183,30 @@ impl Tokenizer {
     pub fn try_encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
         match &self.backend {
             Backend::Tiktoken(model) => Ok(model.encode(text)),
-            Backend::HuggingFace(hf) => self.hf_encode(&hf.tokenizer, text),
+            Backend::HuggingFace(hf) => match &hf.fast {
+                Some(fast) => fast
+                    .encode(text)
+                    .map_err(|e| ModelError::Tokenizer(format!("{}: {e}", self.source.display()))),
+                None => self.hf_encode(&hf.tokenizer, text),
+            },
+        }
+    }
+
+    /// Encode with the `tokenizers` crate even when the fast byte-level BPE path exists: the
+    /// reference that path is tested against, and the benchmark's baseline.
+    pub fn encode_with_hf_crate(&self, text: &str) -> Option<Result<Vec<u32>, ModelError>> {
+        match &self.backend {
+            Backend::HuggingFace(hf) => Some(self.hf_encode(&hf.tokenizer, text)),
+            Backend::Tiktoken(_) => None,
+        }
+    }
+
+    /// Whether encoding runs on a fast path (tiktoken's automata splitter, or the byte-level
+    /// BPE path for `tokenizer.json`) rather than tiktoken-rs / the `tokenizers` crate.
+    pub fn has_fast_path(&self) -> bool {
+        match &self.backend {
+            Backend::Tiktoken(model) => model.has_fast_path(),
+            Backend::HuggingFace(hf) => hf.fast.is_some(),
         }
     }
 
@@ -361,31 +392,27 @@ fn added_tokens_decoder(config: &Value) -> FxHashMap<u32, String> {
         .collect()
 }
 
-/// Whether `tokenizer.json`'s decoder is (or contains) the GPT-2 byte-level decoder.
-fn decoder_is_byte_level(path: &Path) -> Result<bool, ModelError> {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        decoder: Option<Value>,
-    }
+fn read_json(path: &Path) -> Result<Value, ModelError> {
     let text = std::fs::read_to_string(path).map_err(|e| ModelError::File {
         path: path.display().to_string(),
         message: format!("cannot read ({e})"),
     })?;
-    let head: Head = serde_json::from_str(&text).map_err(|e| ModelError::File {
+    serde_json::from_str(&text).map_err(|e| ModelError::File {
         path: path.display().to_string(),
         message: format!("line {}: not valid JSON ({e})", e.line()),
-    })?;
-    fn byte_level(decoder: &Value) -> bool {
-        match decoder.get("type").and_then(Value::as_str) {
-            Some("ByteLevel") => true,
-            Some("Sequence") => decoder
-                .get("decoders")
-                .and_then(Value::as_array)
-                .is_some_and(|ds| ds.iter().any(byte_level)),
-            _ => false,
-        }
+    })
+}
+
+/// Whether a `tokenizer.json` decoder is (or contains) the GPT-2 byte-level decoder.
+fn decoder_is_byte_level(decoder: &Value) -> bool {
+    match decoder.get("type").and_then(Value::as_str) {
+        Some("ByteLevel") => true,
+        Some("Sequence") => decoder
+            .get("decoders")
+            .and_then(Value::as_array)
+            .is_some_and(|ds| ds.iter().any(decoder_is_byte_level)),
+        _ => false,
     }
-    Ok(head.decoder.as_ref().is_some_and(byte_level))
 }
 
 /// Inverse of GPT-2's `bytes_to_unicode`.

@@ -1,0 +1,448 @@
+//! A fast path for byte-level BPE `tokenizer.json` models (Qwen3, DeepSeek-V3, GPT-2 style).
+//!
+//! The `tokenizers` crate spends most of an encode in its generic machinery (offsets,
+//! `NormalizedString` alignments, per-piece allocations), not in the BPE. For the common layout
+//! — added tokens matched whole, an identity-on-ASCII normalizer, a sequence of `Split`
+//! (`Isolated`) regexes, a `ByteLevel` pre-tokenizer without its own regex, and a plain BPE model
+//! — the same ids come from: split on added-token literals, normalize, split with the
+//! regexes on `regex-automata` ([`FastSplitter`]), then merge bytes by merge rank.
+//!
+//! [`FastBpe::from_json`] accepts only that layout and returns `None` for anything else (the
+//! caller then keeps the `tokenizers` crate). Exactness is checked against Python on the parity
+//! corpora (`tests/tokenize.rs`, `tests/render.rs`) and against the `tokenizers` crate by a
+//! property test.
+
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+use std::collections::BinaryHeap;
+use tokenizers::{NormalizedString, Normalizer as _};
+
+use super::tiktoken::{self, FastSplitter};
+
+/// Pieces up to this many bytes merge with the simple quadratic scan (no allocation beyond the
+/// symbol list); longer ones with the heap, as Hugging Face's `Word::merge_all`.
+const SHORT_PIECE: usize = 48;
+
+pub(crate) struct FastBpe {
+    /// Added tokens matched on the raw text (`normalized: false`), then, in the stretches
+    /// between them, those matched after normalization (`normalized: true`), as
+    /// `AddedVocabulary::extract_and_normalize` does. `None` when the set is empty.
+    raw_added: Option<regex::Regex>,
+    normalized_added: Option<regex::Regex>,
+    added_ids: FxHashMap<String, u32>,
+    /// The normalizer (only NFC/NFKC/NFD/NFKD or none, all the identity on ASCII text).
+    normalizer: Option<tokenizers::NormalizerWrapper>,
+    splitters: Vec<FastSplitter>,
+    /// Vocabulary id of each single byte (its byte-level char).
+    byte_ids: [u32; 256],
+    /// `(left id, right id)` → `(merge rank, merged id)`.
+    merges: FxHashMap<(u32, u32), (u32, u32)>,
+    /// Raw-byte spelling → id; used whole only with `ignore_merges`.
+    vocab: FxHashMap<Vec<u8>, u32>,
+    ignore_merges: bool,
+}
+
+impl FastBpe {
+    /// Build from the parsed `tokenizer.json` and the loaded tokenizer (for its added tokens
+    /// and normalizer); `None` when the layout is not the one this path reproduces.
+    pub(crate) fn from_json(json: &Value, tokenizer: &tokenizers::Tokenizer) -> Option<Self> {
+        let normalizer = match json.get("normalizer") {
+            None | Some(Value::Null) => None,
+            Some(n) if ascii_identity_normalizer(n) => tokenizer.get_normalizer().cloned(),
+            Some(_) => return None,
+        };
+        let splitters = split_patterns(json.get("pre_tokenizer")?)?
+            .iter()
+            .map(|p| FastSplitter::new(p))
+            .collect::<Option<Vec<_>>>()?;
+        let model = json.get("model")?;
+        let plain = model.get("type")?.as_str()? == "BPE"
+            && model.get("dropout").is_none_or(Value::is_null)
+            && model.get("byte_fallback").is_none_or(|v| v == false)
+            && empty_or_null(model.get("continuing_subword_prefix"))
+            && empty_or_null(model.get("end_of_word_suffix"));
+        if !plain {
+            return None;
+        }
+        let ignore_merges = model.get("ignore_merges").and_then(Value::as_bool) == Some(true);
+        let decoder = byte_level_decoder();
+        let mut by_spelling: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut vocab = FxHashMap::default();
+        for (token, id) in model.get("vocab")?.as_object()? {
+            let id = u32::try_from(id.as_u64()?).ok()?;
+            by_spelling.insert(token.as_str(), id);
+            // A token with a char outside the byte-level alphabet can never come out of the
+            // byte-level pre-tokenizer: leave it out of the byte lookup.
+            let bytes: Option<Vec<u8>> = token.chars().map(|c| decoder.get(&c).copied()).collect();
+            if let Some(bytes) = bytes {
+                vocab.insert(bytes, id);
+            }
+        }
+        let mut byte_ids = [0u32; 256];
+        for (b, c) in tiktoken::byte_level_alphabet().iter().enumerate() {
+            // Every byte must be a token, or Hugging Face would emit `unk` / drop it.
+            byte_ids[b] = *by_spelling.get(c.to_string().as_str())?;
+        }
+        let mut merges = FxHashMap::default();
+        for (rank, merge) in model.get("merges")?.as_array()?.iter().enumerate() {
+            let (left, right) = match merge {
+                Value::String(s) => s.split_once(' ')?,
+                Value::Array(pair) if pair.len() == 2 => (pair[0].as_str()?, pair[1].as_str()?),
+                _ => return None,
+            };
+            let merged = by_spelling.get(format!("{left}{right}").as_str())?;
+            let pair = (*by_spelling.get(left)?, *by_spelling.get(right)?);
+            // A pair listed twice: the later rank wins, as in `BPE::from_builder`'s map.
+            merges.insert(pair, (u32::try_from(rank).ok()?, *merged));
+        }
+        let mut raw = FxHashMap::default();
+        let mut normalized = FxHashMap::default();
+        let mut added_ids = FxHashMap::default();
+        for (id, token) in tokenizer.get_added_tokens_decoder() {
+            if token.lstrip || token.rstrip || token.single_word || token.content.is_empty() {
+                return None;
+            }
+            let set = if token.normalized {
+                &mut normalized
+            } else {
+                &mut raw
+            };
+            set.insert(token.content.clone(), id);
+            added_ids.insert(token.content.clone(), id);
+        }
+        let alternation = |set: &FxHashMap<String, u32>| match set.is_empty() {
+            true => Some(None),
+            false => tiktoken::special_regex(set).map(Some),
+        };
+        Some(Self {
+            raw_added: alternation(&raw)?,
+            normalized_added: alternation(&normalized)?,
+            added_ids,
+            normalizer,
+            splitters,
+            byte_ids,
+            merges,
+            vocab,
+            ignore_merges,
+        })
+    }
+
+    /// Encode with added-token literals recognized (`add_special_tokens=False`).
+    pub(crate) fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
+        let mut ids = Vec::with_capacity(text.len() / 3 + 1);
+        let mut scratch = Scratch::default();
+        let mut err = None;
+        for_each_literal_split(&self.raw_added, text, |part| match part {
+            Part::Literal(literal) => self.push_literal(literal, &mut ids),
+            Part::Text(stretch) => {
+                let normalized = match self.normalize(stretch) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        err.get_or_insert(e);
+                        return;
+                    }
+                };
+                for_each_literal_split(&self.normalized_added, &normalized, |part| match part {
+                    Part::Literal(literal) => self.push_literal(literal, &mut ids),
+                    Part::Text(stretch) => self.encode_text(stretch, 0, &mut scratch, &mut ids),
+                });
+            }
+        });
+        match err {
+            Some(e) => Err(e),
+            None => Ok(ids),
+        }
+    }
+
+    fn push_literal(&self, literal: &str, ids: &mut Vec<u32>) {
+        if let Some(&id) = self.added_ids.get(literal) {
+            ids.push(id);
+        }
+    }
+
+    /// The normalized text; ASCII passes unchanged (every accepted normalizer is the identity
+    /// there), so only non-ASCII stretches pay for `NormalizedString`.
+    fn normalize<'t>(&self, text: &'t str) -> Result<std::borrow::Cow<'t, str>, String> {
+        match &self.normalizer {
+            Some(normalizer) if !text.is_ascii() => {
+                let mut normalized = NormalizedString::from(text);
+                normalizer
+                    .normalize(&mut normalized)
+                    .map_err(|e| format!("normalizer: {e}"))?;
+                Ok(normalized.get().to_string().into())
+            }
+            _ => Ok(text.into()),
+        }
+    }
+
+    /// Pre-tokenize with splitter `level` and the ones after it, then merge each piece.
+    fn encode_text(&self, text: &str, level: usize, scratch: &mut Scratch, ids: &mut Vec<u32>) {
+        match self.splitters.get(level) {
+            Some(splitter) => splitter.for_each_piece_isolated(text, |piece| {
+                self.encode_text(piece, level + 1, scratch, ids)
+            }),
+            None if !text.is_empty() => self.merge_piece(text.as_bytes(), scratch, ids),
+            None => {}
+        }
+    }
+
+    fn merge_piece(&self, bytes: &[u8], scratch: &mut Scratch, ids: &mut Vec<u32>) {
+        if bytes.len() == 1 {
+            ids.push(self.byte_ids[bytes[0] as usize]);
+            return;
+        }
+        if self.ignore_merges {
+            if let Some(&id) = self.vocab.get(bytes) {
+                ids.push(id);
+                return;
+            }
+        }
+        let symbols = &mut scratch.symbols;
+        symbols.clear();
+        symbols.extend(bytes.iter().map(|&b| self.byte_ids[b as usize]));
+        if bytes.len() <= SHORT_PIECE {
+            self.merge_short(symbols);
+            ids.extend_from_slice(symbols);
+        } else {
+            merge_long(symbols, &self.merges, ids);
+        }
+    }
+
+    /// Repeatedly merge the adjacent pair of lowest rank (leftmost on ties: ranks are unique
+    /// per pair, so a tie is the same pair twice and the left one goes first).
+    fn merge_short(&self, symbols: &mut Vec<u32>) {
+        loop {
+            let mut best: Option<(u32, usize, u32)> = None;
+            for i in 0..symbols.len().saturating_sub(1) {
+                if let Some(&(rank, merged)) = self.merges.get(&(symbols[i], symbols[i + 1])) {
+                    if best.is_none_or(|(r, _, _)| rank < r) {
+                        best = Some((rank, i, merged));
+                    }
+                }
+            }
+            let Some((_, i, merged)) = best else {
+                return;
+            };
+            symbols[i] = merged;
+            symbols.remove(i + 1);
+        }
+    }
+}
+
+/// Hugging Face's `Word::merge_all` without dropout: a heap of candidate merges ordered by
+/// (rank, position), stale entries skipped when the pair at their position changed. With
+/// `merges` = every split of a tiktoken token into two tokens → (its rank, its id), this is
+/// also tiktoken's byte-pair merge (lowest-rank adjacent pair first, leftmost on ties).
+/// `O(n log n)`, and pairs of ids hash far faster than tiktoken-rs's byte slices.
+pub(crate) fn merge_long(
+    symbols: &[u32],
+    merges: &FxHashMap<(u32, u32), (u32, u32)>,
+    ids: &mut Vec<u32>,
+) {
+    #[derive(PartialEq, Eq)]
+    struct Candidate {
+        rank: u32,
+        pos: usize,
+        merged: u32,
+    }
+    impl Ord for Candidate {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            // Max-heap: the lowest rank, then the lowest position, on top.
+            other.rank.cmp(&self.rank).then(other.pos.cmp(&self.pos))
+        }
+    }
+    impl PartialOrd for Candidate {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    let n = symbols.len();
+    let mut id: Vec<u32> = symbols.to_vec();
+    let mut alive = vec![true; n];
+    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+    let mut next: Vec<usize> = (1..=n).collect();
+    let mut heap = BinaryHeap::with_capacity(n);
+    let candidate = |pos: usize, left: u32, right: u32| {
+        merges
+            .get(&(left, right))
+            .map(|&(rank, merged)| Candidate { rank, pos, merged })
+    };
+    for i in 0..n - 1 {
+        heap.extend(candidate(i, id[i], id[i + 1]));
+    }
+    while let Some(top) = heap.pop() {
+        let right = next[top.pos];
+        if !alive[top.pos] || right >= n {
+            continue;
+        }
+        // Stale if the pair there now merges into something else.
+        if merges.get(&(id[top.pos], id[right])).map(|m| m.1) != Some(top.merged) {
+            continue;
+        }
+        id[top.pos] = top.merged;
+        alive[right] = false;
+        next[top.pos] = next[right];
+        if next[right] < n {
+            prev[next[right]] = top.pos;
+        }
+        let left = prev[top.pos];
+        if left < n {
+            heap.extend(candidate(left, id[left], id[top.pos]));
+        }
+        if next[top.pos] < n {
+            heap.extend(candidate(top.pos, id[top.pos], id[next[top.pos]]));
+        }
+    }
+    ids.extend((0..n).filter(|&i| alive[i]).map(|i| id[i]));
+}
+
+#[derive(Default)]
+struct Scratch {
+    symbols: Vec<u32>,
+}
+
+enum Part<'t> {
+    Literal(&'t str),
+    Text(&'t str),
+}
+
+fn for_each_literal_split<'t>(
+    literals: &Option<regex::Regex>,
+    text: &'t str,
+    mut f: impl FnMut(Part<'t>),
+) {
+    let mut start = 0;
+    if let Some(regex) = literals {
+        for found in regex.find_iter(text) {
+            if found.start() > start {
+                f(Part::Text(&text[start..found.start()]));
+            }
+            f(Part::Literal(found.as_str()));
+            start = found.end();
+        }
+    }
+    if start < text.len() {
+        f(Part::Text(&text[start..]));
+    }
+}
+
+fn empty_or_null(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(_) => false,
+    }
+}
+
+/// Unicode normal forms (and sequences of them, empty included) leave ASCII text unchanged.
+fn ascii_identity_normalizer(n: &Value) -> bool {
+    match n.get("type").and_then(Value::as_str) {
+        Some("NFC" | "NFKC" | "NFD" | "NFKD") => true,
+        Some("Sequence") => n
+            .get("normalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|ns| ns.iter().all(ascii_identity_normalizer)),
+        _ => false,
+    }
+}
+
+/// The regexes of `Sequence[Split(Regex, Isolated, invert=false)…, ByteLevel(no prefix space,
+/// no regex)]`, or `None` for any other pre-tokenizer.
+fn split_patterns(pre: &Value) -> Option<Vec<String>> {
+    let steps = match pre.get("type")?.as_str()? {
+        "Sequence" => pre.get("pretokenizers")?.as_array()?.as_slice(),
+        _ => std::slice::from_ref(pre),
+    };
+    let (last, splits) = steps.split_last()?;
+    let byte_level = last.get("type")?.as_str()? == "ByteLevel"
+        && last.get("add_prefix_space").and_then(Value::as_bool) == Some(false)
+        && last.get("use_regex").and_then(Value::as_bool) == Some(false);
+    if !byte_level {
+        return None;
+    }
+    splits
+        .iter()
+        .map(|step| {
+            let isolated = step.get("type")?.as_str()? == "Split"
+                && step.get("behavior")?.as_str()? == "Isolated"
+                && step.get("invert").and_then(Value::as_bool) == Some(false);
+            if !isolated {
+                return None;
+            }
+            step.get("pattern")?
+                .get("Regex")?
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// Inverse of GPT-2's `bytes_to_unicode`.
+fn byte_level_decoder() -> FxHashMap<char, u8> {
+    tiktoken::byte_level_alphabet()
+        .iter()
+        .enumerate()
+        .map(|(b, &c)| (c, b as u8))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::assets::assets_root;
+    use crate::model::Tokenizer;
+    use proptest::prelude::*;
+    use std::sync::OnceLock;
+
+    /// Qwen3 (NFC, one split) and DeepSeek-V3 (three splits, normalized added tokens); `None`
+    /// when the shared assets are absent.
+    fn models() -> Option<&'static [Tokenizer; 2]> {
+        static MODELS: OnceLock<Option<[Tokenizer; 2]>> = OnceLock::new();
+        MODELS
+            .get_or_init(|| {
+                let root = assets_root()?;
+                let load = |name: &str| Tokenizer::from_dir(&root.join(name)).ok();
+                Some([load("qwen3")?, load("deepseek-v3")?])
+            })
+            .as_ref()
+    }
+
+    fn same_as_hf_crate(text: &str) {
+        let Some(models) = models() else { return };
+        for model in models {
+            assert!(model.has_fast_path(), "{}", model.source().display());
+            let want = model.encode_with_hf_crate(text).and_then(Result::ok);
+            assert_eq!(Some(model.encode(text)), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn edge_cases_match_the_tokenizers_crate() {
+        for text in [
+            "",
+            "hello world",
+            "  leading and trailing  \n\n  ",
+            "Ame\u{301}lie cafe\u{301} 한국어 Å Ω", // NFC changes these
+            "数字12345678 日本語テキスト カタカナ",
+            "<|im_start|>user\nhi<|im_end|><think></think><tool_call>",
+            "<｜begin▁of▁sentence｜><｜User｜>x<｜Assistant｜>",
+            &"a".repeat(300),
+            &"ab ".repeat(200),
+            &"🙂".repeat(40),
+            &" ".repeat(100),
+            "tabs\t\t\tand\r\n\r\nreturns\u{a0}\u{3000}x",
+            "'s 'T 'Re can't I'LL",
+        ] {
+            same_as_hf_crate(text);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn random_text_matches_the_tokenizers_crate(
+            text in "([a-zA-Z]{1,70}|[0-9]{1,9}|[ \t\n\r]{1,5}|[\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}]{1,4}|<\\|im_end\\|>|'s|\u{301}){0,30}"
+        ) {
+            same_as_hf_crate(&text);
+        }
+    }
+}

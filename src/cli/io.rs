@@ -36,6 +36,21 @@ pub fn read_jsonl<T: DeserializeOwned>(
     Ok(items)
 }
 
+/// Read a JSONL file whole, failing on the first bad line (exit 2, `FILE:LINE` and what the line
+/// should look like) before any output is written.
+pub fn read_jsonl_strict<T: DeserializeOwned>(
+    path: &Path,
+    expected: &str,
+) -> anyhow::Result<Vec<(usize, T)>> {
+    read_jsonl(path)?
+        .into_iter()
+        .map(|(number, parsed)| match parsed {
+            Ok(item) => Ok((number, item)),
+            Err(e) => Err(UsageError(format!("{e} (expected {expected})")).into()),
+        })
+        .collect()
+}
+
 /// Where results go: stdout, or a file written to a temporary name and renamed into place when
 /// complete (a crash never leaves a half-written output that looks finished).
 pub struct Output {

@@ -6,28 +6,20 @@
 //! read and checked before anything is written, so bad input fails with its file:line (exit 2)
 //! and no partial output.
 
-use anyhow::Context as _;
 use rayon::prelude::*;
 use serde_json::{Map, Value};
-use std::io::{BufRead, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::io::{read_jsonl_strict, Output};
+use super::model_args::ModelArgs;
 use super::UsageError;
-use crate::model::{assets, LoadOptions, Profile, RenderInput};
+use crate::model::RenderInput;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model directory, known name (kimi-k2.5, qwen3, deepseek-v3, smollm2) or HF repo id.
-    #[arg(long, value_name = "DIR|NAME")]
-    model: String,
-    /// Model family profile (kimi-k2, kimi-k2-thinking, kimi-k2.5, qwen3, deepseek-v3, generic);
-    /// auto-detected when absent.
-    #[arg(long, value_name = "NAME")]
-    profile: Option<String>,
-    /// Use this Jinja chat template instead of the model's.
-    #[arg(long, value_name = "FILE")]
-    chat_template: Option<PathBuf>,
+    #[command(flatten)]
+    model: ModelArgs,
     /// JSONL file of `{"messages", "tools"?, "add_generation_prompt"?, "chat_template_kwargs"?}`.
     #[arg(long, value_name = "F.jsonl")]
     input: PathBuf,
@@ -49,13 +41,11 @@ struct Line {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = assets::resolve_model(&args.model).map_err(|e| UsageError(e.to_string()))?;
-    let options = LoadOptions {
-        profile: args.profile.clone(),
-        chat_template: args.chat_template.clone(),
-    };
-    let profile = Profile::load(&dir, &options).map_err(|e| UsageError(e.to_string()))?;
-    let lines = read_lines(&args.input)?;
+    let profile = args.model.load()?;
+    let lines = read_jsonl_strict::<Line>(
+        &args.input,
+        r#"{"messages": [...], "tools"?: [...], "add_generation_prompt"?: bool, "chat_template_kwargs"?: {...}}"#,
+    )?;
     let rendered: Vec<Result<(String, Vec<u32>), String>> = lines
         .par_iter()
         .map(|(line_no, line)| {
@@ -78,42 +68,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(UsageError)?;
 
-    let sink: Box<dyn Write> = match &args.out {
-        Some(path) => Box::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        ),
-        None => Box::new(std::io::stdout().lock()),
-    };
-    let mut out = BufWriter::new(sink);
+    let mut out = Output::open(args.out.as_deref())?;
     for (text, ids) in &rendered {
-        serde_json::to_writer(&mut out, &serde_json::json!({ "text": text, "ids": ids }))?;
-        out.write_all(b"\n")?;
+        out.line(&serde_json::json!({ "text": text, "ids": ids }))?;
     }
-    out.flush().context("cannot write the output")?;
+    out.finish()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Every non-blank line, parsed, with its 1-based line number.
-fn read_lines(path: &Path) -> anyhow::Result<Vec<(usize, Line)>> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| UsageError(format!("{}: cannot open ({e})", path.display())))?;
-    let mut lines = Vec::new();
-    for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line_no = index + 1;
-        let line = line
-            .map_err(|e| UsageError(format!("{}:{line_no}: cannot read ({e})", path.display())))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let parsed: Line = serde_json::from_str(&line).map_err(|e| {
-            UsageError(format!(
-                "{}:{line_no}: expected {{\"messages\": [...], \"tools\"?: [...], \
-                 \"add_generation_prompt\"?: bool, \"chat_template_kwargs\"?: {{...}}}} ({e})",
-                path.display()
-            ))
-        })?;
-        lines.push((line_no, parsed));
-    }
-    Ok(lines)
 }

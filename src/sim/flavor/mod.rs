@@ -94,6 +94,18 @@ pub fn midstream_error(turn: &Turn) -> Value {
 }
 
 /// `text` in pieces of at most `size` characters (never splitting a character).
+/// The server's own ids, as vLLM/SGLang (`return_token_ids`) and llama.cpp (`__verbose.tokens`)
+/// put them in a non-streamed answer.
+pub fn attach_token_ids(turn: &Turn, choice: &mut Value, body: &mut Value) {
+    if turn.return_token_ids {
+        choice["token_ids"] = json!(turn.token_ids);
+        body["prompt_token_ids"] = json!(turn.prompt_token_ids);
+    }
+    if turn.llama_verbose_tokens {
+        body["__verbose"] = json!({"tokens": turn.token_ids});
+    }
+}
+
 pub fn chunks(text: &str, size: usize) -> Vec<&str> {
     let size = size.max(1);
     let mut out = Vec::new();

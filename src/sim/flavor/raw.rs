@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{chunk, chunks, Event, Turn};
+use super::{attach_token_ids, chunk, chunks, Event, Turn};
 
 fn finish_reason(turn: &Turn) -> &'static str {
     if turn.cut {
@@ -38,13 +38,7 @@ pub fn response(turn: &Turn) -> Value {
         "choices": [],
         "usage": usage(turn),
     });
-    if turn.return_token_ids {
-        choice["token_ids"] = json!(turn.token_ids);
-        body["prompt_token_ids"] = json!(turn.prompt_token_ids);
-    }
-    if turn.llama_verbose_tokens {
-        body["__verbose"] = json!({"tokens": turn.token_ids});
-    }
+    attach_token_ids(turn, &mut choice, &mut body);
     body["choices"] = Value::Array(vec![choice]);
     body
 }

@@ -10,7 +10,7 @@
 use serde_json::{json, Value};
 
 use super::kimi_parse::{self, Parsed};
-use super::{chunk, chunks, Event, Turn};
+use super::{attach_token_ids, chunk, chunks, Event, Turn};
 
 fn parsed(turn: &Turn) -> Parsed {
     let text = if turn.spaces_around_special_tokens {
@@ -81,13 +81,7 @@ pub fn response(turn: &Turn) -> Value {
         "prompt_logprobs": null,
         "kv_transfer_params": null,
     });
-    if turn.return_token_ids {
-        choice["token_ids"] = json!(turn.token_ids);
-        body["prompt_token_ids"] = json!(turn.prompt_token_ids);
-    }
-    if turn.llama_verbose_tokens {
-        body["__verbose"] = json!({"tokens": turn.token_ids});
-    }
+    attach_token_ids(turn, &mut choice, &mut body);
     body["choices"] = Value::Array(vec![choice]);
     body
 }

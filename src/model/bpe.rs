@@ -65,7 +65,7 @@ impl FastBpe {
             return None;
         }
         let ignore_merges = model.get("ignore_merges").and_then(Value::as_bool) == Some(true);
-        let decoder = byte_level_decoder();
+        let decoder = tiktoken::byte_level_decoder();
         let mut by_spelling: FxHashMap<&str, u32> = FxHashMap::default();
         let mut vocab = FxHashMap::default();
         for (token, id) in model.get("vocab")?.as_object()? {
@@ -374,15 +374,6 @@ fn split_patterns(pre: &Value) -> Option<Vec<String>> {
                 .as_str()
                 .map(str::to_string)
         })
-        .collect()
-}
-
-/// Inverse of GPT-2's `bytes_to_unicode`.
-fn byte_level_decoder() -> FxHashMap<char, u8> {
-    tiktoken::byte_level_alphabet()
-        .iter()
-        .enumerate()
-        .map(|(b, &c)| (c, b as u8))
         .collect()
 }
 

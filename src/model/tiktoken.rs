@@ -604,6 +604,19 @@ fn split_whitespaces_or_nonwhitespaces(s: &str, max_run: usize, f: &mut impl FnM
     f(&s[slice_start..]);
 }
 
+/// Inverse of GPT-2's `bytes_to_unicode` ([`byte_level_alphabet`]), built once.
+pub(crate) fn byte_level_decoder() -> &'static rustc_hash::FxHashMap<char, u8> {
+    static DECODER: std::sync::OnceLock<rustc_hash::FxHashMap<char, u8>> =
+        std::sync::OnceLock::new();
+    DECODER.get_or_init(|| {
+        byte_level_alphabet()
+            .iter()
+            .enumerate()
+            .map(|(b, &c)| (c, b as u8))
+            .collect()
+    })
+}
+
 /// GPT-2's `bytes_to_unicode`: printable bytes map to themselves, the rest to U+0100 onwards.
 pub(crate) fn byte_level_alphabet() -> &'static [char; 256] {
     static ALPHABET: std::sync::OnceLock<[char; 256]> = std::sync::OnceLock::new();

@@ -283,7 +283,7 @@ impl Tokenizer {
                 // Mirrors the ByteLevel decoder: a token whose chars are all byte-level symbols
                 // maps to those bytes, any other token (e.g. a non-ASCII added literal) to its
                 // own UTF-8.
-                let alphabet = byte_level_decoder();
+                let alphabet = tiktoken::byte_level_decoder();
                 let mut out = Vec::with_capacity(ids.len() * 4);
                 for &id in ids {
                     let token = hf.tokenizer.id_to_token(id).ok_or_else(|| unknown(id))?;
@@ -413,18 +413,6 @@ fn decoder_is_byte_level(decoder: &Value) -> bool {
             .is_some_and(|ds| ds.iter().any(decoder_is_byte_level)),
         _ => false,
     }
-}
-
-/// Inverse of GPT-2's `bytes_to_unicode`.
-fn byte_level_decoder() -> &'static FxHashMap<char, u8> {
-    static DECODER: OnceLock<FxHashMap<char, u8>> = OnceLock::new();
-    DECODER.get_or_init(|| {
-        tiktoken::byte_level_alphabet()
-            .iter()
-            .enumerate()
-            .map(|(b, &c)| (c, b as u8))
-            .collect()
-    })
 }
 
 #[cfg(test)]

@@ -121,7 +121,8 @@ pub struct RecordRef<'a> {
     pub latency_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_byte_ms: Option<u64>,
-    // The big bodies last, in `Record`'s order, so the resume index reads only the prefix.
+    // Bodies last, as in `Record`: the resume index's fast path reads only the line before
+    // `,"request":` and needs every small field there (see `scan.rs`).
     pub request: &'a RawValue,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response: Option<&'a Value>,

@@ -310,6 +310,25 @@ impl LineParser {
         }
         // Not inside a string: there a `"` is written `\"`, and here it follows a `,`.
         let at = self.request_key.find(line)?;
+        // The hand-written scanner reads lines as this program writes them; serde_json reads
+        // the rest (older or hand-edited lines, escaped ids) and reports damage.
+        let small = match scan_prefix(&line[..at]) {
+            Some(small) => small,
+            None => self.parse_prefix(line, at)?,
+        };
+        let response = self.response_usage(line, at + REQUEST_KEY.len())?;
+        Some(IndexLine {
+            id: small.id,
+            attempt: small.attempt,
+            status: small.status,
+            error_class: small.error_class,
+            cost_usd: small.cost_usd,
+            response,
+        })
+    }
+
+    /// The prefix `line[..at]` read by serde_json, as an object (`prefix + "}"`).
+    fn parse_prefix<'a>(&mut self, line: &'a [u8], at: usize) -> Option<Small<'a>> {
         self.prefix.clear();
         self.prefix.extend_from_slice(&line[..at]);
         self.prefix.push(b'}');
@@ -317,7 +336,6 @@ impl LineParser {
         if !(prefix.started_at.0 && prefix.latency_ms.0) {
             return None; // the older order: these came after `request`
         }
-        let response = self.response_usage(line, at + REQUEST_KEY.len())?;
         // `prefix` is a copy of `line[..at]`, so a borrowed id is at the same offset in `line`.
         let id = match prefix.id {
             Cow::Borrowed(id) => {
@@ -329,13 +347,12 @@ impl LineParser {
             }
             Cow::Owned(id) => Cow::Owned(id),
         };
-        Some(IndexLine {
+        Some(Small {
             id,
             attempt: prefix.attempt,
             status: prefix.status,
             error_class: prefix.error_class,
             cost_usd: prefix.cost_usd,
-            response,
         })
     }
 
@@ -361,10 +378,17 @@ impl LineParser {
             return None;
         }
         let object = &rest[key + USAGE_KEY.len() - 1..];
-        let mut stream = serde_json::Deserializer::from_slice(object).into_iter::<UsageCounts>();
-        let usage = stream.next()?.ok()?.0;
+        let (usage, after) = match scan_usage(object) {
+            Some(found) => found,
+            None => {
+                let mut stream =
+                    serde_json::Deserializer::from_slice(object).into_iter::<UsageCounts>();
+                let usage = stream.next()?.ok()?.0;
+                (usage, &object[stream.byte_offset()..])
+            }
+        };
         // It is the last member of the line's last top-level value...
-        if &object[stream.byte_offset()..] != b"}}" {
+        if after != b"}}" {
             return None;
         }
         // ...which is the response if a response key comes before it, else the request (a record
@@ -376,9 +400,299 @@ impl LineParser {
     }
 }
 
+/// The small fields of a line, however they were read.
+struct Small<'a> {
+    id: Cow<'a, str>,
+    attempt: u32,
+    status: Status,
+    error_class: Option<ErrorClass>,
+    cost_usd: Option<f64>,
+}
+
+/// `ErrorClass` names as serde writes them (`rename_all = "snake_case"`); a test checks each
+/// against serde so a new or renamed class cannot silently fall off the table.
+const ERROR_CLASSES: [(&[u8], ErrorClass); 13] = [
+    (b"timeout", ErrorClass::Timeout),
+    (b"rate_limited", ErrorClass::RateLimited),
+    (b"server_error", ErrorClass::ServerError),
+    (b"network", ErrorClass::Network),
+    (b"mid_stream", ErrorClass::MidStream),
+    (b"error_in200", ErrorClass::ErrorIn200),
+    (b"empty_answer", ErrorClass::EmptyAnswer),
+    (b"malformed", ErrorClass::Malformed),
+    (b"bad_request", ErrorClass::BadRequest),
+    (b"unauthorized", ErrorClass::Unauthorized),
+    (b"payment_required", ErrorClass::PaymentRequired),
+    (b"forbidden", ErrorClass::Forbidden),
+    (b"client_error", ErrorClass::ClientError),
+];
+
+/// Deepest nesting [`Cursor::skip_value`] follows inside a usage object before giving up (and
+/// leaving the line to serde_json); real usage objects nest two levels.
+const MAX_SKIP_DEPTH: u32 = 16;
+
+/// A strict reader over bytes written by serde_json in compact form. Every method returns `None`
+/// on anything it does not expect (whitespace, `\u` escapes, leading zeros, other keys or key
+/// order): the caller then falls back to serde_json, which either reads the line or reports it.
+/// So this never accepts what serde_json would reject in the parts it reads, nor reads a value
+/// differently; it only declines more.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(bytes: &'a [u8]) -> Cursor<'a> {
+        Cursor { bytes, at: 0 }
+    }
+
+    fn rest(&self) -> &'a [u8] {
+        &self.bytes[self.at..]
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    /// Consume `text` if the input continues with it.
+    fn eat(&mut self, text: &[u8]) -> bool {
+        let found = self.rest().starts_with(text);
+        if found {
+            self.at += text.len();
+        }
+        found
+    }
+
+    fn expect(&mut self, text: &[u8]) -> Option<()> {
+        self.eat(text).then_some(())
+    }
+
+    /// A string's contents after its opening quote; consumes the closing quote. Returns the raw
+    /// contents and whether they hold escapes. `\u` escapes are declined (serde writes them only
+    /// for rare control characters, and their surrogate rules are serde's to check), as are raw
+    /// control characters, which JSON forbids.
+    fn string(&mut self) -> Option<(&'a [u8], bool)> {
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            let i = self.at + memchr::memchr2(b'"', b'\\', &self.bytes[self.at..])?;
+            if self.bytes[self.at..i].iter().any(|&b| b < 0x20) {
+                return None;
+            }
+            if self.bytes[i] == b'"' {
+                self.at = i + 1;
+                return Some((&self.bytes[start..i], escaped));
+            }
+            escaped = true;
+            match self.bytes.get(i + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at = i + 2,
+                _ => return None,
+            }
+        }
+    }
+
+    /// An unsigned integer as serde writes it: digits, no sign, no leading zero; `None` on
+    /// overflow or when a fraction or exponent follows (those are serde's to judge).
+    fn uint(&mut self) -> Option<u64> {
+        let digits = self
+            .rest()
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let text = &self.rest()[..digits];
+        if digits == 0 || (digits > 1 && text[0] == b'0') {
+            return None;
+        }
+        let mut value = 0u64;
+        for &d in text {
+            value = value.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+        }
+        self.at += digits;
+        if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        Some(value)
+    }
+
+    /// A JSON number (strict grammar), returned as text.
+    fn number(&mut self) -> Option<&'a [u8]> {
+        let start = self.at;
+        self.eat(b"-");
+        match self.peek()? {
+            b'0' => self.at += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.eat(b".") {
+            self.require_digits()?;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            self.require_digits()?;
+        }
+        Some(&self.bytes[start..self.at])
+    }
+
+    fn digits(&mut self) {
+        self.at += self
+            .rest()
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+    }
+
+    fn require_digits(&mut self) -> Option<()> {
+        let before = self.at;
+        self.digits();
+        (self.at > before).then_some(())
+    }
+
+    /// Skip one JSON value (syntax-checked, compact form only).
+    fn skip_value(&mut self, depth: u32) -> Option<()> {
+        match self.peek()? {
+            b'"' => {
+                self.at += 1;
+                self.string().map(|_| ())
+            }
+            b'{' | b'[' if depth >= MAX_SKIP_DEPTH => None,
+            b'{' => {
+                self.at += 1;
+                if self.eat(b"}") {
+                    return Some(());
+                }
+                loop {
+                    self.expect(b"\"")?;
+                    self.string()?;
+                    self.expect(b":")?;
+                    self.skip_value(depth + 1)?;
+                    if self.eat(b"}") {
+                        return Some(());
+                    }
+                    self.expect(b",")?;
+                }
+            }
+            b'[' => {
+                self.at += 1;
+                if self.eat(b"]") {
+                    return Some(());
+                }
+                loop {
+                    self.skip_value(depth + 1)?;
+                    if self.eat(b"]") {
+                        return Some(());
+                    }
+                    self.expect(b",")?;
+                }
+            }
+            b't' => self.expect(b"true"),
+            b'f' => self.expect(b"false"),
+            b'n' => self.expect(b"null"),
+            _ => self.number().map(|_| ()),
+        }
+    }
+}
+
+/// Read a line's prefix (everything before `,"request":`) in exactly the shape serde_json gives a
+/// [`super::Record`]: keys in declaration order, optional ones possibly absent, compact. Anything
+/// else is `None` (then serde_json reads the prefix). Much cheaper than serde_json, which checks
+/// and matches every key and string byte by byte through its generic machinery.
+fn scan_prefix(prefix: &[u8]) -> Option<Small<'_>> {
+    let mut c = Cursor::new(prefix);
+    c.expect(br#"{"id":""#)?;
+    let (id, escaped) = c.string()?;
+    if escaped {
+        return None; // serde unescapes it into an owned string; rare, leave it to serde
+    }
+    let id = std::str::from_utf8(id).ok()?;
+    c.expect(br#","attempt":"#)?;
+    let attempt = u32::try_from(c.uint()?).ok()?;
+    c.expect(br#","status":""#)?;
+    let status = if c.eat(b"success\"") {
+        Status::Success
+    } else if c.eat(b"failed\"") {
+        Status::Failed
+    } else if c.eat(b"skipped\"") {
+        Status::Skipped
+    } else {
+        return None;
+    };
+    let mut error_class = None;
+    if c.eat(br#","error_class":""#) {
+        let (name, _) = c.string()?;
+        error_class = Some(ERROR_CLASSES.iter().find(|(n, _)| *n == name)?.1);
+    }
+    if c.eat(br#","error":""#) {
+        c.string()?;
+    }
+    c.expect(br#","endpoint":""#)?;
+    c.string()?;
+    if c.eat(br#","http_status":"#) {
+        u16::try_from(c.uint()?).ok()?;
+    }
+    if c.eat(br#","provider":""#) {
+        c.string()?;
+    }
+    let mut cost_usd = None;
+    if c.eat(br#","cost_usd":"#) {
+        // Correctly rounded, as serde_json's `float_roundtrip` parse is.
+        let text = std::str::from_utf8(c.number()?).ok()?;
+        cost_usd = Some(text.parse::<f64>().ok()?);
+    }
+    c.expect(br#","started_at":""#)?;
+    c.string()?;
+    c.expect(br#","latency_ms":"#)?;
+    c.uint()?;
+    if c.eat(br#","first_byte_ms":"#) {
+        c.uint()?;
+    }
+    if c.at != prefix.len() {
+        return None;
+    }
+    Some(Small {
+        id: Cow::Borrowed(id),
+        attempt,
+        status,
+        error_class,
+        cost_usd,
+    })
+}
+
+/// Read a usage object (from its `{`) and what follows it. Token counts are taken only as plain
+/// unsigned integers; any other value for them, or anything unexpected, is `None` (serde_json's
+/// [`UsageCounts`] then decides). Later duplicate keys win, as with serde.
+fn scan_usage(object: &[u8]) -> Option<(ResponseUsage, &[u8])> {
+    let mut c = Cursor::new(object);
+    c.expect(b"{")?;
+    let mut usage = ResponseUsage::default();
+    if !c.eat(b"}") {
+        loop {
+            c.expect(b"\"")?;
+            let (key, escaped) = c.string()?;
+            if escaped {
+                return None;
+            }
+            c.expect(b":")?;
+            match key {
+                b"prompt_tokens" => usage.prompt_tokens = Some(c.uint()?),
+                b"completion_tokens" => usage.completion_tokens = Some(c.uint()?),
+                _ => c.skip_value(1)?,
+            }
+            if c.eat(b"}") {
+                break;
+            }
+            c.expect(b",")?;
+        }
+    }
+    Some((usage, c.rest()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn reads_usage_and_skips_the_rest() {
@@ -585,5 +899,117 @@ mod tests {
         assert!(parse_line(line).is_err());
         let torn = br#"{"id":"p","status":"success","request":{"mess"#;
         assert!(parse_line(torn).is_err());
+    }
+
+    #[test]
+    fn error_class_names_are_serdes() {
+        for (name, class) in ERROR_CLASSES {
+            let written = serde_json::to_vec(&class).unwrap();
+            assert_eq!(&written[1..written.len() - 1], name);
+        }
+    }
+
+    #[test]
+    fn the_scanner_reads_lines_as_written_and_declines_the_rest() {
+        let response = serde_json::json!({"usage": {"prompt_tokens": 1, "completion_tokens": 2,
+            "prompt_tokens_details": {"cached_tokens": 0}, "cost": 1.5e-7, "x": [true, null, "s"]}});
+        let line = serde_json::to_vec(&record(serde_json::json!({}), Some(response))).unwrap();
+        let at = memmem::find(&line, REQUEST_KEY).unwrap();
+        let small = scan_prefix(&line[..at]).expect("scanned");
+        assert_eq!(
+            (small.id.as_ref(), small.cost_usd),
+            ("p\u{e9}1", Some(0.25))
+        );
+        let object = &line[memmem::rfind(&line, USAGE_KEY).unwrap() + USAGE_KEY.len() - 1..];
+        assert_eq!(scan_usage(object), Some((usage(1, 2), &b"}}"[..])));
+        assert_eq!(fast(&line).expect("fast path").response, usage(1, 2));
+        // Whitespace, reordered keys, escaped ids, odd numbers: left to serde_json.
+        for prefix in [
+            r#"{"id": "p","attempt":1,"status":"success","endpoint":"e","started_at":"t","latency_ms":1"#,
+            r#"{"attempt":1,"id":"p","status":"success","endpoint":"e","started_at":"t","latency_ms":1"#,
+            r#"{"id":"p\"","attempt":1,"status":"success","endpoint":"e","started_at":"t","latency_ms":1"#,
+            r#"{"id":"p","attempt":01,"status":"success","endpoint":"e","started_at":"t","latency_ms":1"#,
+            r#"{"id":"p","attempt":1.0,"status":"success","endpoint":"e","started_at":"t","latency_ms":1"#,
+            r#"{"id":"p","attempt":1,"status":"success","endpoint":"e\u0001","started_at":"t","latency_ms":1"#,
+            r#"{"id":"p","attempt":1,"status":"success","endpoint":"e","cost_usd":1.,"started_at":"t","latency_ms":1"#,
+            r#"{"id":"p","attempt":1,"status":"success","endpoint":"e","started_at":"t","latency_ms":1,"x":1"#,
+        ] {
+            assert!(scan_prefix(prefix.as_bytes()).is_none(), "{prefix}");
+        }
+        for object in [
+            r#"{"prompt_tokens":-1}}}"#,
+            r#"{"prompt_tokens":1.0}}}"#,
+            r#"{"prompt_tokens": 1}}}"#,
+            r#"{"prompt_tokens":null}}}"#,
+            r#"{"x":01}}}"#,
+            r#"{"x":[1,]}}}"#,
+        ] {
+            assert!(scan_usage(object.as_bytes()).is_none(), "{object}");
+        }
+    }
+
+    fn count() -> impl Strategy<Value = serde_json::Value> {
+        prop_oneof![
+            4 => any::<u64>().prop_map(serde_json::Value::from),
+            1 => any::<i64>().prop_map(serde_json::Value::from),
+            1 => (0.0f64..1e20).prop_map(serde_json::Value::from),
+            1 => Just(serde_json::Value::Null),
+            1 => "[a-z]{0,3}".prop_map(serde_json::Value::from),
+        ]
+    }
+
+    fn a_record() -> impl Strategy<Value = super::super::Record> {
+        let class = proptest::sample::select(ERROR_CLASSES.map(|(_, c)| c).to_vec());
+        let status =
+            proptest::sample::select(vec![Status::Success, Status::Failed, Status::Skipped]);
+        let usage = (
+            count(),
+            count(),
+            proptest::option::of(any::<f64>()),
+            "\\PC{0,4}",
+        )
+            .prop_map(|(p, c, cost, s)| {
+                serde_json::json!({"prompt_tokens": p, "completion_tokens": c,
+                "details": {"cost": cost, "s": s, "a": [1, true, null, {}]}})
+            });
+        let response = proptest::option::of((usage, "\\PC{0,8}").prop_map(|(usage, text)| {
+            serde_json::json!({"choices": [{"message": {"content": text}}], "usage": usage})
+        }));
+        let text = || "(\\PC|[\"\\\\\u{1}\n]){0,12}";
+        (
+            (text(), any::<u32>(), status, proptest::option::of(class)),
+            (proptest::option::of(text()), text(), proptest::option::of(any::<u16>())),
+            (proptest::option::of(text()), proptest::option::of(-1e9f64..1e9), text()),
+            (any::<u64>(), proptest::option::of(any::<u64>()), response, text()),
+        )
+            .prop_map(|((id, attempt, status, error_class), (error, endpoint, http_status),
+                        (provider, cost_usd, started_at), (latency_ms, first_byte_ms, response, content))| {
+                super::super::Record {
+                    id, attempt, status, error_class, error, endpoint, http_status, provider,
+                    cost_usd, started_at, latency_ms, first_byte_ms,
+                    request: serde_json::json!({"messages": [{"role": "user", "content": content}]}),
+                    response,
+                }
+            })
+    }
+
+    proptest! {
+        /// Whatever the scanner accepts it reads as serde_json does; and it accepts every record
+        /// whose strings need no `\u` escape and whose id needs none at all.
+        #[test]
+        fn scanner_agrees_with_serde(record in a_record()) {
+            let line = serde_json::to_vec(&record).unwrap();
+            let parsed = fast(&line).expect("fast path");
+            prop_assert_eq!(parsed.id.as_ref(), record.id.as_str());
+            let at = memmem::find(&line, REQUEST_KEY).unwrap();
+            let plain = |s: &str| !s.bytes().any(|b| b < 0x20 && !b"\x08\x0c\n\r\t".contains(&b));
+            let strings = [Some(&record.endpoint), record.error.as_ref(), record.provider.as_ref(),
+                Some(&record.started_at)];
+            if !record.id.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\')
+                && strings.iter().flatten().all(|s| plain(s))
+            {
+                prop_assert!(scan_prefix(&line[..at]).is_some());
+            }
+        }
     }
 }

@@ -177,7 +177,7 @@ impl Progress {
                     ProgressStyle::with_template("{bar:30} {msg}")
                         .unwrap_or_else(|_| ProgressStyle::default_bar()),
                 );
-                let _guard = FinishOnDrop(bar.clone());
+                let _guard = FinishOnDrop(bar.clone(), Arc::clone(&self));
                 loop {
                     bar.set_position(self.finished_before + self.stats().done);
                     bar.set_message(self.line());
@@ -193,12 +193,15 @@ impl Progress {
     }
 }
 
-/// Leaves the bar's last state on screen when the reporter is aborted.
-struct FinishOnDrop(ProgressBar);
+/// Leaves the bar's final state on screen when the reporter is aborted (brought up to date
+/// first: the last periodic update can be up to 250 ms old).
+struct FinishOnDrop(ProgressBar, Arc<Progress>);
 
 impl Drop for FinishOnDrop {
     fn drop(&mut self) {
-        self.0.abandon();
+        let (bar, progress) = (&self.0, &self.1);
+        bar.set_position(progress.finished_before + progress.stats().done);
+        bar.abandon_with_message(progress.line());
     }
 }
 

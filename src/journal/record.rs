@@ -111,9 +111,6 @@ pub struct RecordRef<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
     pub endpoint: &'a str,
-    pub request: &'a RawValue,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub response: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -124,6 +121,10 @@ pub struct RecordRef<'a> {
     pub latency_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_byte_ms: Option<u64>,
+    // Last, as in `Record`: the resume index reads only the prefix before `,"request":`.
+    pub request: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<&'a Value>,
 }
 
 impl RecordRef<'_> {

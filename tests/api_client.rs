@@ -181,8 +181,10 @@ fn relaxed() -> Timeouts {
     }
 }
 
-fn request_body(stream: bool) -> Value {
-    json!({"model": "moonshotai/kimi-k2-thinking", "messages": [{"role": "user", "content": "Weather in Paris?"}], "stream": stream})
+/// Serialized, as `Client::chat` takes it (the engine serializes each body once).
+fn request_body(stream: bool) -> Box<serde_json::value::RawValue> {
+    serde_json::value::to_raw_value(&json!({"model": "moonshotai/kimi-k2-thinking", "messages": [{"role": "user", "content": "Weather in Paris?"}], "stream": stream}))
+        .expect("a Value always serializes")
 }
 
 /// An OpenRouter non-streaming answer with reasoning, reasoning_details, a tool call and usage.
@@ -344,7 +346,10 @@ async fn non_streaming_ok_sends_auth_and_attribution_headers() {
     assert!(lower.contains("x-title: draftgen tests\r\n"));
     assert!(lower.contains("user-agent: draftgen/"));
     let (_, sent_body) = request.split_once("\r\n\r\n").unwrap();
-    assert_eq!(serde_json::from_str::<Value>(sent_body).unwrap(), sent);
+    assert_eq!(
+        serde_json::from_str::<Value>(sent_body).unwrap(),
+        serde_json::from_str::<Value>(sent.get()).unwrap()
+    );
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ pub use client::{BuildError, ChatOutcome, Client, ClientConfig, Endpoint, Timeou
 pub use completion::{Arguments, Completion, CompletionError, ToolCall, Usage};
 pub use error::ApiError;
 pub use request::{
-    build_body, OptionsError, ProviderRouting, Reasoning, RequestOptions, ServerKind,
+    build_body, serialize_body, OptionsError, ProviderRouting, Reasoning, RequestOptions,
+    ServerKind,
 };
 pub use secret::ApiKey;

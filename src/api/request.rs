@@ -8,6 +8,7 @@
 //! [`ProviderRouting`], which reject unknown fields so a typo cannot silently fall back to defaults.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::dataset::Prompt;
@@ -357,13 +358,72 @@ impl RequestOptions {
 
 /// The chat-completions body for one prompt. `extra_body` is merged last (top-level keys replace).
 pub fn build_body(prompt: &Prompt, opts: &RequestOptions) -> Value {
+    let tools = prompt
+        .tools
+        .as_ref()
+        .filter(|t| opts.tools_as_parameter && !t.is_empty());
+    let mut body = body_fields(opts, tools.is_some());
+    // Fill the placeholders `body_fields` reserved (unless `extra_body` replaced them).
+    if let Some(slot @ Value::Null) = body.get_mut("messages") {
+        *slot = Value::Array(prompt.messages.clone());
+    }
+    if let (Some(tools), Some(slot @ Value::Null)) = (tools, body.get_mut("tools")) {
+        *slot = Value::Array(tools.clone());
+    }
+    Value::Object(body)
+}
+
+/// The request body, serialized, from the prompt's messages and tools already serialized as JSON.
+///
+/// Byte-identical to serializing [`build_body`] of the same prompt, without rebuilding (and
+/// cloning) the message tree per request: the hot path keeps prompts as raw JSON only.
+pub fn serialize_body(
+    messages: &RawValue,
+    tools: Option<&RawValue>,
+    opts: &RequestOptions,
+) -> serde_json::Result<Box<RawValue>> {
+    // Tools not sent as a parameter have no placeholder; an `extra_body` "tools" stays as given.
+    let tools = tools.filter(|_| opts.tools_as_parameter);
+    let fields = body_fields(opts, tools.is_some());
+    serde_json::value::to_raw_value(&RawBody {
+        fields: &fields,
+        messages,
+        tools,
+    })
+}
+
+/// A body whose `messages`/`tools` placeholders (`null`, see [`body_fields`]) are written from
+/// raw JSON, in the fields' own order.
+struct RawBody<'a> {
+    fields: &'a Map<String, Value>,
+    messages: &'a RawValue,
+    tools: Option<&'a RawValue>,
+}
+
+impl Serialize for RawBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.fields.len()))?;
+        for (k, v) in self.fields {
+            match (k.as_str(), v, self.tools) {
+                ("messages", Value::Null, _) => map.serialize_entry(k, self.messages)?,
+                ("tools", Value::Null, Some(tools)) => map.serialize_entry(k, tools)?,
+                _ => map.serialize_entry(k, v)?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// Every body field from the options, with `null` placeholders where `messages` and (if the
+/// prompt has tools and they are sent as a parameter) `tools` go, so both body builders share one
+/// field order. `extra_body` is applied last and may override anything, placeholders included.
+fn body_fields(opts: &RequestOptions, has_tools: bool) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), Value::from(opts.model.as_str()));
-    body.insert("messages".into(), Value::Array(prompt.messages.clone()));
-    if opts.tools_as_parameter {
-        if let Some(tools) = prompt.tools.as_ref().filter(|t| !t.is_empty()) {
-            body.insert("tools".into(), Value::Array(tools.clone()));
-        }
+    body.insert("messages".into(), Value::Null);
+    if has_tools {
+        body.insert("tools".into(), Value::Null);
     }
     if let Some(v) = opts.max_tokens {
         body.insert("max_tokens".into(), v.into());
@@ -413,7 +473,7 @@ pub fn build_body(prompt: &Prompt, opts: &RequestOptions) -> Value {
     for (k, v) in &opts.extra_body {
         body.insert(k.clone(), v.clone());
     }
-    Value::Object(body)
+    body
 }
 
 #[cfg(test)]
@@ -473,6 +533,50 @@ mod tests {
                 "top_k": 20
             })
         );
+    }
+
+    /// The hot path's raw-JSON body must be byte-for-byte the serialized `build_body`: the
+    /// journal's `request` is those bytes, and resumed runs compare against older journals.
+    #[test]
+    fn serialize_body_matches_build_body() {
+        let mut extra = Map::new();
+        extra.insert("top_k".into(), json!(20));
+        let variants = [
+            RequestOptions {
+                model: "m".into(),
+                max_tokens: Some(256),
+                server_kind: ServerKind::OpenRouter,
+                ..Default::default()
+            },
+            RequestOptions {
+                model: "m".into(),
+                tools_as_parameter: true,
+                stream: true,
+                seed: Some(3),
+                extra_body: extra.clone(),
+                ..Default::default()
+            },
+            RequestOptions {
+                model: "m".into(),
+                tools_as_parameter: false,
+                ..Default::default()
+            },
+        ];
+        for opts in &variants {
+            for tools in [None, Some(vec![weather_tool()])] {
+                let p = prompt(tools);
+                let messages = serde_json::value::to_raw_value(&p.messages).unwrap();
+                let raw_tools = p
+                    .tools
+                    .as_ref()
+                    .map(|t| serde_json::value::to_raw_value(t).unwrap());
+                let raw = serialize_body(&messages, raw_tools.as_deref(), opts).unwrap();
+                assert_eq!(
+                    raw.get(),
+                    serde_json::to_string(&build_body(&p, opts)).unwrap()
+                );
+            }
+        }
     }
 
     #[test]

@@ -111,6 +111,11 @@ impl Budget {
 
     /// The expected cost of one request for `prompt`.
     pub fn estimate(&self, prompt: &Prompt) -> f64 {
+        self.estimate_tokens(prompt_tokens_estimate(prompt))
+    }
+
+    /// [`Budget::estimate`] of a prompt of `prompt_tokens` (its [`prompt_tokens_estimate`]).
+    pub fn estimate_tokens(&self, prompt_tokens: u64) -> f64 {
         if self.observed_n >= MIN_OBSERVATIONS {
             return self.observed_sum / self.observed_n as f64;
         }
@@ -119,8 +124,7 @@ impl Budget {
                 let completion = self
                     .max_tokens
                     .map_or(DEFAULT_COMPLETION_ESTIMATE, u64::from);
-                let table = prompt_tokens_estimate(prompt) as f64 * p.prompt
-                    + completion as f64 * p.completion;
+                let table = prompt_tokens as f64 * p.prompt + completion as f64 * p.completion;
                 observed.map_or(table, |o| o.max(table))
             }
             (None, observed) => observed.unwrap_or(0.0),
@@ -133,6 +137,14 @@ impl Budget {
             return None;
         }
         Some(prompts.map(|p| self.estimate(p)).sum())
+    }
+
+    /// [`Budget::project`] from each prompt's [`prompt_tokens_estimate`].
+    pub fn project_tokens(&self, prompt_tokens: impl Iterator<Item = u64>) -> Option<f64> {
+        if self.prices.is_none() && self.observed_n == 0 {
+            return None;
+        }
+        Some(prompt_tokens.map(|t| self.estimate_tokens(t)).sum())
     }
 
     /// Reserve `estimate` for a request about to start; `false` if it would break the cap.

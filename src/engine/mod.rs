@@ -215,10 +215,11 @@ pub async fn run_with(
             Some(_) => false,
         };
         if run_it {
-            pending.push(scheduler::Pending {
-                first_attempt: state.next_attempt(&prompt.id),
-                prompt,
-            });
+            let first_attempt = state.next_attempt(&prompt.id);
+            let item = scheduler::Pending::new(prompt, first_attempt).map_err(|e| {
+                EngineError::Runtime(format!("cannot serialize a prompt's messages: {e}"))
+            })?;
+            pending.push(item);
         } else {
             finished_before += 1;
         }
@@ -231,7 +232,7 @@ pub async fn run_with(
         config.request.max_tokens,
         state.totals.cost_usd,
     );
-    let projected = budget.project(pending.iter().map(|p| &p.prompt));
+    let projected = budget.project_tokens(pending.iter().map(scheduler::Pending::prompt_tokens));
 
     let client = Client::new(ClientConfig {
         connect_timeout: Duration::from_secs_f64(config.timeouts.connect_s),

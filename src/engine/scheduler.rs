@@ -31,7 +31,7 @@ use super::endpoints::EndpointPool;
 use super::progress::Progress;
 use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
-use crate::api::{build_body, ApiError, ApiKey, ChatOutcome, Client, Timeouts};
+use crate::api::{serialize_body, ApiError, ApiKey, ChatOutcome, Client, Timeouts};
 use crate::dataset::Prompt;
 use crate::journal::{EncodedRecord, ErrorClass, RecordRef, RecordSender, ResumeState, Status};
 
@@ -53,9 +53,38 @@ pub(crate) struct Ctx {
 }
 
 /// A prompt to run and the `attempt` number its first try this session carries.
+///
+/// Kept compact: only what a request needs, with the messages and tools as their serialized JSON
+/// (a few hundred bytes, one allocation each) rather than `Value` trees. The pending list of a
+/// large dataset is held for the whole run, so this is most of the engine's baseline memory.
 pub(crate) struct Pending {
-    pub prompt: Prompt,
+    pub id: Box<str>,
+    pub messages: Box<RawValue>,
+    pub tools: Option<Box<RawValue>>,
     pub first_attempt: u32,
+}
+
+impl Pending {
+    /// `prompt`'s request-relevant parts; its source and metadata are dropped here.
+    pub fn new(prompt: Prompt, first_attempt: u32) -> serde_json::Result<Self> {
+        let tools = match prompt.tools.filter(|t| !t.is_empty()) {
+            Some(tools) => Some(serde_json::value::to_raw_value(&tools)?),
+            None => None,
+        };
+        Ok(Self {
+            messages: serde_json::value::to_raw_value(&prompt.messages)?,
+            tools,
+            id: prompt.id.into_boxed_str(),
+            first_attempt,
+        })
+    }
+
+    /// Same as [`prompt_tokens_estimate`](super::budget::prompt_tokens_estimate) of the prompt:
+    /// that counts the serialized messages and tools, which is what is held here.
+    pub fn prompt_tokens(&self) -> u64 {
+        let chars = self.messages.get().len() + self.tools.as_ref().map_or(0, |t| t.get().len());
+        (chars as u64).div_ceil(4)
+    }
 }
 
 /// A requests-per-minute limiter, if configured.
@@ -80,7 +109,7 @@ pub(crate) async fn schedule(ctx: Arc<Ctx>, pending: Vec<Pending>, grace: std::t
             permit = ctx.limiter.acquire() => permit,
             _ = ctx.shutdown.stopping() => break,
         };
-        let estimate = match reserve(&ctx, &item.prompt) {
+        let estimate = match reserve(&ctx, &item) {
             Some(estimate) => estimate,
             None => break,
         };
@@ -123,11 +152,11 @@ async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
 }
 
 /// Reserve the estimated cost of one request; on a full budget, stop the run and return `None`.
-fn reserve(ctx: &Ctx, prompt: &Prompt) -> Option<f64> {
+fn reserve(ctx: &Ctx, prompt: &Pending) -> Option<f64> {
     let Ok(mut budget) = ctx.budget.lock() else {
         return Some(0.0);
     };
-    let estimate = budget.estimate(prompt);
+    let estimate = budget.estimate_tokens(prompt.prompt_tokens());
     if budget.try_reserve(estimate) {
         return Some(estimate);
     }
@@ -141,11 +170,8 @@ fn reserve(ctx: &Ctx, prompt: &Prompt) -> Option<f64> {
 }
 
 /// One prompt's attempts in this session.
-async fn run_prompt(ctx: Arc<Ctx>, item: Pending, permit: Permit, estimate: f64) {
-    let Pending {
-        prompt,
-        first_attempt,
-    } = item;
+async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f64) {
+    let first_attempt = prompt.first_attempt;
     let mut permit = Some(permit);
     let mut estimate = estimate;
     for n in 1..=ctx.retry.max_attempts {
@@ -174,19 +200,21 @@ async fn run_prompt(ctx: Arc<Ctx>, item: Pending, permit: Permit, estimate: f64)
             return;
         };
         // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
-        let request = match serde_json::value::to_raw_value(&build_body(&prompt, &chosen.options)) {
-            Ok(request) => request,
-            Err(e) => {
-                // A `Value` always serializes; if that ever changed, stop rather than send garbage.
-                ctx.shutdown.stop(StopReason::Fatal {
-                    class: ErrorClass::Malformed,
-                    endpoint: chosen.endpoint.name.clone(),
-                    message: format!("cannot serialize the request body: {e}"),
-                });
-                settle(&ctx, estimate, None);
-                return;
-            }
-        };
+        let request =
+            match serialize_body(&prompt.messages, prompt.tools.as_deref(), &chosen.options) {
+                Ok(request) => request,
+                Err(e) => {
+                    // Raw JSON and `Value`s always serialize; if that ever changed, stop rather than
+                    // send garbage.
+                    ctx.shutdown.stop(StopReason::Fatal {
+                        class: ErrorClass::Malformed,
+                        endpoint: chosen.endpoint.name.clone(),
+                        message: format!("cannot serialize the request body: {e}"),
+                    });
+                    settle(&ctx, estimate, None);
+                    return;
+                }
+            };
         let started_at = chrono::Utc::now();
         let t0 = Instant::now();
         let result = ctx

@@ -56,6 +56,17 @@ pub struct Parsed {
     pub calls: Vec<ParsedCall>,
 }
 
+/// The OpenAI `finish_reason` of a parsed answer (what vLLM and OpenRouter both report).
+pub fn finish_reason(turn: &super::Turn, parsed: &Parsed) -> &'static str {
+    if turn.cut {
+        "length"
+    } else if !parsed.calls.is_empty() {
+        "tool_calls"
+    } else {
+        "stop"
+    }
+}
+
 /// Run the reasoning parser, then (with tools declared) the tool parser.
 pub fn parse(text: &str, thinking: bool, tools_declared: bool) -> Parsed {
     let (reasoning, content) = if thinking {

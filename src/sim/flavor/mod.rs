@@ -106,6 +106,18 @@ pub fn attach_token_ids(turn: &Turn, choice: &mut Value, body: &mut Value) {
     }
 }
 
+/// The last streamed chunk that carries only `usage` (`stream_options.include_usage`).
+pub fn usage_chunk(turn: &Turn, usage: Value) -> Event {
+    Event::Data(json!({
+        "id": turn.id,
+        "object": "chat.completion.chunk",
+        "created": turn.created,
+        "model": turn.model,
+        "choices": [],
+        "usage": usage,
+    }))
+}
+
 pub fn chunks(text: &str, size: usize) -> Vec<&str> {
     let size = size.max(1);
     let mut out = Vec::new();

@@ -21,16 +21,6 @@ fn parsed(turn: &Turn) -> Parsed {
     parsed
 }
 
-fn finish_reason(turn: &Turn, parsed: &Parsed) -> &'static str {
-    if turn.cut {
-        "length"
-    } else if !parsed.calls.is_empty() {
-        "tool_calls"
-    } else {
-        "stop"
-    }
-}
-
 fn call_id(turn: &Turn, index: usize) -> String {
     turn.minted_call_ids
         .get(index)
@@ -57,7 +47,7 @@ pub fn usage(turn: &Turn) -> Value {
 
 pub fn response(turn: &Turn) -> Value {
     let parsed = parsed(turn);
-    let finish = finish_reason(turn, &parsed);
+    let finish = kimi_parse::finish_reason(turn, &parsed);
     let mut message = json!({
         "role": "assistant",
         "content": parsed.content.clone().unwrap_or_default(),
@@ -165,7 +155,7 @@ pub fn events(turn: &Turn) -> Vec<Event> {
     out.push(chunk(
         turn,
         json!({"role": "assistant", "content": ""}),
-        Some(finish_reason(turn, &parsed)),
+        Some(kimi_parse::finish_reason(turn, &parsed)),
     ));
     out.push(Event::Data(json!({
         "id": turn.id,

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{attach_token_ids, chunk, chunks, Event, Turn};
+use super::{attach_token_ids, chunk, chunks, usage_chunk, Event, Turn};
 
 fn finish_reason(turn: &Turn) -> &'static str {
     if turn.cut {
@@ -59,14 +59,7 @@ pub fn events(turn: &Turn) -> Vec<Event> {
         json!({"index": 0, "delta": {}, "finish_reason": finish_reason(turn)}),
     )));
     if turn.include_usage {
-        out.push(Event::Data(json!({
-            "id": turn.id,
-            "object": "chat.completion.chunk",
-            "created": turn.created,
-            "model": turn.model,
-            "choices": [],
-            "usage": usage(turn),
-        })));
+        out.push(usage_chunk(turn, usage(turn)));
     }
     out.push(Event::Done);
     out

@@ -10,7 +10,7 @@
 use serde_json::{json, Value};
 
 use super::kimi_parse::{self, Parsed};
-use super::{attach_token_ids, chunk, chunks, Event, Turn};
+use super::{attach_token_ids, chunk, chunks, usage_chunk, Event, Turn};
 
 fn parsed(turn: &Turn) -> Parsed {
     let text = if turn.spaces_around_special_tokens {
@@ -19,16 +19,6 @@ fn parsed(turn: &Turn) -> Parsed {
         turn.text.clone()
     };
     kimi_parse::parse(&text, turn.thinking, turn.tools_declared)
-}
-
-fn finish_reason(turn: &Turn, parsed: &Parsed) -> &'static str {
-    if turn.cut {
-        "length"
-    } else if !parsed.calls.is_empty() {
-        "tool_calls"
-    } else {
-        "stop"
-    }
 }
 
 pub fn usage(turn: &Turn) -> Value {
@@ -66,7 +56,7 @@ pub fn response(turn: &Turn) -> Value {
             "reasoning": parsed.reasoning,
         },
         "logprobs": null,
-        "finish_reason": finish_reason(turn, &parsed),
+        "finish_reason": kimi_parse::finish_reason(turn, &parsed),
         "stop_reason": null,
     });
     let mut body = json!({
@@ -120,17 +110,10 @@ pub fn events(turn: &Turn) -> Vec<Event> {
     out.push(Event::Data(chunk(
         turn,
         json!({"index": 0, "delta": {"content": ""}, "logprobs": null,
-               "finish_reason": finish_reason(turn, &parsed), "stop_reason": null}),
+               "finish_reason": kimi_parse::finish_reason(turn, &parsed), "stop_reason": null}),
     )));
     if turn.include_usage {
-        out.push(Event::Data(json!({
-            "id": turn.id,
-            "object": "chat.completion.chunk",
-            "created": turn.created,
-            "model": turn.model,
-            "choices": [],
-            "usage": usage(turn),
-        })));
+        out.push(usage_chunk(turn, usage(turn)));
     }
     out.push(Event::Done);
     out

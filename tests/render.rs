@@ -682,6 +682,8 @@ mod native_matches_template {
             };
             if let Some(text) = profile.render_native(&input) {
                 native.set(native.get() + 1);
+                // Again, now with the tools' text cached where the twin caches it.
+                prop_assert_eq!(profile.render_native(&input), Some(text.clone()));
                 let template = profile.render_template(&input).map_err(|e| e.to_string());
                 prop_assert_eq!(Ok(text), template);
             }

@@ -7,6 +7,7 @@
 //! and no partial output.
 
 use rayon::prelude::*;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +29,13 @@ pub struct Args {
     out: Option<PathBuf>,
 }
 
+/// One output line, serialized straight from the render (no JSON tree in between).
+#[derive(serde::Serialize)]
+struct Rendered<'a> {
+    text: &'a str,
+    ids: &'a [u32],
+}
+
 /// One input line.
 #[derive(serde::Deserialize)]
 struct Line {
@@ -40,15 +48,19 @@ struct Line {
     chat_template_kwargs: Option<Map<String, Value>>,
 }
 
+const EXPECTED: &str = r#"{"messages": [...], "tools"?: [...], "add_generation_prompt"?: bool, "chat_template_kwargs"?: {...}}"#;
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let profile = args.model.load()?;
-    let lines = read_jsonl_strict::<Line>(
-        &args.input,
-        r#"{"messages": [...], "tools"?: [...], "add_generation_prompt"?: bool, "chat_template_kwargs"?: {...}}"#,
-    )?;
+    // Lines are checked as JSON up front but kept as text: each is parsed into its message tree
+    // right where it is rendered and dropped there, so the trees never pile up in memory.
+    let lines = read_jsonl_strict::<Box<RawValue>>(&args.input, EXPECTED)?;
     let rendered: Vec<Result<(String, Vec<u32>), String>> = lines
         .par_iter()
-        .map(|(line_no, line)| {
+        .map(|(line_no, raw)| {
+            let at = || format!("{}:{line_no}", args.input.display());
+            let line: Line = serde_json::from_str(raw.get())
+                .map_err(|e| format!("{}: {e} (expected {EXPECTED})", at()))?;
             let input = RenderInput {
                 messages: &line.messages,
                 tools: line.tools.as_deref(),
@@ -57,12 +69,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             let text = profile
                 .render(&input)
-                .map_err(|e| format!("{}:{line_no}: {e}", args.input.display()))?;
+                .map_err(|e| format!("{}: {e}", at()))?;
             let ids = profile.tokenizer.encode(&text);
             Ok((text, ids))
         })
         .collect();
-    // A template that refuses a conversation (`raise_exception`) is bad input: report the first.
+    // A line that is not a conversation, or that the template refuses (`raise_exception`), is
+    // bad input: report the first.
     let rendered = rendered
         .into_iter()
         .collect::<Result<Vec<_>, _>>()
@@ -70,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let mut out = Output::open(args.out.as_deref())?;
     for (text, ids) in &rendered {
-        out.line(&serde_json::json!({ "text": text, "ids": ids }))?;
+        out.line(&Rendered { text, ids })?;
     }
     out.finish()?;
     Ok(ExitCode::SUCCESS)

@@ -105,13 +105,19 @@ pub fn render(variant: Variant, request: &Request) -> Option<String> {
             | Variant::K2Thinking {
                 compact_tools: true,
             } => write_json_list(&mut out, tools, &COMPACT_SORTED),
-            Variant::K25 => {
+            // The TypeScript declaration of the deep-sorted tools, or their compact JSON when it
+            // does not encode (cached: it costs most of a render).
+            Variant::K25 => out.push_str(&request.tools_cache.get_or_make(tools, || {
                 let sorted: Vec<Value> = tools.iter().map(kimi::deep_sort).collect();
                 match kimi_tools_ts::encode_tools(&sorted) {
-                    Ok(ts) if !ts.is_empty() => out.push_str(&ts),
-                    _ => write_json_list(&mut out, tools, &COMPACT_SORTED),
+                    Ok(ts) if !ts.is_empty() => ts,
+                    _ => {
+                        let mut json = String::new();
+                        write_json_list(&mut json, tools, &COMPACT_SORTED);
+                        json
+                    }
                 }
-            }
+            })),
         }
         out.push_str(END);
     }

@@ -204,12 +204,13 @@ impl Request<'_> {
     }
 }
 
-/// Text made from a tool list, by the tool list, for work that costs more than finding it again
-/// (K2.5's TypeScript declaration: ~12 µs of a ~15 µs render; a lookup hashes and compares the
-/// list, well under 1 µs). Requests of one dataset share a handful of tool lists.
+/// Text made from a tool list, by the tool list: requests of one dataset share a handful of tool
+/// lists, and writing their declaration is most of a native render (K2.5's TypeScript one ~12 µs
+/// of ~15 µs, JSON about half of a Qwen3 render), while finding it again hashes and compares the
+/// list once.
 ///
-/// Lists match when they are equal with object keys in any order (so only for text made from
-/// key-sorted tools) and numbers of the same kind and bits (`1` ≠ `1.0`, `0.0` ≠ `-0.0`).
+/// Lists match only when they are the same JSON: object keys in the same order, numbers of the
+/// same kind and bits (`1` ≠ `1.0`, `0.0` ≠ `-0.0`).
 #[derive(Debug, Default)]
 pub struct ToolsCache {
     entries: Mutex<CachedTools>,
@@ -262,7 +263,7 @@ impl ToolsCache {
     }
 }
 
-/// A hash consistent with [`same`]: object entries combine order-independently.
+/// A hash consistent with [`same`].
 fn hash_value(value: &Value, hasher: &mut FxHasher) {
     match value {
         Value::Null => 0u8.hash(hasher),
@@ -276,19 +277,17 @@ fn hash_value(value: &Value, hasher: &mut FxHasher) {
             }
         }
         Value::Object(map) => {
-            let mut entries = 0u64;
+            (5u8, map.len()).hash(hasher);
             for (key, item) in map {
-                let mut entry = FxHasher::default();
-                key.hash(&mut entry);
-                hash_value(item, &mut entry);
-                entries = entries.wrapping_add(entry.finish());
+                key.hash(hasher);
+                hash_value(item, hasher);
             }
-            (5u8, map.len(), entries).hash(hasher);
         }
     }
 }
 
-/// Equal as deep-sorted JSON: object keys in any order, numbers by kind and bits.
+/// The same JSON text, whatever the options it is written with: object keys in the same order,
+/// numbers of the same kind and bits.
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => number_bits(x) == number_bits(y),
@@ -296,7 +295,7 @@ fn same(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| same(a, b)))
+            x.len() == y.len() && x.iter().zip(y).all(|((k, a), (l, b))| k == l && same(a, b))
         }
         _ => a == b,
     }
@@ -466,9 +465,9 @@ mod tests {
             |tools: &[Value]| cache.get_or_make(tools, || serde_json::to_string(tools).unwrap());
         let a = [serde_json::json!({"name": "f", "x": 1, "y": [0.0]})];
         assert_eq!(&*text(&a), r#"[{"name":"f","x":1,"y":[0.0]}]"#);
-        // Key order does not matter; number kinds and bits do.
+        // Key order, number kinds and bits all count.
         let reordered = [serde_json::json!({"y": [0.0], "x": 1, "name": "f"})];
-        assert_eq!(&*text(&reordered), r#"[{"name":"f","x":1,"y":[0.0]}]"#);
+        assert_eq!(&*text(&reordered), r#"[{"y":[0.0],"x":1,"name":"f"}]"#);
         let float = [serde_json::json!({"name": "f", "x": 1.0, "y": [0.0]})];
         assert_eq!(&*text(&float), r#"[{"name":"f","x":1.0,"y":[0.0]}]"#);
         let negative_zero = [serde_json::json!({"name": "f", "x": 1, "y": [-0.0]})];

@@ -96,29 +96,11 @@ pub fn render(variant: Variant, request: &Request) -> Option<String> {
 
     if let Some(tools) = request.tools() {
         out.push_str(TOOL_DECLARE);
-        match variant {
-            Variant::K2July2025
-            | Variant::K2Thinking {
-                compact_tools: false,
-            } => write_json_list(&mut out, tools, &DEFAULT_SORTED),
-            Variant::K2
-            | Variant::K2Thinking {
-                compact_tools: true,
-            } => write_json_list(&mut out, tools, &COMPACT_SORTED),
-            // The TypeScript declaration of the deep-sorted tools, or their compact JSON when it
-            // does not encode (cached: it costs most of a render).
-            Variant::K25 => out.push_str(&request.tools_cache.get_or_make(tools, || {
-                let sorted: Vec<Value> = tools.iter().map(kimi::deep_sort).collect();
-                match kimi_tools_ts::encode_tools(&sorted) {
-                    Ok(ts) if !ts.is_empty() => ts,
-                    _ => {
-                        let mut json = String::new();
-                        write_json_list(&mut json, tools, &COMPACT_SORTED);
-                        json
-                    }
-                }
-            })),
-        }
+        out.push_str(
+            &request
+                .tools_cache
+                .get_or_make(tools, || tool_declaration(variant, tools)),
+        );
         out.push_str(END);
     }
     let first_is_system = messages.first()?.role == Role::System;
@@ -212,6 +194,31 @@ pub fn render(variant: Variant, request: &Request) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// What the template writes between `tool_declare<|im_middle|>` and `<|im_end|>`: the
+/// deep-sorted tools as JSON, or for K2.5 their TypeScript declaration when it encodes.
+fn tool_declaration(variant: Variant, tools: &[Value]) -> String {
+    let mut out = String::new();
+    let options = match variant {
+        Variant::K2July2025
+        | Variant::K2Thinking {
+            compact_tools: false,
+        } => &*DEFAULT_SORTED,
+        Variant::K2
+        | Variant::K2Thinking {
+            compact_tools: true,
+        } => &*COMPACT_SORTED,
+        Variant::K25 => {
+            let sorted: Vec<Value> = tools.iter().map(kimi::deep_sort).collect();
+            match kimi_tools_ts::encode_tools(&sorted) {
+                Ok(ts) if !ts.is_empty() => return ts,
+                _ => &*COMPACT_SORTED,
+            }
+        }
+    };
+    write_json_list(&mut out, tools, options);
+    out
 }
 
 /// The July-2025 template's message: a fixed header per role, then the content.

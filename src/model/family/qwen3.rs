@@ -125,10 +125,14 @@ pub fn render(request: &Request) -> Option<String> {
             out.push_str("\n\n");
         }
         out.push_str(TOOLS_HEADER);
-        for tool in tools {
-            out.push('\n');
-            write_json(&mut out, tool, &DumpOptions::default());
-        }
+        out.push_str(&request.tools_cache.get_or_make(tools, || {
+            let mut lines = String::new();
+            for tool in tools {
+                lines.push('\n');
+                write_json(&mut lines, tool, &DumpOptions::default());
+            }
+            lines
+        }));
         out.push_str(TOOLS_FOOTER);
     } else if first_is_system {
         out.push_str("<|im_start|>system\n");

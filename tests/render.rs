@@ -6,7 +6,7 @@
 //! test also holds to minijinja's output on random conversations.
 
 use draftgen::model::assets::assets_root;
-use draftgen::model::{LoadOptions, Profile, RenderInput, RenderPath};
+use draftgen::model::{Json, JsonRenderInput, LoadOptions, Profile, RenderInput, RenderPath};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -201,6 +201,19 @@ fn check_parity(file: &str, dir: &str, profile: Option<&str>) {
             Ok(text) if text == want_text => {}
             other => failures.push(format!("{file}:{}: template: {other:?}", index + 1)),
         }
+        // As `draftgen render` reads the line: borrowed from its text.
+        let json: Json = serde_json::from_str(line).unwrap();
+        let field = |key: &str| json.as_object().unwrap().get(key);
+        let json_input = JsonRenderInput {
+            messages: field("messages").and_then(Json::as_array).unwrap(),
+            tools: field("tools").and_then(Json::as_array),
+            add_generation_prompt: input.add_generation_prompt,
+            chat_template_kwargs: input.chat_template_kwargs,
+        };
+        match p.render_json(&json_input) {
+            Ok(text) if text == want_text => {}
+            other => failures.push(format!("{file}:{}: from JSON: {other:?}", index + 1)),
+        }
         match p.render_with_path(&input) {
             Ok((_, RenderPath::Template)) => failures.push(format!(
                 "{file}:{}: rendered by the template, not natively",
@@ -297,6 +310,40 @@ fn cli_render_writes_text_and_ids_and_reports_bad_lines() {
         .arg(&input)
         .output()
         .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("in.jsonl:2"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
+
+/// Lines may end in `\r\n`; a line that is not UTF-8 is bad input named by its file:line.
+#[test]
+fn cli_render_reads_crlf_lines_and_reports_invalid_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    let line = br#"{"messages": [{"role": "user", "content": "hi"}]}"#;
+    let run = |bytes: &[u8]| {
+        std::fs::write(&input, bytes).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_draftgen"))
+            .args(["render", "--model"])
+            .arg(assets().join("qwen3"))
+            .arg("--input")
+            .arg(&input)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[&line[..], b"\r\n\r\n", &line[..], b"\r\n"].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 2);
+    let first: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(first["text"], "<|im_start|>user\nhi<|im_end|>\n");
+
+    let out = run(&[&line[..], b"\n\xff\xfe\n"].concat());
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("in.jsonl:2"), "{stderr}");

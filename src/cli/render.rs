@@ -7,15 +7,14 @@
 //! and no partial output.
 
 use rayon::prelude::*;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::io::{read_jsonl_strict, Output};
+use super::io::Output;
 use super::model_args::ModelArgs;
 use super::UsageError;
-use crate::model::RenderInput;
+use crate::model::{Json, JsonRenderInput};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -36,12 +35,13 @@ struct Rendered<'a> {
     ids: &'a [u32],
 }
 
-/// One input line.
+/// One input line, its strings borrowed from the line's text where they have no escapes.
 #[derive(serde::Deserialize)]
-struct Line {
-    messages: Vec<Value>,
-    #[serde(default)]
-    tools: Option<Vec<Value>>,
+struct Line<'a> {
+    #[serde(borrow)]
+    messages: Vec<Json<'a>>,
+    #[serde(default, borrow)]
+    tools: Option<Vec<Json<'a>>>,
     #[serde(default)]
     add_generation_prompt: bool,
     #[serde(default)]
@@ -52,23 +52,23 @@ const EXPECTED: &str = r#"{"messages": [...], "tools"?: [...], "add_generation_p
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let profile = args.model.load()?;
-    // Lines are checked as JSON up front but kept as text: each is parsed into its message tree
-    // right where it is rendered and dropped there, so the trees never pile up in memory.
-    let lines = read_jsonl_strict::<Box<RawValue>>(&args.input, EXPECTED)?;
+    let text = read_input(&args.input)?;
+    let lines = lines(&text);
     let rendered: Vec<Result<(String, Vec<u32>), String>> = lines
         .par_iter()
-        .map(|(line_no, raw)| {
+        .map(|&(line_no, line)| {
             let at = || format!("{}:{line_no}", args.input.display());
-            let line: Line = serde_json::from_str(raw.get())
+            let line = line.map_err(|e| format!("{}: {e}", at()))?;
+            let line: Line = serde_json::from_str(line)
                 .map_err(|e| format!("{}: {e} (expected {EXPECTED})", at()))?;
-            let input = RenderInput {
+            let input = JsonRenderInput {
                 messages: &line.messages,
                 tools: line.tools.as_deref(),
                 add_generation_prompt: line.add_generation_prompt,
                 chat_template_kwargs: line.chat_template_kwargs.as_ref(),
             };
             let text = profile
-                .render(&input)
+                .render_json(&input)
                 .map_err(|e| format!("{}: {e}", at()))?;
             let ids = profile.tokenizer.encode(&text);
             Ok((text, ids))
@@ -87,4 +87,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     out.finish()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The input file whole. Lines are not read through `io::read_jsonl_strict`: each is parsed where
+/// it is rendered, borrowing from this text (the trees never pile up in memory), and a separate
+/// checking pass would scan every line twice.
+fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path)
+        .map_err(|e| UsageError(format!("{}: cannot open: {e}", path.display())).into())
+}
+
+/// The non-blank lines with their 1-based numbers (`\n` or `\r\n` ends a line), each its text or
+/// why it is not UTF-8.
+fn lines(text: &[u8]) -> Vec<(usize, Result<&str, std::str::Utf8Error>)> {
+    text.split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(index, line)| {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            (index + 1, std::str::from_utf8(line))
+        })
+        .filter(|(_, line)| !line.as_ref().is_ok_and(|l| l.trim().is_empty()))
+        .collect()
 }

@@ -8,6 +8,7 @@
 pub mod assets;
 mod bpe;
 pub mod family;
+pub mod json;
 pub mod native;
 pub mod profile;
 pub mod pyjson;
@@ -15,7 +16,8 @@ pub mod template;
 pub mod tiktoken;
 pub mod tokenizer;
 
-pub use native::RenderPath;
+pub use json::Json;
+pub use native::{JsonRenderInput, RenderPath};
 pub use profile::{AssistantTurn, LoadOptions, Profile, RenderInput};
 pub use template::ChatTemplate;
 pub use tokenizer::Tokenizer;

@@ -22,7 +22,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use super::family::{deepseek_v3, kimi_render, qwen3, Family};
-use super::RenderInput;
+use super::json::Json;
 
 /// Which code rendered a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +128,7 @@ impl NativeTemplate {
     /// The render, or `None` when the twin does not reproduce this input exactly.
     pub fn render(
         &self,
-        input: &RenderInput,
+        input: &JsonRenderInput,
         special_tokens: &Map<String, Value>,
     ) -> Option<String> {
         if let Some(kwargs) = input.chat_template_kwargs {
@@ -176,10 +176,20 @@ fn words(source: &str) -> HashSet<String> {
         .collect()
 }
 
+/// [`RenderInput`](super::RenderInput) with the conversation as [`Json`] (borrowed from its text):
+/// what `draftgen render` parses each line into.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonRenderInput<'a> {
+    pub messages: &'a [Json<'a>],
+    pub tools: Option<&'a [Json<'a>]>,
+    pub add_generation_prompt: bool,
+    pub chat_template_kwargs: Option<&'a Map<String, Value>>,
+}
+
 /// What a twin renders from: the request and the template context the profile would build.
 pub struct Request<'a> {
-    pub messages: &'a [Value],
-    pub tools: Option<&'a [Value]>,
+    pub messages: &'a [Json<'a>],
+    pub tools: Option<&'a [Json<'a>]>,
     pub add_generation_prompt: bool,
     pub kwargs: Option<&'a Map<String, Value>>,
     /// `bos_token`, `eos_token`, … as the template sees them.
@@ -187,9 +197,9 @@ pub struct Request<'a> {
     pub tools_cache: &'a ToolsCache,
 }
 
-impl Request<'_> {
+impl<'a> Request<'a> {
     /// The tools as a template sees `tools`: `None` when absent or empty (both falsy).
-    pub fn tools(&self) -> Option<&[Value]> {
+    pub fn tools(&self) -> Option<&'a [Json<'a>]> {
         self.tools.filter(|t| !t.is_empty())
     }
 
@@ -217,7 +227,7 @@ pub struct ToolsCache {
 }
 
 /// Tool lists and their text, by [`hash_value`] of the list.
-type CachedTools = HashMap<u64, Vec<(Vec<Value>, Arc<str>)>>;
+type CachedTools = HashMap<u64, Vec<(Vec<Json<'static>>, Arc<str>)>>;
 
 impl ToolsCache {
     /// Distinct lists kept before the cache starts over (a dataset with a tool list per request
@@ -225,7 +235,7 @@ impl ToolsCache {
     const CAPACITY: usize = 256;
 
     /// The text for `tools`, made by `make` the first time.
-    pub fn get_or_make(&self, tools: &[Value], make: impl FnOnce() -> String) -> Arc<str> {
+    pub fn get_or_make(&self, tools: &[Json], make: impl FnOnce() -> String) -> Arc<str> {
         let mut hasher = FxHasher::default();
         tools.len().hash(&mut hasher);
         for tool in tools {
@@ -248,10 +258,11 @@ impl ToolsCache {
         if entries.len() >= Self::CAPACITY {
             entries.clear();
         }
+        let owned = tools.iter().cloned().map(Json::into_owned).collect();
         entries
             .entry(key)
             .or_default()
-            .push((tools.to_vec(), Arc::clone(&text)));
+            .push((owned, Arc::clone(&text)));
         text
     }
 
@@ -264,21 +275,21 @@ impl ToolsCache {
 }
 
 /// A hash consistent with [`same`].
-fn hash_value(value: &Value, hasher: &mut FxHasher) {
+fn hash_value(value: &Json, hasher: &mut FxHasher) {
     match value {
-        Value::Null => 0u8.hash(hasher),
-        Value::Bool(b) => (1u8, *b).hash(hasher),
-        Value::Number(n) => (2u8, number_bits(n)).hash(hasher),
-        Value::String(s) => (3u8, s).hash(hasher),
-        Value::Array(items) => {
+        Json::Null => 0u8.hash(hasher),
+        Json::Bool(b) => (1u8, *b).hash(hasher),
+        Json::Number(n) => (2u8, number_bits(n)).hash(hasher),
+        Json::String(s) => (3u8, s.as_ref()).hash(hasher),
+        Json::Array(items) => {
             (4u8, items.len()).hash(hasher);
             for item in items {
                 hash_value(item, hasher);
             }
         }
-        Value::Object(map) => {
+        Json::Object(map) => {
             (5u8, map.len()).hash(hasher);
-            for (key, item) in map {
+            for (key, item) in map.iter() {
                 key.hash(hasher);
                 hash_value(item, hasher);
             }
@@ -288,14 +299,17 @@ fn hash_value(value: &Value, hasher: &mut FxHasher) {
 
 /// The same JSON text, whatever the options it is written with: object keys in the same order,
 /// numbers of the same kind and bits.
-fn same(a: &Value, b: &Value) -> bool {
+fn same(a: &Json, b: &Json) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => number_bits(x) == number_bits(y),
-        (Value::Array(x), Value::Array(y)) => {
+        (Json::Number(x), Json::Number(y)) => number_bits(x) == number_bits(y),
+        (Json::Array(x), Json::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
         }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|((k, a), (l, b))| k == l && same(a, b))
+        (Json::Object(x), Json::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((k, a), (l, b))| k == l && same(a, b))
         }
         _ => a == b,
     }
@@ -348,21 +362,21 @@ impl Role {
 #[derive(Debug, Clone, Copy)]
 pub struct Message<'a> {
     pub role: Role,
-    pub content: Option<&'a Value>,
+    pub content: Option<&'a Json<'a>>,
     /// `content` was given as `null` (DeepSeek-V3 keeps it when there are tool calls).
     pub content_null: bool,
     /// The first non-null of `reasoning_content`, `thinking`, `reasoning`.
-    pub reasoning_content: Option<&'a Value>,
+    pub reasoning_content: Option<&'a Json<'a>>,
     /// `reasoning` itself.
-    pub reasoning: Option<&'a Value>,
-    pub tool_calls: Option<&'a Value>,
-    pub tool_call_id: Option<&'a Value>,
-    pub name: Option<&'a Value>,
+    pub reasoning: Option<&'a Json<'a>>,
+    pub tool_calls: Option<&'a Json<'a>>,
+    pub tool_call_id: Option<&'a Json<'a>>,
+    pub name: Option<&'a Json<'a>>,
 }
 
 impl<'a> Message<'a> {
     /// `None` for a message that is not an object or whose role is not one of [`Role`]'s.
-    pub fn parse(message: &'a Value) -> Option<Self> {
+    pub fn parse(message: &'a Json<'a>) -> Option<Self> {
         let map = message.as_object()?;
         let mut role = None;
         let mut parsed = Message {
@@ -377,8 +391,8 @@ impl<'a> Message<'a> {
         };
         let (mut explicit, mut thinking) = (None, None);
         // One pass over the (few) keys; nulls stay `None`, as if dropped.
-        for (key, value) in map {
-            let slot = match key.as_str() {
+        for (key, value) in map.iter() {
+            let slot = match key {
                 "role" => {
                     role = Some(Role::parse(value.as_str()?)?);
                     continue;
@@ -404,12 +418,12 @@ impl<'a> Message<'a> {
 
     /// The content when it is a string (what the templates concatenate); `None` otherwise.
     pub fn text(&self) -> Option<&'a str> {
-        self.content.and_then(Value::as_str)
+        self.content.and_then(Json::as_str)
     }
 }
 
 /// The messages, or `None` if any one is not renderable natively.
-pub fn parse_messages(messages: &[Value]) -> Option<Vec<Message<'_>>> {
+pub fn parse_messages<'a>(messages: &'a [Json<'a>]) -> Option<Vec<Message<'a>>> {
     messages.iter().map(Message::parse).collect()
 }
 
@@ -420,7 +434,7 @@ pub fn output_buffer(messages: &[Message]) -> String {
         .map(|m| {
             m.text().map_or(0, str::len)
                 + m.reasoning_content
-                    .and_then(Value::as_str)
+                    .and_then(Json::as_str)
                     .map_or(0, str::len)
         })
         .sum();
@@ -428,15 +442,8 @@ pub fn output_buffer(messages: &[Message]) -> String {
 }
 
 /// Python's truth value of a JSON value (what `{% if x %}` tests).
-pub fn truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
+pub fn truthy(value: &Json) -> bool {
+    value.truthy()
 }
 
 #[cfg(test)]
@@ -461,8 +468,10 @@ mod tests {
     #[test]
     fn tools_cache_tells_lists_apart() {
         let cache = ToolsCache::default();
-        let text =
-            |tools: &[Value]| cache.get_or_make(tools, || serde_json::to_string(tools).unwrap());
+        let text = |tools: &[Value]| {
+            let json: Vec<Json> = tools.iter().map(Json::from_value).collect();
+            cache.get_or_make(&json, || serde_json::to_string(tools).unwrap())
+        };
         let a = [serde_json::json!({"name": "f", "x": 1, "y": [0.0]})];
         assert_eq!(&*text(&a), r#"[{"name":"f","x":1,"y":[0.0]}]"#);
         // Key order, number kinds and bits all count.
@@ -478,11 +487,14 @@ mod tests {
     fn messages_drop_nulls_and_alias_reasoning() {
         let m = serde_json::json!({"role": "assistant", "content": null, "thinking": "t",
                                    "reasoning": "r", "tool_calls": null});
+        let m = Json::from_value(&m);
         let m = Message::parse(&m).unwrap();
         assert!(m.content.is_none() && m.content_null && m.tool_calls.is_none());
-        assert_eq!(m.reasoning_content, Some(&Value::from("t")));
-        assert_eq!(m.reasoning, Some(&Value::from("r")));
-        assert!(Message::parse(&serde_json::json!({"role": "developer"})).is_none());
-        assert!(Message::parse(&serde_json::json!({"content": "x"})).is_none());
+        assert_eq!(m.reasoning_content.and_then(Json::as_str), Some("t"));
+        assert_eq!(m.reasoning.and_then(Json::as_str), Some("r"));
+        let developer = serde_json::json!({"role": "developer"});
+        assert!(Message::parse(&Json::from_value(&developer)).is_none());
+        let no_role = serde_json::json!({"content": "x"});
+        assert!(Message::parse(&Json::from_value(&no_role)).is_none());
     }
 }

@@ -14,7 +14,8 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 use super::family::{deepseek_v3, kimi, qwen3, Family};
-use super::native::{NativeTemplate, RenderPath, Renderer};
+use super::json::Json;
+use super::native::{JsonRenderInput, NativeTemplate, RenderPath, Renderer};
 use super::{ChatTemplate, ModelError, Tokenizer};
 use crate::api::{Arguments, ToolCall};
 
@@ -158,15 +159,31 @@ impl Profile {
         &self,
         input: &RenderInput,
     ) -> Result<(String, RenderPath), ModelError> {
-        if input.messages.is_empty() {
-            return Err(ModelError::Template(
-                "cannot render an empty conversation; give at least one message".into(),
-            ));
-        }
+        check_not_empty(input.messages.len())?;
         if let Some(text) = self.render_native(input) {
             return Ok((text, RenderPath::Native));
         }
         Ok((self.render_template(input)?, RenderPath::Template))
+    }
+
+    /// [`render`](Self::render) of a conversation parsed as [`Json`] (`draftgen render`'s input
+    /// lines): the native twin reads it as it is, the template gets it converted.
+    pub fn render_json(&self, input: &JsonRenderInput) -> Result<String, ModelError> {
+        check_not_empty(input.messages.len())?;
+        let native = self.native_for(input.tools.is_some());
+        if let Some(text) = native.and_then(|n| n.render(input, &self.special_tokens)) {
+            return Ok(text);
+        }
+        let messages: Vec<Value> = input.messages.iter().map(Json::to_value).collect();
+        let tools: Option<Vec<Value>> = input
+            .tools
+            .map(|tools| tools.iter().map(Json::to_value).collect());
+        self.render_template(&RenderInput {
+            messages: &messages,
+            tools: tools.as_deref(),
+            add_generation_prompt: input.add_generation_prompt,
+            chat_template_kwargs: input.chat_template_kwargs,
+        })
     }
 
     /// The native twin's render; `None` when the template has no twin or the twin does not
@@ -175,11 +192,26 @@ impl Profile {
         if input.messages.is_empty() {
             return None;
         }
-        let native = match (&self.tool_use_template, input.tools) {
-            (Some(_), Some(_)) => self.tool_use_native.as_ref(),
-            _ => self.native.as_ref(),
+        let native = self.native_for(input.tools.is_some())?;
+        let messages: Vec<Json> = input.messages.iter().map(Json::from_value).collect();
+        let tools: Option<Vec<Json>> = input
+            .tools
+            .map(|tools| tools.iter().map(Json::from_value).collect());
+        let input = JsonRenderInput {
+            messages: &messages,
+            tools: tools.as_deref(),
+            add_generation_prompt: input.add_generation_prompt,
+            chat_template_kwargs: input.chat_template_kwargs,
         };
-        native?.render(input, &self.special_tokens)
+        native.render(&input, &self.special_tokens)
+    }
+
+    /// The twin of the template a request uses: the `tool_use` one when it has tools.
+    fn native_for(&self, has_tools: bool) -> Option<&NativeTemplate> {
+        match (&self.tool_use_template, has_tools) {
+            (Some(_), true) => self.tool_use_native.as_ref(),
+            _ => self.native.as_ref(),
+        }
     }
 
     /// The render through the chat template (minijinja), never the native twin.
@@ -421,6 +453,15 @@ impl Profile {
     pub fn thinking_enabled(&self, kwargs: Option<&Map<String, Value>>) -> bool {
         self.family.thinking_enabled(kwargs)
     }
+}
+
+fn check_not_empty(messages: usize) -> Result<(), ModelError> {
+    if messages == 0 {
+        return Err(ModelError::Template(
+            "cannot render an empty conversation; give at least one message".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// transformers' message normalization: keys whose value is `null` are dropped, and reasoning

@@ -11,6 +11,8 @@
 use minijinja::value::{Value, ValueKind};
 use std::fmt::Write as _;
 
+use super::json::Json;
+
 /// The keyword arguments of `json.dumps` that templates use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DumpOptions {
@@ -60,13 +62,13 @@ pub fn dumps(value: &Value, options: &DumpOptions) -> Result<String, NotSerializ
 /// `json.dumps(value, **options)` over a JSON value (for code outside templates).
 pub fn dumps_json(value: &serde_json::Value, options: &DumpOptions) -> String {
     let mut out = String::new();
-    write_json(&mut out, value, options);
+    write_json(&mut out, &Json::from_value(value), options);
     out
 }
 
 /// [`dumps_json`] appended to `out`: what a template's `tojson` writes for the same value, without
 /// converting it to a template value first (the native renderers' path).
-pub fn write_json(out: &mut String, value: &serde_json::Value, options: &DumpOptions) {
+pub fn write_json(out: &mut String, value: &Json, options: &DumpOptions) {
     let (item_sep, key_sep) = match &options.separators {
         Some((item, key)) => (item.as_str(), key.as_str()),
         None if options.indent.is_some() => (",", ": "),
@@ -81,8 +83,8 @@ pub fn write_json(out: &mut String, value: &serde_json::Value, options: &DumpOpt
     writer.value(value, 0);
 }
 
-/// [`Writer`] over `serde_json` values. Every JSON value is serializable, so nothing fails; numbers
-/// are what the template sees after conversion: integers as written, floats by `float.__repr__`.
+/// [`Writer`] over JSON values. Every JSON value is serializable, so nothing fails; numbers are
+/// what the template sees after conversion: integers as written, floats by `float.__repr__`.
 struct JsonWriter<'a, 'o> {
     out: &'o mut String,
     options: &'a DumpOptions,
@@ -91,8 +93,7 @@ struct JsonWriter<'a, 'o> {
 }
 
 impl JsonWriter<'_, '_> {
-    fn value(&mut self, value: &serde_json::Value, level: usize) {
-        use serde_json::Value as Json;
+    fn value(&mut self, value: &Json, level: usize) {
         match value {
             Json::Null => self.out.push_str("null"),
             Json::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
@@ -139,9 +140,9 @@ impl JsonWriter<'_, '_> {
         }
     }
 
-    fn entries<'v>(
+    fn entries<'v, 'j: 'v>(
         &mut self,
-        entries: impl Iterator<Item = (&'v String, &'v serde_json::Value)>,
+        entries: impl Iterator<Item = (&'v str, &'v Json<'j>)>,
         level: usize,
     ) {
         for (i, (key, item)) in entries.enumerate() {

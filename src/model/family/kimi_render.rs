@@ -21,6 +21,8 @@
 use serde_json::Value;
 use std::sync::LazyLock;
 
+use crate::model::json::{Json, Object};
+
 use super::{kimi, kimi_tools_ts};
 use crate::model::native::{self, Message, Request, Role};
 use crate::model::pyjson::{write_json, DumpOptions};
@@ -198,7 +200,7 @@ pub fn render(variant: Variant, request: &Request) -> Option<String> {
 
 /// What the template writes between `tool_declare<|im_middle|>` and `<|im_end|>`: the
 /// deep-sorted tools as JSON, or for K2.5 their TypeScript declaration when it encodes.
-fn tool_declaration(variant: Variant, tools: &[Value]) -> String {
+fn tool_declaration(variant: Variant, tools: &[Json]) -> String {
     let mut out = String::new();
     let options = match variant {
         Variant::K2July2025
@@ -210,7 +212,10 @@ fn tool_declaration(variant: Variant, tools: &[Value]) -> String {
             compact_tools: true,
         } => &*COMPACT_SORTED,
         Variant::K25 => {
-            let sorted: Vec<Value> = tools.iter().map(kimi::deep_sort).collect();
+            let sorted: Vec<Value> = tools
+                .iter()
+                .map(|t| kimi::deep_sort(&t.to_value()))
+                .collect();
             match kimi_tools_ts::encode_tools(&sorted) {
                 Ok(ts) if !ts.is_empty() => return ts,
                 _ => &*COMPACT_SORTED,
@@ -230,13 +235,13 @@ fn july_message(out: &mut String, message: &Message) -> Option<()> {
         Role::Tool => "<|im_system|>tool<|im_middle|>",
     });
     match message.content {
-        Some(Value::String(text)) => out.push_str(text),
+        Some(Json::String(text)) => out.push_str(text),
         // Parts; a missing content iterates as empty.
         None => {}
-        Some(Value::Array(parts)) => {
+        Some(Json::Array(parts)) => {
             for part in parts {
                 let part = part.as_object()?;
-                let image = part.get("type").and_then(Value::as_str) == Some("image")
+                let image = part.get("type").and_then(Json::as_str) == Some("image")
                     || part.contains_key("image")
                     || part.contains_key("image_url");
                 if image {
@@ -283,11 +288,11 @@ fn plain_body(out: &mut String, message: &Message, media: &str) -> Option<()> {
 fn content(out: &mut String, message: &Message, media: &str) -> Option<()> {
     match message.content {
         None => {}
-        Some(Value::String(text)) => out.push_str(text),
-        Some(Value::Array(parts)) => {
+        Some(Json::String(text)) => out.push_str(text),
+        Some(Json::Array(parts)) => {
             for part in parts {
                 let part = part.as_object()?;
-                let kind = part.get("type").and_then(Value::as_str);
+                let kind = part.get("type").and_then(Json::as_str);
                 let image = if media == K25_MEDIA {
                     matches!(kind, Some("image" | "image_url"))
                 } else {
@@ -309,9 +314,9 @@ fn content(out: &mut String, message: &Message, media: &str) -> Option<()> {
 }
 
 /// `{{ part['text'] }}`: a string, or nothing when absent.
-fn part_text(out: &mut String, part: &serde_json::Map<String, Value>) -> Option<()> {
+fn part_text(out: &mut String, part: &Object) -> Option<()> {
     match part.get("text") {
-        Some(Value::String(text)) => out.push_str(text),
+        Some(Json::String(text)) => out.push_str(text),
         None => {}
         Some(_) => return None,
     }
@@ -319,19 +324,19 @@ fn part_text(out: &mut String, part: &serde_json::Map<String, Value>) -> Option<
 }
 
 /// `render_toolcalls`: ids as given, string arguments verbatim, others through `tojson`.
-fn tool_calls(out: &mut String, calls: &Value) -> Option<()> {
+fn tool_calls(out: &mut String, calls: &Json) -> Option<()> {
     out.push_str("<|tool_calls_section_begin|>");
     for call in calls.as_array()? {
         let call = call.as_object()?;
         out.push_str("<|tool_call_begin|>");
         match call.get("id") {
-            Some(Value::String(id)) => out.push_str(id),
+            Some(Json::String(id)) => out.push_str(id),
             None => {}
             Some(_) => return None,
         }
         out.push_str("<|tool_call_argument_begin|>");
         match call.get("function")?.as_object()?.get("arguments")? {
-            Value::String(arguments) => out.push_str(arguments),
+            Json::String(arguments) => out.push_str(arguments),
             other => write_json(out, other, &DumpOptions::default()),
         }
         out.push_str("<|tool_call_end|>");
@@ -341,7 +346,7 @@ fn tool_calls(out: &mut String, calls: &Value) -> Option<()> {
 }
 
 /// `tools | tojson` over the list.
-fn write_json_list(out: &mut String, tools: &[Value], options: &DumpOptions) {
+fn write_json_list(out: &mut String, tools: &[Json], options: &DumpOptions) {
     let (item_sep, _) = options
         .separators
         .as_ref()
@@ -358,7 +363,7 @@ fn write_json_list(out: &mut String, tools: &[Value], options: &DumpOptions) {
 
 /// A value read for its truth (`x or …`): `Some(None)` when falsy, `Some(Some(text))` for a
 /// truthy string, `None` (not rendered natively) for a truthy non-string Python would `str()`.
-fn truthy_text(value: Option<&Value>) -> Option<Option<&str>> {
+fn truthy_text<'a>(value: Option<&'a Json>) -> Option<Option<&'a str>> {
     match value {
         Some(value) if native::truthy(value) => Some(Some(value.as_str()?)),
         _ => Some(None),

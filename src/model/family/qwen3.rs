@@ -12,10 +12,9 @@
 //! - No built-in template: the model's `tokenizer_config.json` carries it; [`render`] is its
 //!   native twin (see `model/native.rs`).
 
-use serde_json::Value;
-
 use super::FamilySpec;
 use crate::api::{Arguments, ToolCall};
+use crate::model::json::Json;
 use crate::model::native::{self, Message, Request, Role};
 use crate::model::pyjson::{dumps_json, write_json, DumpOptions};
 
@@ -217,7 +216,7 @@ fn assistant(
         out.push_str(content);
     }
     match message.tool_calls {
-        Some(Value::Array(calls)) => {
+        Some(Json::Array(calls)) => {
             for (j, call) in calls.iter().enumerate() {
                 if j > 0 || !content.is_empty() {
                     out.push('\n');
@@ -234,10 +233,10 @@ fn assistant(
 
 /// `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>`; the call's `function` when it has
 /// one (a truthy object), else the call itself.
-fn tool_call(out: &mut String, call: &Value) -> Option<()> {
+fn tool_call(out: &mut String, call: &Json) -> Option<()> {
     let call = call.as_object()?;
     let function = match call.get("function") {
-        Some(Value::Object(function)) if !function.is_empty() => function,
+        Some(Json::Object(function)) if !function.is_empty() => function,
         Some(other) if native::truthy(other) => return None,
         _ => call,
     };
@@ -247,7 +246,7 @@ fn tool_call(out: &mut String, call: &Value) -> Option<()> {
     out.push_str(name);
     out.push_str("\", \"arguments\": ");
     match arguments {
-        Value::String(text) => out.push_str(text),
+        Json::String(text) => out.push_str(text),
         other => write_json(out, other, &DumpOptions::default()),
     }
     out.push_str("}\n</tool_call>");

@@ -5,20 +5,29 @@ Same conversations for both: tests/data/parity/render_{qwen3,deepseek_v3}.jsonl 
 own tokenizers on ASSETS/qwen3, ASSETS/deepseek-v3) and render_kimi_k2{,_thinking}.jsonl. Kimi's
 tokenizer class (`tokenization_kimi.py`) is not among the assets, so its apply_chat_template is
 reproduced by tests/data/gen/reference.py exactly as the parity data was made: transformers'
-`render_jinja_template` on deep-sorted tools, then tiktoken with Kimi's pre-splitting. Python is timed inside one process (model
-already loaded, best of 3 passes over the corpus, one thread). draftgen is the release binary
-`draftgen render --input F`, best of 3; its one-off tokenizer/template load is measured with a
-one-line input and subtracted, so both sides count only per-conversation work. Prints a
-Markdown table and, with --write, replaces the "## Render" section of BENCHMARKS.md.
+`render_jinja_template` on deep-sorted tools, then tiktoken with Kimi's pre-splitting. Python is
+timed inside one process (model already loaded, best of 3 passes over the corpus, one thread).
 
-    cargo build --release && DRAFTGEN_ASSETS=../shared/assets python3 scripts/bench_render.py --write
+draftgen is the release binary `draftgen render --input F`, best of 3, given only the fields of
+its input contract (`messages`, `tools`, `add_generation_prompt`, `chat_template_kwargs`); its
+one-off tokenizer/template load is measured with a one-line input and subtracted, so both sides
+count only per-conversation work. To split draftgen's time, `draftgen tokenize --input` of the
+same conversations' rendered texts is timed the same way: render minus tokenize is what
+rendering adds on the CLI path (reading the conversation JSON, the render, writing the text).
+
+Prints a Markdown table and, with --write, replaces the "## Render" section of BENCHMARKS.md up
+to its "Render alone" subsection (which holds the divan numbers of `cargo bench --bench render`).
+
+    cargo build --release && cp "$CARGO_TARGET_DIR/release/draftgen" /tmp/draftgen
+    DRAFTGEN_ASSETS=../shared/assets python3 scripts/bench_render.py --binary /tmp/draftgen \\
+        [--baseline /tmp/draftgen-before] --write
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = Path(os.environ.get("DRAFTGEN_ASSETS", ROOT.parent / "shared" / "assets"))
-BINARY = ROOT / "target" / "release" / "draftgen"
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 # (label, model dir, corpus, draftgen profile)
 CORPORA = [
     ("qwen3", "qwen3", "render_qwen3.jsonl", None),
@@ -29,7 +38,8 @@ CORPORA = [
 REPEAT = 10  # the 240 conversations, repeated, so timings are well above process noise
 # draftgen's per-conversation work is small next to its load time, so it gets a longer input
 # (the same conversations, more repeats) to keep the load-time subtraction from dominating.
-DRAFTGEN_REPEAT = 50
+DRAFTGEN_REPEAT = 200
+INPUT_FIELDS = ("messages", "tools", "add_generation_prompt", "chat_template_kwargs")
 
 
 def load(file):
@@ -63,17 +73,12 @@ def python_seconds(model, cases):
     return best, best_cpu
 
 
-def draftgen_seconds(model, path, profile, template):
-    command = [str(BINARY), "render", "--model", str(ASSETS / model), "--input", str(path)]
-    if profile:
-        command += ["--profile", profile]
-    if template:
-        command += ["--chat-template", str(ASSETS / template)]
+def run_seconds(command):
+    """Best of 3 wall and CPU (user + sys of the child, all its threads) seconds."""
     best, best_cpu = float("inf"), float("inf")
     for _ in range(3):
         start = time.perf_counter()
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-        # wait4 gives this child's own CPU time (user + sys, all its threads).
         _, status, usage = os.wait4(child.pid, 0)
         if status != 0:
             raise SystemExit(f"{command} failed: {status}")
@@ -82,39 +87,73 @@ def draftgen_seconds(model, path, profile, template):
     return best, best_cpu
 
 
+def per_conversation(command, full, one, n):
+    """Wall and CPU seconds per conversation, the one-line run's load subtracted."""
+    wall, cpu = run_seconds(command + ["--input", str(full)])
+    load_wall, load_cpu = run_seconds(command + ["--input", str(one)])
+    return max(wall - load_wall, 1e-9) / n, max(cpu - load_cpu, 1e-9) / n, wall
+
+
+def write_lines(path, items):
+    path.write_text("\n".join(json.dumps(i, ensure_ascii=False) for i in items) + "\n", encoding="utf-8")
+
+
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", type=Path, default=TARGET / "release" / "draftgen",
+                        help="the draftgen to measure (default: $CARGO_TARGET_DIR/release/draftgen)")
+    parser.add_argument("--baseline", type=Path, help="an earlier draftgen, measured the same way")
     parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for label, model, file, profile in CORPORA:
-            cases = load(file) * REPEAT
+            cases = load(file)
             template = cases[0].get("template")
-            full, one = Path(tmp) / f"{model}.jsonl", Path(tmp) / f"{model}-1.jsonl"
-            ours_cases = load(file) * DRAFTGEN_REPEAT
-            full.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in ours_cases) + "\n", encoding="utf-8")
-            one.write_text(json.dumps(cases[0], ensure_ascii=False) + "\n", encoding="utf-8")
-            py, py_cpu = python_seconds(model, cases)
-            ours_total, ours_total_cpu = draftgen_seconds(model, full, profile, template)
-            load_wall, load_cpu = draftgen_seconds(model, one, profile, template)
-            scale = len(cases) / len(ours_cases)  # per the Python corpus size
-            ours = max(ours_total - load_wall, 1e-9) * scale
-            ours_cpu = max(ours_total_cpu - load_cpu, 1e-9) * scale
-            rows.append((label, len(cases), py, ours, py_cpu, ours_cpu, len(ours_cases), ours_total))
+            inputs = [{k: c[k] for k in INPUT_FIELDS if k in c} for c in cases]
+            texts = [{"text": c["text"]} for c in cases]
+            n = len(cases) * DRAFTGEN_REPEAT
+            paths = {name: Path(tmp) / f"{model}-{name}.jsonl" for name in ("in", "in1", "text", "text1")}
+            write_lines(paths["in"], inputs * DRAFTGEN_REPEAT)
+            write_lines(paths["in1"], inputs[:1])
+            write_lines(paths["text"], texts * DRAFTGEN_REPEAT)
+            write_lines(paths["text1"], texts[:1])
+            py, py_cpu = python_seconds(model, cases * REPEAT)
+            py, py_cpu = py / (len(cases) * REPEAT), py_cpu / (len(cases) * REPEAT)
+
+            def render(binary):
+                command = [str(binary), "render", "--model", str(ASSETS / model)]
+                if profile:
+                    command += ["--profile", profile]
+                if template:
+                    command += ["--chat-template", str(ASSETS / template)]
+                return per_conversation(command, paths["in"], paths["in1"], n)
+
+            ours, ours_cpu, total = render(args.binary)
+            base_cpu = render(args.baseline)[1] if args.baseline else None
+            tokenize = [str(args.binary), "tokenize", "--model", str(ASSETS / model)]
+            _, tok_cpu, _ = per_conversation(tokenize, paths["text"], paths["text1"], n)
+            rows.append((label, py, py_cpu, ours, ours_cpu, base_cpu, tok_cpu, total, n))
+
+    us = lambda s: f"{s * 1e6:,.1f}"
+    baseline_head = " baseline CPU µs/conv (ratio) |" if args.baseline else ""
     lines = ["## Render", "",
              "Render + tokenize of the parity conversations: transformers `apply_chat_template(tokenize=True)`",
              "(Kimi: the same pipeline via tests/data/gen/reference.py; one Python thread, model loaded) vs the",
-             f"release `draftgen render --input` (all cores, {DRAFTGEN_REPEAT} repeats of the corpus; the load time of a",
-             "one-line run subtracted). Wall ratio: conversations per second, Python one thread vs draftgen",
-             "all cores. CPU ratio: CPU seconds (user+sys) per conversation, which does not depend on how",
-             "busy the shared machine was, nor on its core count. Made by `scripts/bench_render.py`.",
-             f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}.", "",
-             "| corpus | Python conv/s | draftgen conv/s | wall ratio | Python CPU µs/conv | draftgen CPU µs/conv | CPU ratio | draftgen end-to-end s (conversations) |",
-             "|---|---|---|---|---|---|---|---|"]
-    for model, n, py, ours, py_cpu, ours_cpu, n_ours, total in rows:
-        lines.append(f"| {model} | {n / py:,.0f} | {n / ours:,.0f} | {py / ours:.1f}x | {py_cpu / n * 1e6:,.0f} | "
-                     f"{ours_cpu / n * 1e6:,.0f} | {py_cpu / ours_cpu:.1f}x | {total:.2f} ({n_ours:,}) |")
+             f"release `draftgen render --input` (all cores, {DRAFTGEN_REPEAT} repeats of the corpus given as its input",
+             "contract, the load time of a one-line run subtracted). CPU: seconds (user+sys) per conversation,",
+             "which depends neither on how busy the shared machine was nor on its core count; the ratio is",
+             "Python's over draftgen's. `tokenize`: `draftgen tokenize --input` of the same conversations'",
+             "rendered texts, timed the same way; render share = render − tokenize, what rendering adds on the",
+             "CLI path (reading the conversation JSON, the render, writing the text).",
+             f"Made by `scripts/bench_render.py`. Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared),",
+             f"Python {platform.python_version()}.", "",
+             f"| corpus | Python CPU µs/conv |{baseline_head} draftgen CPU µs/conv | CPU ratio | wall ratio | `tokenize` CPU µs/conv | render share µs/conv | draftgen end-to-end s (conversations) |",
+             "|---|---|" + ("---|" if args.baseline else "") + "---|---|---|---|---|---|"]
+    for label, py, py_cpu, ours, ours_cpu, base_cpu, tok_cpu, total, n in rows:
+        baseline = f" {us(base_cpu)} ({py_cpu / base_cpu:.1f}x) |" if base_cpu else ""
+        lines.append(f"| {label} | {us(py_cpu)} |{baseline} {us(ours_cpu)} | {py_cpu / ours_cpu:.1f}x | "
+                     f"{py / ours:.1f}x | {us(tok_cpu)} | {us(ours_cpu - tok_cpu)} | {total:.2f} ({n:,}) |")
     section = "\n".join(lines) + "\n"
     print(section)
     if args.write:
@@ -124,8 +163,10 @@ def main():
         if start == -1:
             text = text.rstrip("\n") + "\n\n" + section
         else:
-            end = text.find("\n## ", start + 1)
-            text = text[:start] + section + (text[end + 1:] if end != -1 else "")
+            # Up to the hand-written part of the section, or the next section.
+            ends = [i for i in (text.find("\n### ", start), text.find("\n## ", start + 1)) if i != -1]
+            end = min(ends) if ends else len(text)
+            text = text[:start] + section + text[end:]
         path.write_text(text, encoding="utf-8")
 
 

@@ -206,13 +206,24 @@ impl<'de> Visitor<'de> for JsonVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
         let mut entries: Vec<(Cow<'de, str>, Json<'de>)> = Vec::new();
-        // Past a few keys, repeated ones are found through an index instead of a scan.
+        // A key is looked for among the earlier ones only when its (length, first byte, last
+        // byte) signature was seen before, which it almost never was; past a few keys, through
+        // an index instead of a scan.
+        let mut signatures = 0u64;
         let mut index: Option<FxHashMap<String, usize>> = None;
         while let Some(Key(key)) = map.next_key()? {
             let value: Json<'de> = map.next_value()?;
+            let bytes = key.as_bytes();
+            let signature = bytes.len()
+                ^ usize::from(bytes.first().copied().unwrap_or(0)).rotate_left(2)
+                ^ usize::from(bytes.last().copied().unwrap_or(0)).rotate_left(4);
+            let bit = 1u64 << (signature % 64);
+            let maybe_seen = signatures & bit != 0;
+            signatures |= bit;
             let seen = match &index {
                 Some(index) => index.get(key.as_ref()).copied(),
-                None => entries.iter().position(|(k, _)| *k == key),
+                None if maybe_seen => entries.iter().position(|(k, _)| *k == key),
+                None => None,
             };
             if let Some(at) = seen {
                 entries[at].1 = value;

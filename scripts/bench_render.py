@@ -2,7 +2,8 @@
 """Render + tokenize speed: draftgen vs transformers' apply_chat_template(tokenize=True).
 
 Same conversations for both: tests/data/parity/render_{qwen3,deepseek_v3}.jsonl (transformers'
-own tokenizers on ASSETS/qwen3, ASSETS/deepseek-v3) and render_kimi_k2{,_thinking}.jsonl. Kimi's
+own tokenizers on ASSETS/qwen3, ASSETS/deepseek-v3; DeepSeek-V3 without transformers 5's dropping
+of `content: None`, as the parity data was made) and render_kimi_k2{,_thinking}.jsonl. Kimi's
 tokenizer class (`tokenization_kimi.py`) is not among the assets, so its apply_chat_template is
 reproduced by tests/data/gen/reference.py exactly as the parity data was made: transformers'
 `render_jinja_template` on deep-sorted tools, then tiktoken with Kimi's pre-splitting. Python is
@@ -11,9 +12,8 @@ timed inside one process (model already loaded, best of 3 passes over the corpus
 draftgen is the release binary `draftgen render --input F`, best of 3, given only the fields of
 its input contract (`messages`, `tools`, `add_generation_prompt`, `chat_template_kwargs`); its
 one-off tokenizer/template load is measured with a one-line input and subtracted, so both sides
-count only per-conversation work. To split draftgen's time, `draftgen tokenize --input` of the
-same conversations' rendered texts is timed the same way: render minus tokenize is what
-rendering adds on the CLI path (reading the conversation JSON, the render, writing the text).
+count only per-conversation work. `draftgen render --text-only`, timed the same way, is the
+render's share of that: reading the conversation JSON, the render, writing the text.
 
 Prints a Markdown table and, with --write, replaces the "## Render" section of BENCHMARKS.md up
 to its "Render alone" subsection (which holds the divan numbers of `cargo bench --bench render`).
@@ -22,7 +22,7 @@ to its "Render alone" subsection (which holds the divan numbers of `cargo bench 
     DRAFTGEN_ASSETS=../shared/assets python3 scripts/bench_render.py --binary /tmp/draftgen \\
         [--baseline /tmp/draftgen-before] --write
 """
-import argparse, json, os, platform, subprocess, sys, tempfile, time
+import argparse, copy, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +55,21 @@ def python_seconds(model, cases):
             text = reference.kimi_render(c["template"], c["messages"], c.get("tools"),
                                          c["add_generation_prompt"], **(c.get("chat_template_kwargs") or {}))
             return reference.kimi_encode(text)
+    elif model == "deepseek-v3":
+        # As the parity data was made (reference.hf_render_keep_none): transformers' pipeline
+        # without its first step, which drops `content: None` and so makes the DeepSeek-V3
+        # template raise on tool-call turns.
+        from transformers import AutoTokenizer
+        from transformers.utils.chat_template_utils import render_jinja_template
+        tok = AutoTokenizer.from_pretrained(str(ASSETS / model))
+
+        def one(c):
+            tools = c.get("tools")
+            rendered, _ = render_jinja_template(
+                conversations=[c["messages"]], tools=tools, chat_template=tok.get_chat_template(None, tools),
+                add_generation_prompt=c["add_generation_prompt"],
+                **{**tok.special_tokens_map, **(c.get("chat_template_kwargs") or {})})
+            return tok.encode(rendered[0], add_special_tokens=False)
     else:
         from transformers import AutoTokenizer
         tok = AutoTokenizer.from_pretrained(str(ASSETS / model))
@@ -65,8 +80,11 @@ def python_seconds(model, cases):
                                            **(c.get("chat_template_kwargs") or {}))
     best, best_cpu = float("inf"), float("inf")
     for _ in range(3):
+        # Fresh copies each pass: transformers normalizes the messages it is given in place (drops
+        # `None` keys), so a conversation seen twice would not be the same input the second time.
+        batch = copy.deepcopy(cases)
         start, start_cpu = time.perf_counter(), time.process_time()
-        for c in cases:
+        for c in batch:
             one(c)
         best = min(best, time.perf_counter() - start)
         best_cpu = min(best_cpu, time.process_time() - start_cpu)
@@ -111,29 +129,25 @@ def main():
             cases = load(file)
             template = cases[0].get("template")
             inputs = [{k: c[k] for k in INPUT_FIELDS if k in c} for c in cases]
-            texts = [{"text": c["text"]} for c in cases]
             n = len(cases) * DRAFTGEN_REPEAT
-            paths = {name: Path(tmp) / f"{model}-{name}.jsonl" for name in ("in", "in1", "text", "text1")}
-            write_lines(paths["in"], inputs * DRAFTGEN_REPEAT)
-            write_lines(paths["in1"], inputs[:1])
-            write_lines(paths["text"], texts * DRAFTGEN_REPEAT)
-            write_lines(paths["text1"], texts[:1])
+            full, one = Path(tmp) / f"{model}.jsonl", Path(tmp) / f"{model}-1.jsonl"
+            write_lines(full, inputs * DRAFTGEN_REPEAT)
+            write_lines(one, inputs[:1])
             py, py_cpu = python_seconds(model, cases * REPEAT)
             py, py_cpu = py / (len(cases) * REPEAT), py_cpu / (len(cases) * REPEAT)
 
-            def render(binary):
-                command = [str(binary), "render", "--model", str(ASSETS / model)]
+            def render(binary, *flags):
+                command = [str(binary), "render", *flags, "--model", str(ASSETS / model)]
                 if profile:
                     command += ["--profile", profile]
                 if template:
                     command += ["--chat-template", str(ASSETS / template)]
-                return per_conversation(command, paths["in"], paths["in1"], n)
+                return per_conversation(command, full, one, n)
 
             ours, ours_cpu, total = render(args.binary)
             base_cpu = render(args.baseline)[1] if args.baseline else None
-            tokenize = [str(args.binary), "tokenize", "--model", str(ASSETS / model)]
-            _, tok_cpu, _ = per_conversation(tokenize, paths["text"], paths["text1"], n)
-            rows.append((label, py, py_cpu, ours, ours_cpu, base_cpu, tok_cpu, total, n))
+            text_cpu = render(args.binary, "--text-only")[1]
+            rows.append((label, py, py_cpu, ours, ours_cpu, base_cpu, text_cpu, total, n))
 
     us = lambda s: f"{s * 1e6:,.1f}"
     baseline_head = " baseline CPU µs/conv (ratio) |" if args.baseline else ""
@@ -143,17 +157,16 @@ def main():
              f"release `draftgen render --input` (all cores, {DRAFTGEN_REPEAT} repeats of the corpus given as its input",
              "contract, the load time of a one-line run subtracted). CPU: seconds (user+sys) per conversation,",
              "which depends neither on how busy the shared machine was nor on its core count; the ratio is",
-             "Python's over draftgen's. `tokenize`: `draftgen tokenize --input` of the same conversations'",
-             "rendered texts, timed the same way; render share = render − tokenize, what rendering adds on the",
-             "CLI path (reading the conversation JSON, the render, writing the text).",
+             "Python's over draftgen's. Render share: `draftgen render --text-only`, timed the same way (reading",
+             "the conversation JSON, the render, writing the text; the rest is tokenizing and writing ids).",
              f"Made by `scripts/bench_render.py`. Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared),",
              f"Python {platform.python_version()}.", "",
-             f"| corpus | Python CPU µs/conv |{baseline_head} draftgen CPU µs/conv | CPU ratio | wall ratio | `tokenize` CPU µs/conv | render share µs/conv | draftgen end-to-end s (conversations) |",
-             "|---|---|" + ("---|" if args.baseline else "") + "---|---|---|---|---|---|"]
-    for label, py, py_cpu, ours, ours_cpu, base_cpu, tok_cpu, total, n in rows:
+             f"| corpus | Python CPU µs/conv |{baseline_head} draftgen CPU µs/conv | CPU ratio | wall ratio | render share (`--text-only`) CPU µs/conv | draftgen end-to-end s (conversations) |",
+             "|---|---|" + ("---|" if args.baseline else "") + "---|---|---|---|---|"]
+    for label, py, py_cpu, ours, ours_cpu, base_cpu, text_cpu, total, n in rows:
         baseline = f" {us(base_cpu)} ({py_cpu / base_cpu:.1f}x) |" if base_cpu else ""
         lines.append(f"| {label} | {us(py_cpu)} |{baseline} {us(ours_cpu)} | {py_cpu / ours_cpu:.1f}x | "
-                     f"{py / ours:.1f}x | {us(tok_cpu)} | {us(ours_cpu - tok_cpu)} | {total:.2f} ({n:,}) |")
+                     f"{py / ours:.1f}x | {us(text_cpu)} | {total:.2f} ({n:,}) |")
     section = "\n".join(lines) + "\n"
     print(section)
     if args.write:

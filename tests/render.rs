@@ -343,6 +343,23 @@ fn cli_render_reads_crlf_lines_and_reports_invalid_utf8() {
     let first: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
     assert_eq!(first["text"], "<|im_start|>user\nhi<|im_end|>\n");
 
+    // `--text-only`: the text, no ids.
+    let out = Command::new(env!("CARGO_BIN_EXE_draftgen"))
+        .args(["render", "--text-only", "--model"])
+        .arg(assets().join("qwen3"))
+        .arg("--input")
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let text_only: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(text_only, json!({"text": first["text"]}));
+
     let out = run(&[&line[..], b"\n\xff\xfe\n"].concat());
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);

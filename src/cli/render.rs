@@ -1,5 +1,5 @@
 //! `draftgen render`: conversations → the model's prompt text and ids, one `{"text", "ids"}`
-//! line per input line.
+//! line per input line (`{"text"}` with `--text-only`).
 //!
 //! A public contract (DESIGN.md): input lines are `{"messages", "tools"?,
 //! "add_generation_prompt"?, "chat_template_kwargs"?}`; output order is input order. Every line is
@@ -29,13 +29,17 @@ pub struct Args {
     /// Write here instead of stdout.
     #[arg(long, value_name = "F")]
     out: Option<PathBuf>,
+    /// Write `{"text"}` lines only: the prompt texts, not tokenized.
+    #[arg(long)]
+    text_only: bool,
 }
 
 /// One output line, serialized straight from the render (no JSON tree in between).
 #[derive(serde::Serialize)]
 struct Rendered<'a> {
     text: &'a str,
-    ids: &'a [u32],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ids: Option<&'a [u32]>,
 }
 
 /// One input line, its strings borrowed from the line's text where they have no escapes.
@@ -74,7 +78,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let mut text = profile
                     .render_json(&input)
                     .map_err(|e| format!("{}: {e}", at()))?;
-                let ids = profile.tokenizer.encode(&text);
+                let ids = if args.text_only {
+                    Vec::new()
+                } else {
+                    profile.tokenizer.encode(&text)
+                };
                 // Kept until every line is rendered: no slack.
                 text.shrink_to_fit();
                 Ok((text, ids))
@@ -89,6 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let mut out = Output::open(args.out.as_deref())?;
     for (text, ids) in &rendered {
+        let ids = (!args.text_only).then_some(ids.as_slice());
         out.line(&Rendered { text, ids })?;
     }
     out.finish()?;

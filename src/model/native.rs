@@ -441,11 +441,6 @@ pub fn output_buffer(messages: &[Message]) -> String {
     String::with_capacity(text + 64 * messages.len() + 256)
 }
 
-/// Python's truth value of a JSON value (what `{% if x %}` tests).
-pub fn truthy(value: &Json) -> bool {
-    value.truthy()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

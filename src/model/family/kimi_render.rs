@@ -21,9 +21,8 @@
 use serde_json::Value;
 use std::sync::LazyLock;
 
-use crate::model::json::{Json, Object};
-
 use super::{kimi, kimi_tools_ts};
+use crate::model::json::{Json, Object};
 use crate::model::native::{self, Message, Request, Role};
 use crate::model::pyjson::{write_json, DumpOptions};
 
@@ -123,7 +122,7 @@ pub fn render(variant: Variant, request: &Request) -> Option<String> {
             for message in &messages {
                 header(&mut out, message)?;
                 match (message.role, message.tool_calls) {
-                    (Role::Assistant, Some(calls)) if native::truthy(calls) => {
+                    (Role::Assistant, Some(calls)) if calls.truthy() => {
                         content(&mut out, message, MEDIA)?;
                         tool_calls(&mut out, calls)?;
                     }
@@ -148,7 +147,7 @@ pub fn render(variant: Variant, request: &Request) -> Option<String> {
                 messages
                     .iter()
                     .rposition(|m| {
-                        m.role == Role::Assistant && !m.tool_calls.is_some_and(native::truthy)
+                        m.role == Role::Assistant && !m.tool_calls.is_some_and(Json::truthy)
                     })
                     .map_or(0, |last| last + 1)
             };
@@ -178,7 +177,7 @@ pub fn render(variant: Variant, request: &Request) -> Option<String> {
                 out.push_str(reasoning);
                 out.push_str("</think>");
                 content(&mut out, message, media)?;
-                if let Some(calls) = message.tool_calls.filter(|c| native::truthy(c)) {
+                if let Some(calls) = message.tool_calls.filter(|c| c.truthy()) {
                     tool_calls(&mut out, calls)?;
                 }
                 out.push_str(END);
@@ -365,7 +364,7 @@ fn write_json_list(out: &mut String, tools: &[Json], options: &DumpOptions) {
 /// truthy string, `None` (not rendered natively) for a truthy non-string Python would `str()`.
 fn truthy_text<'a>(value: Option<&'a Json>) -> Option<Option<&'a str>> {
     match value {
-        Some(value) if native::truthy(value) => Some(Some(value.as_str()?)),
+        Some(value) if value.truthy() => Some(Some(value.as_str()?)),
         _ => Some(None),
     }
 }

@@ -224,7 +224,7 @@ fn assistant(
                 tool_call(out, call)?;
             }
         }
-        Some(other) if native::truthy(other) => return None,
+        Some(other) if other.truthy() => return None,
         _ => {}
     }
     out.push_str("<|im_end|>\n");
@@ -237,7 +237,7 @@ fn tool_call(out: &mut String, call: &Json) -> Option<()> {
     let call = call.as_object()?;
     let function = match call.get("function") {
         Some(Json::Object(function)) if !function.is_empty() => function,
-        Some(other) if native::truthy(other) => return None,
+        Some(other) if other.truthy() => return None,
         _ => call,
     };
     let name = function.get("name")?.as_str()?;

@@ -3,7 +3,7 @@
 //! `scripts/bench_render.py` compares render + tokenize with transformers' `apply_chat_template`.
 
 use draftgen::model::assets::assets_root;
-use draftgen::model::{LoadOptions, Profile, RenderInput};
+use draftgen::model::{LoadOptions, Profile, RenderInput, RenderPath};
 use serde_json::Value;
 use std::path::Path;
 
@@ -108,6 +108,21 @@ fn render_and_tokenize_240_conversations(bencher: divan::Bencher, family: &str) 
 #[divan::bench(args = RENDER_FAMILIES, sample_count = 20)]
 fn render_240_conversations(bencher: divan::Bencher, family: &str) {
     let corpus = family_corpus(family);
+    let templated = corpus
+        .cases
+        .iter()
+        .filter(|case| {
+            let (_, path) = corpus
+                .profile
+                .render_with_path(&input(case))
+                .expect("render");
+            path == RenderPath::Template
+        })
+        .count();
+    assert_eq!(
+        templated, 0,
+        "{family}: conversations the native twin declined"
+    );
     bencher.bench_local(|| {
         corpus
             .cases

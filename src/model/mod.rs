@@ -17,7 +17,7 @@ pub mod tiktoken;
 pub mod tokenizer;
 
 pub use json::Json;
-pub use native::{JsonRenderInput, RenderPath};
+pub use native::{JsonRenderInput, RenderPath, Tools};
 pub use profile::{AssistantTurn, LoadOptions, Profile, RenderInput};
 pub use template::ChatTemplate;
 pub use tokenizer::Tokenizer;

@@ -90,10 +90,11 @@ pub enum OptionsError {
         "`server_token_ids` needs a server that returns its own ids: set `server_kind` to vllm, sglang or llama_cpp (it is {0:?})"
     )]
     TokenIdsUnsupported(ServerKind),
+    /// SGLang sends no ids in stream chunks; llama.cpp's final chunk carries `__verbose.tokens: []`.
     #[error(
-        "SGLang returns token ids only without streaming: turn `stream` off or `server_token_ids` off"
+        "{0:?} returns its token ids only without streaming: turn `stream` off or `server_token_ids` off"
     )]
-    SglangStreamTokenIds,
+    NoTokenIdsWhenStreaming(ServerKind),
 }
 
 /// OpenRouter's `reasoning` request object.
@@ -342,11 +343,11 @@ impl RequestOptions {
         }
         if self.server_token_ids {
             match self.server_kind {
-                ServerKind::Vllm | ServerKind::LlamaCpp => {}
-                ServerKind::Sglang if self.stream => {
-                    return Err(OptionsError::SglangStreamTokenIds)
+                ServerKind::Vllm => {}
+                kind @ (ServerKind::Sglang | ServerKind::LlamaCpp) if self.stream => {
+                    return Err(OptionsError::NoTokenIdsWhenStreaming(kind))
                 }
-                ServerKind::Sglang => {}
+                ServerKind::Sglang | ServerKind::LlamaCpp => {}
                 kind @ (ServerKind::OpenRouter | ServerKind::Generic) => {
                     return Err(OptionsError::TokenIdsUnsupported(kind))
                 }
@@ -645,7 +646,15 @@ mod tests {
         };
         assert_eq!(
             sglang_stream.validate(),
-            Err(OptionsError::SglangStreamTokenIds)
+            Err(OptionsError::NoTokenIdsWhenStreaming(ServerKind::Sglang))
+        );
+        let llama_stream = RequestOptions {
+            server_kind: ServerKind::LlamaCpp,
+            ..sglang_stream
+        };
+        assert_eq!(
+            llama_stream.validate(),
+            Err(OptionsError::NoTokenIdsWhenStreaming(ServerKind::LlamaCpp))
         );
     }
 

@@ -7,17 +7,27 @@
 //! — the same ids come from: split on added-token literals, normalize, split with the
 //! regexes on `regex-automata` ([`FastSplitter`]), then merge bytes by merge rank.
 //!
+//! Most of the pieces of chat text repeat, so each thread keeps a [`WordCache`] of piece → ids
+//! per encoder ([`EncodeState`], pooled like `regex-automata`'s own caches), and a stretch whose
+//! normalization is the identity (Unicode's quick check says so) skips `NormalizedString`.
+//!
 //! [`FastBpe::from_json`] accepts only that layout and returns `None` for anything else (the
 //! caller then keeps the `tokenizers` crate). Exactness is checked against Python on the parity
 //! corpora (`tests/tokenize.rs`, `tests/render.rs`) and against the `tokenizers` crate by a
 //! property test.
 
+use regex_automata::util::pool::Pool;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::collections::BinaryHeap;
 use tokenizers::{NormalizedString, Normalizer as _};
+use unicode_normalization_alignments::{
+    is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized,
+};
 
-use super::tiktoken::{self, FastSplitter};
+use super::split::{FastSplitter, SplitCache};
+use super::tiktoken;
+use super::word_cache::WordCache;
 
 /// Pieces up to this many bytes merge with the simple quadratic scan (no allocation beyond the
 /// symbol list); longer ones with the heap, as Hugging Face's `Word::merge_all`.
@@ -30,9 +40,13 @@ pub(crate) struct FastBpe {
     raw_added: Option<regex::Regex>,
     normalized_added: Option<regex::Regex>,
     added_ids: FxHashMap<String, u32>,
-    /// The normalizer (only NFC/NFKC/NFD/NFKD or none, all the identity on ASCII text).
+    /// The normalizer (only NFC/NFKC/NFD/NFKD or none, all the identity on ASCII text), and
+    /// the normal forms it applies in order (empty: the identity).
     normalizer: Option<tokenizers::NormalizerWrapper>,
+    forms: Vec<NormalForm>,
     splitters: Vec<FastSplitter>,
+    /// Per-thread caches, reused across calls.
+    states: StatePool,
     /// Vocabulary id of each single byte (its byte-level char).
     byte_ids: [u32; 256],
     /// `(left id, right id)` → `(merge rank, merged id)`.
@@ -46,10 +60,9 @@ impl FastBpe {
     /// Build from the parsed `tokenizer.json` and the loaded tokenizer (for its added tokens
     /// and normalizer); `None` when the layout is not the one this path reproduces.
     pub(crate) fn from_json(json: &Value, tokenizer: &tokenizers::Tokenizer) -> Option<Self> {
-        let normalizer = match json.get("normalizer") {
-            None | Some(Value::Null) => None,
-            Some(n) if ascii_identity_normalizer(n) => tokenizer.get_normalizer().cloned(),
-            Some(_) => return None,
+        let (normalizer, forms) = match json.get("normalizer") {
+            None | Some(Value::Null) => (None, Vec::new()),
+            Some(n) => (tokenizer.get_normalizer().cloned(), normal_forms(n)?),
         };
         let splitters = split_patterns(json.get("pre_tokenizer")?)?
             .iter()
@@ -119,7 +132,9 @@ impl FastBpe {
             normalized_added: alternation(&normalized)?,
             added_ids,
             normalizer,
+            forms,
             splitters,
+            states: Pool::new(EncodeState::default),
             byte_ids,
             merges,
             vocab,
@@ -130,7 +145,8 @@ impl FastBpe {
     /// Encode with added-token literals recognized (`add_special_tokens=False`).
     pub(crate) fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
         let mut ids = Vec::with_capacity(text.len() / 3 + 1);
-        let mut scratch = Scratch::default();
+        let mut state = self.states.get();
+        let (caches, pieces) = state.split_for(&self.splitters);
         let mut err = None;
         for_each_literal_split(&self.raw_added, text, |part| match part {
             Part::Literal(literal) => self.push_literal(literal, &mut ids),
@@ -144,7 +160,7 @@ impl FastBpe {
                 };
                 for_each_literal_split(&self.normalized_added, &normalized, |part| match part {
                     Part::Literal(literal) => self.push_literal(literal, &mut ids),
-                    Part::Text(stretch) => self.encode_text(stretch, 0, &mut scratch, &mut ids),
+                    Part::Text(stretch) => self.encode_text(stretch, 0, caches, pieces, &mut ids),
                 });
             }
         });
@@ -160,44 +176,62 @@ impl FastBpe {
         }
     }
 
-    /// The normalized text; ASCII passes unchanged (every accepted normalizer is the identity
-    /// there), so only non-ASCII stretches pay for `NormalizedString`.
+    /// The normalized text. Only text some normal form could change pays for
+    /// `NormalizedString`: ASCII and text every form's quick check calls normalized pass as is.
     fn normalize<'t>(&self, text: &'t str) -> Result<std::borrow::Cow<'t, str>, String> {
+        let unchanged = |form: &NormalForm| form.quick_check(text) == IsNormalized::Yes;
+        if text.is_ascii() || self.forms.iter().all(unchanged) {
+            return Ok(text.into());
+        }
         match &self.normalizer {
-            Some(normalizer) if !text.is_ascii() => {
+            Some(normalizer) => {
                 let mut normalized = NormalizedString::from(text);
                 normalizer
                     .normalize(&mut normalized)
                     .map_err(|e| format!("normalizer: {e}"))?;
                 Ok(normalized.get().to_string().into())
             }
-            _ => Ok(text.into()),
+            None => Ok(text.into()),
         }
     }
 
-    /// Pre-tokenize with splitter `level` and the ones after it, then merge each piece.
-    fn encode_text(&self, text: &str, level: usize, scratch: &mut Scratch, ids: &mut Vec<u32>) {
-        match self.splitters.get(level) {
-            Some(splitter) => splitter.for_each_piece_isolated(text, |piece| {
-                self.encode_text(piece, level + 1, scratch, ids)
-            }),
-            None if !text.is_empty() => self.merge_piece(text.as_bytes(), scratch, ids),
-            None => {}
+    /// Pre-tokenize with splitter `level` and the ones after it (whose caches are `caches`),
+    /// then merge each piece.
+    fn encode_text(
+        &self,
+        text: &str,
+        level: usize,
+        caches: &mut [SplitCache],
+        pieces: &mut PieceState,
+        ids: &mut Vec<u32>,
+    ) {
+        match (self.splitters.get(level), caches.split_first_mut()) {
+            (Some(splitter), Some((cache, deeper))) => {
+                splitter.for_each_piece_isolated(text, cache, |piece| {
+                    self.encode_text(piece, level + 1, deeper, pieces, ids)
+                })
+            }
+            _ => match text.as_bytes() {
+                [] => {}
+                &[byte] => ids.push(self.byte_ids[byte as usize]),
+                bytes => {
+                    let PieceState { words, symbols } = pieces;
+                    words.encode(bytes, ids, |bytes, ids| {
+                        self.merge_piece(bytes, symbols, ids)
+                    });
+                }
+            },
         }
     }
 
-    fn merge_piece(&self, bytes: &[u8], scratch: &mut Scratch, ids: &mut Vec<u32>) {
-        if bytes.len() == 1 {
-            ids.push(self.byte_ids[bytes[0] as usize]);
-            return;
-        }
+    /// The ids of one piece of two or more bytes, without the cache (see [`WordCache`]).
+    fn merge_piece(&self, bytes: &[u8], symbols: &mut Vec<u32>, ids: &mut Vec<u32>) {
         if self.ignore_merges {
             if let Some(&id) = self.vocab.get(bytes) {
                 ids.push(id);
                 return;
             }
         }
-        let symbols = &mut scratch.symbols;
         symbols.clear();
         symbols.extend(bytes.iter().map(|&b| self.byte_ids[b as usize]));
         if bytes.len() <= SHORT_PIECE {
@@ -296,9 +330,46 @@ pub(crate) fn merge_long(
     ids.extend((0..n).filter(|&i| alive[i]).map(|i| id[i]));
 }
 
+/// What a thread keeps between encodes with one encoder: a lazy-DFA cache per splitter, the
+/// word cache and merge scratch. Taken from the encoder's [`StatePool`] for one call.
 #[derive(Default)]
-struct Scratch {
-    symbols: Vec<u32>,
+pub(crate) struct EncodeState {
+    split: Vec<SplitCache>,
+    pieces: PieceState,
+}
+
+#[derive(Default)]
+pub(crate) struct PieceState {
+    pub(crate) words: WordCache,
+    pub(crate) symbols: Vec<u32>,
+}
+
+/// `regex-automata`'s pool: the owning thread takes its value without locking, other threads
+/// (rayon's) from a small set of stacks.
+pub(crate) type StatePool = Pool<EncodeState, fn() -> EncodeState>;
+
+impl EncodeState {
+    /// The caches of `splitters` (made on this thread's first use) and the piece state.
+    pub(crate) fn split_for(
+        &mut self,
+        splitters: &[FastSplitter],
+    ) -> (&mut [SplitCache], &mut PieceState) {
+        if self.split.len() != splitters.len() {
+            self.split = splitters.iter().map(FastSplitter::create_cache).collect();
+        }
+        (&mut self.split, &mut self.pieces)
+    }
+
+    /// [`EncodeState::split_for`] with one splitter.
+    pub(crate) fn split_one(
+        &mut self,
+        splitter: &FastSplitter,
+    ) -> (&mut SplitCache, &mut PieceState) {
+        if self.split.len() != 1 {
+            self.split = vec![splitter.create_cache()];
+        }
+        (&mut self.split[0], &mut self.pieces)
+    }
 }
 
 enum Part<'t> {
@@ -334,15 +405,42 @@ fn empty_or_null(v: Option<&Value>) -> bool {
     }
 }
 
-/// Unicode normal forms (and sequences of them, empty included) leave ASCII text unchanged.
-fn ascii_identity_normalizer(n: &Value) -> bool {
-    match n.get("type").and_then(Value::as_str) {
-        Some("NFC" | "NFKC" | "NFD" | "NFKD") => true,
-        Some("Sequence") => n
-            .get("normalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|ns| ns.iter().all(ascii_identity_normalizer)),
-        _ => false,
+/// A Unicode normal form a `tokenizer.json` normalizer applies.
+#[derive(Clone, Copy)]
+enum NormalForm {
+    Nfc,
+    Nfkc,
+    Nfd,
+    Nfkd,
+}
+
+impl NormalForm {
+    /// Unicode's quick check with the tables the `tokenizers` crate normalizes with: `Yes`
+    /// means normalizing leaves `text` unchanged.
+    fn quick_check(self, text: &str) -> IsNormalized {
+        match self {
+            Self::Nfc => is_nfc_quick(text.chars()),
+            Self::Nfkc => is_nfkc_quick(text.chars()),
+            Self::Nfd => is_nfd_quick(text.chars()),
+            Self::Nfkd => is_nfkd_quick(text.chars()),
+        }
+    }
+}
+
+/// The normal forms of a normalizer made only of them (sequences included, the empty one too,
+/// all the identity on ASCII text); `None` for any other normalizer.
+fn normal_forms(n: &Value) -> Option<Vec<NormalForm>> {
+    match n.get("type")?.as_str()? {
+        "NFC" => Some(vec![NormalForm::Nfc]),
+        "NFKC" => Some(vec![NormalForm::Nfkc]),
+        "NFD" => Some(vec![NormalForm::Nfd]),
+        "NFKD" => Some(vec![NormalForm::Nfkd]),
+        "Sequence" => {
+            let parts = n.get("normalizers")?.as_array()?;
+            let forms = parts.iter().map(normal_forms).collect::<Option<Vec<_>>>()?;
+            Some(forms.concat())
+        }
+        _ => None,
     }
 }
 

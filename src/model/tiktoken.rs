@@ -13,6 +13,8 @@ use std::collections::HashSet;
 use std::path::Path;
 use tiktoken_rs::CoreBPE;
 
+use super::bpe::{EncodeState, PieceState, StatePool};
+use super::split::{FastSplitter, SplitCache};
 use super::ModelError;
 
 /// Kimi's split pattern (`TikTokenTokenizer.pat_str`, identical in K2, K2.5 and Kimi-Linear).
@@ -199,6 +201,7 @@ impl TiktokenModel {
                 ranks: ranks.clone(),
                 specials,
                 pairs: std::sync::OnceLock::new(),
+                states: StatePool::new(EncodeState::default),
             })
         });
         let special_encoder: FxHashMap<String, u32> = special_by_text.clone();
@@ -240,40 +243,35 @@ impl TiktokenModel {
 
     /// Encode with special-token literals recognized (`allowed_special="all"`).
     pub fn encode(&self, text: &str) -> Vec<u32> {
-        let mut ids = Vec::with_capacity(text.len() / 3);
-        self.for_each_piece(text, |piece| {
-            ids.extend(self.encode_piece_with_specials(piece));
-        });
-        ids
+        self.encode_pieces(text, true)
     }
 
     /// Encode with special-token literals as plain text (`disallowed_special=()`).
     pub fn encode_ordinary(&self, text: &str) -> Vec<u32> {
-        let mut ids = Vec::with_capacity(text.len() / 3);
-        self.for_each_piece(text, |piece| match &self.fast {
-            Some(fast) => fast.encode_ordinary(&self.bpe, piece, &mut ids),
-            None => ids.extend(self.bpe.encode_ordinary(piece)),
-        });
-        ids
+        self.encode_pieces(text, false)
     }
 
-    fn encode_piece_with_specials(&self, piece: &str) -> Vec<u32> {
+    fn encode_pieces(&self, text: &str, with_specials: bool) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(text.len() / 3);
         // A piece holding no byte that starts a literal holds no literal: skip the scan (and
         // the per-call set of allowed literals tiktoken-rs builds).
-        let may_hold_literal = piece.bytes().any(|b| self.special_first_bytes[b as usize]);
-        match &self.fast {
-            Some(fast) => {
-                let mut ids = Vec::with_capacity(piece.len() / 3);
-                if may_hold_literal {
-                    fast.encode_with_specials(&self.bpe, piece, &self.special_by_text, &mut ids);
-                } else {
-                    fast.encode_ordinary(&self.bpe, piece, &mut ids);
-                }
-                ids
-            }
-            None if may_hold_literal => self.bpe.encode_with_special_tokens(piece),
-            None => self.bpe.encode_ordinary(piece),
-        }
+        let may_hold_literal = |piece: &str| {
+            with_specials && piece.bytes().any(|b| self.special_first_bytes[b as usize])
+        };
+        let Some(fast) = &self.fast else {
+            self.for_each_piece(text, |piece| match may_hold_literal(piece) {
+                true => ids.extend(self.bpe.encode_with_special_tokens(piece)),
+                false => ids.extend(self.bpe.encode_ordinary(piece)),
+            });
+            return ids;
+        };
+        let mut state = fast.states.get();
+        let (cache, pieces) = state.split_one(&fast.splitter);
+        self.for_each_piece(text, |piece| match may_hold_literal(piece) {
+            true => fast.encode_with_specials(self, piece, cache, pieces, &mut ids),
+            false => fast.encode_ordinary(&self.bpe, piece, cache, pieces, &mut ids),
+        });
+        ids
     }
 
     /// Encode with tiktoken-rs's `CoreBPE` only (fancy-regex), bypassing the fast splitter:
@@ -354,105 +352,6 @@ impl TiktokenModel {
     }
 }
 
-/// The split pattern on `regex-automata` instead of fancy-regex: several times faster, and
-/// what lets us beat Python tiktoken (which runs fancy-regex).
-///
-/// The only non-regular part of tiktoken patterns is the alternative `\s+(?!\S)`. It is
-/// rewritten as two patterns with the same leftmost-first priority (the rewrite `bpe-openai`
-/// uses): `\s+$` (a run reaching the end: all of it) and `\s+\s` (a run followed by a
-/// non-space: all but its last char, which the loop gives back). Exactness is checked against
-/// `CoreBPE` (property test) and against Python tiktoken (parity corpus).
-/// Pattern index of `\s+\s` in the rewritten pattern set.
-const LOOKAHEAD_PATTERN: usize = 2;
-
-pub(crate) struct FastSplitter {
-    regex: regex_automata::meta::Regex,
-    /// Pattern index of `\s+\s`, whose matches give their last char back; `None` when the
-    /// pattern has no `\s+(?!\S)` alternative (and is then compiled as is).
-    lookahead: Option<usize>,
-}
-
-impl FastSplitter {
-    pub(crate) fn new(pattern: &str) -> Option<Self> {
-        const LOOKAHEAD: &str = r"|\s+(?!\S)|";
-        let has_lookaround = |p: &str| ["(?=", "(?!", "(?<"].iter().any(|l| p.contains(l));
-        let Some(at) = pattern.find(LOOKAHEAD) else {
-            // No look-around at all: the pattern is regular as written.
-            if has_lookaround(pattern) {
-                return None;
-            }
-            return regex_automata::meta::Regex::new(pattern)
-                .ok()
-                .map(|regex| Self {
-                    regex,
-                    lookahead: None,
-                });
-        };
-        let (before, after) = (&pattern[..at], &pattern[at + LOOKAHEAD.len()..]);
-        if has_lookaround(before) || has_lookaround(after) {
-            return None;
-        }
-        let patterns = [before, r"\s+$", r"\s+\s", after];
-        regex_automata::meta::Regex::new_many(&patterns)
-            .ok()
-            .map(|regex| Self {
-                regex,
-                lookahead: Some(LOOKAHEAD_PATTERN),
-            })
-    }
-
-    /// Call `f` on each piece of `text`, as fancy-regex's `find_iter` with the original pattern
-    /// (text no alternative matches is dropped, as tiktoken does).
-    fn for_each_piece<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
-        self.for_each_match(text, |piece, _| f(piece));
-    }
-
-    /// Call `f` on the matches and on the unmatched stretches between them, in order: Hugging
-    /// Face's `Split` pre-tokenizer with the `Isolated` behaviour.
-    pub(crate) fn for_each_piece_isolated<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
-        let mut last = 0;
-        self.for_each_match(text, |piece, start| {
-            if start > last {
-                f(&text[last..start]);
-            }
-            f(piece);
-            last = start + piece.len();
-        });
-        if last < text.len() {
-            f(&text[last..]);
-        }
-    }
-
-    /// `f(match, start)` for each match, leftmost-first, non-overlapping.
-    fn for_each_match<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str, usize)) {
-        let mut input = regex_automata::Input::new(text);
-        let mut start = 0;
-        while start < text.len() {
-            input.set_start(start);
-            let Some(found) = self.regex.search(&input) else {
-                break;
-            };
-            let mut end = found.end();
-            if Some(found.pattern().as_usize()) == self.lookahead {
-                // Give back the look-ahead char (whitespace, so its length is its UTF-8 width).
-                end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
-            }
-            if end <= found.start() {
-                // Cannot happen for tiktoken patterns (every alternative consumes a char);
-                // step over one char rather than loop forever.
-                start = found.start()
-                    + text[found.start()..]
-                        .chars()
-                        .next()
-                        .map_or(1, char::len_utf8);
-                continue;
-            }
-            f(&text[found.start()..end], found.start());
-            start = end;
-        }
-    }
-}
-
 /// Fast encoding: [`FastSplitter`] + the byte-pair merge of tiktoken-rs.
 struct FastEncoder {
     splitter: FastSplitter,
@@ -462,65 +361,83 @@ struct FastEncoder {
     /// For long pieces: every split of a token into two tokens → (its rank, its rank), built on
     /// the first long piece (about 1M entries for Kimi, so not at load).
     pairs: std::sync::OnceLock<FxHashMap<(u32, u32), (u32, u32)>>,
+    /// Per-thread split cache and word cache, reused across calls.
+    states: StatePool,
 }
 
 impl FastEncoder {
-    fn encode_ordinary(&self, bpe: &CoreBPE, text: &str, ids: &mut Vec<u32>) {
-        self.splitter.for_each_piece(text, |piece| {
-            let bytes = piece.as_bytes();
-            match self.ranks.get(bytes) {
-                Some(&id) => ids.push(id),
-                // tiktoken-rs exports only the quadratic merge (`byte_pair_split`), fine for
-                // short pieces. Long ones (and a lone byte missing from the ranks) go to
-                // `CoreBPE`, whose split pattern returns a whole piece unchanged (no alternative
-                // can match a longer or preferred prefix of a match in isolation), so its ids
-                // are exactly the merge of the piece, computed with its heap-based merge.
-                None if (2..100).contains(&bytes.len()) => ids.extend(
-                    tiktoken_rs::byte_pair_split(bytes, &self.ranks)
-                        .into_iter()
-                        .filter_map(|part| self.ranks.get(part).copied()),
-                ),
-                // Long pieces: the heap merge over id pairs (see `bpe::merge_long`), which
-                // hashes two ids per lookup where `CoreBPE` hashes a byte slice with SipHash.
-                // Every byte must be a token for the parts to be tokens; if one is not, CoreBPE.
-                None => {
-                    let symbols: Option<Vec<u32>> = bytes
-                        .iter()
-                        .map(|b| self.ranks.get(std::slice::from_ref(b)).copied())
-                        .collect();
-                    match symbols {
-                        Some(symbols) if symbols.len() >= 2 => {
-                            let pairs = self.pairs.get_or_init(|| token_pairs(&self.ranks));
-                            super::bpe::merge_long(&symbols, pairs, ids);
-                        }
-                        _ => ids.extend(bpe.encode_ordinary(piece)),
+    fn encode_ordinary(
+        &self,
+        bpe: &CoreBPE,
+        text: &str,
+        cache: &mut SplitCache,
+        pieces: &mut PieceState,
+        ids: &mut Vec<u32>,
+    ) {
+        self.splitter.for_each_piece(text, cache, |piece| {
+            pieces.words.encode(piece.as_bytes(), ids, |_, ids| {
+                self.encode_piece(bpe, piece, ids)
+            })
+        });
+    }
+
+    /// The ids of one piece, without the cache.
+    fn encode_piece(&self, bpe: &CoreBPE, piece: &str, ids: &mut Vec<u32>) {
+        let bytes = piece.as_bytes();
+        match self.ranks.get(bytes) {
+            Some(&id) => ids.push(id),
+            // tiktoken-rs exports only the quadratic merge (`byte_pair_split`), fine for
+            // short pieces. Long ones (and a lone byte missing from the ranks) go to
+            // `CoreBPE`, whose split pattern returns a whole piece unchanged (no alternative
+            // can match a longer or preferred prefix of a match in isolation), so its ids
+            // are exactly the merge of the piece, computed with its heap-based merge.
+            None if (2..100).contains(&bytes.len()) => ids.extend(
+                tiktoken_rs::byte_pair_split(bytes, &self.ranks)
+                    .into_iter()
+                    .filter_map(|part| self.ranks.get(part).copied()),
+            ),
+            // Long pieces: the heap merge over id pairs (see `bpe::merge_long`), which
+            // hashes two ids per lookup where `CoreBPE` hashes a byte slice with SipHash.
+            // Every byte must be a token for the parts to be tokens; if one is not, CoreBPE.
+            None => {
+                let symbols: Option<Vec<u32>> = bytes
+                    .iter()
+                    .map(|b| self.ranks.get(std::slice::from_ref(b)).copied())
+                    .collect();
+                match symbols {
+                    Some(symbols) if symbols.len() >= 2 => {
+                        let pairs = self.pairs.get_or_init(|| token_pairs(&self.ranks));
+                        super::bpe::merge_long(&symbols, pairs, ids);
                     }
+                    _ => ids.extend(bpe.encode_ordinary(piece)),
                 }
             }
-        });
+        }
     }
 
     /// As `CoreBPE::encode` with every special allowed: literals become ids, the text between
     /// them is encoded on its own (so the split pattern sees each stretch's end as the end).
     fn encode_with_specials(
         &self,
-        bpe: &CoreBPE,
+        model: &TiktokenModel,
         text: &str,
-        by_text: &FxHashMap<String, u32>,
+        cache: &mut SplitCache,
+        pieces: &mut PieceState,
         ids: &mut Vec<u32>,
     ) {
+        let bpe = &model.bpe;
         let Some(specials) = &self.specials else {
-            return self.encode_ordinary(bpe, text, ids);
+            return self.encode_ordinary(bpe, text, cache, pieces, ids);
         };
         let mut start = 0;
         for literal in specials.find_iter(text) {
-            self.encode_ordinary(bpe, &text[start..literal.start()], ids);
-            if let Some(&id) = by_text.get(literal.as_str()) {
+            self.encode_ordinary(bpe, &text[start..literal.start()], cache, pieces, ids);
+            if let Some(&id) = model.special_by_text.get(literal.as_str()) {
                 ids.push(id);
             }
             start = literal.end();
         }
-        self.encode_ordinary(bpe, &text[start..], ids);
+        self.encode_ordinary(bpe, &text[start..], cache, pieces, ids);
     }
 }
 

@@ -25,7 +25,7 @@ use unicode_normalization_alignments::{
     is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized,
 };
 
-use super::split::{FastSplitter, SplitCache};
+use super::split::{FastSplitter, Literals, Part};
 use super::tiktoken;
 use super::word_cache::WordCache;
 
@@ -37,9 +37,8 @@ pub(crate) struct FastBpe {
     /// Added tokens matched on the raw text (`normalized: false`), then, in the stretches
     /// between them, those matched after normalization (`normalized: true`), as
     /// `AddedVocabulary::extract_and_normalize` does. `None` when the set is empty.
-    raw_added: Option<regex::Regex>,
-    normalized_added: Option<regex::Regex>,
-    added_ids: FxHashMap<String, u32>,
+    raw_added: Option<Literals>,
+    normalized_added: Option<Literals>,
     /// The normalizer (only NFC/NFKC/NFD/NFKD or none, all the identity on ASCII text), and
     /// the normal forms it applies in order (empty: the identity).
     normalizer: Option<tokenizers::NormalizerWrapper>,
@@ -110,7 +109,6 @@ impl FastBpe {
         }
         let mut raw = FxHashMap::default();
         let mut normalized = FxHashMap::default();
-        let mut added_ids = FxHashMap::default();
         for (id, token) in tokenizer.get_added_tokens_decoder() {
             if token.lstrip || token.rstrip || token.single_word || token.content.is_empty() {
                 return None;
@@ -121,16 +119,10 @@ impl FastBpe {
                 &mut raw
             };
             set.insert(token.content.clone(), id);
-            added_ids.insert(token.content.clone(), id);
         }
-        let alternation = |set: &FxHashMap<String, u32>| match set.is_empty() {
-            true => Some(None),
-            false => tiktoken::special_regex(set).map(Some),
-        };
         Some(Self {
-            raw_added: alternation(&raw)?,
-            normalized_added: alternation(&normalized)?,
-            added_ids,
+            raw_added: Literals::new(&raw),
+            normalized_added: Literals::new(&normalized),
             normalizer,
             forms,
             splitters,
@@ -144,12 +136,24 @@ impl FastBpe {
 
     /// Encode with added-token literals recognized (`add_special_tokens=False`).
     pub(crate) fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
+        self.encode_with(text, &mut self.states.get())
+    }
+
+    /// [`FastBpe::encode`] without the word cache: what the cached path must equal.
+    #[cfg(test)]
+    pub(crate) fn encode_uncached(&self, text: &str) -> Result<Vec<u32>, String> {
+        let mut state = EncodeState {
+            words: WordCache::disabled(),
+            symbols: Vec::new(),
+        };
+        self.encode_with(text, &mut state)
+    }
+
+    fn encode_with(&self, text: &str, state: &mut EncodeState) -> Result<Vec<u32>, String> {
         let mut ids = Vec::with_capacity(text.len() / 3 + 1);
-        let mut state = self.states.get();
-        let (caches, pieces) = state.split_for(&self.splitters);
         let mut err = None;
-        for_each_literal_split(&self.raw_added, text, |part| match part {
-            Part::Literal(literal) => self.push_literal(literal, &mut ids),
+        Literals::for_each_part(self.raw_added.as_ref(), text, |part| match part {
+            Part::Literal(id) => ids.push(id),
             Part::Text(stretch) => {
                 let normalized = match self.normalize(stretch) {
                     Ok(n) => n,
@@ -158,21 +162,16 @@ impl FastBpe {
                         return;
                     }
                 };
-                for_each_literal_split(&self.normalized_added, &normalized, |part| match part {
-                    Part::Literal(literal) => self.push_literal(literal, &mut ids),
-                    Part::Text(stretch) => self.encode_text(stretch, 0, caches, pieces, &mut ids),
-                });
+                let parts = |part| match part {
+                    Part::Literal(id) => ids.push(id),
+                    Part::Text(stretch) => self.encode_text(stretch, 0, state, &mut ids),
+                };
+                Literals::for_each_part(self.normalized_added.as_ref(), &normalized, parts);
             }
         });
         match err {
             Some(e) => Err(e),
             None => Ok(ids),
-        }
-    }
-
-    fn push_literal(&self, literal: &str, ids: &mut Vec<u32>) {
-        if let Some(&id) = self.added_ids.get(literal) {
-            ids.push(id);
         }
     }
 
@@ -195,27 +194,17 @@ impl FastBpe {
         }
     }
 
-    /// Pre-tokenize with splitter `level` and the ones after it (whose caches are `caches`),
-    /// then merge each piece.
-    fn encode_text(
-        &self,
-        text: &str,
-        level: usize,
-        caches: &mut [SplitCache],
-        pieces: &mut PieceState,
-        ids: &mut Vec<u32>,
-    ) {
-        match (self.splitters.get(level), caches.split_first_mut()) {
-            (Some(splitter), Some((cache, deeper))) => {
-                splitter.for_each_piece_isolated(text, cache, |piece| {
-                    self.encode_text(piece, level + 1, deeper, pieces, ids)
-                })
-            }
-            _ => match text.as_bytes() {
+    /// Pre-tokenize with splitter `level` and the ones after it, then merge each piece.
+    fn encode_text(&self, text: &str, level: usize, state: &mut EncodeState, ids: &mut Vec<u32>) {
+        match self.splitters.get(level) {
+            Some(splitter) => splitter.for_each_piece_isolated(text, |piece| {
+                self.encode_text(piece, level + 1, state, ids)
+            }),
+            None => match text.as_bytes() {
                 [] => {}
                 &[byte] => ids.push(self.byte_ids[byte as usize]),
                 bytes => {
-                    let PieceState { words, symbols } = pieces;
+                    let EncodeState { words, symbols } = state;
                     words.encode(bytes, ids, |bytes, ids| {
                         self.merge_piece(bytes, symbols, ids)
                     });
@@ -330,16 +319,10 @@ pub(crate) fn merge_long(
     ids.extend((0..n).filter(|&i| alive[i]).map(|i| id[i]));
 }
 
-/// What a thread keeps between encodes with one encoder: a lazy-DFA cache per splitter, the
-/// word cache and merge scratch. Taken from the encoder's [`StatePool`] for one call.
+/// What a thread keeps between encodes with one encoder: the word cache and merge scratch.
+/// Taken from the encoder's [`StatePool`] for one call.
 #[derive(Default)]
 pub(crate) struct EncodeState {
-    split: Vec<SplitCache>,
-    pieces: PieceState,
-}
-
-#[derive(Default)]
-pub(crate) struct PieceState {
     pub(crate) words: WordCache,
     pub(crate) symbols: Vec<u32>,
 }
@@ -347,55 +330,6 @@ pub(crate) struct PieceState {
 /// `regex-automata`'s pool: the owning thread takes its value without locking, other threads
 /// (rayon's) from a small set of stacks.
 pub(crate) type StatePool = Pool<EncodeState, fn() -> EncodeState>;
-
-impl EncodeState {
-    /// The caches of `splitters` (made on this thread's first use) and the piece state.
-    pub(crate) fn split_for(
-        &mut self,
-        splitters: &[FastSplitter],
-    ) -> (&mut [SplitCache], &mut PieceState) {
-        if self.split.len() != splitters.len() {
-            self.split = splitters.iter().map(FastSplitter::create_cache).collect();
-        }
-        (&mut self.split, &mut self.pieces)
-    }
-
-    /// [`EncodeState::split_for`] with one splitter.
-    pub(crate) fn split_one(
-        &mut self,
-        splitter: &FastSplitter,
-    ) -> (&mut SplitCache, &mut PieceState) {
-        if self.split.len() != 1 {
-            self.split = vec![splitter.create_cache()];
-        }
-        (&mut self.split[0], &mut self.pieces)
-    }
-}
-
-enum Part<'t> {
-    Literal(&'t str),
-    Text(&'t str),
-}
-
-fn for_each_literal_split<'t>(
-    literals: &Option<regex::Regex>,
-    text: &'t str,
-    mut f: impl FnMut(Part<'t>),
-) {
-    let mut start = 0;
-    if let Some(regex) = literals {
-        for found in regex.find_iter(text) {
-            if found.start() > start {
-                f(Part::Text(&text[start..found.start()]));
-            }
-            f(Part::Literal(found.as_str()));
-            start = found.end();
-        }
-    }
-    if start < text.len() {
-        f(Part::Text(&text[start..]));
-    }
-}
 
 fn empty_or_null(v: Option<&Value>) -> bool {
     match v {
@@ -495,12 +429,18 @@ mod tests {
             .as_ref()
     }
 
+    /// The fast path equals the `tokenizers` crate, with the word cache (cold or warmed by
+    /// earlier cases, then holding every piece of `text`) and without it.
     fn same_as_hf_crate(text: &str) {
         let Some(models) = models() else { return };
         for model in models {
-            assert!(model.has_fast_path(), "{}", model.source().display());
+            let Some(fast) = model.fast_bpe() else {
+                panic!("no fast path for {}", model.source().display());
+            };
             let want = model.encode_with_hf_crate(text).and_then(Result::ok);
             assert_eq!(Some(model.encode(text)), want, "{text:?}");
+            assert_eq!(Some(model.encode(text)), want, "{text:?} (cached)");
+            assert_eq!(fast.encode_uncached(text).ok(), want, "{text:?} (uncached)");
         }
     }
 
@@ -532,6 +472,20 @@ mod tests {
             text in "([a-zA-Z]{1,70}|[0-9]{1,9}|[ \t\n\r]{1,5}|[\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}]{1,4}|<\\|im_end\\|>|'s|\u{301}){0,30}"
         ) {
             same_as_hf_crate(&text);
+        }
+
+        #[test]
+        fn adversarial_unicode_matches_the_tokenizers_crate(
+            parts in prop::collection::vec(prop_oneof![
+                any::<String>(),
+                prop::sample::select(vec![
+                    " ", "  ", "\t", "\n", "\r\n", " \n ", "\u{a0}", "\u{3000}", "\u{2028}",
+                    "'s", "'LL", "中文", "ｶﾀｶﾅ", "é", "e\u{301}", "\u{301}", "١٢٣", "1234", "?!",
+                    "<|im_end|>", "<think>", "<｜User｜>", "<|", "😀", "Ⅻ", "\u{fb01}", "\u{212b}",
+                ]).prop_map(str::to_string),
+            ], 0..12)
+        ) {
+            same_as_hf_crate(&parts.concat());
         }
     }
 }

@@ -13,8 +13,8 @@ use std::collections::HashSet;
 use std::path::Path;
 use tiktoken_rs::CoreBPE;
 
-use super::bpe::{EncodeState, PieceState, StatePool};
-use super::split::{FastSplitter, SplitCache};
+use super::bpe::{EncodeState, StatePool};
+use super::split::{FastSplitter, Literals, Part};
 use super::ModelError;
 
 /// Kimi's split pattern (`TikTokenTokenizer.pat_str`, identical in K2, K2.5 and Kimi-Linear).
@@ -194,7 +194,7 @@ impl TiktokenModel {
         let fast = FastSplitter::new(pattern).and_then(|splitter| {
             let specials = match special_by_text.is_empty() {
                 true => None,
-                false => Some(special_regex(&special_by_text)?),
+                false => Some(Literals::new(&special_by_text)?),
             };
             Some(FastEncoder {
                 splitter,
@@ -253,23 +253,48 @@ impl TiktokenModel {
 
     fn encode_pieces(&self, text: &str, with_specials: bool) -> Vec<u32> {
         let mut ids = Vec::with_capacity(text.len() / 3);
-        // A piece holding no byte that starts a literal holds no literal: skip the scan (and
-        // the per-call set of allowed literals tiktoken-rs builds).
-        let may_hold_literal = |piece: &str| {
-            with_specials && piece.bytes().any(|b| self.special_first_bytes[b as usize])
-        };
         let Some(fast) = &self.fast else {
+            // A piece holding no byte that starts a literal holds no literal: skip the per-call
+            // set of allowed literals tiktoken-rs builds.
+            let may_hold_literal = |piece: &str| {
+                with_specials && piece.bytes().any(|b| self.special_first_bytes[b as usize])
+            };
             self.for_each_piece(text, |piece| match may_hold_literal(piece) {
                 true => ids.extend(self.bpe.encode_with_special_tokens(piece)),
                 false => ids.extend(self.bpe.encode_ordinary(piece)),
             });
             return ids;
         };
-        let mut state = fast.states.get();
-        let (cache, pieces) = state.split_one(&fast.splitter);
-        self.for_each_piece(text, |piece| match may_hold_literal(piece) {
-            true => fast.encode_with_specials(self, piece, cache, pieces, &mut ids),
-            false => fast.encode_ordinary(&self.bpe, piece, cache, pieces, &mut ids),
+        self.encode_fast(fast, text, with_specials, &mut fast.states.get())
+    }
+
+    /// [`TiktokenModel::encode`] without the word cache: what the cached path must equal.
+    #[cfg(test)]
+    pub(crate) fn encode_uncached(&self, text: &str) -> Option<Vec<u32>> {
+        let mut state = EncodeState {
+            words: super::word_cache::WordCache::disabled(),
+            symbols: Vec::new(),
+        };
+        let fast = self.fast.as_ref()?;
+        Some(self.encode_fast(fast, text, true, &mut state))
+    }
+
+    fn encode_fast(
+        &self,
+        fast: &FastEncoder,
+        text: &str,
+        with_specials: bool,
+        state: &mut EncodeState,
+    ) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(text.len() / 3);
+        let literals = fast.specials.as_ref().filter(|_| with_specials);
+        self.for_each_piece(text, |piece| {
+            // As `CoreBPE::encode` with every special allowed: literals become ids, the text
+            // between them is encoded on its own (the split pattern sees its end as the end).
+            Literals::for_each_part(literals, piece, |part| match part {
+                Part::Literal(id) => ids.push(id),
+                Part::Text(stretch) => fast.encode_ordinary(&self.bpe, stretch, state, &mut ids),
+            })
         });
         ids
     }
@@ -356,12 +381,12 @@ impl TiktokenModel {
 struct FastEncoder {
     splitter: FastSplitter,
     ranks: FxHashMap<Vec<u8>, u32>,
-    /// Alternation of the escaped special literals, or `None` without specials.
-    specials: Option<regex::Regex>,
+    /// The special literals, or `None` without specials.
+    specials: Option<Literals>,
     /// For long pieces: every split of a token into two tokens → (its rank, its rank), built on
     /// the first long piece (about 1M entries for Kimi, so not at load).
     pairs: std::sync::OnceLock<FxHashMap<(u32, u32), (u32, u32)>>,
-    /// Per-thread split cache and word cache, reused across calls.
+    /// Per-thread word cache and merge scratch, reused across calls.
     states: StatePool,
 }
 
@@ -370,12 +395,11 @@ impl FastEncoder {
         &self,
         bpe: &CoreBPE,
         text: &str,
-        cache: &mut SplitCache,
-        pieces: &mut PieceState,
+        state: &mut EncodeState,
         ids: &mut Vec<u32>,
     ) {
-        self.splitter.for_each_piece(text, cache, |piece| {
-            pieces.words.encode(piece.as_bytes(), ids, |_, ids| {
+        self.splitter.for_each_piece(text, |piece| {
+            state.words.encode(piece.as_bytes(), ids, |_, ids| {
                 self.encode_piece(bpe, piece, ids)
             })
         });
@@ -414,31 +438,6 @@ impl FastEncoder {
             }
         }
     }
-
-    /// As `CoreBPE::encode` with every special allowed: literals become ids, the text between
-    /// them is encoded on its own (so the split pattern sees each stretch's end as the end).
-    fn encode_with_specials(
-        &self,
-        model: &TiktokenModel,
-        text: &str,
-        cache: &mut SplitCache,
-        pieces: &mut PieceState,
-        ids: &mut Vec<u32>,
-    ) {
-        let bpe = &model.bpe;
-        let Some(specials) = &self.specials else {
-            return self.encode_ordinary(bpe, text, cache, pieces, ids);
-        };
-        let mut start = 0;
-        for literal in specials.find_iter(text) {
-            self.encode_ordinary(bpe, &text[start..literal.start()], cache, pieces, ids);
-            if let Some(&id) = model.special_by_text.get(literal.as_str()) {
-                ids.push(id);
-            }
-            start = literal.end();
-        }
-        self.encode_ordinary(bpe, &text[start..], cache, pieces, ids);
-    }
 }
 
 /// Every way to write a token as two tokens: `(left, right)` → (rank, rank) of the whole. The
@@ -456,17 +455,6 @@ fn token_pairs(ranks: &FxHashMap<Vec<u8>, u32>) -> FxHashMap<(u32, u32), (u32, u
         }
     }
     pairs
-}
-
-/// One regex matching any special literal (`None` if it does not compile: no fast path).
-/// Longer literals first, so that when one literal is a prefix of another the longer wins
-/// (tiktoken's order is its hash map's, i.e. unspecified; Kimi's literals are prefix-free, so
-/// the choice never matters there).
-pub(crate) fn special_regex(by_text: &FxHashMap<String, u32>) -> Option<regex::Regex> {
-    let mut literals: Vec<&str> = by_text.keys().map(String::as_str).collect();
-    literals.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
-    let alternation: Vec<String> = literals.iter().map(|l| regex::escape(l)).collect();
-    regex::Regex::new(&alternation.join("|")).ok()
 }
 
 /// Python's `str.isspace()`: Unicode `White_Space` plus the information separators
@@ -557,6 +545,7 @@ pub(crate) fn byte_level_alphabet() -> &'static [char; 256] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn pieces(s: &str, max_run: usize) -> Vec<String> {
         let mut out = Vec::new();
@@ -606,5 +595,41 @@ mod tests {
         assert_eq!(byte_level_alphabet()[b' ' as usize], 'Ġ');
         assert_eq!(byte_level_alphabet()[b'\n' as usize], 'Ċ');
         assert_eq!(byte_level_alphabet()[b'a' as usize], 'a');
+    }
+
+    /// Kimi's tokenizer, or `None` when the shared assets are absent.
+    fn kimi() -> Option<&'static crate::model::Tokenizer> {
+        static KIMI: std::sync::OnceLock<Option<crate::model::Tokenizer>> =
+            std::sync::OnceLock::new();
+        KIMI.get_or_init(|| {
+            let root = crate::model::assets::assets_root()?;
+            crate::model::Tokenizer::from_dir(&root.join("kimi-k2.5")).ok()
+        })
+        .as_ref()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// The word cache changes nothing: cached (cold, warm, then holding every piece) ==
+        /// uncached == tiktoken-rs `CoreBPE`.
+        #[test]
+        fn kimi_cached_equals_uncached_and_core_bpe(
+            parts in prop::collection::vec(prop_oneof![
+                any::<String>(),
+                prop::sample::select(vec![
+                    " ", "  ", "\t", "\n", "\r\n", " \n ", "\u{a0}", "\u{3000}", "\u{1c}",
+                    "'s", "'LL", "中文", "é", "\u{301}", "1234", "?!", "<|im_end|>", "<think>",
+                    "[EOS]", "<|", "😀", "Ab", "ABC",
+                ]).prop_map(str::to_string),
+            ], 0..12)
+        ) {
+            let Some(kimi) = kimi() else { return Ok(()) };
+            let Some(model) = kimi.tiktoken() else { panic!("Kimi is a tiktoken model") };
+            let text = parts.concat();
+            let want = model.encode_with_core_bpe(&text);
+            prop_assert_eq!(&model.encode(&text), &want);
+            prop_assert_eq!(&model.encode(&text), &want);
+            prop_assert_eq!(model.encode_uncached(&text), Some(want));
+        }
     }
 }

@@ -163,6 +163,15 @@ impl Tokenizer {
         }
     }
 
+    /// The byte-level BPE fast path, for its tests.
+    #[cfg(test)]
+    pub(crate) fn fast_bpe(&self) -> Option<&FastBpe> {
+        match &self.backend {
+            Backend::HuggingFace(hf) => hf.fast.as_ref(),
+            Backend::Tiktoken(_) => None,
+        }
+    }
+
     /// The vocabulary file this tokenizer was loaded from.
     pub fn source(&self) -> &Path {
         &self.source

@@ -120,9 +120,14 @@ impl FastBpe {
             };
             set.insert(token.content.clone(), id);
         }
+        // `Some(None)` for no literals; `None` (no fast path) if a searcher cannot be built.
+        let literals = |set: &FxHashMap<String, u32>| match set.is_empty() {
+            true => Some(None),
+            false => Literals::new(set).map(Some),
+        };
         Some(Self {
-            raw_added: Literals::new(&raw),
-            normalized_added: Literals::new(&normalized),
+            raw_added: literals(&raw)?,
+            normalized_added: literals(&normalized)?,
             normalizer,
             forms,
             splitters,
@@ -178,8 +183,17 @@ impl FastBpe {
     /// The normalized text. Only text some normal form could change pays for
     /// `NormalizedString`: ASCII and text every form's quick check calls normalized pass as is.
     fn normalize<'t>(&self, text: &'t str) -> Result<std::borrow::Cow<'t, str>, String> {
-        let unchanged = |form: &NormalForm| form.quick_check(text) == IsNormalized::Yes;
-        if text.is_ascii() || self.forms.iter().all(unchanged) {
+        // The quick check treats an ASCII char as a fresh start, so an ASCII prefix changes
+        // nothing in its answer: start at the first non-ASCII byte (a char boundary).
+        let Some(first) = text.bytes().position(|b| !b.is_ascii()) else {
+            return Ok(text.into());
+        };
+        let rest = &text[first..];
+        if self
+            .forms
+            .iter()
+            .all(|form| form.quick_check(rest) == IsNormalized::Yes)
+        {
             return Ok(text.into());
         }
         match &self.normalizer {

@@ -40,7 +40,7 @@ pub(crate) enum Part<'t> {
 }
 
 impl Literals {
-    /// `None` for an empty set, or when the searcher cannot be built.
+    /// `None` when the searcher cannot be built.
     pub(crate) fn new(by_text: &FxHashMap<String, u32>) -> Option<Self> {
         let mut literals: Vec<(&str, u32)> =
             by_text.iter().map(|(s, &id)| (s.as_str(), id)).collect();
@@ -50,7 +50,7 @@ impl Literals {
             .build(literals.iter().map(|(s, _)| s))
             .ok()?;
         let ids = literals.iter().map(|&(_, id)| id).collect();
-        (!literals.is_empty()).then_some(Self { searcher, ids })
+        Some(Self { searcher, ids })
     }
 
     /// Call `f` on the literals and the non-empty stretches of text around them, in order.

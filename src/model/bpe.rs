@@ -4,8 +4,9 @@
 //! `NormalizedString` alignments, per-piece allocations), not in the BPE. For the common layout
 //! — added tokens matched whole, an identity-on-ASCII normalizer, a sequence of `Split`
 //! (`Isolated`) regexes, a `ByteLevel` pre-tokenizer without its own regex, and a plain BPE model
-//! — the same ids come from: split on added-token literals, normalize, split with the
-//! regexes on `regex-automata` ([`FastSplitter`]), then merge bytes by merge rank.
+//! — the same ids come from: split on added-token literals (aho-corasick, [`Literals`]),
+//! normalize, split with the regexes on `regex-automata` DFAs ([`FastSplitter`]), then merge
+//! bytes by merge rank.
 //!
 //! Most of the pieces of chat text repeat, so each thread keeps a [`WordCache`] of piece → ids
 //! per encoder ([`EncodeState`], pooled like `regex-automata`'s own caches), and a stretch whose
@@ -13,8 +14,8 @@
 //!
 //! [`FastBpe::from_json`] accepts only that layout and returns `None` for anything else (the
 //! caller then keeps the `tokenizers` crate). Exactness is checked against Python on the parity
-//! corpora (`tests/tokenize.rs`, `tests/render.rs`) and against the `tokenizers` crate by a
-//! property test.
+//! corpora (`tests/tokenize.rs`, `tests/render.rs`) and against the `tokenizers` crate by
+//! property tests, with the word cache and without it.
 
 use regex_automata::util::pool::Pool;
 use rustc_hash::FxHashMap;

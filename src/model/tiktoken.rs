@@ -1,11 +1,13 @@
 //! tiktoken-style rank files (`tiktoken.model`: base64 token + rank per line) and Kimi's
 //! pre-splitting of long inputs.
 //!
-//! The BPE itself is tiktoken-rs's `CoreBPE`, the same Rust core (fancy-regex + byte-pair merge)
-//! that Python `tiktoken` runs, so ids agree by construction of the algorithm; this module adds
-//! what lives around it in Python: reading and validating the rank file, Kimi's split pattern
-//! and special-token table (`tokenization_kimi.py`), and Kimi's pre-splitting of long inputs
-//! into pieces that Python encodes one by one.
+//! The reference BPE is tiktoken-rs's `CoreBPE`, the same Rust core (fancy-regex + byte-pair
+//! merge) that Python `tiktoken` runs; this module adds what lives around it in Python: reading
+//! and validating the rank file, Kimi's split pattern and special-token table
+//! (`tokenization_kimi.py`), and Kimi's pre-splitting of long inputs into pieces that Python
+//! encodes one by one. Encoding normally takes a fast path with the same ids (`FastEncoder`):
+//! literals found by aho-corasick, pieces by a DFA (`split.rs`), and a per-thread word
+//! cache in front of the rank lookup and merge (`word_cache.rs`).
 
 use base64::Engine as _;
 use rustc_hash::FxHashMap;
@@ -96,8 +98,8 @@ pub fn load_ranks(path: &Path) -> Result<FxHashMap<Vec<u8>, u32>, ModelError> {
 /// A tiktoken encoding: ranks, split pattern, special tokens, and optionally Kimi's pre-split.
 pub struct TiktokenModel {
     bpe: CoreBPE,
-    /// The same encoding on the `regex` crate's automata, used when the pattern allows it
-    /// (see [`FastSplitter`]); `CoreBPE` otherwise.
+    /// The same encoding on `regex-automata` DFAs, aho-corasick and a word cache, used when
+    /// the pattern allows it (see [`FastSplitter`]); `CoreBPE` otherwise.
     fast: Option<FastEncoder>,
     /// `decoder[id]` = token bytes, for ids below `num_ranks`.
     decoder: Vec<Vec<u8>>,
@@ -377,7 +379,8 @@ impl TiktokenModel {
     }
 }
 
-/// Fast encoding: [`FastSplitter`] + the byte-pair merge of tiktoken-rs.
+/// Fast encoding: [`Literals`], [`FastSplitter`], the word cache, then the rank lookup or the
+/// byte-pair merge.
 struct FastEncoder {
     splitter: FastSplitter,
     ranks: FxHashMap<Vec<u8>, u32>,

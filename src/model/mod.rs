@@ -9,9 +9,11 @@ mod bpe;
 pub mod family;
 pub mod profile;
 pub mod pyjson;
+mod split;
 pub mod template;
 pub mod tiktoken;
 pub mod tokenizer;
+mod word_cache;
 
 pub use profile::{AssistantTurn, LoadOptions, Profile, RenderInput};
 pub use template::ChatTemplate;

@@ -123,7 +123,8 @@ impl RunSummary {
     }
 }
 
-/// Run `generate` on a fresh multi-threaded runtime (for the CLI).
+/// Run `generate` on a fresh single-threaded runtime, as the CLI does: the requests mostly wait,
+/// and one thread drives them with the least CPU (see `cli/generate.rs`).
 pub fn run_blocking(
     config: &RunConfig,
     prompts: Vec<Prompt>,
@@ -131,7 +132,7 @@ pub fn run_blocking(
     shutdown: Shutdown,
     options: RunOptions,
 ) -> Result<RunSummary, EngineError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| EngineError::Runtime(e.to_string()))?;

@@ -21,17 +21,16 @@ use std::time::Instant;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::value::RawValue;
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::budget::{cost_of, Budget, PriceTable};
+use super::budget::{cost_of_usage, Budget, PriceTable};
 use super::concurrency::{Limiter, Permit};
 use super::endpoints::EndpointPool;
 use super::progress::Progress;
 use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
-use crate::api::{serialize_body, ApiError, ApiKey, ChatOutcome, Client, Timeouts};
+use crate::api::{ApiError, ApiKey, Client, RawChatOutcome, ResponseFacts, Timeouts};
 use crate::dataset::Prompt;
 use crate::journal::{EncodedRecord, ErrorClass, RecordRef, RecordSender, ResumeState, Status};
 
@@ -175,11 +174,12 @@ async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f6
     let mut permit = Some(permit);
     let mut estimate = estimate;
     for n in 1..=ctx.retry.max_attempts {
+        // The waits below are boxed: they are rare next to the request itself, and a task's
+        // future is held for every request in flight (10,000 of them at a time).
         if n > 1 {
             // Re-enter under the limit and the budget like a new request.
-            let acquired = tokio::select! {
-                p = ctx.limiter.acquire() => p,
-                _ = ctx.shutdown.stopping() => return,
+            let Some(acquired) = Box::pin(acquire_or_stop(&ctx)).await else {
+                return;
             };
             permit = Some(acquired);
             match reserve(&ctx, &prompt) {
@@ -188,38 +188,34 @@ async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f6
             }
         }
         if let Some(rate) = &ctx.rate {
-            tokio::select! {
-                _ = rate.until_ready() => {}
-                _ = ctx.shutdown.stopping() => {
-                    settle(&ctx, estimate, None);
-                    return;
-                }
+            if !Box::pin(rate_ready(&ctx, rate)).await {
+                settle(&ctx, estimate, None);
+                return;
             }
         }
-        let Some(chosen) = ctx.endpoints.choose(&mut rand::rng()) else {
+        let Some((chosen, body_fields)) = ctx.endpoints.choose(&mut rand::rng()) else {
             return;
         };
         // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
-        let request =
-            match serialize_body(&prompt.messages, prompt.tools.as_deref(), &chosen.options) {
-                Ok(request) => request,
-                Err(e) => {
-                    // Raw JSON and `Value`s always serialize; if that ever changed, stop rather than
-                    // send garbage.
-                    ctx.shutdown.stop(StopReason::Fatal {
-                        class: ErrorClass::Malformed,
-                        endpoint: chosen.endpoint.name.clone(),
-                        message: format!("cannot serialize the request body: {e}"),
-                    });
-                    settle(&ctx, estimate, None);
-                    return;
-                }
-            };
+        let request = match body_fields.serialize(&prompt.messages, prompt.tools.as_deref()) {
+            Ok(request) => request,
+            Err(e) => {
+                // Raw JSON and `Value`s always serialize; if that ever changed, stop rather than
+                // send garbage.
+                ctx.shutdown.stop(StopReason::Fatal {
+                    class: ErrorClass::Malformed,
+                    endpoint: chosen.endpoint.name.clone(),
+                    message: format!("cannot serialize the request body: {e}"),
+                });
+                settle(&ctx, estimate, None);
+                return;
+            }
+        };
         let started_at = chrono::Utc::now();
         let t0 = Instant::now();
         let result = ctx
             .client
-            .chat(&chosen.endpoint, &request, &ctx.timeouts)
+            .chat_raw(&chosen.endpoint, &request, &ctx.timeouts)
             .await;
         let latency_ms = t0.elapsed().as_millis() as u64;
         let attempt = first_attempt + n - 1;
@@ -281,12 +277,35 @@ async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f6
                 return;
             }
             Some((_, Next::RetryAfter(delay))) => {
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = ctx.shutdown.stopping() => return,
+                if !Box::pin(back_off(&ctx, delay)).await {
+                    return;
                 }
             }
         }
+    }
+}
+
+/// A slot for the next attempt, or `None` if the run is stopping.
+async fn acquire_or_stop(ctx: &Ctx) -> Option<Permit> {
+    tokio::select! {
+        permit = ctx.limiter.acquire() => Some(permit),
+        _ = ctx.shutdown.stopping() => None,
+    }
+}
+
+/// Wait for the request-rate limiter; `false` if the run is stopping.
+async fn rate_ready(ctx: &Ctx, rate: &DefaultDirectRateLimiter) -> bool {
+    tokio::select! {
+        _ = rate.until_ready() => true,
+        _ = ctx.shutdown.stopping() => false,
+    }
+}
+
+/// Sleep before a retry; `false` if the run is stopping.
+async fn back_off(ctx: &Ctx, delay: std::time::Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => true,
+        _ = ctx.shutdown.stopping() => false,
     }
 }
 
@@ -318,9 +337,9 @@ struct Head<'a> {
 fn success_record(
     ctx: &Ctx,
     head: &Head<'_>,
-    outcome: ChatOutcome,
+    outcome: RawChatOutcome,
 ) -> Result<EncodedRecord, serde_json::Error> {
-    let response = &outcome.response;
+    let usage = &outcome.facts.usage;
     RecordRef {
         id: head.id,
         attempt: head.attempt,
@@ -329,10 +348,12 @@ fn success_record(
         error: None,
         endpoint: head.endpoint,
         request: head.request,
-        response: Some(response),
+        response: Some(&outcome.response),
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
         http_status: Some(outcome.http_status),
-        provider: response.get("provider").and_then(Value::as_str),
-        cost_usd: cost_of(response, ctx.prices.as_ref()),
+        provider: outcome.facts.provider.as_deref(),
+        cost_usd: cost_of_usage(usage, ctx.prices.as_ref()),
         started_at: &head.started_at,
         latency_ms: outcome.latency_ms,
         first_byte_ms: outcome.first_byte_ms,
@@ -346,12 +367,17 @@ fn failure_record(
     err: &ApiError,
     latency_ms: u64,
 ) -> Result<EncodedRecord, serde_json::Error> {
-    let mut response = err.body.clone();
-    if let Some(body) = response.as_mut() {
+    let mut body = err.body.clone();
+    if let Some(body) = body.as_mut() {
         for key in &ctx.keys {
             key.scrub_json(body);
         }
     }
+    let facts = body
+        .as_ref()
+        .map(ResponseFacts::of_value)
+        .unwrap_or_default();
+    let response = body.as_ref().map(serde_json::to_string).transpose()?;
     let error = scrub(&ctx.keys, &err.message);
     RecordRef {
         id: head.id,
@@ -361,15 +387,12 @@ fn failure_record(
         error: Some(&error),
         endpoint: head.endpoint,
         request: head.request,
-        cost_usd: response
-            .as_ref()
-            .and_then(|r| cost_of(r, ctx.prices.as_ref())),
+        cost_usd: cost_of_usage(&facts.usage, ctx.prices.as_ref()),
         http_status: err.http_status,
-        provider: response
-            .as_ref()
-            .and_then(|r| r.get("provider"))
-            .and_then(Value::as_str),
-        response: response.as_ref(),
+        provider: facts.provider.as_deref(),
+        response: response.as_deref(),
+        prompt_tokens: facts.usage.prompt_tokens,
+        completion_tokens: facts.usage.completion_tokens,
         started_at: &head.started_at,
         latency_ms,
         first_byte_ms: None,

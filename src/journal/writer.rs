@@ -327,6 +327,8 @@ mod tests {
             endpoint: "e",
             request: &request,
             response: None,
+            prompt_tokens: None,
+            completion_tokens: None,
             http_status: Some(200),
             provider: None,
             cost_usd: None,

@@ -539,9 +539,21 @@ impl Route {
             let keepalive = socket2::TcpKeepalive::new().with_time(time);
             socket2::SockRef::from(&tcp).set_tcp_keepalive(&keepalive)?;
         }
-        let Some((connector, name)) = &self.tls else {
-            return Ok(Connected::H1(Conn::new(Io::Plain(tcp))));
-        };
+        match &self.tls {
+            None => Ok(Connected::H1(Conn::new(Io::Plain(tcp)))),
+            // Boxed: the TLS and HTTP/2 handshakes are large futures that plain connects
+            // (10,000 at once at the start of a big local run) should not be sized for.
+            Some((connector, name)) => Box::pin(self.secure(connector, name, tcp)).await,
+        }
+    }
+
+    /// TLS over `tcp`, then HTTP/2 if ALPN chose it.
+    async fn secure(
+        &self,
+        connector: &TlsConnector,
+        name: &rustls::pki_types::ServerName<'static>,
+        tcp: TcpStream,
+    ) -> Result<Connected, HttpError> {
         let tls = connector
             .connect(name.clone(), tcp)
             .await

@@ -99,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     config.validate().map_err(|e| UsageError(e.to_string()))?;
     let prompts =
-        crate::dataset::read_prompts(&args.prompts).map_err(|e| UsageError(e.to_string()))?;
+        engine::PromptList::read_jsonl(&args.prompts).map_err(|e| UsageError(e.to_string()))?;
 
     let shutdown = Shutdown::new();
     let options = RunOptions {
@@ -115,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
         let signals = tokio::spawn(forward_ctrl_c(shutdown.clone()));
-        let result = engine::run_with(&config, prompts, &args.run, shutdown, options).await;
+        let result = engine::run_list(&config, prompts, &args.run, shutdown, options).await;
         signals.abort();
         result
     });

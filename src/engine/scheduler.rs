@@ -9,8 +9,12 @@
 //! - a prompt task runs attempts until a success, a permanent failure, or this session's attempts
 //!   are used up. Between attempts it gives its slot back while it sleeps (a backing-off request
 //!   must not hold concurrency), and it never retries sooner than `Retry-After`.
-//! - every ended attempt goes over a channel to the single **recorder** task, which keeps the
-//!   [`ResumeState`] current and forwards the record to the journal's writer thread.
+//! - every ended attempt is serialized by its task and goes over a bounded channel to the
+//!   journal's writer thread, which appends it and keeps the [`ResumeState`] current. The task
+//!   keeps its slot until the record is queued, so a journal that falls behind slows the
+//!   requests down rather than letting finished records pile up.
+//!
+//! [`ResumeState`]: crate::journal::ResumeState
 //!
 //! A stop ([`Shutdown`]) ends the feeder and every backoff at once; in-flight requests get the
 //! grace period, then are aborted. An aborted request leaves no record, so its prompt is simply
@@ -21,18 +25,17 @@ use std::time::Instant;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::budget::{cost_of_usage, Budget, PriceTable};
 use super::concurrency::{Limiter, Permit};
 use super::endpoints::EndpointPool;
 use super::progress::Progress;
+use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
 use crate::api::{ApiError, ApiKey, Client, RawChatOutcome, ResponseFacts, Timeouts};
-use crate::dataset::Prompt;
-use crate::journal::{EncodedRecord, ErrorClass, RecordRef, RecordSender, ResumeState, Status};
+use crate::journal::{EncodedRecord, ErrorClass, RecordRef, RecordSender, Status};
 
 /// Everything a prompt task needs, shared.
 pub(crate) struct Ctx {
@@ -46,44 +49,15 @@ pub(crate) struct Ctx {
     pub prices: Option<PriceTable>,
     pub progress: Arc<Progress>,
     pub shutdown: Shutdown,
-    pub records: mpsc::Sender<EncodedRecord>,
+    pub records: RecordSender,
     /// Every key of the run, to scrub from anything shown to the user.
     pub keys: Vec<ApiKey>,
 }
 
 /// A prompt to run and the `attempt` number its first try this session carries.
-///
-/// Kept compact: only what a request needs, with the messages and tools as their serialized JSON
-/// (a few hundred bytes, one allocation each) rather than `Value` trees. The pending list of a
-/// large dataset is held for the whole run, so this is most of the engine's baseline memory.
 pub(crate) struct Pending {
-    pub id: Box<str>,
-    pub messages: Box<RawValue>,
-    pub tools: Option<Box<RawValue>>,
+    pub prompt: CompactPrompt,
     pub first_attempt: u32,
-}
-
-impl Pending {
-    /// `prompt`'s request-relevant parts; its source and metadata are dropped here.
-    pub fn new(prompt: Prompt, first_attempt: u32) -> serde_json::Result<Self> {
-        let tools = match prompt.tools.filter(|t| !t.is_empty()) {
-            Some(tools) => Some(serde_json::value::to_raw_value(&tools)?),
-            None => None,
-        };
-        Ok(Self {
-            messages: serde_json::value::to_raw_value(&prompt.messages)?,
-            tools,
-            id: prompt.id.into_boxed_str(),
-            first_attempt,
-        })
-    }
-
-    /// Same as [`prompt_tokens_estimate`](super::budget::prompt_tokens_estimate) of the prompt:
-    /// that counts the serialized messages and tools, which is what is held here.
-    pub fn prompt_tokens(&self) -> u64 {
-        let chars = self.messages.get().len() + self.tools.as_ref().map_or(0, |t| t.get().len());
-        (chars as u64).div_ceil(4)
-    }
 }
 
 /// A requests-per-minute limiter, if configured.
@@ -108,7 +82,7 @@ pub(crate) async fn schedule(ctx: Arc<Ctx>, pending: Vec<Pending>, grace: std::t
             permit = ctx.limiter.acquire() => permit,
             _ = ctx.shutdown.stopping() => break,
         };
-        let estimate = match reserve(&ctx, &item) {
+        let estimate = match reserve(&ctx, &item.prompt) {
             Some(estimate) => estimate,
             None => break,
         };
@@ -151,7 +125,7 @@ async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
 }
 
 /// Reserve the estimated cost of one request; on a full budget, stop the run and return `None`.
-fn reserve(ctx: &Ctx, prompt: &Pending) -> Option<f64> {
+fn reserve(ctx: &Ctx, prompt: &CompactPrompt) -> Option<f64> {
     let Ok(mut budget) = ctx.budget.lock() else {
         return Some(0.0);
     };
@@ -169,8 +143,9 @@ fn reserve(ctx: &Ctx, prompt: &Pending) -> Option<f64> {
 }
 
 /// One prompt's attempts in this session.
-async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f64) {
-    let first_attempt = prompt.first_attempt;
+async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f64) {
+    let first_attempt = pending.first_attempt;
+    let prompt = pending.prompt;
     let mut permit = Some(permit);
     let mut estimate = estimate;
     for n in 1..=ctx.retry.max_attempts {
@@ -251,8 +226,6 @@ async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f6
         };
         settle(&ctx, estimate, record.meta.cost_usd);
         let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
-        // The slot is free as soon as the answer is in; journaling does not need it.
-        permit.take();
         match &next {
             None => ctx.limiter.on_success(),
             Some((err, _)) if is_overload(err) => ctx.limiter.on_overload(),
@@ -261,11 +234,14 @@ async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f6
         let done = !matches!(next, Some((_, Next::RetryAfter(_))));
         ctx.progress
             .attempt(record.meta.error_class, completion_tokens, done);
-        if ctx.records.send(record).await.is_err() {
-            // The recorder is gone only if the journal failed; the engine reports that error.
+        if ctx.records.send_encoded(record).await.is_err() {
+            // The writer is gone only if the journal failed; the engine reports that error.
             ctx.shutdown.stop(StopReason::Interrupted);
             return;
         }
+        // The slot is held until the record is queued: a journal that falls behind (a slow disk)
+        // slows the requests down instead of letting finished records pile up in memory.
+        permit.take();
         match next {
             None | Some((_, Next::GiveUp)) | Some((_, Next::Permanent)) => return,
             Some((err, Next::StopRun)) => {
@@ -398,20 +374,4 @@ fn failure_record(
         first_byte_ms: None,
     }
     .encode()
-}
-
-/// The single recorder: keeps the resume state current and hands records to the journal writer,
-/// in the order they ended. Returns the state when every sender is gone.
-pub(crate) async fn record_all(
-    mut rx: mpsc::Receiver<EncodedRecord>,
-    mut state: ResumeState,
-    journal: RecordSender,
-) -> (ResumeState, Option<crate::journal::JournalError>) {
-    while let Some(record) = rx.recv().await {
-        state.record_meta(&record.meta);
-        if let Err(e) = journal.send_encoded(record).await {
-            return (state, Some(e));
-        }
-    }
-    (state, None)
 }

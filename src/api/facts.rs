@@ -12,6 +12,7 @@ use std::borrow::Cow;
 
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{classify, ApiError};
@@ -90,13 +91,14 @@ fn usable_answer(json: &str) -> Option<ResponseFacts> {
         return None;
     }
     let message = choice.message?;
-    let has_details = message
-        .reasoning_details
-        .is_some_and(|d| d.iter().any(|i| i.text.0 || i.summary.0 || i.data.0));
+    let has_details = message.reasoning_details.is_some_and(|d| {
+        d.iter()
+            .any(|i| is_text(i.text) || is_text(i.summary) || is_text(i.data))
+    });
     let has_tool_calls = message.tool_calls.is_some_and(|c| !c.is_empty());
-    let answered = message.content.0
-        || message.reasoning.0
-        || message.reasoning_content.0
+    let answered = is_text(message.content)
+        || is_text(message.reasoning)
+        || is_text(message.reasoning_content)
         || has_details
         || has_tool_calls;
     answered.then(|| ResponseFacts {
@@ -105,12 +107,21 @@ fn usable_answer(json: &str) -> Option<ResponseFacts> {
     })
 }
 
+/// Whether a field is a non-empty string, as `Value::as_str` then `!is_empty()` would say. The
+/// text fields are taken as raw JSON: skipped, not unescaped (they are most of an answer's bytes).
+fn is_text(field: Option<&RawValue>) -> bool {
+    field.is_some_and(|raw| {
+        let json = raw.get();
+        json.starts_with('"') && json.len() > 2
+    })
+}
+
 #[derive(Deserialize)]
 struct AnswerView<'a> {
     #[serde(default)]
     error: Option<IgnoredAny>,
-    #[serde(default)]
-    choices: Option<Vec<ChoiceView>>,
+    #[serde(default, borrow)]
+    choices: Option<Vec<ChoiceView<'a>>>,
     #[serde(default, borrow)]
     provider: Option<Cow<'a, str>>,
     #[serde(default)]
@@ -118,40 +129,36 @@ struct AnswerView<'a> {
 }
 
 #[derive(Deserialize)]
-struct ChoiceView {
+struct ChoiceView<'a> {
     #[serde(default)]
     finish_reason: IsError,
-    #[serde(default)]
-    message: Option<MessageView>,
+    #[serde(default, borrow)]
+    message: Option<MessageView<'a>>,
 }
 
 #[derive(Deserialize)]
-struct MessageView {
-    #[serde(default)]
-    content: Text,
-    #[serde(default)]
-    reasoning: Text,
-    #[serde(default)]
-    reasoning_content: Text,
-    #[serde(default)]
-    reasoning_details: Option<Vec<DetailView>>,
+struct MessageView<'a> {
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    reasoning: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    reasoning_details: Option<Vec<DetailView<'a>>>,
     #[serde(default)]
     tool_calls: Option<Vec<IgnoredAny>>,
 }
 
 #[derive(Deserialize)]
-struct DetailView {
-    #[serde(default)]
-    text: Text,
-    #[serde(default)]
-    summary: Text,
-    #[serde(default)]
-    data: Text,
+struct DetailView<'a> {
+    #[serde(default, borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    summary: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    data: Option<&'a RawValue>,
 }
-
-/// A string-or-null field: whether it is a non-empty string. Any other type fails the view.
-#[derive(Default)]
-struct Text(bool);
 
 /// A string-or-null `finish_reason`: whether it is `"error"`. Any other type fails the view.
 #[derive(Default)]
@@ -172,13 +179,6 @@ impl<'de, F: FnOnce(&str) -> bool> Visitor<'de> for StrOrNull<F> {
     }
     fn visit_none<E: de::Error>(self) -> Result<bool, E> {
         Ok(false)
-    }
-}
-
-impl<'de> Deserialize<'de> for Text {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrOrNull(|s: &str| !s.is_empty()))
-            .map(Text)
     }
 }
 

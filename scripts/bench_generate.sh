@@ -21,7 +21,9 @@ trap 'kill "${SIM_PID:-}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 ulimit -n "$(ulimit -Hn)"
 python3 -c 'import aiohttp' 2>/dev/null || pip install --quiet aiohttp
 cargo build --release --quiet
-BIN=${CARGO_TARGET_DIR:-target}/release/draftgen
+# A copy: with a shared CARGO_TARGET_DIR another build may replace the binary mid-run.
+cp "${CARGO_TARGET_DIR:-target}/release/draftgen" "$WORK/draftgen"
+BIN=$WORK/draftgen
 
 "$BIN" sim --port 0 --latency-ms "$LATENCY_MS" >"$WORK/sim.url" 2>"$WORK/sim.log" &
 SIM_PID=$!

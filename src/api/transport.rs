@@ -115,11 +115,20 @@ struct RouteKey {
 }
 
 impl Transport {
+    /// Servers are authenticated against the webpki roots (Mozilla's), as reqwest's
+    /// `rustls-tls` does.
     pub fn new(settings: Settings) -> Result<Transport, rustls::Error> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
+        Self::with_roots(settings, roots)
+    }
+
+    fn with_roots(
+        settings: Settings,
+        roots: rustls::RootCertStore,
+    ) -> Result<Transport, rustls::Error> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .with_root_certificates(roots)
@@ -745,5 +754,157 @@ impl Drop for Body {
                 route.checkin(conn);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio::net::TcpListener;
+
+    const CA: &[u8] = include_bytes!("../../tests/data/tls/ca.pem");
+    const CERT: &[u8] = include_bytes!("../../tests/data/tls/server.pem");
+    const KEY: &[u8] = include_bytes!("../../tests/data/tls/server.key");
+
+    /// A TLS server offering `alpn` that answers every request with JSON describing it.
+    async fn tls_server(alpn: Vec<Vec<u8>>) -> u16 {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from_pem_slice(CERT).unwrap()],
+                PrivateKeyDer::from_pem_slice(KEY).unwrap(),
+            )
+            .unwrap();
+        config.alpn_protocols = alpn;
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                    let service = hyper::service::service_fn(
+                        |request: hyper::Request<hyper::body::Incoming>| async move {
+                            let (head, body) = request.into_parts();
+                            let body = body
+                                .collect()
+                                .await
+                                .map(|b| b.to_bytes())
+                                .unwrap_or_default();
+                            let auth = head.headers.get("authorization").cloned();
+                            let answer = serde_json::json!({
+                                "version": format!("{:?}", head.version),
+                                "method": head.method.as_str(),
+                                "path": head.uri.path(),
+                                "authorization": auth.and_then(|v| v.to_str().ok().map(str::to_string)),
+                                "body": String::from_utf8_lossy(&body),
+                            });
+                            Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
+                                Bytes::from(answer.to_string()),
+                            )))
+                        },
+                    );
+                    let io = TokioIo::new(tls);
+                    if h2 {
+                        let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                            .serve_connection(io, service)
+                            .await;
+                    } else {
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(io, service)
+                            .await;
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    fn transport(http1_only: bool) -> Transport {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(CA).unwrap())
+            .unwrap();
+        let settings = Settings {
+            user_agent: "draftgen-test".into(),
+            connect_timeout: Duration::from_secs(30),
+            pool_max_idle: usize::MAX,
+            pool_idle_timeout: Duration::from_secs(90),
+            tcp_keepalive: None,
+            http1_only,
+            referer: None,
+            title: None,
+        };
+        Transport::with_roots(settings, roots).unwrap()
+    }
+
+    async fn exchange(route: &Arc<Route>, request: Request<'_>) -> serde_json::Value {
+        let mut answer = route.send(request).await.unwrap();
+        assert_eq!(answer.status, 200);
+        let mut body = Vec::new();
+        while answer.next(&mut body).await.unwrap() {}
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    /// HTTPS with the server's certificate checked; HTTP/2 when ALPN offers it (requests then
+    /// share its connection), HTTP/1.1 over TLS when it does not or when asked to.
+    #[tokio::test]
+    async fn https_speaks_http2_when_offered_and_http1_otherwise() {
+        let key = ApiKey::new("sk-test-key");
+        for (alpn, http1_only, version) in [
+            (
+                vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+                false,
+                "HTTP/2.0",
+            ),
+            (vec![b"http/1.1".to_vec()], false, "HTTP/1.1"),
+            (vec![b"h2".to_vec(), b"http/1.1".to_vec()], true, "HTTP/1.1"),
+        ] {
+            let port = tls_server(alpn).await;
+            let transport = transport(http1_only);
+            let route = transport
+                .route(&format!("https://localhost:{port}/api/v1/"), Some(&key))
+                .unwrap();
+            for _ in 0..3 {
+                let answer = exchange(&route, Request::Chat(br#"{"model":"m"}"#)).await;
+                assert_eq!(answer["version"], version);
+                assert_eq!(answer["method"], "POST");
+                assert_eq!(answer["path"], "/api/v1/chat/completions");
+                assert_eq!(answer["authorization"], "Bearer sk-test-key");
+                assert_eq!(answer["body"], r#"{"model":"m"}"#);
+            }
+            let answer = exchange(&route, Request::Get("key")).await;
+            assert_eq!(
+                (answer["method"].as_str(), answer["path"].as_str()),
+                (Some("GET"), Some("/api/v1/key"))
+            );
+            let idle = route.idle.lock().unwrap().len();
+            assert_eq!(idle, usize::from(version == "HTTP/1.1"), "{version}");
+        }
+    }
+
+    /// A certificate no trusted root signed is refused.
+    #[tokio::test]
+    async fn https_refuses_an_untrusted_certificate() {
+        let port = tls_server(vec![b"http/1.1".to_vec()]).await;
+        let transport = Transport::new(transport(false).settings.clone()).unwrap();
+        let route = transport
+            .route(&format!("https://localhost:{port}/v1"), None)
+            .unwrap();
+        let err = route.send(Request::Get("models")).await.unwrap_err();
+        assert!(matches!(err, HttpError::Tls { .. }), "{err}");
     }
 }

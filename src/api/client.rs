@@ -343,7 +343,7 @@ impl Client {
                 .map_err(|e| e.with_status(status))?;
             // The connection goes back to the pool before the answer is checked.
             drop(answer);
-            let (text, facts) = answer_text(&bytes, key)
+            let (text, facts) = answer_text(bytes, key)
                 .map_err(|e| e.with_status(status).with_retry_after(None))?;
             (text, facts, headers_at)
         };
@@ -360,12 +360,13 @@ impl Client {
 
 /// A non-streamed answer: its bytes as compact JSON text with the key scrubbed, checked like
 /// [`classify::check_completion`], and its facts. `Malformed` if the bytes are not JSON.
-fn answer_text(bytes: &[u8], key: Option<&ApiKey>) -> Result<(String, ResponseFacts), ApiError> {
+fn answer_text(bytes: Vec<u8>, key: Option<&ApiKey>) -> Result<(String, ResponseFacts), ApiError> {
     let mut compact = facts::compact_json(bytes);
     if let Some(scrubbed) = key.and_then(|k| k.scrub_json_bytes(&compact)) {
         compact = scrubbed;
     }
-    let not_json = || {
+    // The description names the compacted text: what would have been journaled.
+    let not_json = |bytes: &[u8]| {
         // Parse again for serde_json's own description of what is wrong.
         let reason = serde_json::from_slice::<Value>(bytes)
             .err()
@@ -379,13 +380,13 @@ fn answer_text(bytes: &[u8], key: Option<&ApiKey>) -> Result<(String, ResponseFa
         )
     };
     if simdutf8::basic::from_utf8(&compact).is_err() {
-        return Err(not_json());
+        return Err(not_json(&compact));
     }
     // SAFETY: `compact` was just validated as UTF-8. simdutf8 does that about ten times faster
     // than `String::from_utf8` on answers in mixed scripts, and this runs for every answer.
     let text = unsafe { String::from_utf8_unchecked(compact) };
     let facts = facts::check_answer(&text).map_err(|e| match e.class {
-        ErrorClass::Malformed if e.body.is_none() => not_json(),
+        ErrorClass::Malformed if e.body.is_none() => not_json(text.as_bytes()),
         _ => e,
     })?;
     Ok((text, facts))

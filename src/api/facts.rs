@@ -189,11 +189,12 @@ impl<'de> Deserialize<'de> for IsError {
     }
 }
 
-/// `json` without whitespace outside strings. Invalid JSON stays invalid (the caller validates).
-/// Hand-written because serde_json has no minifier short of parsing into a tree or transcoding
-/// every token, and this is a copy with a skip: strings are jumped over with `memchr`.
-pub fn compact_json(json: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(json.len());
+/// `json` without whitespace outside strings; `json` itself when it has none (no copy). Invalid
+/// JSON stays invalid (the caller validates). Hand-written because serde_json has no minifier
+/// short of parsing into a tree or transcoding every token, and this is a scan with a skip:
+/// strings are jumped over with `memchr`.
+pub fn compact_json(json: Vec<u8>) -> Vec<u8> {
+    let mut out: Option<Vec<u8>> = None;
     let mut copied = 0;
     let mut i = 0;
     while i < json.len() {
@@ -217,6 +218,7 @@ pub fn compact_json(json: &[u8]) -> Vec<u8> {
                 i = j;
             }
             b' ' | b'\t' | b'\n' | b'\r' => {
+                let out = out.get_or_insert_with(|| Vec::with_capacity(json.len()));
                 out.extend_from_slice(&json[copied..i]);
                 i += 1;
                 copied = i;
@@ -224,8 +226,13 @@ pub fn compact_json(json: &[u8]) -> Vec<u8> {
             _ => i += 1,
         }
     }
-    out.extend_from_slice(&json[copied.min(json.len())..]);
-    out
+    match out {
+        None => json,
+        Some(mut out) => {
+            out.extend_from_slice(&json[copied.min(json.len())..]);
+            out
+        }
+    }
 }
 
 #[cfg(test)]
@@ -242,16 +249,20 @@ mod tests {
         let v = json!({"id": "a b", "s": "q \" \\ \n\t x", "n": [1, 2.5, -3e-7, null, true],
             "o": {"k": {"deep": "  spaced  "}}, "u": "日本 🌦"});
         let pretty = format!("\n   \n{}\r\n", serde_json::to_string_pretty(&v).unwrap());
-        let compact = compact_json(pretty.as_bytes());
+        let compact = compact_json(pretty.into_bytes());
         assert_eq!(
             String::from_utf8(compact).unwrap(),
             serde_json::to_string(&v).unwrap()
         );
         let already = serde_json::to_string(&v).unwrap();
-        assert_eq!(compact_json(already.as_bytes()), already.as_bytes());
+        assert_eq!(
+            compact_json(already.clone().into_bytes()),
+            already.as_bytes()
+        );
         // Broken input stays broken (an unterminated string or a trailing backslash).
-        assert!(serde_json::from_slice::<Value>(&compact_json(b"{\"a\": \"x")).is_err());
-        assert!(serde_json::from_slice::<Value>(&compact_json(b"{\"a\": \"x\\")).is_err());
+        for broken in [&b"{\"a\": \"x"[..], b"{\"a\": \"x\\"] {
+            assert!(serde_json::from_slice::<Value>(&compact_json(broken.to_vec())).is_err());
+        }
     }
 
     /// The view and the tree-based check agree on what is a usable answer, for every shape the

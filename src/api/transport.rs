@@ -94,7 +94,8 @@ pub(crate) struct Settings {
 pub(crate) struct Transport {
     settings: Settings,
     tls: TlsConnector,
-    routes: Mutex<HashMap<RouteKey, Arc<Route>>>,
+    /// By base URL, then by key (looked up without allocating: this runs for every request).
+    routes: Mutex<HashMap<String, Vec<Arc<Route>>>>,
 }
 
 impl std::fmt::Debug for Transport {
@@ -106,12 +107,6 @@ impl std::fmt::Debug for Transport {
             .field("routes", &routes)
             .finish()
     }
-}
-
-#[derive(PartialEq, Eq, Hash)]
-struct RouteKey {
-    base_url: String,
-    key: Option<ApiKey>,
 }
 
 impl Transport {
@@ -147,16 +142,18 @@ impl Transport {
 
     /// The route for `base_url` with `key`, built on first use.
     pub fn route(&self, base_url: &str, key: Option<&ApiKey>) -> Result<Arc<Route>, HttpError> {
-        let lookup = RouteKey {
-            base_url: base_url.to_string(),
-            key: key.cloned(),
-        };
         let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(route) = routes.get(&lookup) {
+        if let Some(route) = routes
+            .get(base_url)
+            .and_then(|same_url| same_url.iter().find(|r| r.key.as_ref() == key))
+        {
             return Ok(route.clone());
         }
         let route = Arc::new(Route::new(base_url, key, &self.settings, self.tls.clone())?);
-        routes.insert(lookup, route.clone());
+        routes
+            .entry(base_url.to_string())
+            .or_default()
+            .push(route.clone());
         Ok(route)
     }
 }
@@ -177,6 +174,8 @@ pub(crate) enum Request<'a> {
 
 /// One endpoint on the wire.
 pub(crate) struct Route {
+    /// The key this route's requests carry (the routes of one URL differ by key).
+    key: Option<ApiKey>,
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
     host: String,
     port: u16,
@@ -274,6 +273,7 @@ impl Route {
         chat_head.push_str("content-type: application/json\r\ncontent-length: ");
 
         Ok(Route {
+            key: key.cloned(),
             origin: format!("{}://{host_header}", if secure { "https" } else { "http" }),
             host_header,
             tls,

@@ -527,7 +527,14 @@ impl Route {
             }
         }
         let tcp = match (tcp, last) {
-            (Some(tcp), _) => tcp,
+            (Some(tcp), failed) => {
+                if failed.is_some() {
+                    // `localhost` often resolves to ::1 first while the server listens on IPv4
+                    // only: try the address that answered first from now on.
+                    self.prefer(&addrs, tcp.peer_addr().ok());
+                }
+                tcp
+            }
             (None, Some((addr, source))) => {
                 // The addresses may have changed: ask the resolver again next time.
                 *self.addrs.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -585,6 +592,18 @@ impl Route {
             }
         });
         Ok(Connected::H2(sender))
+    }
+
+    /// Move `good` to the front of the cached addresses (if they are still `tried`).
+    fn prefer(&self, tried: &Arc<[SocketAddr]>, good: Option<SocketAddr>) {
+        let Some(good) = good else { return };
+        let mut cache = self.addrs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((addrs, _)) = cache.as_mut().filter(|(a, _)| Arc::ptr_eq(a, tried)) {
+            let reordered: Vec<SocketAddr> = std::iter::once(good)
+                .chain(addrs.iter().copied().filter(|a| *a != good))
+                .collect();
+            *addrs = Arc::from(reordered);
+        }
     }
 
     async fn resolve(&self) -> Result<Arc<[SocketAddr]>, HttpError> {
@@ -893,6 +912,33 @@ mod tests {
             );
             let idle = route.idle.lock().unwrap().len();
             assert_eq!(idle, usize::from(version == "HTTP/1.1"), "{version}");
+        }
+    }
+
+    /// A host name whose first address does not answer (`localhost` as ::1 before 127.0.0.1,
+    /// with a server on IPv4 only) is reached through the one that does, first from then on.
+    #[tokio::test]
+    async fn the_address_that_answered_is_tried_first() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { while listener.accept().await.is_ok() {} });
+        let transport = transport(false);
+        let route = transport
+            .route(&format!("http://localhost:{port}/v1"), None)
+            .unwrap();
+        // As a resolver that lists ::1 first would give them (nothing listens there).
+        let v6 = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port));
+        let v4 = SocketAddr::from(([127, 0, 0, 1], port));
+        *route.addrs.lock().unwrap() = Some((Arc::from([v6, v4]), Instant::now()));
+        for _ in 0..2 {
+            assert!(matches!(route.connect().await, Ok(Connected::H1(_))));
+            let cached = route
+                .addrs
+                .lock()
+                .unwrap()
+                .as_ref()
+                .map(|(a, _)| a.to_vec());
+            assert_eq!(cached, Some(vec![v4, v6]));
         }
     }
 

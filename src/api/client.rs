@@ -5,8 +5,8 @@
 //! keep-alive HTTP/1.1 connection per request in flight (10,000 in flight means 10,000
 //! connections, so raise `ulimit -n`), driven by the request's own task ([`super::http1`]);
 //! `https://` endpoints negotiate HTTP/2 through ALPN when the server offers it (then requests
-//! share one connection, within the server's stream limit; set [`ClientConfig::http1_only`] to
-//! avoid that ceiling). See [`super::transport`].
+//! share connections, 100 streams each, below any server's stream limit; set
+//! [`ClientConfig::http1_only`] for HTTP/1.1 connections). See [`super::transport`].
 //!
 //! Timeouts: [`ClientConfig::connect_timeout`] bounds each TCP+TLS connect; per attempt, response
 //! headers must arrive within `connect + first_byte`, a stream's first data event within the same

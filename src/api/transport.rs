@@ -8,15 +8,16 @@
 //!
 //! Plain `http://` endpoints (vLLM, SGLang, llama.cpp, the simulator) speak HTTP/1.1 over one
 //! connection per request in flight. `https://` endpoints offer HTTP/2 through ALPN (rustls with
-//! ring, the webpki roots); when the server takes it (OpenRouter does), every request of the
-//! route shares one hyper HTTP/2 connection, within the server's stream limit (set
+//! ring, the webpki roots); when the server takes it (OpenRouter does), requests share hyper
+//! HTTP/2 connections, [`STREAMS_PER_H2_CONNECTION`] at a time each, so thousands in flight are
+//! spread over enough connections that no request waits for a server's stream limit (set
 //! [`super::ClientConfig::http1_only`] to keep to HTTP/1.1 connections instead).
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -197,8 +198,52 @@ pub(crate) struct Route {
     /// Idle HTTP/1.1 connections, most recently used last.
     idle: Mutex<VecDeque<(Conn, Instant)>>,
     addrs: Mutex<Option<(Arc<[SocketAddr]>, Instant)>>,
-    /// The shared HTTP/2 connection; the lock also serializes a TLS route's first connect.
-    h2: tokio::sync::Mutex<Option<http2::SendRequest<Full<Bytes>>>>,
+    /// The HTTP/2 connections; the lock also serializes a TLS route's first connect.
+    h2: tokio::sync::Mutex<Vec<H2Connection>>,
+}
+
+/// Streams one HTTP/2 connection carries before the next request opens another connection.
+/// Servers announce their limit (`SETTINGS_MAX_CONCURRENT_STREAMS`, commonly 100–256; RFC 9113
+/// recommends at least 100) and hyper queues requests beyond it, where they would wait while
+/// their timeouts run: staying at 100 keeps every request on the wire.
+pub(crate) const STREAMS_PER_H2_CONNECTION: usize = 100;
+
+/// One HTTP/2 connection and how many of its streams are open.
+#[derive(Clone)]
+struct H2Connection {
+    sender: http2::SendRequest<Full<Bytes>>,
+    open_streams: Arc<AtomicUsize>,
+}
+
+impl H2Connection {
+    fn new(sender: http2::SendRequest<Full<Bytes>>) -> Self {
+        Self {
+            sender,
+            open_streams: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn has_room(&self) -> bool {
+        !self.sender.is_closed()
+            && self.open_streams.load(Ordering::Relaxed) < STREAMS_PER_H2_CONNECTION
+    }
+}
+
+/// Counts a stream as open until its answer's body is dropped.
+#[derive(Debug)]
+struct OpenStream(Arc<AtomicUsize>);
+
+impl OpenStream {
+    fn open(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count.clone())
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Route {
@@ -289,7 +334,7 @@ impl Route {
             protocol: AtomicU8::new(if secure { UNKNOWN } else { HTTP1 }),
             idle: Mutex::new(VecDeque::new()),
             addrs: Mutex::new(None),
-            h2: tokio::sync::Mutex::new(None),
+            h2: tokio::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -382,26 +427,30 @@ impl Route {
         }
     }
 
-    /// The request on the shared HTTP/2 connection (made if there is none); `None` if the server
-    /// no longer offers HTTP/2 and the route went back to HTTP/1.1.
+    /// The request on an HTTP/2 connection with a free stream (a new one if all are busy);
+    /// `None` if the server no longer offers HTTP/2 and the route went back to HTTP/1.1.
     async fn send_h2(self: &Arc<Self>, request: Request<'_>) -> Result<Option<Answer>, HttpError> {
-        let mut sender = {
-            let mut slot = self.h2.lock().await;
-            match slot.as_ref().filter(|s| !s.is_closed()) {
-                Some(sender) => sender.clone(),
+        let (mut sender, stream) = {
+            let mut connections = self.h2.lock().await;
+            connections.retain(|c| !c.sender.is_closed());
+            let connection = match connections.iter().find(|c| c.has_room()) {
+                Some(connection) => connection.clone(),
                 None => match self.connect().await? {
                     Connected::H2(sender) => {
-                        *slot = Some(sender.clone());
-                        sender
+                        let connection = H2Connection::new(sender);
+                        connections.push(connection.clone());
+                        connection
                     }
                     Connected::H1(conn) => {
-                        *slot = None;
+                        connections.clear();
                         self.protocol.store(HTTP1, Ordering::Release);
                         self.checkin(conn);
                         return Ok(None);
                     }
                 },
-            }
+            };
+            let stream = OpenStream::open(&connection.open_streams);
+            (connection.sender, stream)
         };
         let post = matches!(request, Request::Chat(_));
         let (uri, body) = match request {
@@ -447,20 +496,20 @@ impl Route {
             content_type: header("content-type"),
             retry_after: header("retry-after"),
             generation_id: header("x-generation-id"),
-            body: Body::H2(response.into_body()),
+            body: Body::H2(response.into_body(), stream),
         }))
     }
 
     /// A TLS route's first connection, one at a time, tells what the server speaks (ALPN); the
     /// connection is kept for the requests that follow.
     async fn learn_protocol(&self) -> Result<(), HttpError> {
-        let mut slot = self.h2.lock().await;
+        let mut connections = self.h2.lock().await;
         if self.protocol.load(Ordering::Acquire) != UNKNOWN {
             return Ok(());
         }
         match self.connect().await? {
             Connected::H2(sender) => {
-                *slot = Some(sender);
+                connections.push(H2Connection::new(sender));
                 self.protocol.store(HTTP2, Ordering::Release);
             }
             Connected::H1(conn) => {
@@ -473,7 +522,7 @@ impl Route {
 
     /// A new connection negotiated HTTP/2 on a route that used HTTP/1.1: share it from now on.
     async fn adopt_h2(&self, sender: http2::SendRequest<Full<Bytes>>) {
-        *self.h2.lock().await = Some(sender);
+        self.h2.lock().await.push(H2Connection::new(sender));
         self.protocol.store(HTTP2, Ordering::Release);
     }
 
@@ -738,7 +787,8 @@ enum Body {
         response: Option<http1::Response>,
         route: Arc<Route>,
     },
-    H2(hyper::body::Incoming),
+    /// The stream counts as open on its connection until the body is dropped.
+    H2(hyper::body::Incoming, OpenStream),
 }
 
 impl Answer {
@@ -749,7 +799,7 @@ impl Answer {
                 Some(response) => response.next(out).await,
                 None => Ok(false),
             },
-            Body::H2(body) => loop {
+            Body::H2(body, _) => loop {
                 match body.frame().await {
                     None => return Ok(false),
                     Some(Err(e)) => return Err(HttpError::h2(&e)),
@@ -913,6 +963,30 @@ mod tests {
             let idle = route.idle.lock().unwrap().len();
             assert_eq!(idle, usize::from(version == "HTTP/1.1"), "{version}");
         }
+    }
+
+    /// Past [`STREAMS_PER_H2_CONNECTION`] open streams a request opens another HTTP/2
+    /// connection instead of queueing behind the server's stream limit; finished streams free
+    /// their places.
+    #[tokio::test]
+    async fn http2_streams_spread_over_connections() {
+        let port = tls_server(vec![b"h2".to_vec()]).await;
+        let transport = transport(false);
+        let route = transport
+            .route(&format!("https://localhost:{port}/v1"), None)
+            .unwrap();
+        let mut open = Vec::new();
+        for _ in 0..2 * STREAMS_PER_H2_CONNECTION + 1 {
+            let answer = route.send(Request::Get("models")).await.unwrap();
+            assert_eq!(answer.status, 200);
+            open.push(answer);
+        }
+        assert_eq!(route.h2.lock().await.len(), 3);
+        drop(open);
+        for _ in 0..STREAMS_PER_H2_CONNECTION {
+            exchange(&route, Request::Get("models")).await;
+        }
+        assert_eq!(route.h2.lock().await.len(), 3);
     }
 
     /// A host name whose first address does not answer (`localhost` as ::1 before 127.0.0.1,

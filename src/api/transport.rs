@@ -496,7 +496,10 @@ impl Route {
             content_type: header("content-type"),
             retry_after: header("retry-after"),
             generation_id: header("x-generation-id"),
-            body: Body::H2(response.into_body(), stream),
+            body: Body::H2 {
+                body: response.into_body(),
+                _open: stream,
+            },
         }))
     }
 
@@ -788,7 +791,10 @@ enum Body {
         route: Arc<Route>,
     },
     /// The stream counts as open on its connection until the body is dropped.
-    H2(hyper::body::Incoming, OpenStream),
+    H2 {
+        body: hyper::body::Incoming,
+        _open: OpenStream,
+    },
 }
 
 impl Answer {
@@ -799,7 +805,7 @@ impl Answer {
                 Some(response) => response.next(out).await,
                 None => Ok(false),
             },
-            Body::H2(body, _) => loop {
+            Body::H2 { body, .. } => loop {
                 match body.frame().await {
                     None => return Ok(false),
                     Some(Err(e)) => return Err(HttpError::h2(&e)),

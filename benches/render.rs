@@ -1,8 +1,9 @@
-//! Render + tokenize of the parity conversations (`tests/data/parity/render_*.jsonl`), per family.
-//! `scripts/bench_render.py` compares the same work with transformers' `apply_chat_template`.
+//! Render + tokenize of the parity conversations (`tests/data/parity/render_*.jsonl`), per family,
+//! and the render alone, through the native twin of the template and through minijinja.
+//! `scripts/bench_render.py` compares render + tokenize with transformers' `apply_chat_template`.
 
 use draftgen::model::assets::assets_root;
-use draftgen::model::{LoadOptions, Profile, RenderInput};
+use draftgen::model::{LoadOptions, Profile, RenderInput, RenderPath};
 use serde_json::Value;
 use std::path::Path;
 
@@ -37,37 +38,112 @@ fn corpus(file: &str, dir: &str, profile: Option<&str>) -> Corpus {
     Corpus { profile, cases }
 }
 
-fn render_all(corpus: &Corpus) -> usize {
-    let mut total = 0;
-    for case in &corpus.cases {
-        let input = RenderInput {
-            messages: case["messages"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default(),
-            tools: case
-                .get("tools")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice),
-            add_generation_prompt: case["add_generation_prompt"].as_bool().unwrap_or(false),
-            chat_template_kwargs: case.get("chat_template_kwargs").and_then(Value::as_object),
-        };
-        total += corpus.profile.render_ids(&input).expect("render").len();
+fn input(case: &Value) -> RenderInput<'_> {
+    RenderInput {
+        messages: case["messages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default(),
+        tools: case
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice),
+        add_generation_prompt: case["add_generation_prompt"].as_bool().unwrap_or(false),
+        chat_template_kwargs: case.get("chat_template_kwargs").and_then(Value::as_object),
     }
-    total
 }
 
-#[divan::bench(args = ["qwen3", "deepseek_v3", "kimi_k2", "kimi_k2_thinking"], sample_count = 10)]
-fn render_and_tokenize_240_conversations(bencher: divan::Bencher, family: &str) {
-    let corpus = match family {
+fn family_corpus(family: &str) -> Corpus {
+    match family {
         "qwen3" => corpus("render_qwen3.jsonl", "qwen3", None),
         "deepseek_v3" => corpus("render_deepseek_v3.jsonl", "deepseek-v3", None),
         "kimi_k2" => corpus("render_kimi_k2.jsonl", "kimi-k2.5", Some("kimi-k2")),
+        "kimi_k25" => Corpus {
+            // The built-in K2.5 template, not the corpus's K2 one.
+            profile: Profile::load(
+                &assets_root().expect("shared assets").join("kimi-k2.5"),
+                &LoadOptions::default(),
+            )
+            .expect("profile"),
+            ..corpus("render_kimi_k2.jsonl", "kimi-k2.5", Some("kimi-k2"))
+        },
         _ => corpus(
             "render_kimi_k2_thinking.jsonl",
             "kimi-k2.5",
             Some("kimi-k2-thinking"),
         ),
-    };
-    bencher.bench_local(|| render_all(&corpus));
+    }
+}
+
+const FAMILIES: [&str; 4] = ["qwen3", "deepseek_v3", "kimi_k2", "kimi_k2_thinking"];
+/// The render-only benches also run K2.5's built-in template on the K2 conversations (no Python
+/// reference renders K2.5, so it is not among the render + tokenize benches).
+const RENDER_FAMILIES: [&str; 5] = [
+    "qwen3",
+    "deepseek_v3",
+    "kimi_k2",
+    "kimi_k2_thinking",
+    "kimi_k25",
+];
+
+#[divan::bench(args = FAMILIES, sample_count = 10)]
+fn render_and_tokenize_240_conversations(bencher: divan::Bencher, family: &str) {
+    let corpus = family_corpus(family);
+    bencher.bench_local(|| {
+        corpus
+            .cases
+            .iter()
+            .map(|case| {
+                corpus
+                    .profile
+                    .render_ids(&input(case))
+                    .expect("render")
+                    .len()
+            })
+            .sum::<usize>()
+    });
+}
+
+/// The render alone, as `Profile::render` does it (the native twin for these templates).
+#[divan::bench(args = RENDER_FAMILIES, sample_count = 20)]
+fn render_240_conversations(bencher: divan::Bencher, family: &str) {
+    let corpus = family_corpus(family);
+    let templated = corpus
+        .cases
+        .iter()
+        .filter(|case| {
+            let (_, path) = corpus
+                .profile
+                .render_with_path(&input(case))
+                .expect("render");
+            path == RenderPath::Template
+        })
+        .count();
+    assert_eq!(
+        templated, 0,
+        "{family}: conversations the native twin declined"
+    );
+    bencher.bench_local(|| {
+        corpus
+            .cases
+            .iter()
+            .map(|case| corpus.profile.render(&input(case)).expect("render").len())
+            .sum::<usize>()
+    });
+}
+
+/// The render through minijinja, for comparison.
+#[divan::bench(args = RENDER_FAMILIES, sample_count = 10)]
+fn render_240_conversations_template(bencher: divan::Bencher, family: &str) {
+    let corpus = family_corpus(family);
+    bencher.bench_local(|| {
+        corpus
+            .cases
+            .iter()
+            .map(|case| {
+                let text = corpus.profile.render_template(&input(case));
+                text.expect("render").len()
+            })
+            .sum::<usize>()
+    });
 }

@@ -2,11 +2,14 @@
 //!
 //! A [`Profile`] bundles what one model family needs to turn messages into the exact token ids
 //! the serving stack produces: its [`Tokenizer`], its [`ChatTemplate`] and the family's own
-//! pre-processing and native output syntax (one file per family under `family/`).
+//! pre-processing and native output syntax (one file per family under `family/`). The known
+//! templates also have native twins (`native.rs`) that render them without the template engine.
 
 pub mod assets;
 mod bpe;
 pub mod family;
+pub mod json;
+pub mod native;
 pub mod profile;
 pub mod pyjson;
 mod split;
@@ -15,6 +18,8 @@ pub mod tiktoken;
 pub mod tokenizer;
 mod word_cache;
 
+pub use json::Json;
+pub use native::{JsonRenderInput, RenderPath};
 pub use profile::{AssistantTurn, LoadOptions, Profile, RenderInput};
 pub use template::ChatTemplate;
 pub use tokenizer::Tokenizer;

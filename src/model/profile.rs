@@ -6,11 +6,16 @@
 //! the family's tokenizer pre-processing runs (Kimi: deep-sorted tools, K2.5 defaults and
 //! TypeScript tools), and the template sees `messages`, `tools`, `documents`,
 //! `add_generation_prompt`, the special tokens (`bos_token`, …) and `chat_template_kwargs`.
+//!
+//! When the template is one of the known ones, its native twin renders instead (`native.rs`),
+//! falling back to the template for any input the twin does not reproduce exactly.
 
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 use super::family::{deepseek_v3, kimi, qwen3, Family};
+use super::json::Json;
+use super::native::{JsonRenderInput, NativeTemplate, RenderPath, Renderer};
 use super::{ChatTemplate, ModelError, Tokenizer};
 use crate::api::{Arguments, ToolCall};
 
@@ -54,6 +59,9 @@ pub struct Profile {
     pub template: ChatTemplate,
     /// The `tool_use` template, used when a request has tools, as transformers does.
     tool_use_template: Option<ChatTemplate>,
+    /// The native twins of `template` and `tool_use_template`, when they are known templates.
+    native: Option<NativeTemplate>,
+    tool_use_native: Option<NativeTemplate>,
     /// `bos_token`, `eos_token`, … as the template sees them.
     special_tokens: Map<String, Value>,
     end_of_turn: String,
@@ -85,20 +93,17 @@ impl Profile {
             ),
         };
         let spec = family.spec();
-        let (template, tool_use_template) = match sources {
+        let (default_source, tool_use_source) = match sources {
             TemplateSources {
                 default: Some(default),
                 tool_use,
-            } => (
-                ChatTemplate::new(&default)?,
-                tool_use.as_deref().map(ChatTemplate::new).transpose()?,
-            ),
+            } => (default, tool_use),
             TemplateSources {
                 default: None,
                 tool_use: Some(tool_use),
-            } => (ChatTemplate::new(&tool_use)?, None),
+            } => (tool_use, None),
             _ => match spec.builtin_template {
-                Some(builtin) => (ChatTemplate::new(builtin)?, None),
+                Some(builtin) => (builtin.to_string(), None),
                 None => {
                     return Err(ModelError::File {
                         path: dir.display().to_string(),
@@ -112,6 +117,15 @@ impl Profile {
                 }
             },
         };
+        let template = ChatTemplate::new(&default_source)?;
+        let tool_use_template = tool_use_source
+            .as_deref()
+            .map(ChatTemplate::new)
+            .transpose()?;
+        let native = NativeTemplate::select(&default_source, family);
+        let tool_use_native = tool_use_source
+            .as_deref()
+            .and_then(|source| NativeTemplate::select(source, family));
         let special_tokens = special_tokens(tokenizer_config.as_ref());
         let end_of_turn = match spec.end_of_turn {
             Some(token) => token.to_string(),
@@ -128,6 +142,8 @@ impl Profile {
             tokenizer,
             template,
             tool_use_template,
+            native,
+            tool_use_native,
             special_tokens,
             end_of_turn,
         })
@@ -135,16 +151,81 @@ impl Profile {
 
     /// Render the conversation to text, exactly as the family's serving stack does.
     pub fn render(&self, input: &RenderInput) -> Result<String, ModelError> {
-        if input.messages.is_empty() {
-            return Err(ModelError::Template(
-                "cannot render an empty conversation; give at least one message".into(),
-            ));
+        self.render_with_path(input).map(|(text, _)| text)
+    }
+
+    /// [`render`](Self::render), saying whether the native twin or the template rendered it.
+    pub fn render_with_path(
+        &self,
+        input: &RenderInput,
+    ) -> Result<(String, RenderPath), ModelError> {
+        check_not_empty(input.messages.len())?;
+        if let Some(text) = self.render_native(input) {
+            return Ok((text, RenderPath::Native));
         }
+        Ok((self.render_template(input)?, RenderPath::Template))
+    }
+
+    /// [`render`](Self::render) of a conversation parsed as [`Json`] (`draftgen render`'s input
+    /// lines): the native twin reads it as it is, the template gets it converted.
+    pub fn render_json(&self, input: &JsonRenderInput) -> Result<String, ModelError> {
+        check_not_empty(input.messages.len())?;
+        let native = self.native_for(input.tools.is_some());
+        if let Some(text) = native.and_then(|n| n.render(input, &self.special_tokens)) {
+            return Ok(text);
+        }
+        let messages: Vec<Value> = input.messages.iter().map(Json::to_value).collect();
+        let tools: Option<Vec<Value>> = input
+            .tools
+            .map(|tools| tools.iter().map(Json::to_value).collect());
+        self.render_template(&RenderInput {
+            messages: &messages,
+            tools: tools.as_deref(),
+            add_generation_prompt: input.add_generation_prompt,
+            chat_template_kwargs: input.chat_template_kwargs,
+        })
+    }
+
+    /// The native twin's render; `None` when the template has no twin or the twin does not
+    /// reproduce this input exactly.
+    pub fn render_native(&self, input: &RenderInput) -> Option<String> {
+        if input.messages.is_empty() {
+            return None;
+        }
+        let native = self.native_for(input.tools.is_some())?;
+        let messages: Vec<Json> = input.messages.iter().map(Json::from_value).collect();
+        let tools: Option<Vec<Json>> = input
+            .tools
+            .map(|tools| tools.iter().map(Json::from_value).collect());
+        let input = JsonRenderInput {
+            messages: &messages,
+            tools: tools.as_deref(),
+            add_generation_prompt: input.add_generation_prompt,
+            chat_template_kwargs: input.chat_template_kwargs,
+        };
+        native.render(&input, &self.special_tokens)
+    }
+
+    /// The twin of the template a request uses: the `tool_use` one when it has tools.
+    fn native_for(&self, has_tools: bool) -> Option<&NativeTemplate> {
+        match (&self.tool_use_template, has_tools) {
+            (Some(_), true) => self.tool_use_native.as_ref(),
+            _ => self.native.as_ref(),
+        }
+    }
+
+    /// The render through the chat template (minijinja), never the native twin.
+    pub fn render_template(&self, input: &RenderInput) -> Result<String, ModelError> {
         let template = match (&self.tool_use_template, input.tools) {
             (Some(tool_use), Some(_)) => tool_use,
             _ => &self.template,
         };
         template.render(&Value::Object(self.context(input)))
+    }
+
+    /// The native twin of the (default) template, if it has one.
+    pub fn native_renderer(&self) -> Option<Renderer> {
+        self.native.as_ref().map(NativeTemplate::renderer)
     }
 
     /// Render and tokenize.
@@ -372,6 +453,15 @@ impl Profile {
     pub fn thinking_enabled(&self, kwargs: Option<&Map<String, Value>>) -> bool {
         self.family.thinking_enabled(kwargs)
     }
+}
+
+fn check_not_empty(messages: usize) -> Result<(), ModelError> {
+    if messages == 0 {
+        return Err(ModelError::Template(
+            "cannot render an empty conversation; give at least one message".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// transformers' message normalization: keys whose value is `null` are dropped, and reasoning

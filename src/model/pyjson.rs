@@ -11,6 +11,8 @@
 use minijinja::value::{Value, ValueKind};
 use std::fmt::Write as _;
 
+use super::json::Json;
+
 /// The keyword arguments of `json.dumps` that templates use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DumpOptions {
@@ -57,10 +59,111 @@ pub fn dumps(value: &Value, options: &DumpOptions) -> Result<String, NotSerializ
     Ok(writer.out)
 }
 
-/// `json.dumps(value, ensure_ascii=False)` over a JSON value (for code outside templates).
+/// `json.dumps(value, **options)` over a JSON value (for code outside templates).
 pub fn dumps_json(value: &serde_json::Value, options: &DumpOptions) -> String {
-    // A serde_json value always converts to a serializable template value.
-    dumps(&Value::from(minijinja::value::Serde(value)), options).unwrap_or_default()
+    let mut out = String::new();
+    write_json(&mut out, &Json::from_value(value), options);
+    out
+}
+
+/// [`dumps_json`] appended to `out`: what a template's `tojson` writes for the same value, without
+/// converting it to a template value first (the native renderers' path).
+pub fn write_json(out: &mut String, value: &Json, options: &DumpOptions) {
+    let (item_sep, key_sep) = match &options.separators {
+        Some((item, key)) => (item.as_str(), key.as_str()),
+        None if options.indent.is_some() => (",", ": "),
+        None => (", ", ": "),
+    };
+    let mut writer = JsonWriter {
+        out,
+        options,
+        item_sep,
+        key_sep,
+    };
+    writer.value(value, 0);
+}
+
+/// [`Writer`] over JSON values. Every JSON value is serializable, so nothing fails; numbers are
+/// what the template sees after conversion: integers as written, floats by `float.__repr__`.
+struct JsonWriter<'a, 'o> {
+    out: &'o mut String,
+    options: &'a DumpOptions,
+    item_sep: &'a str,
+    key_sep: &'a str,
+}
+
+impl JsonWriter<'_, '_> {
+    fn value(&mut self, value: &Json, level: usize) {
+        match value {
+            Json::Null => self.out.push_str("null"),
+            Json::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
+            Json::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    let _ = write!(self.out, "{i}");
+                } else if let Some(u) = n.as_u64() {
+                    let _ = write!(self.out, "{u}");
+                } else {
+                    self.out
+                        .push_str(&json_float(n.as_f64().unwrap_or(f64::NAN)));
+                }
+            }
+            Json::String(s) => write_json_string(self.out, s, self.options.ensure_ascii),
+            Json::Array(items) => {
+                self.out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push_str(self.item_sep);
+                    }
+                    self.newline(level + 1);
+                    self.value(item, level + 1);
+                }
+                if !items.is_empty() {
+                    self.newline(level);
+                }
+                self.out.push(']');
+            }
+            Json::Object(map) => {
+                self.out.push('{');
+                if self.options.sort_keys {
+                    // Python compares str by code point; UTF-8 byte order is the same order.
+                    let mut entries: Vec<_> = map.iter().collect();
+                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    self.entries(entries.into_iter(), level);
+                } else {
+                    self.entries(map.iter(), level);
+                }
+                if !map.is_empty() {
+                    self.newline(level);
+                }
+                self.out.push('}');
+            }
+        }
+    }
+
+    fn entries<'v, 'j: 'v>(
+        &mut self,
+        entries: impl Iterator<Item = (&'v str, &'v Json<'j>)>,
+        level: usize,
+    ) {
+        for (i, (key, item)) in entries.enumerate() {
+            if i > 0 {
+                self.out.push_str(self.item_sep);
+            }
+            self.newline(level + 1);
+            write_json_string(self.out, key, self.options.ensure_ascii);
+            self.out.push_str(self.key_sep);
+            self.value(item, level + 1);
+        }
+    }
+
+    fn newline(&mut self, level: usize) {
+        if let Some(indent) = &self.options.indent {
+            self.out.push('\n');
+            for _ in 0..level {
+                self.out.push_str(indent);
+            }
+        }
+    }
 }
 
 struct Writer<'a> {
@@ -186,6 +289,10 @@ fn json_key(key: &Value) -> Result<String, NotSerializable> {
 
 /// Python's JSON string escaping (`ESCAPE` / `ESCAPE_ASCII` in `json.encoder`).
 pub fn write_json_string(out: &mut String, s: &str, ensure_ascii: bool) {
+    if !ensure_ascii {
+        write_json_string_utf8(out, s);
+        return;
+    }
     out.push('"');
     for c in s.chars() {
         match c {
@@ -209,6 +316,38 @@ pub fn write_json_string(out: &mut String, s: &str, ensure_ascii: bool) {
             c => out.push(c),
         }
     }
+    out.push('"');
+}
+
+/// [`write_json_string`] with `ensure_ascii=False`: runs of characters that need no escape are
+/// copied whole (only `"`, `\\` and C0 controls are escaped then).
+fn write_json_string_utf8(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        // Every byte matched above is ASCII, so `i` is a character boundary.
+        out.push_str(&s[start..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(escape);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
     out.push('"');
 }
 
@@ -498,6 +637,48 @@ mod tests {
             d(json!([1e-09, 1e16, 0.5, -0.0, 12345.678])),
             "[1e-09, 1e+16, 0.5, -0.0, 12345.678]"
         );
+    }
+
+    proptest::proptest! {
+        /// The direct JSON writer and the template's `tojson` (over the converted value) agree.
+        #[test]
+        fn json_writer_matches_template_values(
+            value in json_value(),
+            compact in proptest::bool::ANY,
+            sort_keys in proptest::bool::ANY,
+            indent in proptest::option::of(0usize..3),
+        ) {
+            let options = DumpOptions {
+                separators: compact.then(|| (",".to_string(), ":".to_string())),
+                sort_keys,
+                indent: indent.map(|n| " ".repeat(n)),
+                ..DumpOptions::default()
+            };
+            let template = dumps(&Value::from(minijinja::value::Serde(&value)), &options);
+            proptest::prop_assert_eq!(Ok(dumps_json(&value, &options)), template);
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<u64>().prop_map(serde_json::Value::from),
+            any::<f64>()
+                .prop_filter("JSON has no NaN or infinities", |x| x.is_finite())
+                .prop_map(serde_json::Value::from),
+            "\\PC{0,8}|[\"\\\\\u{0}-\u{1f}\u{7f}é😀]{0,4}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::vec(("\\PC{0,4}", inner), 0..4).prop_map(|entries| {
+                    serde_json::Value::Object(entries.into_iter().collect())
+                }),
+            ]
+        })
     }
 
     #[test]

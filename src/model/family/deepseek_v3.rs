@@ -6,10 +6,16 @@
 //!   only for assistant messages whose `content` is null; arguments must be a string. No ids in
 //!   the token stream.
 //! - End of turn: `<｜end▁of▁sentence｜>`.
-//! - No built-in template: the model's `tokenizer_config.json` carries it.
+//! - No built-in template: the model's `tokenizer_config.json` carries it; [`render`] is its
+//!   native twin (see `model/native.rs`). The template keeps state across the whole conversation:
+//!   the first tool call ever opens `<｜tool▁calls▁begin｜>` and every later call closes the block
+//!   (and the turn) after itself; the first tool output ever opens `<｜tool▁outputs▁begin｜>`.
+
+use serde_json::Value;
 
 use super::FamilySpec;
 use crate::api::{Arguments, ToolCall};
+use crate::model::native::{self, Request, Role};
 use crate::model::pyjson::{dumps_json, DumpOptions};
 
 pub const SPEC: FamilySpec = FamilySpec {
@@ -57,4 +63,107 @@ pub fn completion_text(content: &str, tool_calls: &[ToolCall], end_of_turn: bool
         out.push_str("<｜end▁of▁sentence｜>");
     }
     out
+}
+
+/// SHA-256 of the `chat_template` in DeepSeek-V3's `tokenizer_config.json`, the template
+/// [`render`] reproduces.
+pub const TEMPLATE_SHA256: &str =
+    "3b8267e54b67df6500f231ffa969955cc9d26b3444a291ced4eb96ca7d3ca1ea";
+
+const USER: &str = "<｜User｜>";
+const ASSISTANT: &str = "<｜Assistant｜>";
+const END_OF_SENTENCE: &str = "<｜end▁of▁sentence｜>";
+
+/// DeepSeek-V3's chat template, written out; `None` for inputs it does not reproduce exactly.
+///
+/// Contents are concatenated with `+`, so each one the template reads must be a string, except
+/// that an assistant with tool calls and `content: null` renders its calls (whose `type`, `name`
+/// and `arguments` must then be strings).
+pub fn render(request: &Request) -> Option<String> {
+    let messages = native::parse_messages(request.messages)?;
+    let mut out = native::output_buffer(&messages);
+    match request.special_tokens.get("bos_token") {
+        Some(Value::String(bos)) => out.push_str(bos),
+        None => {}
+        Some(_) => return None,
+    }
+    // All system messages, joined by a blank line, before the first turn.
+    let mut first_system = true;
+    for message in messages.iter().filter(|m| m.role == Role::System) {
+        if !first_system {
+            out.push_str("\n\n");
+        }
+        out.push_str(message.text()?);
+        first_system = false;
+    }
+
+    let mut calls_opened = false;
+    let mut in_tool_outputs = false;
+    let mut outputs_opened = false;
+    for message in &messages {
+        match message.role {
+            Role::System => {}
+            Role::User => {
+                in_tool_outputs = false;
+                out.push_str(USER);
+                out.push_str(message.text()?);
+            }
+            // `content: null` is kept only beside tool calls (see `Profile::normalize_message`).
+            Role::Assistant if message.content_null && message.tool_calls.is_some() => {
+                in_tool_outputs = false;
+                for call in message.tool_calls?.as_array()? {
+                    let call = call.as_object()?;
+                    let kind = call.get("type")?.as_str()?;
+                    let function = call.get("function")?.as_object()?;
+                    let name = function.get("name")?.as_str()?;
+                    let arguments = function.get("arguments")?.as_str()?;
+                    if calls_opened {
+                        out.push_str("\n<｜tool▁call▁begin｜>");
+                    } else {
+                        out.push_str("<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>");
+                    }
+                    out.push_str(kind);
+                    out.push_str("<｜tool▁sep｜>");
+                    out.push_str(name);
+                    out.push_str("\n```json\n");
+                    out.push_str(arguments);
+                    out.push_str("\n```<｜tool▁call▁end｜>");
+                    if calls_opened {
+                        out.push_str("<｜tool▁calls▁end｜>");
+                        out.push_str(END_OF_SENTENCE);
+                    }
+                    calls_opened = true;
+                }
+            }
+            Role::Assistant => {
+                let text = message.text()?;
+                out.push_str(if in_tool_outputs {
+                    "<｜tool▁outputs▁end｜>"
+                } else {
+                    ASSISTANT
+                });
+                out.push_str(text);
+                out.push_str(END_OF_SENTENCE);
+                in_tool_outputs = false;
+            }
+            Role::Tool => {
+                in_tool_outputs = true;
+                let text = message.text()?;
+                if outputs_opened {
+                    out.push_str("\n<｜tool▁output▁begin｜>");
+                } else {
+                    out.push_str("<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>");
+                    outputs_opened = true;
+                }
+                out.push_str(text);
+                out.push_str("<｜tool▁output▁end｜>");
+            }
+        }
+    }
+    if in_tool_outputs {
+        out.push_str("<｜tool▁outputs▁end｜>");
+    } else if request.add_generation_prompt {
+        out.push_str(ASSISTANT);
+    }
+    Some(out)
 }

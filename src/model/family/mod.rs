@@ -2,11 +2,13 @@
 //!
 //! A family is data ([`FamilySpec`]: markers, built-in template, thinking switch) plus the few
 //! functions that differ (Kimi's tool pre-processing and native completion text live in
-//! `kimi.rs`). Adding a family means adding a file here and a line in [`Family::ALL`].
+//! `kimi.rs`), plus native twins of the family's known chat templates (`model/native.rs`; Kimi's
+//! in `kimi_render.rs`). Adding a family means adding a file here and a line in [`Family::ALL`].
 
 pub mod deepseek_v3;
 pub mod generic;
 pub mod kimi;
+pub mod kimi_render;
 pub mod kimi_tools_ts;
 pub mod qwen3;
 

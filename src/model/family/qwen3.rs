@@ -9,11 +9,14 @@
 //!   token stream (servers invent `chatcmpl-tool-…`). Arguments are re-serialized by the hermes
 //!   parser, so the template's `tojson` is what the model saw only up to JSON equivalence.
 //! - End of turn: `<|im_end|>` (the template adds `\n` after it, which the model does not write).
-//! - No built-in template: the model's `tokenizer_config.json` carries it.
+//! - No built-in template: the model's `tokenizer_config.json` carries it; [`render`] is its
+//!   native twin (see `model/native.rs`).
 
 use super::FamilySpec;
 use crate::api::{Arguments, ToolCall};
-use crate::model::pyjson::{dumps_json, DumpOptions};
+use crate::model::json::Json;
+use crate::model::native::{self, Message, Request, Role};
+use crate::model::pyjson::{dumps_json, write_json, DumpOptions};
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "qwen3",
@@ -90,3 +93,162 @@ pub fn completion_text(
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
 const END_OF_TURN: &str = "<|im_end|>";
+
+/// SHA-256 of the `chat_template` in Qwen3's `tokenizer_config.json`, the template [`render`]
+/// reproduces.
+pub const TEMPLATE_SHA256: &str =
+    "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5";
+
+const TOOLS_HEADER: &str = "# Tools\n\nYou may call one or more functions to assist with the user \
+    query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+const TOOLS_FOOTER: &str = "\n</tools>\n\nFor each function call, return a json object with \
+    function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n\
+    {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
+
+/// Qwen3's chat template, written out; `None` for inputs it does not reproduce exactly.
+///
+/// Every message must have string content: the template concatenates it with `+` (a list or a
+/// missing content raises), and reads `.startswith` on user contents.
+pub fn render(request: &Request) -> Option<String> {
+    let messages = native::parse_messages(request.messages)?;
+    let texts = messages
+        .iter()
+        .map(Message::text)
+        .collect::<Option<Vec<_>>>()?;
+    let first_is_system = messages.first()?.role == Role::System;
+    let mut out = native::output_buffer(&messages);
+    if let Some(tools) = request.tools() {
+        out.push_str("<|im_start|>system\n");
+        if first_is_system {
+            out.push_str(texts[0]);
+            out.push_str("\n\n");
+        }
+        out.push_str(TOOLS_HEADER);
+        out.push_str(&request.tools_cache.get_or_make(tools, || {
+            let mut lines = String::new();
+            for tool in tools {
+                lines.push('\n');
+                write_json(&mut lines, tool, &DumpOptions::default());
+            }
+            lines
+        }));
+        out.push_str(TOOLS_FOOTER);
+    } else if first_is_system {
+        out.push_str("<|im_start|>system\n");
+        out.push_str(texts[0]);
+        out.push_str("<|im_end|>\n");
+    }
+
+    // The last user turn that is not a wrapped tool response: assistants after it keep their
+    // reasoning.
+    let last_query = messages
+        .iter()
+        .zip(&texts)
+        .rposition(|(m, text)| {
+            m.role == Role::User
+                && !(text.starts_with("<tool_response>") && text.ends_with("</tool_response>"))
+        })
+        .unwrap_or(messages.len() - 1);
+    let last = messages.len() - 1;
+    for (i, (message, &text)) in messages.iter().zip(&texts).enumerate() {
+        match message.role {
+            Role::System if i == 0 => {}
+            Role::User | Role::System => {
+                out.push_str("<|im_start|>");
+                out.push_str(message.role.as_str());
+                out.push('\n');
+                out.push_str(text);
+                out.push_str("<|im_end|>\n");
+            }
+            Role::Assistant => assistant(&mut out, message, text, i > last_query, i == last)?,
+            Role::Tool => {
+                if i == 0 || messages[i - 1].role != Role::Tool {
+                    out.push_str("<|im_start|>user");
+                }
+                out.push_str("\n<tool_response>\n");
+                out.push_str(text);
+                out.push_str("\n</tool_response>");
+                if i == last || messages[i + 1].role != Role::Tool {
+                    out.push_str("<|im_end|>\n");
+                }
+            }
+        }
+    }
+    if request.add_generation_prompt {
+        out.push_str("<|im_start|>assistant\n");
+        if request.kwarg_is_false("enable_thinking") {
+            out.push_str("<think>\n\n</think>\n\n");
+        }
+    }
+    Some(out)
+}
+
+/// One assistant message: reasoning from `reasoning_content`, else split out of the content at
+/// `</think>`; written as `<think>` only after the last user query.
+fn assistant(
+    out: &mut String,
+    message: &Message,
+    text: &str,
+    after_last_query: bool,
+    is_last: bool,
+) -> Option<()> {
+    let (content, reasoning) = match message.reasoning_content {
+        Some(reasoning) => (text, reasoning.as_str()?),
+        None if text.contains(THINK_CLOSE) => {
+            let after = text.rsplit(THINK_CLOSE).next().unwrap_or_default();
+            let before = text.split(THINK_CLOSE).next().unwrap_or_default();
+            let reasoning = before.trim_end_matches('\n');
+            let reasoning = reasoning.rsplit(THINK_OPEN).next().unwrap_or_default();
+            (
+                after.trim_start_matches('\n'),
+                reasoning.trim_start_matches('\n'),
+            )
+        }
+        None => (text, ""),
+    };
+    out.push_str("<|im_start|>assistant\n");
+    if after_last_query && (is_last || !reasoning.is_empty()) {
+        out.push_str("<think>\n");
+        out.push_str(reasoning.trim_matches('\n'));
+        out.push_str("\n</think>\n\n");
+        out.push_str(content.trim_start_matches('\n'));
+    } else {
+        out.push_str(content);
+    }
+    match message.tool_calls {
+        Some(Json::Array(calls)) => {
+            for (j, call) in calls.iter().enumerate() {
+                if j > 0 || !content.is_empty() {
+                    out.push('\n');
+                }
+                tool_call(out, call)?;
+            }
+        }
+        Some(other) if other.truthy() => return None,
+        _ => {}
+    }
+    out.push_str("<|im_end|>\n");
+    Some(())
+}
+
+/// `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>`; the call's `function` when it has
+/// one (a truthy object), else the call itself.
+fn tool_call(out: &mut String, call: &Json) -> Option<()> {
+    let call = call.as_object()?;
+    let function = match call.get("function") {
+        Some(Json::Object(function)) if !function.is_empty() => function,
+        Some(other) if other.truthy() => return None,
+        _ => call,
+    };
+    let name = function.get("name")?.as_str()?;
+    let arguments = function.get("arguments")?;
+    out.push_str("<tool_call>\n{\"name\": \"");
+    out.push_str(name);
+    out.push_str("\", \"arguments\": ");
+    match arguments {
+        Json::String(text) => out.push_str(text),
+        other => write_json(out, other, &DumpOptions::default()),
+    }
+    out.push_str("}\n</tool_call>");
+    Some(())
+}

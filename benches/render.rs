@@ -3,7 +3,9 @@
 //! `scripts/bench_render.py` compares render + tokenize with transformers' `apply_chat_template`.
 
 use draftgen::model::assets::assets_root;
-use draftgen::model::{LoadOptions, Profile, RenderInput, RenderPath};
+use draftgen::model::{
+    Json, JsonRenderInput, LoadOptions, Profile, RenderInput, RenderPath, Tools,
+};
 use serde_json::Value;
 use std::path::Path;
 
@@ -104,7 +106,9 @@ fn render_and_tokenize_240_conversations(bencher: divan::Bencher, family: &str) 
     });
 }
 
-/// The render alone, as `Profile::render` does it (the native twin for these templates).
+/// The render alone from conversations already read as [`Json`] with their tools as JSON text,
+/// as `draftgen render` renders each input line (`Profile::render_json`; the native twin for
+/// these templates).
 #[divan::bench(args = RENDER_FAMILIES, sample_count = 20)]
 fn render_240_conversations(bencher: divan::Bencher, family: &str) {
     let corpus = family_corpus(family);
@@ -123,6 +127,43 @@ fn render_240_conversations(bencher: divan::Bencher, family: &str) {
         templated, 0,
         "{family}: conversations the native twin declined"
     );
+    let cases: Vec<(Vec<Json>, Option<String>)> = corpus
+        .cases
+        .iter()
+        .map(|case| {
+            let input = input(case);
+            let tools = input.tools.map(|t| serde_json::to_string(t).expect("json"));
+            (json(input.messages), tools)
+        })
+        .collect();
+    bencher.bench_local(|| {
+        corpus
+            .cases
+            .iter()
+            .zip(&cases)
+            .map(|(case, (messages, tools))| {
+                let values = input(case);
+                let input = JsonRenderInput {
+                    messages,
+                    tools: tools.as_deref().map(Tools::Text),
+                    add_generation_prompt: values.add_generation_prompt,
+                    chat_template_kwargs: values.chat_template_kwargs,
+                };
+                corpus.profile.render_json(&input).expect("render").len()
+            })
+            .sum::<usize>()
+    });
+}
+
+fn json(values: &[Value]) -> Vec<Json<'_>> {
+    values.iter().map(Json::from_value).collect()
+}
+
+/// The render alone from `serde_json` values (`Profile::render`, the library API: the twin reads
+/// them through a borrowed [`Json`] view built per call).
+#[divan::bench(args = RENDER_FAMILIES, sample_count = 20)]
+fn render_240_conversations_from_values(bencher: divan::Bencher, family: &str) {
+    let corpus = family_corpus(family);
     bencher.bench_local(|| {
         corpus
             .cases

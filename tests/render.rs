@@ -6,7 +6,9 @@
 //! test also holds to minijinja's output on random conversations.
 
 use draftgen::model::assets::assets_root;
-use draftgen::model::{Json, JsonRenderInput, LoadOptions, Profile, RenderInput, RenderPath};
+use draftgen::model::{
+    Json, JsonRenderInput, LoadOptions, Profile, RenderInput, RenderPath, Tools,
+};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -158,6 +160,13 @@ fn golden_kimi_completion_suffixes() {
     assert_eq!(k25.tokenizer.encode(&got), ids);
 }
 
+/// A line's tools as their JSON text.
+#[derive(serde::Deserialize)]
+struct RawTools<'a> {
+    #[serde(borrow, default)]
+    tools: Option<&'a serde_json::value::RawValue>,
+}
+
 /// Every line of one parity corpus: text and ids, rendered natively (and, for the text, through
 /// the template too).
 fn check_parity(file: &str, dir: &str, profile: Option<&str>) {
@@ -201,18 +210,26 @@ fn check_parity(file: &str, dir: &str, profile: Option<&str>) {
             Ok(text) if text == want_text => {}
             other => failures.push(format!("{file}:{}: template: {other:?}", index + 1)),
         }
-        // As `draftgen render` reads the line: borrowed from its text.
+        // As `draftgen render` reads the line: borrowed from its text, the tools as their text
+        // (and parsed, as a library user may give them).
         let json: Json = serde_json::from_str(line).unwrap();
         let field = |key: &str| json.as_object().unwrap().get(key);
-        let json_input = JsonRenderInput {
-            messages: field("messages").and_then(Json::as_array).unwrap(),
-            tools: field("tools").and_then(Json::as_array),
-            add_generation_prompt: input.add_generation_prompt,
-            chat_template_kwargs: input.chat_template_kwargs,
-        };
-        match p.render_json(&json_input) {
-            Ok(text) if text == want_text => {}
-            other => failures.push(format!("{file}:{}: from JSON: {other:?}", index + 1)),
+        let raw: RawTools = serde_json::from_str(line).unwrap();
+        let tools = [
+            raw.tools.map(|t| Tools::Text(t.get())),
+            field("tools").and_then(Json::as_array).map(Tools::Parsed),
+        ];
+        for tools in tools {
+            let json_input = JsonRenderInput {
+                messages: field("messages").and_then(Json::as_array).unwrap(),
+                tools,
+                add_generation_prompt: input.add_generation_prompt,
+                chat_template_kwargs: input.chat_template_kwargs,
+            };
+            match p.render_json(&json_input) {
+                Ok(text) if text == want_text => {}
+                other => failures.push(format!("{file}:{}: from JSON: {other:?}", index + 1)),
+            }
         }
         match p.render_with_path(&input) {
             Ok((_, RenderPath::Template)) => failures.push(format!(
@@ -316,7 +333,8 @@ fn cli_render_writes_text_and_ids_and_reports_bad_lines() {
     assert!(out.stdout.is_empty());
 }
 
-/// Lines may end in `\r\n`; a line that is not UTF-8 is bad input named by its file:line.
+/// Lines may end in `\r\n`; a line that is not UTF-8, or whose tools are not a list, is bad input
+/// named by its file:line.
 #[test]
 fn cli_render_reads_crlf_lines_and_reports_invalid_utf8() {
     let dir = tempfile::tempdir().unwrap();
@@ -359,6 +377,14 @@ fn cli_render_reads_crlf_lines_and_reports_invalid_utf8() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     let text_only: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
     assert_eq!(text_only, json!({"text": first["text"]}));
+
+    let out = run(br#"{"messages": [{"role": "user", "content": "hi"}], "tools": {"a": 1}}"#);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("in.jsonl:1: tools is not a list"),
+        "{stderr}"
+    );
 
     let out = run(&[&line[..], b"\n\xff\xfe\n"].concat());
     assert_eq!(out.status.code(), Some(2));
@@ -744,12 +770,29 @@ mod native_matches_template {
                 add_generation_prompt: case.add_generation_prompt,
                 chat_template_kwargs: case.kwargs.as_ref(),
             };
+            let template = profile.render_template(&input).map_err(|e| e.to_string());
             if let Some(text) = profile.render_native(&input) {
                 native.set(native.get() + 1);
                 // Again, now with the tools' text cached where the twin caches it.
                 prop_assert_eq!(profile.render_native(&input), Some(text.clone()));
-                let template = profile.render_template(&input).map_err(|e| e.to_string());
-                prop_assert_eq!(Ok(text), template);
+                prop_assert_eq!(Ok(text), template.clone());
+            }
+            // As `draftgen render` gives it: tools as their JSON text (twin, else template).
+            let messages: Vec<Json> = case.messages.iter().map(Json::from_value).collect();
+            let tools = case
+                .tools
+                .as_ref()
+                .map(|t| serde_json::to_string(t).unwrap());
+            let json_input = JsonRenderInput {
+                messages: &messages,
+                tools: tools.as_deref().map(Tools::Text),
+                add_generation_prompt: case.add_generation_prompt,
+                chat_template_kwargs: case.kwargs.as_ref(),
+            };
+            let from_text = profile.render_json(&json_input).map_err(|e| e.to_string());
+            prop_assert_eq!(from_text.is_ok(), template.is_ok());
+            if let (Ok(from_text), Ok(template)) = (from_text, template) {
+                prop_assert_eq!(from_text, template);
             }
             Ok(())
         });

@@ -7,6 +7,7 @@
 //! and no partial output.
 
 use rayon::prelude::*;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -17,7 +18,7 @@ use std::str::Utf8Error;
 use super::io::Output;
 use super::model_args::ModelArgs;
 use super::UsageError;
-use crate::model::{Json, JsonRenderInput};
+use crate::model::{Json, JsonRenderInput, Tools};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -47,8 +48,9 @@ struct Rendered<'a> {
 struct Line<'a> {
     #[serde(borrow)]
     messages: Vec<Json<'a>>,
+    /// Kept as text: parsed only when its declaration is not cached (see `model::Tools`).
     #[serde(default, borrow)]
-    tools: Option<Vec<Json<'a>>>,
+    tools: Option<&'a RawValue>,
     #[serde(default)]
     add_generation_prompt: bool,
     #[serde(default)]
@@ -69,9 +71,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let line = line.map_err(|e| format!("{}: {e}", at()))?;
                 let line: Line = serde_json::from_str(line)
                     .map_err(|e| format!("{}: {e} (expected {EXPECTED})", at()))?;
+                let tools = line.tools.map(RawValue::get);
+                if tools.is_some_and(|tools| !tools.starts_with('[')) {
+                    return Err(format!(
+                        "{}: tools is not a list (expected {EXPECTED})",
+                        at()
+                    ));
+                }
                 let input = JsonRenderInput {
                     messages: &line.messages,
-                    tools: line.tools.as_deref(),
+                    tools: tools.map(Tools::Text),
                     add_generation_prompt: line.add_generation_prompt,
                     chat_template_kwargs: line.chat_template_kwargs.as_ref(),
                 };

@@ -19,7 +19,7 @@ pub mod tokenizer;
 mod word_cache;
 
 pub use json::Json;
-pub use native::{JsonRenderInput, RenderPath};
+pub use native::{JsonRenderInput, RenderPath, Tools};
 pub use profile::{AssistantTurn, LoadOptions, Profile, RenderInput};
 pub use template::ChatTemplate;
 pub use tokenizer::Tokenizer;

@@ -181,15 +181,35 @@ fn words(source: &str) -> HashSet<String> {
 #[derive(Debug, Clone, Copy)]
 pub struct JsonRenderInput<'a> {
     pub messages: &'a [Json<'a>],
-    pub tools: Option<&'a [Json<'a>]>,
+    pub tools: Option<Tools<'a>>,
     pub add_generation_prompt: bool,
     pub chat_template_kwargs: Option<&'a Map<String, Value>>,
+}
+
+/// A request's tool list: parsed, or its JSON text (an array), parsed only when no declaration
+/// made from the same text is cached. A twin reads the tools only to declare them, and one dataset
+/// repeats a handful of tool lists, so most requests never parse theirs (DeepSeek-V3's template
+/// does not read them at all).
+#[derive(Debug, Clone, Copy)]
+pub enum Tools<'a> {
+    Parsed(&'a [Json<'a>]),
+    Text(&'a str),
+}
+
+impl<'a> Tools<'a> {
+    /// The list as `serde_json` values (for the template path).
+    pub fn to_values(self) -> Result<Vec<Value>, serde_json::Error> {
+        match self {
+            Tools::Parsed(tools) => Ok(tools.iter().map(Json::to_value).collect()),
+            Tools::Text(text) => serde_json::from_str(text),
+        }
+    }
 }
 
 /// What a twin renders from: the request and the template context the profile would build.
 pub struct Request<'a> {
     pub messages: &'a [Json<'a>],
-    pub tools: Option<&'a [Json<'a>]>,
+    pub tools: Option<Tools<'a>>,
     pub add_generation_prompt: bool,
     pub kwargs: Option<&'a Map<String, Value>>,
     /// `bos_token`, `eos_token`, … as the template sees them.
@@ -197,10 +217,19 @@ pub struct Request<'a> {
     pub tools_cache: &'a ToolsCache,
 }
 
-impl<'a> Request<'a> {
-    /// The tools as a template sees `tools`: `None` when absent or empty (both falsy).
-    pub fn tools(&self) -> Option<&'a [Json<'a>]> {
-        self.tools.filter(|t| !t.is_empty())
+impl Request<'_> {
+    /// The declaration `make` writes for the tools, cached by the tool list; `None` when the
+    /// template sees no tools (absent or an empty list, both falsy) or a tool list given as text
+    /// does not parse as one.
+    pub fn tool_declaration(&self, make: impl FnOnce(&[Json]) -> String) -> Option<Arc<str>> {
+        match self.tools? {
+            Tools::Parsed([]) => None,
+            Tools::Parsed(tools) => Some(self.tools_cache.get_or_make(tools, || make(tools))),
+            Tools::Text(text) => self.tools_cache.get_or_make_from_text(text, || {
+                let tools: Vec<Json> = serde_json::from_str(text).ok()?;
+                (!tools.is_empty()).then(|| make(&tools))
+            }),
+        }
     }
 
     /// The kwarg `key` (after the implemented-kwargs check).
@@ -220,14 +249,21 @@ impl<'a> Request<'a> {
 /// list once.
 ///
 /// Lists match only when they are the same JSON: object keys in the same order, numbers of the
-/// same kind and bits (`1` ≠ `1.0`, `0.0` ≠ `-0.0`).
+/// same kind and bits (`1` ≠ `1.0`, `0.0` ≠ `-0.0`); lists given as JSON text match only the same
+/// text (the same list written otherwise is made again, which costs time, not exactness).
 #[derive(Debug, Default)]
 pub struct ToolsCache {
     entries: Mutex<CachedTools>,
 }
 
-/// Tool lists and their text, by [`hash_value`] of the list.
-type CachedTools = HashMap<u64, Vec<(Vec<Json<'static>>, Arc<str>)>>;
+/// Made texts by the hash of their tool list ([`hash_value`], or of the JSON text).
+type CachedTools = HashMap<u64, Vec<(ToolsKey, Arc<str>)>>;
+
+#[derive(Debug)]
+enum ToolsKey {
+    List(Vec<Json<'static>>),
+    Text(Box<str>),
+}
 
 impl ToolsCache {
     /// Distinct lists kept before the cache starts over (a dataset with a tool list per request
@@ -242,27 +278,56 @@ impl ToolsCache {
             hash_value(tool, &mut hasher);
         }
         let key = hasher.finish();
-        let found = self.lock().get(&key).and_then(|bucket| {
-            bucket
-                .iter()
-                .find(|(list, _)| {
-                    list.len() == tools.len() && list.iter().zip(tools).all(|(a, b)| same(a, b))
-                })
-                .map(|(_, text)| Arc::clone(text))
+        let found = self.find(key, |cached| match cached {
+            ToolsKey::List(list) => {
+                list.len() == tools.len() && list.iter().zip(tools).all(|(a, b)| same(a, b))
+            }
+            ToolsKey::Text(_) => false,
         });
         if let Some(text) = found {
             return text;
         }
-        let text: Arc<str> = Arc::from(make());
+        let owned = tools.iter().cloned().map(Json::into_owned).collect();
+        self.insert(key, ToolsKey::List(owned), make())
+    }
+
+    /// The text for the tool list written as `json`, made by `make` the first time (`None`:
+    /// nothing to declare, and nothing kept).
+    pub fn get_or_make_from_text(
+        &self,
+        json: &str,
+        make: impl FnOnce() -> Option<String>,
+    ) -> Option<Arc<str>> {
+        let mut hasher = FxHasher::default();
+        (6u8, json).hash(&mut hasher);
+        let key = hasher.finish();
+        let found = self.find(key, |cached| match cached {
+            ToolsKey::Text(text) => **text == *json,
+            ToolsKey::List(_) => false,
+        });
+        if found.is_some() {
+            return found;
+        }
+        Some(self.insert(key, ToolsKey::Text(json.into()), make()?))
+    }
+
+    fn find(&self, key: u64, matches: impl Fn(&ToolsKey) -> bool) -> Option<Arc<str>> {
+        let entries = self.lock();
+        let bucket = entries.get(&key)?;
+        let (_, text) = bucket.iter().find(|(cached, _)| matches(cached))?;
+        Some(Arc::clone(text))
+    }
+
+    fn insert(&self, key: u64, tools: ToolsKey, text: String) -> Arc<str> {
+        let text: Arc<str> = Arc::from(text);
         let mut entries = self.lock();
         if entries.len() >= Self::CAPACITY {
             entries.clear();
         }
-        let owned = tools.iter().cloned().map(Json::into_owned).collect();
         entries
             .entry(key)
             .or_default()
-            .push((owned, Arc::clone(&text)));
+            .push((tools, Arc::clone(&text)));
         text
     }
 
@@ -476,6 +541,21 @@ mod tests {
         assert_eq!(&*text(&float), r#"[{"name":"f","x":1.0,"y":[0.0]}]"#);
         let negative_zero = [serde_json::json!({"name": "f", "x": 1, "y": [-0.0]})];
         assert_eq!(&*text(&negative_zero), r#"[{"name":"f","x":1,"y":[-0.0]}]"#);
+
+        // Lists given as text match by their text; an empty list declares nothing.
+        let from_text = |json: &str, made: &str| {
+            cache.get_or_make_from_text(json, || (json != "[]").then(|| made.to_string()))
+        };
+        assert_eq!(
+            from_text(r#"[{"a": 1}]"#, "first").as_deref(),
+            Some("first")
+        );
+        assert_eq!(
+            from_text(r#"[{"a": 1}]"#, "again").as_deref(),
+            Some("first")
+        );
+        assert_eq!(from_text(r#"[{"a":1}]"#, "other").as_deref(), Some("other"));
+        assert_eq!(from_text("[]", "none"), None);
     }
 
     #[test]

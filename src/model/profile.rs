@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::family::{deepseek_v3, kimi, qwen3, Family};
 use super::json::Json;
-use super::native::{JsonRenderInput, NativeTemplate, RenderPath, Renderer};
+use super::native::{JsonRenderInput, NativeTemplate, RenderPath, Renderer, Tools};
 use super::{ChatTemplate, ModelError, Tokenizer};
 use crate::api::{Arguments, ToolCall};
 
@@ -175,9 +175,11 @@ impl Profile {
             return Ok(text);
         }
         let messages: Vec<Value> = input.messages.iter().map(Json::to_value).collect();
-        let tools: Option<Vec<Value>> = input
+        let tools = input
             .tools
-            .map(|tools| tools.iter().map(Json::to_value).collect());
+            .map(Tools::to_values)
+            .transpose()
+            .map_err(|e| ModelError::Other(format!("tools: {e}")))?;
         self.render_template(&RenderInput {
             messages: &messages,
             tools: tools.as_deref(),
@@ -199,7 +201,7 @@ impl Profile {
             .map(|tools| tools.iter().map(Json::from_value).collect());
         let input = JsonRenderInput {
             messages: &messages,
-            tools: tools.as_deref(),
+            tools: tools.as_deref().map(Tools::Parsed),
             add_generation_prompt: input.add_generation_prompt,
             chat_template_kwargs: input.chat_template_kwargs,
         };

@@ -95,13 +95,9 @@ pub fn render(variant: Variant, request: &Request) -> Option<String> {
         _ => false,
     };
 
-    if let Some(tools) = request.tools() {
+    if let Some(declaration) = request.tool_declaration(|tools| tool_declaration(variant, tools)) {
         out.push_str(TOOL_DECLARE);
-        out.push_str(
-            &request
-                .tools_cache
-                .get_or_make(tools, || tool_declaration(variant, tools)),
-        );
+        out.push_str(&declaration);
         out.push_str(END);
     }
     let first_is_system = messages.first()?.role == Role::System;

@@ -117,21 +117,22 @@ pub fn render(request: &Request) -> Option<String> {
         .collect::<Option<Vec<_>>>()?;
     let first_is_system = messages.first()?.role == Role::System;
     let mut out = native::output_buffer(&messages);
-    if let Some(tools) = request.tools() {
+    let tools = request.tool_declaration(|tools| {
+        let mut lines = String::new();
+        for tool in tools {
+            lines.push('\n');
+            write_json(&mut lines, tool, &DumpOptions::default());
+        }
+        lines
+    });
+    if let Some(tools) = tools {
         out.push_str("<|im_start|>system\n");
         if first_is_system {
             out.push_str(texts[0]);
             out.push_str("\n\n");
         }
         out.push_str(TOOLS_HEADER);
-        out.push_str(&request.tools_cache.get_or_make(tools, || {
-            let mut lines = String::new();
-            for tool in tools {
-                lines.push('\n');
-                write_json(&mut lines, tool, &DumpOptions::default());
-            }
-            lines
-        }));
+        out.push_str(&tools);
         out.push_str(TOOLS_FOOTER);
     } else if first_is_system {
         out.push_str("<|im_start|>system\n");

@@ -22,7 +22,7 @@ to its "Render alone" subsection (which holds the divan numbers of `cargo bench 
     DRAFTGEN_ASSETS=../shared/assets python3 scripts/bench_render.py --binary /tmp/draftgen \\
         [--baseline /tmp/draftgen-before] --write
 """
-import argparse, copy, json, os, platform, subprocess, sys, tempfile, time
+import argparse, copy, json, os, platform, re, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,7 +172,9 @@ def main():
     if args.write:
         path = ROOT / "BENCHMARKS.md"
         text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n\n"
-        start = text.find("## Render")
+        # The heading line itself: "## Render" is also inside "### Rendered conversations".
+        heading = re.search(r"^## Render$", text, re.MULTILINE)
+        start = heading.start() if heading else -1
         if start == -1:
             text = text.rstrip("\n") + "\n\n" + section
         else:

@@ -404,6 +404,8 @@ pub struct Overrides {
     pub max_cost_usd: Option<f64>,
     pub max_tokens: Option<u32>,
     pub stream: Option<bool>,
+    /// Ask the server for its own token ids (`request.server_token_ids`).
+    pub server_token_ids: Option<bool>,
     pub grace_s: Option<f64>,
     pub force: bool,
 }
@@ -469,6 +471,9 @@ impl RunConfig {
         }
         if let Some(stream) = o.stream {
             self.request.stream = stream;
+        }
+        if let Some(ids) = o.server_token_ids {
+            self.request.server_token_ids = ids;
         }
         if let Some(g) = o.grace_s {
             self.grace_s = g;
@@ -768,6 +773,7 @@ mod tests {
             model: Some("m".into()),
             concurrency: Some(20_000),
             max_cost_usd: Some(1.0),
+            server_token_ids: Some(true),
             ..Overrides::default()
         });
         assert_eq!(config.endpoints.len(), 1);
@@ -776,6 +782,10 @@ mod tests {
         assert_eq!(config.concurrency.initial, 20_000);
         assert_eq!(config.concurrency.max, 20_000);
         assert_eq!(config.budget.max_cost_usd, Some(1.0));
+        assert!(config.request.server_token_ids);
+        // A generic endpoint cannot return its ids: the override is checked like the file.
+        assert!(config.validate().is_err());
+        config.endpoints[0].kind = EndpointKind::Vllm;
         config.validate().unwrap();
     }
 

@@ -253,10 +253,24 @@ fn tricky_text() -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
+    /// Encoded twice: the second time every piece comes from the word cache.
     #[test]
     fn kimi_fast_path_equals_core_bpe(text in tricky_text()) {
         let model = kimi().tiktoken().unwrap();
-        prop_assert_eq!(model.encode(&text), model.encode_with_core_bpe(&text));
+        let want = model.encode_with_core_bpe(&text);
+        prop_assert_eq!(&model.encode(&text), &want);
+        prop_assert_eq!(&model.encode(&text), &want);
+    }
+
+    #[test]
+    fn hf_fast_path_equals_tokenizers_crate(text in tricky_text()) {
+        for name in ["qwen3", "deepseek-v3"] {
+            let tokenizer = load(name);
+            prop_assert!(tokenizer.has_fast_path());
+            let want = tokenizer.encode_with_hf_crate(&text).unwrap().unwrap();
+            prop_assert_eq!(&tokenizer.encode(&text), &want);
+            prop_assert_eq!(&tokenizer.encode(&text), &want);
+        }
     }
 
     #[test]

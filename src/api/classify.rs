@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use super::transport::{error_chain, HttpError};
 use super::ApiError;
 use crate::journal::ErrorClass;
 
@@ -196,22 +197,15 @@ fn is_empty_answer(message: &Value) -> bool {
         || has_tool_calls)
 }
 
-/// A transport failure from reqwest: our own timeouts are [`ErrorClass::Timeout`], everything
-/// else (refused, reset, DNS, TLS, broken body) is [`ErrorClass::Network`].
-pub fn transport_error(err: &reqwest::Error) -> ApiError {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    let class = if err.is_timeout() {
-        ErrorClass::Timeout
-    } else {
-        ErrorClass::Network
+/// A transport failure: a connect that ran out of time is [`ErrorClass::Timeout`] (the other
+/// deadlines are the client's own), everything else (refused, reset, DNS, TLS, a broken body or
+/// response head) is [`ErrorClass::Network`].
+pub(crate) fn transport_error(err: &HttpError) -> ApiError {
+    let class = match err {
+        HttpError::ConnectTimeout(_) => ErrorClass::Timeout,
+        _ => ErrorClass::Network,
     };
-    ApiError::new(class, text)
+    ApiError::new(class, error_chain(err))
 }
 
 /// `s` cut to [`MAX_QUOTE`] characters, with a marker when cut.

@@ -1,27 +1,32 @@
-//! The HTTP client: one pooled reqwest client (rustls with ring), timeouts at every stage,
+//! The HTTP client: one pooled client for every in-flight request, timeouts at every stage,
 //! streaming (SSE) and non-streaming calls, error classification.
 //!
-//! One [`Client`] serves every in-flight request of a run: reqwest keeps an unbounded HTTP/1.1
-//! keep-alive pool per host (10,000 in flight means 10,000 connections, so raise `ulimit -n`) and
-//! negotiates HTTP/2 through ALPN when a TLS server offers it (then requests share connections,
-//! within the server's stream limit; set [`ClientConfig::http1_only`] to avoid that ceiling).
+//! One [`Client`] serves every in-flight request of a run. Plain `http://` endpoints get one
+//! keep-alive HTTP/1.1 connection per request in flight (10,000 in flight means 10,000
+//! connections, so raise `ulimit -n`), driven by the request's own task ([`super::http1`]);
+//! `https://` endpoints negotiate HTTP/2 through ALPN when the server offers it (then requests
+//! share connections, 100 streams each, below any server's stream limit; set
+//! [`ClientConfig::http1_only`] for HTTP/1.1 connections). See [`super::transport`].
 //!
-//! Timeouts: [`ClientConfig::connect_timeout`] bounds each TCP+TLS connect (reqwest sets it per
-//! client); per attempt, response headers must arrive within `connect + first_byte`, a stream's
-//! first data event within the same deadline (keep-alive comments do not count), then no read may
-//! wait longer than `idle`, and the whole attempt ends at `total`. The response type decides the
-//! decoding: `text/event-stream` is assembled from chunks, anything else is parsed as JSON.
+//! Timeouts: [`ClientConfig::connect_timeout`] bounds each TCP+TLS connect; per attempt, response
+//! headers must arrive within `connect + first_byte`, a stream's first data event within the same
+//! deadline (keep-alive comments do not count), then no read may wait longer than `idle`, and the
+//! whole attempt ends at `total`. The response type decides the decoding: `text/event-stream` is
+//! assembled from chunks, anything else is JSON. Redirects are not followed (a 3xx is an error)
+//! and no proxy is used.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
 use super::assemble::ChunkAssembler;
 use super::classify;
+use super::facts::{self, ResponseFacts};
 use super::sse::SseDecoder;
+use super::transport::{Answer, Request, Route, Settings, Transport};
 use super::{ApiError, ApiKey};
 use crate::journal::ErrorClass;
 
@@ -75,13 +80,28 @@ pub struct ChatOutcome {
     pub generation_id: Option<String>,
 }
 
+/// [`ChatOutcome`] with the answer kept as its JSON text (what the engine journals), plus the
+/// facts the engine books, read without building a tree.
+#[derive(Debug)]
+pub struct RawChatOutcome {
+    /// The chat.completion as valid, compact JSON text (no whitespace outside strings, so one
+    /// line), key scrubbed.
+    pub response: String,
+    pub facts: ResponseFacts,
+    pub http_status: u16,
+    pub first_byte_ms: Option<u64>,
+    pub latency_ms: u64,
+    /// OpenRouter `X-Generation-Id`, if sent.
+    pub generation_id: Option<String>,
+}
+
 /// How the shared client is built.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     pub user_agent: String,
     /// TCP + TLS connect limit for every new connection.
     pub connect_timeout: Duration,
-    /// Idle keep-alive connections kept per host (reqwest's default is unbounded).
+    /// Idle keep-alive connections kept per endpoint (unbounded by default).
     pub pool_max_idle_per_host: usize,
     /// How long an idle pooled connection is kept.
     pub pool_idle_timeout: Duration,
@@ -114,47 +134,46 @@ impl Default for ClientConfig {
 pub enum BuildError {
     #[error("`{field}` is not a valid HTTP header value: {value:?}")]
     Header { field: &'static str, value: String },
-    #[error("cannot build the HTTP client: {0}")]
-    Http(#[from] reqwest::Error),
+    #[error("cannot set up TLS: {0}")]
+    Tls(#[from] rustls::Error),
 }
 
 /// A pooled client shared by all in-flight requests.
 #[derive(Clone, Debug)]
 pub struct Client {
-    http: reqwest::Client,
+    transport: Arc<Transport>,
 }
 
 impl Client {
     pub fn new(config: ClientConfig) -> Result<Self, BuildError> {
-        let mut headers = HeaderMap::new();
-        for (name, field, value) in [
-            ("http-referer", "referer", &config.referer),
-            ("x-title", "title", &config.title),
+        for (field, value) in [
+            ("user_agent", Some(&config.user_agent)),
+            ("referer", config.referer.as_ref()),
+            ("title", config.title.as_ref()),
         ] {
             if let Some(value) = value {
-                let header = HeaderValue::from_str(value).map_err(|_| BuildError::Header {
-                    field,
-                    value: value.clone(),
-                })?;
-                headers.insert(HeaderName::from_static(name), header);
+                // Header values are written into the request head as they are: no line breaks
+                // or other control characters (which would end the header early).
+                if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+                    return Err(BuildError::Header {
+                        field,
+                        value: value.clone(),
+                    });
+                }
             }
         }
-        let mut builder = reqwest::Client::builder()
-            .use_rustls_tls()
-            .user_agent(config.user_agent)
-            .default_headers(headers)
-            .connect_timeout(config.connect_timeout)
-            .pool_max_idle_per_host(config.pool_max_idle_per_host)
-            .pool_idle_timeout(config.pool_idle_timeout)
-            .tcp_keepalive(config.tcp_keepalive)
-            .tcp_nodelay(true);
-        if config.http1_only {
-            builder = builder.http1_only();
-        } else {
-            builder = builder.http2_adaptive_window(true);
-        }
+        let transport = Transport::new(Settings {
+            user_agent: config.user_agent,
+            connect_timeout: config.connect_timeout,
+            pool_max_idle: config.pool_max_idle_per_host,
+            pool_idle_timeout: config.pool_idle_timeout,
+            tcp_keepalive: config.tcp_keepalive,
+            http1_only: config.http1_only,
+            referer: config.referer,
+            title: config.title,
+        })?;
         Ok(Client {
-            http: builder.build()?,
+            transport: Arc::new(transport),
         })
     }
 
@@ -167,16 +186,34 @@ impl Client {
         body: &RawValue,
         timeouts: &Timeouts,
     ) -> Result<ChatOutcome, ApiError> {
+        let outcome = self.chat_raw(endpoint, body, timeouts).await?;
+        let response = serde_json::from_str(&outcome.response).map_err(|e| {
+            ApiError::new(
+                ErrorClass::Malformed,
+                format!("response body is not JSON ({e})"),
+            )
+            .with_status(outcome.http_status)
+        })?;
+        Ok(ChatOutcome {
+            response,
+            http_status: outcome.http_status,
+            first_byte_ms: outcome.first_byte_ms,
+            latency_ms: outcome.latency_ms,
+            generation_id: outcome.generation_id,
+        })
+    }
+
+    /// [`Client::chat`] with the answer kept as JSON text: what the engine journals.
+    pub async fn chat_raw(
+        &self,
+        endpoint: &Endpoint,
+        body: &RawValue,
+        timeouts: &Timeouts,
+    ) -> Result<RawChatOutcome, ApiError> {
         let key = endpoint.api_key.as_ref();
-        match self.chat_unscrubbed(endpoint, body, timeouts).await {
-            Ok(mut outcome) => {
-                if let Some(key) = key {
-                    key.scrub_json(&mut outcome.response);
-                }
-                Ok(outcome)
-            }
-            Err(err) => Err(err.scrubbed(key)),
-        }
+        self.chat_unscrubbed(endpoint, body, timeouts)
+            .await
+            .map_err(|err| err.scrubbed(key))
     }
 
     /// GET `{base_url}/{path}` and parse the JSON body (account endpoints); errors classified and
@@ -189,20 +226,33 @@ impl Client {
     ) -> Result<Value, ApiError> {
         let key = endpoint.api_key.as_ref();
         let result = async {
-            let mut request = self.http.get(endpoint.url(path)).timeout(timeout);
-            if let Some(key) = key {
-                request = request.bearer_auth(key.expose());
-            }
-            let response = request
-                .send()
+            let route = self.route(endpoint)?;
+            let exchange = async {
+                let mut answer = route
+                    .send(Request::Get(path))
+                    .await
+                    .map_err(|e| classify::transport_error(&e))?;
+                let status = answer.status;
+                let mut bytes = Vec::new();
+                while answer
+                    .next(&mut bytes)
+                    .await
+                    .map_err(|e| classify::transport_error(&e).with_status(status))?
+                {
+                    if bytes.len() > MAX_BODY_BYTES {
+                        return Err(too_big().with_status(status));
+                    }
+                }
+                Ok((status, answer.retry_after.take(), bytes))
+            };
+            let (status, retry_after, bytes) = tokio::time::timeout(timeout, exchange)
                 .await
-                .map_err(|e| classify::transport_error(&e))?;
-            let status = response.status().as_u16();
-            let retry_after = header_str(response.headers(), RETRY_AFTER.as_str());
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| classify::transport_error(&e).with_status(status))?;
+                .map_err(|_| {
+                    ApiError::new(
+                        ErrorClass::Timeout,
+                        format!("GET {path}: no complete answer within {timeout:?}"),
+                    )
+                })??;
             if !(200..300).contains(&status) {
                 return Err(classify::http_error(status, retry_after.as_deref(), &bytes));
             }
@@ -221,12 +271,18 @@ impl Client {
         result.map_err(|e| e.scrubbed(key))
     }
 
+    fn route(&self, endpoint: &Endpoint) -> Result<Arc<Route>, ApiError> {
+        self.transport
+            .route(&endpoint.base_url, endpoint.api_key.as_ref())
+            .map_err(|e| ApiError::new(ErrorClass::ClientError, e.to_string()))
+    }
+
     async fn chat_unscrubbed(
         &self,
         endpoint: &Endpoint,
         body: &RawValue,
         timeouts: &Timeouts,
-    ) -> Result<ChatOutcome, ApiError> {
+    ) -> Result<RawChatOutcome, ApiError> {
         let start = Instant::now();
         let deadlines = Deadlines {
             start,
@@ -234,67 +290,113 @@ impl Client {
             total: start + timeouts.total,
             timeouts: *timeouts,
         };
-        // reqwest needs an owned body; copying the serialized bytes is a memcpy, where `.json()`
-        // would serialize a tree again.
-        let mut request = self
-            .http
-            .post(endpoint.url("chat/completions"))
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .body(bytes::Bytes::copy_from_slice(body.get().as_bytes()));
-        if let Some(key) = &endpoint.api_key {
-            request = request.bearer_auth(key.expose());
-        }
-        let send = tokio::time::timeout_at(deadlines.first_wait(), request.send());
-        let response = match send.await {
+        let route = self.route(endpoint)?;
+        let send = tokio::time::timeout_at(
+            deadlines.first_wait(),
+            route.send(Request::Chat(body.get().as_bytes())),
+        );
+        let mut answer = match send.await {
             Err(_) => return Err(deadlines.expired(Stage::Headers, None)),
             Ok(Err(e)) => return Err(classify::transport_error(&e)),
-            Ok(Ok(response)) => response,
+            Ok(Ok(answer)) => answer,
         };
         let headers_at = Instant::now();
-        let status = response.status().as_u16();
-        let retry_after = header_str(response.headers(), RETRY_AFTER.as_str());
-        let generation_id = header_str(response.headers(), "x-generation-id");
-        let is_stream = header_str(response.headers(), CONTENT_TYPE.as_str())
+        let status = answer.status;
+        let retry_after = answer.retry_after.take();
+        let generation_id = answer.generation_id.take();
+        let is_stream = answer
+            .content_type
+            .as_deref()
             .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
 
-        if !response.status().is_success() {
-            let bytes = read_all(response, &deadlines).await.unwrap_or_default();
+        if !(200..300).contains(&status) {
+            let bytes = read_all(&mut answer, &deadlines).await.unwrap_or_default();
             return Err(classify::http_error(status, retry_after.as_deref(), &bytes));
         }
 
-        let (response, first_byte_at) = if is_stream {
-            read_stream(response, &deadlines)
-                .await
-                .map_err(|e| e.with_status(status))?
-        } else {
-            let bytes = read_all(response, &deadlines)
+        let key = endpoint.api_key.as_ref();
+        let (response, facts, first_byte_at) = if is_stream {
+            // Boxed: the decoder and assembler should not size every request's future.
+            let (mut value, first) = Box::pin(read_stream(&mut answer, &deadlines))
                 .await
                 .map_err(|e| e.with_status(status))?;
-            let json: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            drop(answer);
+            if let Some(key) = key {
+                key.scrub_json(&mut value);
+            }
+            classify::check_completion(&value).map_err(|e| {
+                e.with_status(status)
+                    .with_retry_after(None)
+                    .with_body(Some(value.clone()))
+            })?;
+            let text = serde_json::to_string(&value).map_err(|e| {
                 ApiError::new(
                     ErrorClass::Malformed,
-                    format!(
-                        "response body is not JSON ({e}): {}",
-                        classify::quote(&String::from_utf8_lossy(&bytes))
-                    ),
+                    format!("cannot serialize the assembled answer: {e}"),
                 )
                 .with_status(status)
             })?;
-            (json, headers_at)
+            (text, ResponseFacts::of_value(&value), first)
+        } else {
+            let bytes = read_all(&mut answer, &deadlines)
+                .await
+                .map_err(|e| e.with_status(status))?;
+            // The connection goes back to the pool before the answer is checked.
+            drop(answer);
+            let (text, facts) = answer_text(bytes, key)
+                .map_err(|e| e.with_status(status).with_retry_after(None))?;
+            (text, facts, headers_at)
         };
-        classify::check_completion(&response).map_err(|e| {
-            e.with_status(status)
-                .with_retry_after(None)
-                .with_body(Some(response.clone()))
-        })?;
-        Ok(ChatOutcome {
+        Ok(RawChatOutcome {
             response,
+            facts,
             http_status: status,
             first_byte_ms: Some(millis(first_byte_at - start)),
             latency_ms: millis(start.elapsed()),
             generation_id,
         })
     }
+}
+
+/// A non-streamed answer: its bytes as compact JSON text with the key scrubbed, checked like
+/// [`classify::check_completion`], and its facts. `Malformed` if the bytes are not JSON.
+fn answer_text(bytes: Vec<u8>, key: Option<&ApiKey>) -> Result<(String, ResponseFacts), ApiError> {
+    let mut compact = facts::compact_json(bytes);
+    if let Some(scrubbed) = key.and_then(|k| k.scrub_json_bytes(&compact)) {
+        compact = scrubbed;
+    }
+    // The description names the compacted text: what would have been journaled.
+    let not_json = |bytes: &[u8]| {
+        // Parse again for serde_json's own description of what is wrong.
+        let reason = serde_json::from_slice::<Value>(bytes)
+            .err()
+            .map_or_else(|| "invalid JSON".to_string(), |e| e.to_string());
+        ApiError::new(
+            ErrorClass::Malformed,
+            format!(
+                "response body is not JSON ({reason}): {}",
+                classify::quote(&String::from_utf8_lossy(bytes))
+            ),
+        )
+    };
+    if simdutf8::basic::from_utf8(&compact).is_err() {
+        return Err(not_json(&compact));
+    }
+    // SAFETY: `compact` was just validated as UTF-8. simdutf8 does that about ten times faster
+    // than `String::from_utf8` on answers in mixed scripts, and this runs for every answer.
+    let text = unsafe { String::from_utf8_unchecked(compact) };
+    let facts = facts::check_answer(&text).map_err(|e| match e.class {
+        ErrorClass::Malformed if e.body.is_none() => not_json(text.as_bytes()),
+        _ => e,
+    })?;
+    Ok((text, facts))
+}
+
+fn too_big() -> ApiError {
+    ApiError::new(
+        ErrorClass::Malformed,
+        format!("response body exceeds {MAX_BODY_BYTES} bytes"),
+    )
 }
 
 /// Where an attempt was when a deadline passed.
@@ -350,24 +452,16 @@ impl Deadlines {
 }
 
 /// Read a whole (non-streamed) body under the idle and total deadlines.
-async fn read_all(
-    mut response: reqwest::Response,
-    deadlines: &Deadlines,
-) -> Result<Vec<u8>, ApiError> {
+async fn read_all(answer: &mut Answer, deadlines: &Deadlines) -> Result<Vec<u8>, ApiError> {
     let mut body = Vec::new();
     loop {
-        let chunk = tokio::time::timeout_at(deadlines.idle_wait(), response.chunk()).await;
-        match chunk {
+        match tokio::time::timeout_at(deadlines.idle_wait(), answer.next(&mut body)).await {
             Err(_) => return Err(deadlines.expired(Stage::Body, None)),
             Ok(Err(e)) => return Err(classify::transport_error(&e)),
-            Ok(Ok(None)) => return Ok(body),
-            Ok(Ok(Some(bytes))) => {
-                body.extend_from_slice(&bytes);
+            Ok(Ok(false)) => return Ok(body),
+            Ok(Ok(true)) => {
                 if body.len() > MAX_BODY_BYTES {
-                    return Err(ApiError::new(
-                        ErrorClass::Malformed,
-                        format!("response body exceeds {MAX_BODY_BYTES} bytes"),
-                    ));
+                    return Err(too_big());
                 }
             }
         }
@@ -376,7 +470,7 @@ async fn read_all(
 
 /// Decode an SSE body into one assembled completion; also returns when the first data event came.
 async fn read_stream(
-    mut response: reqwest::Response,
+    answer: &mut Answer,
     deadlines: &Deadlines,
 ) -> Result<(Value, Instant), ApiError> {
     let mut decoder = SseDecoder::new();
@@ -384,6 +478,7 @@ async fn read_stream(
     let mut first_event_at: Option<Instant> = None;
     let mut read_bytes = 0usize;
     let mut done = false;
+    let mut bytes = Vec::new();
     let partial = |a: &ChunkAssembler| (a.chunks() > 0).then(|| a.finish());
     'read: loop {
         let wait = if first_event_at.is_some() {
@@ -396,16 +491,18 @@ async fn read_stream(
         } else {
             Stage::FirstEvent
         };
-        let ended = match tokio::time::timeout_at(wait, response.chunk()).await {
+        bytes.clear();
+        let ended = match tokio::time::timeout_at(wait, answer.next(&mut bytes)).await {
             Err(_) => return Err(deadlines.expired(stage, partial(&assembler))),
             Ok(Err(e)) => {
                 return Err(classify::transport_error(&e).with_body(partial(&assembler)));
             }
-            Ok(Ok(None)) => {
+            Ok(Ok(false)) => {
+                decoder.push(&bytes);
                 decoder.finish();
                 true
             }
-            Ok(Ok(Some(bytes))) => {
+            Ok(Ok(true)) => {
                 read_bytes += bytes.len();
                 if read_bytes > MAX_BODY_BYTES {
                     return Err(ApiError::new(
@@ -442,7 +539,7 @@ async fn read_stream(
         }
     }
     if done {
-        drain(&mut response, deadlines).await;
+        drain(answer, deadlines).await;
     }
     if assembler.chunks() == 0 {
         return Err(ApiError::new(
@@ -464,16 +561,12 @@ async fn read_stream(
 /// Read what follows `[DONE]` (normally just the end of the chunked body) so the connection goes
 /// back to the keep-alive pool instead of being closed; a server that keeps the stream open past
 /// `[DONE]` gets a short grace and then loses the connection.
-async fn drain(response: &mut reqwest::Response, deadlines: &Deadlines) {
+async fn drain(answer: &mut Answer, deadlines: &Deadlines) {
     let until = (Instant::now() + DRAIN_GRACE).min(deadlines.total);
-    while let Ok(Ok(Some(_))) = tokio::time::timeout_at(until, response.chunk()).await {}
-}
-
-fn header_str(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
+    let mut sink = Vec::new();
+    while let Ok(Ok(true)) = tokio::time::timeout_at(until, answer.next(&mut sink)).await {
+        sink.clear();
+    }
 }
 
 fn millis(d: Duration) -> u64 {

@@ -199,10 +199,14 @@ fn tool_call(call: &Value) -> Result<ToolCall, CompletionError> {
     })
 }
 
+/// A server's id list. An empty list is no list: every answer has at least one token, and
+/// llama.cpp's last stream chunk carries `__verbose.tokens: []` whatever it sampled.
 fn id_list(value: Option<&Value>) -> Option<Vec<u32>> {
-    value?
-        .as_array()?
-        .iter()
+    let ids = value?.as_array()?;
+    if ids.is_empty() {
+        return None;
+    }
+    ids.iter()
         .map(|v| v.as_u64().and_then(|n| u32::try_from(n).ok()))
         .collect()
 }
@@ -252,6 +256,12 @@ mod tests {
         let c = Completion::from_response(&body).unwrap();
         assert_eq!(c.reasoning.as_deref(), Some("ab"));
         assert_eq!(c.completion_token_ids, Some(vec![9]));
+
+        // llama.cpp streaming: the last chunk's `__verbose.tokens` is empty whatever was sampled.
+        let body = json!({"choices": [{"message": {"content": "Hi"}, "finish_reason": "stop"}],
+            "__verbose": {"tokens": []}});
+        let c = Completion::from_response(&body).unwrap();
+        assert_eq!(c.completion_token_ids, None);
     }
 
     #[test]

@@ -5,16 +5,22 @@ pub mod classify;
 pub mod client;
 pub mod completion;
 pub mod error;
+pub mod facts;
+mod http1;
 pub mod openrouter;
 pub mod request;
 pub mod secret;
 pub mod sse;
+mod transport;
 
-pub use client::{BuildError, ChatOutcome, Client, ClientConfig, Endpoint, Timeouts};
+pub use client::{
+    BuildError, ChatOutcome, Client, ClientConfig, Endpoint, RawChatOutcome, Timeouts,
+};
 pub use completion::{Arguments, Completion, CompletionError, ToolCall, Usage};
 pub use error::ApiError;
+pub use facts::{ResponseFacts, UsageNumbers};
 pub use request::{
-    build_body, serialize_body, OptionsError, ProviderRouting, Reasoning, RequestOptions,
-    ServerKind,
+    build_body, serialize_body, BodyFields, OptionsError, ProviderRouting, Reasoning,
+    RequestOptions, ServerKind,
 };
 pub use secret::ApiKey;

@@ -90,10 +90,11 @@ pub enum OptionsError {
         "`server_token_ids` needs a server that returns its own ids: set `server_kind` to vllm, sglang or llama_cpp (it is {0:?})"
     )]
     TokenIdsUnsupported(ServerKind),
+    /// SGLang sends no ids in stream chunks; llama.cpp's final chunk carries `__verbose.tokens: []`.
     #[error(
-        "SGLang returns token ids only without streaming: turn `stream` off or `server_token_ids` off"
+        "{0:?} returns its token ids only without streaming: turn `stream` off or `server_token_ids` off"
     )]
-    SglangStreamTokenIds,
+    NoTokenIdsWhenStreaming(ServerKind),
 }
 
 /// OpenRouter's `reasoning` request object.
@@ -342,11 +343,11 @@ impl RequestOptions {
         }
         if self.server_token_ids {
             match self.server_kind {
-                ServerKind::Vllm | ServerKind::LlamaCpp => {}
-                ServerKind::Sglang if self.stream => {
-                    return Err(OptionsError::SglangStreamTokenIds)
+                ServerKind::Vllm => {}
+                kind @ (ServerKind::Sglang | ServerKind::LlamaCpp) if self.stream => {
+                    return Err(OptionsError::NoTokenIdsWhenStreaming(kind))
                 }
-                ServerKind::Sglang => {}
+                ServerKind::Sglang | ServerKind::LlamaCpp => {}
                 kind @ (ServerKind::OpenRouter | ServerKind::Generic) => {
                     return Err(OptionsError::TokenIdsUnsupported(kind))
                 }
@@ -382,14 +383,46 @@ pub fn serialize_body(
     tools: Option<&RawValue>,
     opts: &RequestOptions,
 ) -> serde_json::Result<Box<RawValue>> {
-    // Tools not sent as a parameter have no placeholder; an `extra_body` "tools" stays as given.
-    let tools = tools.filter(|_| opts.tools_as_parameter);
-    let fields = body_fields(opts, tools.is_some());
-    serde_json::value::to_raw_value(&RawBody {
-        fields: &fields,
-        messages,
-        tools,
-    })
+    BodyFields::new(opts).serialize(messages, tools)
+}
+
+/// The body fields of one endpoint's requests, built once: [`serialize_body`] without building
+/// the field map per request.
+#[derive(Debug, Clone)]
+pub struct BodyFields {
+    with_tools: Map<String, Value>,
+    without_tools: Map<String, Value>,
+    tools_as_parameter: bool,
+}
+
+impl BodyFields {
+    pub fn new(opts: &RequestOptions) -> BodyFields {
+        BodyFields {
+            with_tools: body_fields(opts, true),
+            without_tools: body_fields(opts, false),
+            tools_as_parameter: opts.tools_as_parameter,
+        }
+    }
+
+    /// The body for `messages` and `tools`, byte-identical to [`serialize_body`].
+    pub fn serialize(
+        &self,
+        messages: &RawValue,
+        tools: Option<&RawValue>,
+    ) -> serde_json::Result<Box<RawValue>> {
+        // Tools not sent as a parameter have no placeholder; an `extra_body` "tools" stays as given.
+        let tools = tools.filter(|_| self.tools_as_parameter);
+        let fields = if tools.is_some() {
+            &self.with_tools
+        } else {
+            &self.without_tools
+        };
+        serde_json::value::to_raw_value(&RawBody {
+            fields,
+            messages,
+            tools,
+        })
+    }
 }
 
 /// A body whose `messages`/`tools` placeholders (`null`, see [`body_fields`]) are written from
@@ -645,7 +678,15 @@ mod tests {
         };
         assert_eq!(
             sglang_stream.validate(),
-            Err(OptionsError::SglangStreamTokenIds)
+            Err(OptionsError::NoTokenIdsWhenStreaming(ServerKind::Sglang))
+        );
+        let llama_stream = RequestOptions {
+            server_kind: ServerKind::LlamaCpp,
+            ..sglang_stream
+        };
+        assert_eq!(
+            llama_stream.validate(),
+            Err(OptionsError::NoTokenIdsWhenStreaming(ServerKind::LlamaCpp))
         );
     }
 

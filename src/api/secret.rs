@@ -9,7 +9,7 @@ use serde_json::Value;
 pub const REDACTED: &str = "[REDACTED]";
 
 /// An API key. `Debug`/`Display` print `[REDACTED]`; the only way out is [`ApiKey::expose`].
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ApiKey(String);
 
 impl ApiKey {
@@ -28,6 +28,42 @@ impl ApiKey {
             return text.to_string();
         }
         text.replace(self.0.as_str(), REDACTED)
+    }
+
+    /// Serialized JSON with every occurrence of the key replaced, as it is written inside a JSON
+    /// string (keys are plain ASCII, so that is the key itself, or its escaped form if it has
+    /// quotes, backslashes or control characters); `None` if it does not occur.
+    pub fn scrub_json_bytes(&self, json: &[u8]) -> Option<Vec<u8>> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let needs_escape = self.0.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        let quoted = if needs_escape {
+            serde_json::to_string(&self.0).ok()?
+        } else {
+            String::new()
+        };
+        let escaped = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or("");
+        let mut out: Option<Vec<u8>> = None;
+        for needle in [self.0.as_str(), escaped] {
+            if needle.is_empty() {
+                continue;
+            }
+            let hay = out.as_deref().unwrap_or(json);
+            if memchr::memmem::find(hay, needle.as_bytes()).is_none() {
+                continue;
+            }
+            let mut replaced = Vec::with_capacity(hay.len());
+            let mut last = 0;
+            for at in memchr::memmem::find_iter(hay, needle.as_bytes()) {
+                replaced.extend_from_slice(&hay[last..at]);
+                replaced.extend_from_slice(REDACTED.as_bytes());
+                last = at + needle.len();
+            }
+            replaced.extend_from_slice(&hay[last..]);
+            out = Some(replaced);
+        }
+        out
     }
 
     /// Replace the key in every string (and object key) of `value`, in place.
@@ -97,5 +133,13 @@ mod tests {
         assert!(!v.to_string().contains(KEY));
         assert_eq!(v["error"]["message"], "key [REDACTED]");
         assert_eq!(v["[REDACTED]"], 1);
+
+        let bytes = format!(r#"{{"a":"x{KEY}y","b":["{KEY}"]}}"#);
+        let scrubbed = key.scrub_json_bytes(bytes.as_bytes()).unwrap();
+        assert_eq!(
+            String::from_utf8(scrubbed).unwrap(),
+            r#"{"a":"x[REDACTED]y","b":["[REDACTED]"]}"#
+        );
+        assert_eq!(key.scrub_json_bytes(b"{}"), None);
     }
 }

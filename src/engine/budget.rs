@@ -12,6 +12,7 @@
 
 use serde_json::Value;
 
+use crate::api::{ResponseFacts, UsageNumbers};
 use crate::config::BudgetConfig;
 use crate::dataset::Prompt;
 
@@ -41,16 +42,17 @@ impl PriceTable {
 
 /// The cost of one response: `usage.cost`, else the price table over `usage` tokens.
 pub fn cost_of(response: &Value, prices: Option<&PriceTable>) -> Option<f64> {
-    let usage = response.get("usage")?;
-    if let Some(cost) = usage.get("cost").and_then(Value::as_f64) {
+    cost_of_usage(&ResponseFacts::of_value(response).usage, prices)
+}
+
+/// [`cost_of`] from the usage numbers already read from a response.
+pub fn cost_of_usage(usage: &UsageNumbers, prices: Option<&PriceTable>) -> Option<f64> {
+    if let Some(cost) = usage.cost {
         return Some(cost);
     }
     let prices = prices?;
-    let prompt = usage.get("prompt_tokens").and_then(Value::as_u64)?;
-    let completion = usage
-        .get("completion_tokens")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    let prompt = usage.prompt_tokens?;
+    let completion = usage.completion_tokens.unwrap_or(0);
     Some(prompt as f64 * prices.prompt + completion as f64 * prices.completion)
 }
 

@@ -5,12 +5,15 @@
 
 use rand::Rng;
 
+use crate::api::BodyFields;
 use crate::config::ResolvedEndpoint;
 
-/// The run's endpoints with their cumulative weights.
+/// The run's endpoints with their cumulative weights, and each one's request body fields (built
+/// once, not per request).
 #[derive(Debug)]
 pub struct EndpointPool {
     endpoints: Vec<ResolvedEndpoint>,
+    bodies: Vec<BodyFields>,
     cumulative: Vec<u64>,
 }
 
@@ -25,8 +28,13 @@ impl EndpointPool {
                 total
             })
             .collect();
+        let bodies = endpoints
+            .iter()
+            .map(|e| BodyFields::new(&e.options))
+            .collect();
         EndpointPool {
             endpoints,
+            bodies,
             cumulative,
         }
     }
@@ -35,12 +43,12 @@ impl EndpointPool {
         &self.endpoints
     }
 
-    /// A weighted random endpoint.
-    pub fn choose(&self, rng: &mut impl Rng) -> Option<&ResolvedEndpoint> {
+    /// A weighted random endpoint and its body fields.
+    pub fn choose(&self, rng: &mut impl Rng) -> Option<(&ResolvedEndpoint, &BodyFields)> {
         let total = *self.cumulative.last()?;
         let x = rng.random_range(0..total);
         let i = self.cumulative.partition_point(|&c| c <= x);
-        self.endpoints.get(i)
+        Some((self.endpoints.get(i)?, self.bodies.get(i)?))
     }
 }
 
@@ -60,7 +68,7 @@ mod tests {
         let mut rng = rand::rng();
         let n = 40_000;
         let a_count = (0..n)
-            .filter(|_| pool.choose(&mut rng).unwrap().endpoint.name == "a")
+            .filter(|_| pool.choose(&mut rng).unwrap().0.endpoint.name == "a")
             .count();
         let share = a_count as f64 / n as f64;
         assert!((share - 0.75).abs() < 0.02, "share of a = {share}");

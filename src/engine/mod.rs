@@ -14,6 +14,7 @@ mod concurrency;
 mod credits;
 mod endpoints;
 mod progress;
+mod prompts;
 mod retry;
 mod scheduler;
 mod shutdown;
@@ -25,13 +26,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use tokio::sync::mpsc;
 
 pub use budget::{cost_of, prompt_tokens_estimate, Budget, PriceTable};
 pub use concurrency::{Limiter, Permit};
 pub use credits::{key_info, parse_key_info, CreditInfo};
 pub use endpoints::EndpointPool;
 pub use progress::{class_name, Progress, ProgressMode, Stats};
+pub use prompts::PromptList;
 pub use retry::{is_fatal, Next, RetryPolicy};
 pub use shutdown::{Shutdown, StopReason};
 
@@ -40,7 +41,7 @@ use crate::config::{ConfigError, EndpointKind, RunConfig};
 use crate::dataset::Prompt;
 use crate::journal::{Disposition, JournalError, JournalWriter, Manifest, RunDir, Summary};
 
-/// Records queued between request tasks and the journal writer.
+/// Records queued between request tasks and the journal writer thread.
 const RECORD_QUEUE: usize = 4096;
 
 /// Why a run could not start or could not finish its bookkeeping.
@@ -123,7 +124,8 @@ impl RunSummary {
     }
 }
 
-/// Run `generate` on a fresh multi-threaded runtime (for the CLI).
+/// Run `generate` on a fresh single-threaded runtime, as the CLI does: the requests mostly wait,
+/// and one thread drives them with the least CPU (see `cli/generate.rs`).
 pub fn run_blocking(
     config: &RunConfig,
     prompts: Vec<Prompt>,
@@ -131,7 +133,7 @@ pub fn run_blocking(
     shutdown: Shutdown,
     options: RunOptions,
 ) -> Result<RunSummary, EngineError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| EngineError::Runtime(e.to_string()))?;
@@ -167,6 +169,19 @@ pub async fn run_with(
     shutdown: Shutdown,
     options: RunOptions,
 ) -> Result<RunSummary, EngineError> {
+    let prompts = PromptList::try_from(prompts)
+        .map_err(|e| EngineError::Runtime(format!("cannot serialize a prompt's messages: {e}")))?;
+    run_list(config, prompts, run_dir, shutdown, options).await
+}
+
+/// [`run_with`] for prompts already compacted (the CLI reads them straight into a [`PromptList`]).
+pub async fn run_list(
+    config: &RunConfig,
+    prompts: PromptList,
+    run_dir: &Path,
+    shutdown: Shutdown,
+    options: RunOptions,
+) -> Result<RunSummary, EngineError> {
     let started = Instant::now();
     config.validate()?;
     let resolved = config.resolve_endpoints(|name| std::env::var(name).ok())?;
@@ -181,14 +196,14 @@ pub async fn run_with(
     };
 
     // Distinct prompts, in input order.
-    let mut seen = HashSet::new();
-    let prompts: Vec<Prompt> = prompts
-        .into_iter()
-        .filter(|p| seen.insert(p.id.clone()))
-        .collect();
+    let mut prompts = prompts.items;
+    let mut seen = HashSet::with_capacity(prompts.len());
+    let keep: Vec<bool> = prompts.iter().map(|p| seen.insert(&*p.id)).collect();
     drop(seen);
+    let mut keep = keep.into_iter();
+    prompts.retain(|_| keep.next().unwrap_or(false));
 
-    let manifest = manifest_for(config, &prompts);
+    let manifest = manifest_for(config, prompts.iter().map(|p| &*p.id));
     let (mut journal, state) = RunDir::create_or_open(run_dir, &manifest, config.force)?;
     for key in &keys {
         journal.set_redact(key.expose());
@@ -204,7 +219,7 @@ pub async fn run_with(
     // Move each prompt either into the pending list or out (finished): no copy of the dataset.
     let total = prompts.len() as u64;
     let mut finished_before = 0u64;
-    let mut ids: Vec<String> = Vec::with_capacity(prompts.len());
+    let mut ids: Vec<Box<str>> = Vec::with_capacity(prompts.len());
     let mut pending: Vec<scheduler::Pending> = Vec::new();
     for prompt in prompts {
         ids.push(prompt.id.clone());
@@ -216,10 +231,10 @@ pub async fn run_with(
         };
         if run_it {
             let first_attempt = state.next_attempt(&prompt.id);
-            let item = scheduler::Pending::new(prompt, first_attempt).map_err(|e| {
-                EngineError::Runtime(format!("cannot serialize a prompt's messages: {e}"))
-            })?;
-            pending.push(item);
+            pending.push(scheduler::Pending {
+                prompt,
+                first_attempt,
+            });
         } else {
             finished_before += 1;
         }
@@ -232,7 +247,7 @@ pub async fn run_with(
         config.request.max_tokens,
         state.totals.cost_usd,
     );
-    let projected = budget.project_tokens(pending.iter().map(scheduler::Pending::prompt_tokens));
+    let projected = budget.project_tokens(pending.iter().map(|p| p.prompt.prompt_tokens()));
 
     let client = Client::new(ClientConfig {
         connect_timeout: Duration::from_secs_f64(config.timeouts.connect_s),
@@ -260,9 +275,9 @@ pub async fn run_with(
         limiter.clone(),
         budget.clone(),
     ));
-    let writer = JournalWriter::spawn(journal, RECORD_QUEUE)?;
-    let (tx, rx) = mpsc::channel(RECORD_QUEUE);
-    let recorder = tokio::spawn(scheduler::record_all(rx, state, writer.sender()));
+    // The writer thread also keeps the resume state current, so this runtime's one thread runs
+    // no bookkeeping task (which would wait its turn behind thousands of request tasks).
+    let writer = JournalWriter::spawn_tracking(journal, state, RECORD_QUEUE)?;
     let reporter = tokio::spawn(
         progress
             .clone()
@@ -280,21 +295,18 @@ pub async fn run_with(
         prices,
         progress: progress.clone(),
         shutdown: shutdown.clone(),
-        records: tx,
+        records: writer.sender(),
         keys: keys.clone(),
     });
     scheduler::schedule(ctx, pending, config.grace()).await;
 
-    // Every task has ended and dropped its sender: the recorder drains and returns the state.
-    let (state, record_error) = recorder
-        .await
-        .map_err(|e| EngineError::Runtime(format!("recorder task failed: {e}")))?;
     reporter.abort();
     let _ = reporter.await;
-    writer.close().await?;
-    if let Some(e) = record_error {
-        return Err(e.into());
-    }
+    // Every task has ended and dropped its sender: the writer drains, syncs and returns the state.
+    let (_, state) = writer.close_tracking().await?;
+    let state = state.ok_or_else(|| {
+        EngineError::Runtime("the journal writer gave back no resume state".to_string())
+    })?;
 
     let summary = Summary::from_state(&state, started.elapsed());
     RunDir::new(run_dir).write_summary(&summary)?;
@@ -379,8 +391,8 @@ async fn check_credits(
 
 /// The manifest of a run: the settings that shape requests, and the dataset's identity (a hash of
 /// the sorted prompt ids, which are content hashes — so re-preparing the same data agrees).
-fn manifest_for(config: &RunConfig, prompts: &[Prompt]) -> Manifest {
-    let mut ids: Vec<&str> = prompts.iter().map(|p| p.id.as_str()).collect();
+fn manifest_for<'a>(config: &RunConfig, ids: impl Iterator<Item = &'a str>) -> Manifest {
+    let mut ids: Vec<&str> = ids.collect();
     ids.sort_unstable();
     let mut hasher = Sha256::new();
     for id in ids {

@@ -9,8 +9,12 @@
 //! - a prompt task runs attempts until a success, a permanent failure, or this session's attempts
 //!   are used up. Between attempts it gives its slot back while it sleeps (a backing-off request
 //!   must not hold concurrency), and it never retries sooner than `Retry-After`.
-//! - every ended attempt goes over a channel to the single **recorder** task, which keeps the
-//!   [`ResumeState`] current and forwards the record to the journal's writer thread.
+//! - every ended attempt is serialized by its task and goes over a bounded channel to the
+//!   journal's writer thread, which appends it and keeps the [`ResumeState`] current. The task
+//!   keeps its slot until the record is queued, so a journal that falls behind slows the
+//!   requests down rather than letting finished records pile up.
+//!
+//! [`ResumeState`]: crate::journal::ResumeState
 //!
 //! A stop ([`Shutdown`]) ends the feeder and every backoff at once; in-flight requests get the
 //! grace period, then are aborted. An aborted request leaves no record, so its prompt is simply
@@ -21,19 +25,17 @@ use std::time::Instant;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::value::RawValue;
-use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::budget::{cost_of, Budget, PriceTable};
+use super::budget::{cost_of_usage, Budget, PriceTable};
 use super::concurrency::{Limiter, Permit};
 use super::endpoints::EndpointPool;
 use super::progress::Progress;
+use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
-use crate::api::{serialize_body, ApiError, ApiKey, ChatOutcome, Client, Timeouts};
-use crate::dataset::Prompt;
-use crate::journal::{EncodedRecord, ErrorClass, RecordRef, RecordSender, ResumeState, Status};
+use crate::api::{ApiError, ApiKey, Client, RawChatOutcome, ResponseFacts, Timeouts};
+use crate::journal::{EncodedRecord, ErrorClass, RecordRef, RecordSender, Status};
 
 /// Everything a prompt task needs, shared.
 pub(crate) struct Ctx {
@@ -47,44 +49,15 @@ pub(crate) struct Ctx {
     pub prices: Option<PriceTable>,
     pub progress: Arc<Progress>,
     pub shutdown: Shutdown,
-    pub records: mpsc::Sender<EncodedRecord>,
+    pub records: RecordSender,
     /// Every key of the run, to scrub from anything shown to the user.
     pub keys: Vec<ApiKey>,
 }
 
 /// A prompt to run and the `attempt` number its first try this session carries.
-///
-/// Kept compact: only what a request needs, with the messages and tools as their serialized JSON
-/// (a few hundred bytes, one allocation each) rather than `Value` trees. The pending list of a
-/// large dataset is held for the whole run, so this is most of the engine's baseline memory.
 pub(crate) struct Pending {
-    pub id: Box<str>,
-    pub messages: Box<RawValue>,
-    pub tools: Option<Box<RawValue>>,
+    pub prompt: CompactPrompt,
     pub first_attempt: u32,
-}
-
-impl Pending {
-    /// `prompt`'s request-relevant parts; its source and metadata are dropped here.
-    pub fn new(prompt: Prompt, first_attempt: u32) -> serde_json::Result<Self> {
-        let tools = match prompt.tools.filter(|t| !t.is_empty()) {
-            Some(tools) => Some(serde_json::value::to_raw_value(&tools)?),
-            None => None,
-        };
-        Ok(Self {
-            messages: serde_json::value::to_raw_value(&prompt.messages)?,
-            tools,
-            id: prompt.id.into_boxed_str(),
-            first_attempt,
-        })
-    }
-
-    /// Same as [`prompt_tokens_estimate`](super::budget::prompt_tokens_estimate) of the prompt:
-    /// that counts the serialized messages and tools, which is what is held here.
-    pub fn prompt_tokens(&self) -> u64 {
-        let chars = self.messages.get().len() + self.tools.as_ref().map_or(0, |t| t.get().len());
-        (chars as u64).div_ceil(4)
-    }
 }
 
 /// A requests-per-minute limiter, if configured.
@@ -109,7 +82,7 @@ pub(crate) async fn schedule(ctx: Arc<Ctx>, pending: Vec<Pending>, grace: std::t
             permit = ctx.limiter.acquire() => permit,
             _ = ctx.shutdown.stopping() => break,
         };
-        let estimate = match reserve(&ctx, &item) {
+        let estimate = match reserve(&ctx, &item.prompt) {
             Some(estimate) => estimate,
             None => break,
         };
@@ -152,7 +125,7 @@ async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
 }
 
 /// Reserve the estimated cost of one request; on a full budget, stop the run and return `None`.
-fn reserve(ctx: &Ctx, prompt: &Pending) -> Option<f64> {
+fn reserve(ctx: &Ctx, prompt: &CompactPrompt) -> Option<f64> {
     let Ok(mut budget) = ctx.budget.lock() else {
         return Some(0.0);
     };
@@ -170,16 +143,18 @@ fn reserve(ctx: &Ctx, prompt: &Pending) -> Option<f64> {
 }
 
 /// One prompt's attempts in this session.
-async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f64) {
-    let first_attempt = prompt.first_attempt;
+async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f64) {
+    let first_attempt = pending.first_attempt;
+    let prompt = pending.prompt;
     let mut permit = Some(permit);
     let mut estimate = estimate;
     for n in 1..=ctx.retry.max_attempts {
+        // The waits below are boxed: they are rare next to the request itself, and a task's
+        // future is held for every request in flight (10,000 of them at a time).
         if n > 1 {
             // Re-enter under the limit and the budget like a new request.
-            let acquired = tokio::select! {
-                p = ctx.limiter.acquire() => p,
-                _ = ctx.shutdown.stopping() => return,
+            let Some(acquired) = Box::pin(acquire_or_stop(&ctx)).await else {
+                return;
             };
             permit = Some(acquired);
             match reserve(&ctx, &prompt) {
@@ -188,38 +163,34 @@ async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f6
             }
         }
         if let Some(rate) = &ctx.rate {
-            tokio::select! {
-                _ = rate.until_ready() => {}
-                _ = ctx.shutdown.stopping() => {
-                    settle(&ctx, estimate, None);
-                    return;
-                }
+            if !Box::pin(rate_ready(&ctx, rate)).await {
+                settle(&ctx, estimate, None);
+                return;
             }
         }
-        let Some(chosen) = ctx.endpoints.choose(&mut rand::rng()) else {
+        let Some((chosen, body_fields)) = ctx.endpoints.choose(&mut rand::rng()) else {
             return;
         };
         // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
-        let request =
-            match serialize_body(&prompt.messages, prompt.tools.as_deref(), &chosen.options) {
-                Ok(request) => request,
-                Err(e) => {
-                    // Raw JSON and `Value`s always serialize; if that ever changed, stop rather than
-                    // send garbage.
-                    ctx.shutdown.stop(StopReason::Fatal {
-                        class: ErrorClass::Malformed,
-                        endpoint: chosen.endpoint.name.clone(),
-                        message: format!("cannot serialize the request body: {e}"),
-                    });
-                    settle(&ctx, estimate, None);
-                    return;
-                }
-            };
+        let request = match body_fields.serialize(&prompt.messages, prompt.tools.as_deref()) {
+            Ok(request) => request,
+            Err(e) => {
+                // Raw JSON and `Value`s always serialize; if that ever changed, stop rather than
+                // send garbage.
+                ctx.shutdown.stop(StopReason::Fatal {
+                    class: ErrorClass::Malformed,
+                    endpoint: chosen.endpoint.name.clone(),
+                    message: format!("cannot serialize the request body: {e}"),
+                });
+                settle(&ctx, estimate, None);
+                return;
+            }
+        };
         let started_at = chrono::Utc::now();
         let t0 = Instant::now();
         let result = ctx
             .client
-            .chat(&chosen.endpoint, &request, &ctx.timeouts)
+            .chat_raw(&chosen.endpoint, &request, &ctx.timeouts)
             .await;
         let latency_ms = t0.elapsed().as_millis() as u64;
         let attempt = first_attempt + n - 1;
@@ -255,8 +226,6 @@ async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f6
         };
         settle(&ctx, estimate, record.meta.cost_usd);
         let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
-        // The slot is free as soon as the answer is in; journaling does not need it.
-        permit.take();
         match &next {
             None => ctx.limiter.on_success(),
             Some((err, _)) if is_overload(err) => ctx.limiter.on_overload(),
@@ -265,11 +234,14 @@ async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f6
         let done = !matches!(next, Some((_, Next::RetryAfter(_))));
         ctx.progress
             .attempt(record.meta.error_class, completion_tokens, done);
-        if ctx.records.send(record).await.is_err() {
-            // The recorder is gone only if the journal failed; the engine reports that error.
+        if ctx.records.send_encoded(record).await.is_err() {
+            // The writer is gone only if the journal failed; the engine reports that error.
             ctx.shutdown.stop(StopReason::Interrupted);
             return;
         }
+        // The slot is held until the record is queued: a journal that falls behind (a slow disk)
+        // slows the requests down instead of letting finished records pile up in memory.
+        permit.take();
         match next {
             None | Some((_, Next::GiveUp)) | Some((_, Next::Permanent)) => return,
             Some((err, Next::StopRun)) => {
@@ -281,12 +253,35 @@ async fn run_prompt(ctx: Arc<Ctx>, prompt: Pending, permit: Permit, estimate: f6
                 return;
             }
             Some((_, Next::RetryAfter(delay))) => {
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = ctx.shutdown.stopping() => return,
+                if !Box::pin(back_off(&ctx, delay)).await {
+                    return;
                 }
             }
         }
+    }
+}
+
+/// A slot for the next attempt, or `None` if the run is stopping.
+async fn acquire_or_stop(ctx: &Ctx) -> Option<Permit> {
+    tokio::select! {
+        permit = ctx.limiter.acquire() => Some(permit),
+        _ = ctx.shutdown.stopping() => None,
+    }
+}
+
+/// Wait for the request-rate limiter; `false` if the run is stopping.
+async fn rate_ready(ctx: &Ctx, rate: &DefaultDirectRateLimiter) -> bool {
+    tokio::select! {
+        _ = rate.until_ready() => true,
+        _ = ctx.shutdown.stopping() => false,
+    }
+}
+
+/// Sleep before a retry; `false` if the run is stopping.
+async fn back_off(ctx: &Ctx, delay: std::time::Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => true,
+        _ = ctx.shutdown.stopping() => false,
     }
 }
 
@@ -318,9 +313,9 @@ struct Head<'a> {
 fn success_record(
     ctx: &Ctx,
     head: &Head<'_>,
-    outcome: ChatOutcome,
+    outcome: RawChatOutcome,
 ) -> Result<EncodedRecord, serde_json::Error> {
-    let response = &outcome.response;
+    let usage = &outcome.facts.usage;
     RecordRef {
         id: head.id,
         attempt: head.attempt,
@@ -329,10 +324,12 @@ fn success_record(
         error: None,
         endpoint: head.endpoint,
         request: head.request,
-        response: Some(response),
+        response: Some(&outcome.response),
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
         http_status: Some(outcome.http_status),
-        provider: response.get("provider").and_then(Value::as_str),
-        cost_usd: cost_of(response, ctx.prices.as_ref()),
+        provider: outcome.facts.provider.as_deref(),
+        cost_usd: cost_of_usage(usage, ctx.prices.as_ref()),
         started_at: &head.started_at,
         latency_ms: outcome.latency_ms,
         first_byte_ms: outcome.first_byte_ms,
@@ -346,12 +343,17 @@ fn failure_record(
     err: &ApiError,
     latency_ms: u64,
 ) -> Result<EncodedRecord, serde_json::Error> {
-    let mut response = err.body.clone();
-    if let Some(body) = response.as_mut() {
+    let mut body = err.body.clone();
+    if let Some(body) = body.as_mut() {
         for key in &ctx.keys {
             key.scrub_json(body);
         }
     }
+    let facts = body
+        .as_ref()
+        .map(ResponseFacts::of_value)
+        .unwrap_or_default();
+    let response = body.as_ref().map(serde_json::to_string).transpose()?;
     let error = scrub(&ctx.keys, &err.message);
     RecordRef {
         id: head.id,
@@ -361,34 +363,15 @@ fn failure_record(
         error: Some(&error),
         endpoint: head.endpoint,
         request: head.request,
-        cost_usd: response
-            .as_ref()
-            .and_then(|r| cost_of(r, ctx.prices.as_ref())),
+        cost_usd: cost_of_usage(&facts.usage, ctx.prices.as_ref()),
         http_status: err.http_status,
-        provider: response
-            .as_ref()
-            .and_then(|r| r.get("provider"))
-            .and_then(Value::as_str),
-        response: response.as_ref(),
+        provider: facts.provider.as_deref(),
+        response: response.as_deref(),
+        prompt_tokens: facts.usage.prompt_tokens,
+        completion_tokens: facts.usage.completion_tokens,
         started_at: &head.started_at,
         latency_ms,
         first_byte_ms: None,
     }
     .encode()
-}
-
-/// The single recorder: keeps the resume state current and hands records to the journal writer,
-/// in the order they ended. Returns the state when every sender is gone.
-pub(crate) async fn record_all(
-    mut rx: mpsc::Receiver<EncodedRecord>,
-    mut state: ResumeState,
-    journal: RecordSender,
-) -> (ResumeState, Option<crate::journal::JournalError>) {
-    while let Some(record) = rx.recv().await {
-        state.record_meta(&record.meta);
-        if let Err(e) = journal.send_encoded(record).await {
-            return (state, Some(e));
-        }
-    }
-    (state, None)
 }

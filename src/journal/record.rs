@@ -124,19 +124,35 @@ pub struct RecordRef<'a> {
     // Bodies last, as in `Record`: the resume index's fast path reads only the line before
     // `,"request":` and needs every small field there (see `scan.rs`).
     pub request: &'a RawValue,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub response: Option<&'a Value>,
+    /// The answer as compact, valid JSON text (one line; whoever builds the record has checked
+    /// it). Written by [`RecordRef::encode`] after the serialized fields, where `Record` has it:
+    /// last. Not passed through serde, which would want to parse it again as a `RawValue`.
+    #[serde(skip)]
+    pub response: Option<&'a str>,
+    /// `response.usage.prompt_tokens`, for the resume state (the line has it inside `response`).
+    #[serde(skip)]
+    pub prompt_tokens: Option<u64>,
+    /// `response.usage.completion_tokens`, likewise.
+    #[serde(skip)]
+    pub completion_tokens: Option<u64>,
 }
 
 impl RecordRef<'_> {
     /// Serialize to one journal line (newline included) plus what the resume state needs, so the
-    /// request and response trees can be dropped by the task that finished the attempt — queued
-    /// records then cost their line's bytes, not several `Value` trees.
+    /// request and response can be dropped by the task that finished the attempt — queued records
+    /// then cost their line's bytes.
     pub fn encode(&self) -> Result<EncodedRecord, serde_json::Error> {
-        let mut line = serde_json::to_vec(self)?;
+        let bodies = self.request.get().len() + self.response.map_or(0, str::len);
+        let mut line = Vec::with_capacity(bodies + 512);
+        serde_json::to_writer(&mut line, self)?;
+        if let Some(response) = self.response {
+            // `…}` becomes `…,"response":{…}}`: the same bytes serde writes for a last field.
+            line.pop();
+            line.extend_from_slice(b",\"response\":");
+            line.extend_from_slice(response.as_bytes());
+            line.push(b'}');
+        }
         line.push(b'\n');
-        let usage = self.response.and_then(|r| r.get("usage"));
-        let count = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
         Ok(EncodedRecord {
             meta: RecordMeta {
                 id: self.id.to_string(),
@@ -144,8 +160,8 @@ impl RecordRef<'_> {
                 status: self.status,
                 error_class: self.error_class,
                 cost_usd: self.cost_usd,
-                prompt_tokens: count("prompt_tokens"),
-                completion_tokens: count("completion_tokens"),
+                prompt_tokens: self.prompt_tokens,
+                completion_tokens: self.completion_tokens,
             },
             line,
         })
@@ -207,6 +223,11 @@ mod tests {
 
     fn encode(r: &Record) -> EncodedRecord {
         let request = serde_json::value::to_raw_value(&r.request).expect("raw request");
+        let response = r
+            .response
+            .as_ref()
+            .map(|v| serde_json::to_string(v).expect("response text"));
+        let count = |key: &str| r.response.as_ref().and_then(|v| v["usage"][key].as_u64());
         RecordRef {
             id: &r.id,
             attempt: r.attempt,
@@ -215,7 +236,9 @@ mod tests {
             error: r.error.as_deref(),
             endpoint: &r.endpoint,
             request: &request,
-            response: r.response.as_ref(),
+            response: response.as_deref(),
+            prompt_tokens: count("prompt_tokens"),
+            completion_tokens: count("completion_tokens"),
             http_status: r.http_status,
             provider: r.provider.as_deref(),
             cost_usd: r.cost_usd,

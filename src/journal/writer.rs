@@ -178,10 +178,19 @@ impl Journal {
         self.batch.clear();
         self.batch_records = 0;
         for record in records {
-            self.line.clear();
-            self.line.extend_from_slice(record.line());
-            self.redact_line();
-            let len = self.line.len() as u64;
+            // Copied (to be redacted) only when a secret is in it, which the engine never lets
+            // happen: the common line goes straight into the batch.
+            let clean = !self
+                .secrets
+                .iter()
+                .any(|secret| memmem::find(record.line(), secret).is_some());
+            if !clean {
+                self.line.clear();
+                self.line.extend_from_slice(record.line());
+                self.redact_line();
+            }
+            let line = if clean { record.line() } else { &self.line };
+            let len = line.len() as u64;
             let pending = self.segment_bytes + self.batch.len() as u64;
             if pending > 0 && pending + len > self.options.segment_max_bytes {
                 self.write_batch()?;
@@ -189,7 +198,8 @@ impl Journal {
                     self.roll()?;
                 }
             }
-            self.batch.extend_from_slice(&self.line);
+            let line = if clean { record.line() } else { &self.line };
+            self.batch.extend_from_slice(line);
             self.batch_records += 1;
         }
         self.write_batch()
@@ -327,6 +337,8 @@ mod tests {
             endpoint: "e",
             request: &request,
             response: None,
+            prompt_tokens: None,
+            completion_tokens: None,
             http_status: Some(200),
             provider: None,
             cost_usd: None,

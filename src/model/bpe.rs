@@ -4,20 +4,31 @@
 //! `NormalizedString` alignments, per-piece allocations), not in the BPE. For the common layout
 //! — added tokens matched whole, an identity-on-ASCII normalizer, a sequence of `Split`
 //! (`Isolated`) regexes, a `ByteLevel` pre-tokenizer without its own regex, and a plain BPE model
-//! — the same ids come from: split on added-token literals, normalize, split with the
-//! regexes on `regex-automata` ([`FastSplitter`]), then merge bytes by merge rank.
+//! — the same ids come from: split on added-token literals (aho-corasick, [`Literals`]),
+//! normalize, split with the regexes on `regex-automata` DFAs ([`FastSplitter`]), then merge
+//! bytes by merge rank.
+//!
+//! Most of the pieces of chat text repeat, so each thread keeps a [`WordCache`] of piece → ids
+//! per encoder ([`EncodeState`], pooled like `regex-automata`'s own caches), and a stretch whose
+//! normalization is the identity (Unicode's quick check says so) skips `NormalizedString`.
 //!
 //! [`FastBpe::from_json`] accepts only that layout and returns `None` for anything else (the
 //! caller then keeps the `tokenizers` crate). Exactness is checked against Python on the parity
-//! corpora (`tests/tokenize.rs`, `tests/render.rs`) and against the `tokenizers` crate by a
-//! property test.
+//! corpora (`tests/tokenize.rs`, `tests/render.rs`) and against the `tokenizers` crate by
+//! property tests, with the word cache and without it.
 
+use regex_automata::util::pool::Pool;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::collections::BinaryHeap;
 use tokenizers::{NormalizedString, Normalizer as _};
+use unicode_normalization_alignments::{
+    is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized,
+};
 
-use super::tiktoken::{self, FastSplitter};
+use super::split::{FastSplitter, Literals, Part};
+use super::tiktoken;
+use super::word_cache::WordCache;
 
 /// Pieces up to this many bytes merge with the simple quadratic scan (no allocation beyond the
 /// symbol list); longer ones with the heap, as Hugging Face's `Word::merge_all`.
@@ -27,12 +38,15 @@ pub(crate) struct FastBpe {
     /// Added tokens matched on the raw text (`normalized: false`), then, in the stretches
     /// between them, those matched after normalization (`normalized: true`), as
     /// `AddedVocabulary::extract_and_normalize` does. `None` when the set is empty.
-    raw_added: Option<regex::Regex>,
-    normalized_added: Option<regex::Regex>,
-    added_ids: FxHashMap<String, u32>,
-    /// The normalizer (only NFC/NFKC/NFD/NFKD or none, all the identity on ASCII text).
+    raw_added: Option<Literals>,
+    normalized_added: Option<Literals>,
+    /// The normalizer (only NFC/NFKC/NFD/NFKD or none, all the identity on ASCII text), and
+    /// the normal forms it applies in order (empty: the identity).
     normalizer: Option<tokenizers::NormalizerWrapper>,
+    forms: Vec<NormalForm>,
     splitters: Vec<FastSplitter>,
+    /// Per-thread caches, reused across calls.
+    states: StatePool,
     /// Vocabulary id of each single byte (its byte-level char).
     byte_ids: [u32; 256],
     /// `(left id, right id)` → `(merge rank, merged id)`.
@@ -46,10 +60,9 @@ impl FastBpe {
     /// Build from the parsed `tokenizer.json` and the loaded tokenizer (for its added tokens
     /// and normalizer); `None` when the layout is not the one this path reproduces.
     pub(crate) fn from_json(json: &Value, tokenizer: &tokenizers::Tokenizer) -> Option<Self> {
-        let normalizer = match json.get("normalizer") {
-            None | Some(Value::Null) => None,
-            Some(n) if ascii_identity_normalizer(n) => tokenizer.get_normalizer().cloned(),
-            Some(_) => return None,
+        let (normalizer, forms) = match json.get("normalizer") {
+            None | Some(Value::Null) => (None, Vec::new()),
+            Some(n) => (tokenizer.get_normalizer().cloned(), normal_forms(n)?),
         };
         let splitters = split_patterns(json.get("pre_tokenizer")?)?
             .iter()
@@ -97,7 +110,6 @@ impl FastBpe {
         }
         let mut raw = FxHashMap::default();
         let mut normalized = FxHashMap::default();
-        let mut added_ids = FxHashMap::default();
         for (id, token) in tokenizer.get_added_tokens_decoder() {
             if token.lstrip || token.rstrip || token.single_word || token.content.is_empty() {
                 return None;
@@ -108,18 +120,19 @@ impl FastBpe {
                 &mut raw
             };
             set.insert(token.content.clone(), id);
-            added_ids.insert(token.content.clone(), id);
         }
-        let alternation = |set: &FxHashMap<String, u32>| match set.is_empty() {
+        // `Some(None)` for no literals; `None` (no fast path) if a searcher cannot be built.
+        let literals = |set: &FxHashMap<String, u32>| match set.is_empty() {
             true => Some(None),
-            false => tiktoken::special_regex(set).map(Some),
+            false => Literals::new(set).map(Some),
         };
         Some(Self {
-            raw_added: alternation(&raw)?,
-            normalized_added: alternation(&normalized)?,
-            added_ids,
+            raw_added: literals(&raw)?,
+            normalized_added: literals(&normalized)?,
             normalizer,
+            forms,
             splitters,
+            states: Pool::new(EncodeState::default),
             byte_ids,
             merges,
             vocab,
@@ -129,11 +142,24 @@ impl FastBpe {
 
     /// Encode with added-token literals recognized (`add_special_tokens=False`).
     pub(crate) fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
+        self.encode_with(text, &mut self.states.get())
+    }
+
+    /// [`FastBpe::encode`] without the word cache: what the cached path must equal.
+    #[cfg(test)]
+    pub(crate) fn encode_uncached(&self, text: &str) -> Result<Vec<u32>, String> {
+        let mut state = EncodeState {
+            words: WordCache::disabled(),
+            symbols: Vec::new(),
+        };
+        self.encode_with(text, &mut state)
+    }
+
+    fn encode_with(&self, text: &str, state: &mut EncodeState) -> Result<Vec<u32>, String> {
         let mut ids = Vec::with_capacity(text.len() / 3 + 1);
-        let mut scratch = Scratch::default();
         let mut err = None;
-        for_each_literal_split(&self.raw_added, text, |part| match part {
-            Part::Literal(literal) => self.push_literal(literal, &mut ids),
+        Literals::for_each_part(self.raw_added.as_ref(), text, |part| match part {
+            Part::Literal(id) => ids.push(id),
             Part::Text(stretch) => {
                 let normalized = match self.normalize(stretch) {
                     Ok(n) => n,
@@ -142,10 +168,11 @@ impl FastBpe {
                         return;
                     }
                 };
-                for_each_literal_split(&self.normalized_added, &normalized, |part| match part {
-                    Part::Literal(literal) => self.push_literal(literal, &mut ids),
-                    Part::Text(stretch) => self.encode_text(stretch, 0, &mut scratch, &mut ids),
-                });
+                let parts = |part| match part {
+                    Part::Literal(id) => ids.push(id),
+                    Part::Text(stretch) => self.encode_text(stretch, 0, state, &mut ids),
+                };
+                Literals::for_each_part(self.normalized_added.as_ref(), &normalized, parts);
             }
         });
         match err {
@@ -154,50 +181,61 @@ impl FastBpe {
         }
     }
 
-    fn push_literal(&self, literal: &str, ids: &mut Vec<u32>) {
-        if let Some(&id) = self.added_ids.get(literal) {
-            ids.push(id);
-        }
-    }
-
-    /// The normalized text; ASCII passes unchanged (every accepted normalizer is the identity
-    /// there), so only non-ASCII stretches pay for `NormalizedString`.
+    /// The normalized text. Only text some normal form could change pays for
+    /// `NormalizedString`: ASCII and text every form's quick check calls normalized pass as is.
     fn normalize<'t>(&self, text: &'t str) -> Result<std::borrow::Cow<'t, str>, String> {
+        // The quick check treats an ASCII char as a fresh start, so an ASCII prefix changes
+        // nothing in its answer: start at the first non-ASCII byte (a char boundary).
+        let Some(first) = text.bytes().position(|b| !b.is_ascii()) else {
+            return Ok(text.into());
+        };
+        let rest = &text[first..];
+        if self
+            .forms
+            .iter()
+            .all(|form| form.quick_check(rest) == IsNormalized::Yes)
+        {
+            return Ok(text.into());
+        }
         match &self.normalizer {
-            Some(normalizer) if !text.is_ascii() => {
+            Some(normalizer) => {
                 let mut normalized = NormalizedString::from(text);
                 normalizer
                     .normalize(&mut normalized)
                     .map_err(|e| format!("normalizer: {e}"))?;
                 Ok(normalized.get().to_string().into())
             }
-            _ => Ok(text.into()),
+            None => Ok(text.into()),
         }
     }
 
     /// Pre-tokenize with splitter `level` and the ones after it, then merge each piece.
-    fn encode_text(&self, text: &str, level: usize, scratch: &mut Scratch, ids: &mut Vec<u32>) {
+    fn encode_text(&self, text: &str, level: usize, state: &mut EncodeState, ids: &mut Vec<u32>) {
         match self.splitters.get(level) {
             Some(splitter) => splitter.for_each_piece_isolated(text, |piece| {
-                self.encode_text(piece, level + 1, scratch, ids)
+                self.encode_text(piece, level + 1, state, ids)
             }),
-            None if !text.is_empty() => self.merge_piece(text.as_bytes(), scratch, ids),
-            None => {}
+            None => match text.as_bytes() {
+                [] => {}
+                &[byte] => ids.push(self.byte_ids[byte as usize]),
+                bytes => {
+                    let EncodeState { words, symbols } = state;
+                    words.encode(bytes, ids, |bytes, ids| {
+                        self.merge_piece(bytes, symbols, ids)
+                    });
+                }
+            },
         }
     }
 
-    fn merge_piece(&self, bytes: &[u8], scratch: &mut Scratch, ids: &mut Vec<u32>) {
-        if bytes.len() == 1 {
-            ids.push(self.byte_ids[bytes[0] as usize]);
-            return;
-        }
+    /// The ids of one piece of two or more bytes, without the cache (see [`WordCache`]).
+    fn merge_piece(&self, bytes: &[u8], symbols: &mut Vec<u32>, ids: &mut Vec<u32>) {
         if self.ignore_merges {
             if let Some(&id) = self.vocab.get(bytes) {
                 ids.push(id);
                 return;
             }
         }
-        let symbols = &mut scratch.symbols;
         symbols.clear();
         symbols.extend(bytes.iter().map(|&b| self.byte_ids[b as usize]));
         if bytes.len() <= SHORT_PIECE {
@@ -296,35 +334,17 @@ pub(crate) fn merge_long(
     ids.extend((0..n).filter(|&i| alive[i]).map(|i| id[i]));
 }
 
+/// What a thread keeps between encodes with one encoder: the word cache and merge scratch.
+/// Taken from the encoder's [`StatePool`] for one call.
 #[derive(Default)]
-struct Scratch {
-    symbols: Vec<u32>,
+pub(crate) struct EncodeState {
+    pub(crate) words: WordCache,
+    pub(crate) symbols: Vec<u32>,
 }
 
-enum Part<'t> {
-    Literal(&'t str),
-    Text(&'t str),
-}
-
-fn for_each_literal_split<'t>(
-    literals: &Option<regex::Regex>,
-    text: &'t str,
-    mut f: impl FnMut(Part<'t>),
-) {
-    let mut start = 0;
-    if let Some(regex) = literals {
-        for found in regex.find_iter(text) {
-            if found.start() > start {
-                f(Part::Text(&text[start..found.start()]));
-            }
-            f(Part::Literal(found.as_str()));
-            start = found.end();
-        }
-    }
-    if start < text.len() {
-        f(Part::Text(&text[start..]));
-    }
-}
+/// `regex-automata`'s pool: the owning thread takes its value without locking, other threads
+/// (rayon's) from a small set of stacks.
+pub(crate) type StatePool = Pool<EncodeState, fn() -> EncodeState>;
 
 fn empty_or_null(v: Option<&Value>) -> bool {
     match v {
@@ -334,15 +354,42 @@ fn empty_or_null(v: Option<&Value>) -> bool {
     }
 }
 
-/// Unicode normal forms (and sequences of them, empty included) leave ASCII text unchanged.
-fn ascii_identity_normalizer(n: &Value) -> bool {
-    match n.get("type").and_then(Value::as_str) {
-        Some("NFC" | "NFKC" | "NFD" | "NFKD") => true,
-        Some("Sequence") => n
-            .get("normalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|ns| ns.iter().all(ascii_identity_normalizer)),
-        _ => false,
+/// A Unicode normal form a `tokenizer.json` normalizer applies.
+#[derive(Clone, Copy)]
+enum NormalForm {
+    Nfc,
+    Nfkc,
+    Nfd,
+    Nfkd,
+}
+
+impl NormalForm {
+    /// Unicode's quick check with the tables the `tokenizers` crate normalizes with: `Yes`
+    /// means normalizing leaves `text` unchanged.
+    fn quick_check(self, text: &str) -> IsNormalized {
+        match self {
+            Self::Nfc => is_nfc_quick(text.chars()),
+            Self::Nfkc => is_nfkc_quick(text.chars()),
+            Self::Nfd => is_nfd_quick(text.chars()),
+            Self::Nfkd => is_nfkd_quick(text.chars()),
+        }
+    }
+}
+
+/// The normal forms of a normalizer made only of them (sequences included, the empty one too,
+/// all the identity on ASCII text); `None` for any other normalizer.
+fn normal_forms(n: &Value) -> Option<Vec<NormalForm>> {
+    match n.get("type")?.as_str()? {
+        "NFC" => Some(vec![NormalForm::Nfc]),
+        "NFKC" => Some(vec![NormalForm::Nfkc]),
+        "NFD" => Some(vec![NormalForm::Nfd]),
+        "NFKD" => Some(vec![NormalForm::Nfkd]),
+        "Sequence" => {
+            let parts = n.get("normalizers")?.as_array()?;
+            let forms = parts.iter().map(normal_forms).collect::<Option<Vec<_>>>()?;
+            Some(forms.concat())
+        }
+        _ => None,
     }
 }
 
@@ -397,12 +444,18 @@ mod tests {
             .as_ref()
     }
 
+    /// The fast path equals the `tokenizers` crate, with the word cache (cold or warmed by
+    /// earlier cases, then holding every piece of `text`) and without it.
     fn same_as_hf_crate(text: &str) {
         let Some(models) = models() else { return };
         for model in models {
-            assert!(model.has_fast_path(), "{}", model.source().display());
+            let Some(fast) = model.fast_bpe() else {
+                panic!("no fast path for {}", model.source().display());
+            };
             let want = model.encode_with_hf_crate(text).and_then(Result::ok);
             assert_eq!(Some(model.encode(text)), want, "{text:?}");
+            assert_eq!(Some(model.encode(text)), want, "{text:?} (cached)");
+            assert_eq!(fast.encode_uncached(text).ok(), want, "{text:?} (uncached)");
         }
     }
 
@@ -434,6 +487,20 @@ mod tests {
             text in "([a-zA-Z]{1,70}|[0-9]{1,9}|[ \t\n\r]{1,5}|[\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}]{1,4}|<\\|im_end\\|>|'s|\u{301}){0,30}"
         ) {
             same_as_hf_crate(&text);
+        }
+
+        #[test]
+        fn adversarial_unicode_matches_the_tokenizers_crate(
+            parts in prop::collection::vec(prop_oneof![
+                any::<String>(),
+                prop::sample::select(vec![
+                    " ", "  ", "\t", "\n", "\r\n", " \n ", "\u{a0}", "\u{3000}", "\u{2028}",
+                    "'s", "'LL", "中文", "ｶﾀｶﾅ", "é", "e\u{301}", "\u{301}", "١٢٣", "1234", "?!",
+                    "<|im_end|>", "<think>", "<｜User｜>", "<|", "😀", "Ⅻ", "\u{fb01}", "\u{212b}",
+                ]).prop_map(str::to_string),
+            ], 0..12)
+        ) {
+            same_as_hf_crate(&parts.concat());
         }
     }
 }

@@ -12,9 +12,11 @@ pub mod json;
 pub mod native;
 pub mod profile;
 pub mod pyjson;
+mod split;
 pub mod template;
 pub mod tiktoken;
 pub mod tokenizer;
+mod word_cache;
 
 pub use json::Json;
 pub use native::{JsonRenderInput, RenderPath, Tools};

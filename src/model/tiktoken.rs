@@ -1,11 +1,13 @@
 //! tiktoken-style rank files (`tiktoken.model`: base64 token + rank per line) and Kimi's
 //! pre-splitting of long inputs.
 //!
-//! The BPE itself is tiktoken-rs's `CoreBPE`, the same Rust core (fancy-regex + byte-pair merge)
-//! that Python `tiktoken` runs, so ids agree by construction of the algorithm; this module adds
-//! what lives around it in Python: reading and validating the rank file, Kimi's split pattern
-//! and special-token table (`tokenization_kimi.py`), and Kimi's pre-splitting of long inputs
-//! into pieces that Python encodes one by one.
+//! The reference BPE is tiktoken-rs's `CoreBPE`, the same Rust core (fancy-regex + byte-pair
+//! merge) that Python `tiktoken` runs; this module adds what lives around it in Python: reading
+//! and validating the rank file, Kimi's split pattern and special-token table
+//! (`tokenization_kimi.py`), and Kimi's pre-splitting of long inputs into pieces that Python
+//! encodes one by one. Encoding normally takes a fast path with the same ids (`FastEncoder`):
+//! literals found by aho-corasick, pieces by a DFA (`split.rs`), and a per-thread word
+//! cache in front of the rank lookup and merge (`word_cache.rs`).
 
 use base64::Engine as _;
 use rustc_hash::FxHashMap;
@@ -13,6 +15,8 @@ use std::collections::HashSet;
 use std::path::Path;
 use tiktoken_rs::CoreBPE;
 
+use super::bpe::{EncodeState, StatePool};
+use super::split::{FastSplitter, Literals, Part};
 use super::ModelError;
 
 /// Kimi's split pattern (`TikTokenTokenizer.pat_str`, identical in K2, K2.5 and Kimi-Linear).
@@ -94,8 +98,8 @@ pub fn load_ranks(path: &Path) -> Result<FxHashMap<Vec<u8>, u32>, ModelError> {
 /// A tiktoken encoding: ranks, split pattern, special tokens, and optionally Kimi's pre-split.
 pub struct TiktokenModel {
     bpe: CoreBPE,
-    /// The same encoding on the `regex` crate's automata, used when the pattern allows it
-    /// (see [`FastSplitter`]); `CoreBPE` otherwise.
+    /// The same encoding on `regex-automata` DFAs, aho-corasick and a word cache, used when
+    /// the pattern allows it (see [`FastSplitter`]); `CoreBPE` otherwise.
     fast: Option<FastEncoder>,
     /// `decoder[id]` = token bytes, for ids below `num_ranks`.
     decoder: Vec<Vec<u8>>,
@@ -192,13 +196,14 @@ impl TiktokenModel {
         let fast = FastSplitter::new(pattern).and_then(|splitter| {
             let specials = match special_by_text.is_empty() {
                 true => None,
-                false => Some(special_regex(&special_by_text)?),
+                false => Some(Literals::new(&special_by_text)?),
             };
             Some(FastEncoder {
                 splitter,
                 ranks: ranks.clone(),
                 specials,
                 pairs: std::sync::OnceLock::new(),
+                states: StatePool::new(EncodeState::default),
             })
         });
         let special_encoder: FxHashMap<String, u32> = special_by_text.clone();
@@ -240,40 +245,60 @@ impl TiktokenModel {
 
     /// Encode with special-token literals recognized (`allowed_special="all"`).
     pub fn encode(&self, text: &str) -> Vec<u32> {
-        let mut ids = Vec::with_capacity(text.len() / 3);
-        self.for_each_piece(text, |piece| {
-            ids.extend(self.encode_piece_with_specials(piece));
-        });
-        ids
+        self.encode_pieces(text, true)
     }
 
     /// Encode with special-token literals as plain text (`disallowed_special=()`).
     pub fn encode_ordinary(&self, text: &str) -> Vec<u32> {
-        let mut ids = Vec::with_capacity(text.len() / 3);
-        self.for_each_piece(text, |piece| match &self.fast {
-            Some(fast) => fast.encode_ordinary(&self.bpe, piece, &mut ids),
-            None => ids.extend(self.bpe.encode_ordinary(piece)),
-        });
-        ids
+        self.encode_pieces(text, false)
     }
 
-    fn encode_piece_with_specials(&self, piece: &str) -> Vec<u32> {
-        // A piece holding no byte that starts a literal holds no literal: skip the scan (and
-        // the per-call set of allowed literals tiktoken-rs builds).
-        let may_hold_literal = piece.bytes().any(|b| self.special_first_bytes[b as usize]);
-        match &self.fast {
-            Some(fast) => {
-                let mut ids = Vec::with_capacity(piece.len() / 3);
-                if may_hold_literal {
-                    fast.encode_with_specials(&self.bpe, piece, &self.special_by_text, &mut ids);
-                } else {
-                    fast.encode_ordinary(&self.bpe, piece, &mut ids);
-                }
-                ids
-            }
-            None if may_hold_literal => self.bpe.encode_with_special_tokens(piece),
-            None => self.bpe.encode_ordinary(piece),
-        }
+    fn encode_pieces(&self, text: &str, with_specials: bool) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(text.len() / 3);
+        let Some(fast) = &self.fast else {
+            // A piece holding no byte that starts a literal holds no literal: skip the per-call
+            // set of allowed literals tiktoken-rs builds.
+            let may_hold_literal = |piece: &str| {
+                with_specials && piece.bytes().any(|b| self.special_first_bytes[b as usize])
+            };
+            self.for_each_piece(text, |piece| match may_hold_literal(piece) {
+                true => ids.extend(self.bpe.encode_with_special_tokens(piece)),
+                false => ids.extend(self.bpe.encode_ordinary(piece)),
+            });
+            return ids;
+        };
+        self.encode_fast(fast, text, with_specials, &mut fast.states.get())
+    }
+
+    /// [`TiktokenModel::encode`] without the word cache: what the cached path must equal.
+    #[cfg(test)]
+    pub(crate) fn encode_uncached(&self, text: &str) -> Option<Vec<u32>> {
+        let mut state = EncodeState {
+            words: super::word_cache::WordCache::disabled(),
+            symbols: Vec::new(),
+        };
+        let fast = self.fast.as_ref()?;
+        Some(self.encode_fast(fast, text, true, &mut state))
+    }
+
+    fn encode_fast(
+        &self,
+        fast: &FastEncoder,
+        text: &str,
+        with_specials: bool,
+        state: &mut EncodeState,
+    ) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(text.len() / 3);
+        let literals = fast.specials.as_ref().filter(|_| with_specials);
+        self.for_each_piece(text, |piece| {
+            // As `CoreBPE::encode` with every special allowed: literals become ids, the text
+            // between them is encoded on its own (the split pattern sees its end as the end).
+            Literals::for_each_part(literals, piece, |part| match part {
+                Part::Literal(id) => ids.push(id),
+                Part::Text(stretch) => fast.encode_ordinary(&self.bpe, stretch, state, &mut ids),
+            })
+        });
+        ids
     }
 
     /// Encode with tiktoken-rs's `CoreBPE` only (fancy-regex), bypassing the fast splitter:
@@ -354,173 +379,67 @@ impl TiktokenModel {
     }
 }
 
-/// The split pattern on `regex-automata` instead of fancy-regex: several times faster, and
-/// what lets us beat Python tiktoken (which runs fancy-regex).
-///
-/// The only non-regular part of tiktoken patterns is the alternative `\s+(?!\S)`. It is
-/// rewritten as two patterns with the same leftmost-first priority (the rewrite `bpe-openai`
-/// uses): `\s+$` (a run reaching the end: all of it) and `\s+\s` (a run followed by a
-/// non-space: all but its last char, which the loop gives back). Exactness is checked against
-/// `CoreBPE` (property test) and against Python tiktoken (parity corpus).
-/// Pattern index of `\s+\s` in the rewritten pattern set.
-const LOOKAHEAD_PATTERN: usize = 2;
-
-pub(crate) struct FastSplitter {
-    regex: regex_automata::meta::Regex,
-    /// Pattern index of `\s+\s`, whose matches give their last char back; `None` when the
-    /// pattern has no `\s+(?!\S)` alternative (and is then compiled as is).
-    lookahead: Option<usize>,
-}
-
-impl FastSplitter {
-    pub(crate) fn new(pattern: &str) -> Option<Self> {
-        const LOOKAHEAD: &str = r"|\s+(?!\S)|";
-        let has_lookaround = |p: &str| ["(?=", "(?!", "(?<"].iter().any(|l| p.contains(l));
-        let Some(at) = pattern.find(LOOKAHEAD) else {
-            // No look-around at all: the pattern is regular as written.
-            if has_lookaround(pattern) {
-                return None;
-            }
-            return regex_automata::meta::Regex::new(pattern)
-                .ok()
-                .map(|regex| Self {
-                    regex,
-                    lookahead: None,
-                });
-        };
-        let (before, after) = (&pattern[..at], &pattern[at + LOOKAHEAD.len()..]);
-        if has_lookaround(before) || has_lookaround(after) {
-            return None;
-        }
-        let patterns = [before, r"\s+$", r"\s+\s", after];
-        regex_automata::meta::Regex::new_many(&patterns)
-            .ok()
-            .map(|regex| Self {
-                regex,
-                lookahead: Some(LOOKAHEAD_PATTERN),
-            })
-    }
-
-    /// Call `f` on each piece of `text`, as fancy-regex's `find_iter` with the original pattern
-    /// (text no alternative matches is dropped, as tiktoken does).
-    fn for_each_piece<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
-        self.for_each_match(text, |piece, _| f(piece));
-    }
-
-    /// Call `f` on the matches and on the unmatched stretches between them, in order: Hugging
-    /// Face's `Split` pre-tokenizer with the `Isolated` behaviour.
-    pub(crate) fn for_each_piece_isolated<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
-        let mut last = 0;
-        self.for_each_match(text, |piece, start| {
-            if start > last {
-                f(&text[last..start]);
-            }
-            f(piece);
-            last = start + piece.len();
-        });
-        if last < text.len() {
-            f(&text[last..]);
-        }
-    }
-
-    /// `f(match, start)` for each match, leftmost-first, non-overlapping.
-    fn for_each_match<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str, usize)) {
-        let mut input = regex_automata::Input::new(text);
-        let mut start = 0;
-        while start < text.len() {
-            input.set_start(start);
-            let Some(found) = self.regex.search(&input) else {
-                break;
-            };
-            let mut end = found.end();
-            if Some(found.pattern().as_usize()) == self.lookahead {
-                // Give back the look-ahead char (whitespace, so its length is its UTF-8 width).
-                end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
-            }
-            if end <= found.start() {
-                // Cannot happen for tiktoken patterns (every alternative consumes a char);
-                // step over one char rather than loop forever.
-                start = found.start()
-                    + text[found.start()..]
-                        .chars()
-                        .next()
-                        .map_or(1, char::len_utf8);
-                continue;
-            }
-            f(&text[found.start()..end], found.start());
-            start = end;
-        }
-    }
-}
-
-/// Fast encoding: [`FastSplitter`] + the byte-pair merge of tiktoken-rs.
+/// Fast encoding: [`Literals`], [`FastSplitter`], the word cache, then the rank lookup or the
+/// byte-pair merge.
 struct FastEncoder {
     splitter: FastSplitter,
     ranks: FxHashMap<Vec<u8>, u32>,
-    /// Alternation of the escaped special literals, or `None` without specials.
-    specials: Option<regex::Regex>,
+    /// The special literals, or `None` without specials.
+    specials: Option<Literals>,
     /// For long pieces: every split of a token into two tokens → (its rank, its rank), built on
     /// the first long piece (about 1M entries for Kimi, so not at load).
     pairs: std::sync::OnceLock<FxHashMap<(u32, u32), (u32, u32)>>,
+    /// Per-thread word cache and merge scratch, reused across calls.
+    states: StatePool,
 }
 
 impl FastEncoder {
-    fn encode_ordinary(&self, bpe: &CoreBPE, text: &str, ids: &mut Vec<u32>) {
-        self.splitter.for_each_piece(text, |piece| {
-            let bytes = piece.as_bytes();
-            match self.ranks.get(bytes) {
-                Some(&id) => ids.push(id),
-                // tiktoken-rs exports only the quadratic merge (`byte_pair_split`), fine for
-                // short pieces. Long ones (and a lone byte missing from the ranks) go to
-                // `CoreBPE`, whose split pattern returns a whole piece unchanged (no alternative
-                // can match a longer or preferred prefix of a match in isolation), so its ids
-                // are exactly the merge of the piece, computed with its heap-based merge.
-                None if (2..100).contains(&bytes.len()) => ids.extend(
-                    tiktoken_rs::byte_pair_split(bytes, &self.ranks)
-                        .into_iter()
-                        .filter_map(|part| self.ranks.get(part).copied()),
-                ),
-                // Long pieces: the heap merge over id pairs (see `bpe::merge_long`), which
-                // hashes two ids per lookup where `CoreBPE` hashes a byte slice with SipHash.
-                // Every byte must be a token for the parts to be tokens; if one is not, CoreBPE.
-                None => {
-                    let symbols: Option<Vec<u32>> = bytes
-                        .iter()
-                        .map(|b| self.ranks.get(std::slice::from_ref(b)).copied())
-                        .collect();
-                    match symbols {
-                        Some(symbols) if symbols.len() >= 2 => {
-                            let pairs = self.pairs.get_or_init(|| token_pairs(&self.ranks));
-                            super::bpe::merge_long(&symbols, pairs, ids);
-                        }
-                        _ => ids.extend(bpe.encode_ordinary(piece)),
-                    }
-                }
-            }
-        });
-    }
-
-    /// As `CoreBPE::encode` with every special allowed: literals become ids, the text between
-    /// them is encoded on its own (so the split pattern sees each stretch's end as the end).
-    fn encode_with_specials(
+    fn encode_ordinary(
         &self,
         bpe: &CoreBPE,
         text: &str,
-        by_text: &FxHashMap<String, u32>,
+        state: &mut EncodeState,
         ids: &mut Vec<u32>,
     ) {
-        let Some(specials) = &self.specials else {
-            return self.encode_ordinary(bpe, text, ids);
-        };
-        let mut start = 0;
-        for literal in specials.find_iter(text) {
-            self.encode_ordinary(bpe, &text[start..literal.start()], ids);
-            if let Some(&id) = by_text.get(literal.as_str()) {
-                ids.push(id);
+        self.splitter.for_each_piece(text, |piece| {
+            state.words.encode(piece.as_bytes(), ids, |_, ids| {
+                self.encode_piece(bpe, piece, ids)
+            })
+        });
+    }
+
+    /// The ids of one piece, without the cache.
+    fn encode_piece(&self, bpe: &CoreBPE, piece: &str, ids: &mut Vec<u32>) {
+        let bytes = piece.as_bytes();
+        match self.ranks.get(bytes) {
+            Some(&id) => ids.push(id),
+            // tiktoken-rs exports only the quadratic merge (`byte_pair_split`), fine for
+            // short pieces. Long ones (and a lone byte missing from the ranks) go to
+            // `CoreBPE`, whose split pattern returns a whole piece unchanged (no alternative
+            // can match a longer or preferred prefix of a match in isolation), so its ids
+            // are exactly the merge of the piece, computed with its heap-based merge.
+            None if (2..100).contains(&bytes.len()) => ids.extend(
+                tiktoken_rs::byte_pair_split(bytes, &self.ranks)
+                    .into_iter()
+                    .filter_map(|part| self.ranks.get(part).copied()),
+            ),
+            // Long pieces: the heap merge over id pairs (see `bpe::merge_long`), which
+            // hashes two ids per lookup where `CoreBPE` hashes a byte slice with SipHash.
+            // Every byte must be a token for the parts to be tokens; if one is not, CoreBPE.
+            None => {
+                let symbols: Option<Vec<u32>> = bytes
+                    .iter()
+                    .map(|b| self.ranks.get(std::slice::from_ref(b)).copied())
+                    .collect();
+                match symbols {
+                    Some(symbols) if symbols.len() >= 2 => {
+                        let pairs = self.pairs.get_or_init(|| token_pairs(&self.ranks));
+                        super::bpe::merge_long(&symbols, pairs, ids);
+                    }
+                    _ => ids.extend(bpe.encode_ordinary(piece)),
+                }
             }
-            start = literal.end();
         }
-        self.encode_ordinary(bpe, &text[start..], ids);
     }
 }
 
@@ -539,17 +458,6 @@ fn token_pairs(ranks: &FxHashMap<Vec<u8>, u32>) -> FxHashMap<(u32, u32), (u32, u
         }
     }
     pairs
-}
-
-/// One regex matching any special literal (`None` if it does not compile: no fast path).
-/// Longer literals first, so that when one literal is a prefix of another the longer wins
-/// (tiktoken's order is its hash map's, i.e. unspecified; Kimi's literals are prefix-free, so
-/// the choice never matters there).
-pub(crate) fn special_regex(by_text: &FxHashMap<String, u32>) -> Option<regex::Regex> {
-    let mut literals: Vec<&str> = by_text.keys().map(String::as_str).collect();
-    literals.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
-    let alternation: Vec<String> = literals.iter().map(|l| regex::escape(l)).collect();
-    regex::Regex::new(&alternation.join("|")).ok()
 }
 
 /// Python's `str.isspace()`: Unicode `White_Space` plus the information separators
@@ -640,6 +548,7 @@ pub(crate) fn byte_level_alphabet() -> &'static [char; 256] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn pieces(s: &str, max_run: usize) -> Vec<String> {
         let mut out = Vec::new();
@@ -689,5 +598,41 @@ mod tests {
         assert_eq!(byte_level_alphabet()[b' ' as usize], 'Ġ');
         assert_eq!(byte_level_alphabet()[b'\n' as usize], 'Ċ');
         assert_eq!(byte_level_alphabet()[b'a' as usize], 'a');
+    }
+
+    /// Kimi's tokenizer, or `None` when the shared assets are absent.
+    fn kimi() -> Option<&'static crate::model::Tokenizer> {
+        static KIMI: std::sync::OnceLock<Option<crate::model::Tokenizer>> =
+            std::sync::OnceLock::new();
+        KIMI.get_or_init(|| {
+            let root = crate::model::assets::assets_root()?;
+            crate::model::Tokenizer::from_dir(&root.join("kimi-k2.5")).ok()
+        })
+        .as_ref()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// The word cache changes nothing: cached (cold, warm, then holding every piece) ==
+        /// uncached == tiktoken-rs `CoreBPE`.
+        #[test]
+        fn kimi_cached_equals_uncached_and_core_bpe(
+            parts in prop::collection::vec(prop_oneof![
+                any::<String>(),
+                prop::sample::select(vec![
+                    " ", "  ", "\t", "\n", "\r\n", " \n ", "\u{a0}", "\u{3000}", "\u{1c}",
+                    "'s", "'LL", "中文", "é", "\u{301}", "1234", "?!", "<|im_end|>", "<think>",
+                    "[EOS]", "<|", "😀", "Ab", "ABC",
+                ]).prop_map(str::to_string),
+            ], 0..12)
+        ) {
+            let Some(kimi) = kimi() else { return Ok(()) };
+            let Some(model) = kimi.tiktoken() else { panic!("Kimi is a tiktoken model") };
+            let text = parts.concat();
+            let want = model.encode_with_core_bpe(&text);
+            prop_assert_eq!(&model.encode(&text), &want);
+            prop_assert_eq!(&model.encode(&text), &want);
+            prop_assert_eq!(model.encode_uncached(&text), Some(want));
+        }
     }
 }

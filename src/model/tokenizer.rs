@@ -7,6 +7,10 @@
 //! - `tokenizer.json`: the `tokenizers` crate, encoding without the post-processor's special
 //!   tokens (`add_special_tokens=False`, which `apply_chat_template` and the servers use for chat).
 //!
+//! Both normally encode on fast paths with the same ids (`bpe.rs`, `tiktoken.rs`: DFA splitting,
+//! aho-corasick literal scan, a per-thread cache of piece → ids); the crates above remain the
+//! fallback for layouts the fast paths do not cover, and the references they are tested against.
+//!
 //! In both, `encode` turns special-token literals in the text into their ids, as the serving
 //! stacks do. "Special" here means every added token matched as a whole literal (Kimi's
 //! `<think>` and Qwen's `<tool_call>` included, though their `special` flag is false).
@@ -163,6 +167,15 @@ impl Tokenizer {
         }
     }
 
+    /// The byte-level BPE fast path, for its tests.
+    #[cfg(test)]
+    pub(crate) fn fast_bpe(&self) -> Option<&FastBpe> {
+        match &self.backend {
+            Backend::HuggingFace(hf) => hf.fast.as_ref(),
+            Backend::Tiktoken(_) => None,
+        }
+    }
+
     /// The vocabulary file this tokenizer was loaded from.
     pub fn source(&self) -> &Path {
         &self.source
@@ -201,7 +214,7 @@ impl Tokenizer {
         }
     }
 
-    /// Whether encoding runs on a fast path (tiktoken's automata splitter, or the byte-level
+    /// Whether encoding runs on a fast path (tiktoken's DFA splitter, or the byte-level
     /// BPE path for `tokenizer.json`) rather than tiktoken-rs / the `tokenizers` crate.
     pub fn has_fast_path(&self) -> bool {
         match &self.backend {

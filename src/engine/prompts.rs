@@ -1,0 +1,155 @@
+//! [`PromptList`]: the prompts of a run, kept compact from the moment they are read.
+//!
+//! A run holds its pending prompts from start to end, so each is kept as what a request needs:
+//! the id, and the messages and tools as their serialized JSON (one allocation each), not a
+//! `Prompt` with `Value` trees, source and metadata. [`PromptList::read_jsonl`] builds the list
+//! one line at a time, so a large prompts file is never held parsed in full (50,000 prompts: about
+//! 10 MB instead of 50).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use serde_json::value::RawValue;
+
+use crate::dataset::{DatasetError, Prompt};
+
+/// One prompt as the engine keeps it.
+#[derive(Debug)]
+pub(crate) struct CompactPrompt {
+    pub id: Box<str>,
+    pub messages: Box<RawValue>,
+    /// `None` for no tools (or an empty list).
+    pub tools: Option<Box<RawValue>>,
+}
+
+impl CompactPrompt {
+    /// `prompt`'s request-relevant parts; its source and metadata are dropped here. The JSON is
+    /// serde_json's serialization of the messages and tools, so request bodies are byte-identical
+    /// to serializing [`crate::api::build_body`].
+    fn new(prompt: Prompt) -> serde_json::Result<Self> {
+        let tools = match prompt.tools.filter(|t| !t.is_empty()) {
+            Some(tools) => Some(serde_json::value::to_raw_value(&tools)?),
+            None => None,
+        };
+        Ok(CompactPrompt {
+            messages: serde_json::value::to_raw_value(&prompt.messages)?,
+            tools,
+            id: prompt.id.into_boxed_str(),
+        })
+    }
+
+    /// Same as [`prompt_tokens_estimate`](super::budget::prompt_tokens_estimate) of the prompt:
+    /// that counts the serialized messages and tools, which is what is held here.
+    pub fn prompt_tokens(&self) -> u64 {
+        let chars = self.messages.get().len() + self.tools.as_ref().map_or(0, |t| t.get().len());
+        (chars as u64).div_ceil(4)
+    }
+}
+
+/// The prompts of a run, in input order (duplicates are dropped by the engine).
+#[derive(Debug, Default)]
+pub struct PromptList {
+    pub(crate) items: Vec<CompactPrompt>,
+}
+
+impl PromptList {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add one prompt (compacted at once).
+    pub fn push(&mut self, prompt: Prompt) -> serde_json::Result<()> {
+        self.items.push(CompactPrompt::new(prompt)?);
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Read a `prompts.jsonl` written by `prepare`, one line at a time; blank lines are skipped,
+    /// a bad line is an error naming it.
+    pub fn read_jsonl(path: impl AsRef<Path>) -> Result<PromptList, DatasetError> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|source| DatasetError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut list = PromptList::new();
+        let mut reader = BufReader::new(file);
+        let mut line = String::new();
+        let mut line_no = 0u64;
+        loop {
+            line.clear();
+            line_no += 1;
+            let bad = |message: String| DatasetError::PromptsFile {
+                path: path.to_path_buf(),
+                line: line_no,
+                message,
+            };
+            if reader
+                .read_line(&mut line)
+                .map_err(|e| bad(e.to_string()))?
+                == 0
+            {
+                break;
+            }
+            if line.trim().is_empty() {
+                continue;
+            }
+            let prompt: Prompt = serde_json::from_str(&line).map_err(|e| bad(e.to_string()))?;
+            list.push(prompt).map_err(|e| bad(e.to_string()))?;
+        }
+        Ok(list)
+    }
+}
+
+impl TryFrom<Vec<Prompt>> for PromptList {
+    type Error = serde_json::Error;
+
+    fn try_from(prompts: Vec<Prompt>) -> serde_json::Result<Self> {
+        let mut list = PromptList::new();
+        list.items.reserve(prompts.len());
+        for prompt in prompts {
+            list.push(prompt)?;
+        }
+        Ok(list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_line_by_line_and_names_a_bad_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("prompts.jsonl");
+        let prompt = |id: &str| {
+            format!(
+                r#"{{"id": "{id}", "source": "s", "messages": [{{"role": "user", "content": "hi"}}], "tools": []}}"#
+            )
+        };
+        std::fs::write(&path, format!("{}\n\n{}\n", prompt("a"), prompt("b"))).expect("write");
+        let list = PromptList::read_jsonl(&path).expect("read");
+        assert_eq!(list.len(), 2);
+        assert_eq!(&*list.items[1].id, "b");
+        assert_eq!(
+            list.items[0].messages.get(),
+            r#"[{"role":"user","content":"hi"}]"#
+        );
+        assert!(
+            list.items[0].tools.is_none(),
+            "an empty tool list is no tools"
+        );
+
+        std::fs::write(&path, format!("{}\n{{\"id\": 3}}\n", prompt("a"))).expect("write");
+        let err = PromptList::read_jsonl(&path).unwrap_err().to_string();
+        assert!(err.contains("prompts.jsonl:2:"), "{err}");
+    }
+}

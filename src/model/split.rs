@@ -1,0 +1,312 @@
+//! Splitting text before the BPE: special / added-token literals ([`Literals`]), then the
+//! pre-tokenizer's split patterns (tiktoken's `pat_str`, Hugging Face's `Split` regexes) on
+//! `regex-automata` instead of fancy-regex ([`FastSplitter`]).
+//!
+//! The only non-regular part of these patterns is the alternative `\s+(?!\S)`. It is rewritten
+//! as two patterns with the same leftmost-first priority (the rewrite `bpe-openai` uses):
+//! `\s+$` (a run reaching the end: all of it) and `\s+\s` (a run followed by a non-space: all
+//! but its last char, which the splitter gives back).
+//!
+//! Pieces are found by a fully compiled forward DFA anchored where the previous piece ended:
+//! these patterns match at almost every position, so the leftmost match nearly always starts
+//! there and one forward pass over the piece's bytes finds it (an unanchored search would also
+//! run a reverse pass to find the start, and a lazy DFA checks its cache on every step). The
+//! DFA costs 15–50 ms and 0.6–3 MB per pattern at load. Where nothing matches at that position,
+//! the unanchored `meta::Regex` finds the next match. Both run the same patterns, so the pieces
+//! are the same; exactness is checked against tiktoken-rs / the `tokenizers` crate by property
+//! tests and against Python by the parity corpora.
+
+use aho_corasick::AhoCorasick;
+use regex_automata::dfa::{dense, Automaton as _, StartKind};
+use regex_automata::util::{primitives::StateID, start};
+use regex_automata::{Anchored, Input, MatchKind};
+use rustc_hash::FxHashMap;
+
+/// Special-token literals and their ids, found in one pass over the text.
+///
+/// At one position the longest literal wins (literals are tried longest first, leftmost-first):
+/// Hugging Face's `AddedVocabulary` matches leftmost-longest; tiktoken tries its set in hash
+/// order, which only matters when one literal is a prefix of another (never in Kimi's set).
+pub(crate) struct Literals {
+    searcher: AhoCorasick,
+    /// `ids[pattern]`: the id of the searcher's pattern `pattern`.
+    ids: Vec<u32>,
+}
+
+/// A stretch of text between literals, or a literal's id.
+pub(crate) enum Part<'t> {
+    Text(&'t str),
+    Literal(u32),
+}
+
+impl Literals {
+    /// `None` when the searcher cannot be built.
+    pub(crate) fn new(by_text: &FxHashMap<String, u32>) -> Option<Self> {
+        let mut literals: Vec<(&str, u32)> =
+            by_text.iter().map(|(s, &id)| (s.as_str(), id)).collect();
+        literals.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
+        let searcher = AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .build(literals.iter().map(|(s, _)| s))
+            .ok()?;
+        let ids = literals.iter().map(|&(_, id)| id).collect();
+        Some(Self { searcher, ids })
+    }
+
+    /// Call `f` on the literals and the non-empty stretches of text around them, in order.
+    /// Without literals the whole text is one stretch.
+    pub(crate) fn for_each_part<'t>(
+        literals: Option<&Self>,
+        text: &'t str,
+        mut f: impl FnMut(Part<'t>),
+    ) {
+        let mut start = 0;
+        if let Some(literals) = literals {
+            for found in literals.searcher.find_iter(text) {
+                if found.start() > start {
+                    f(Part::Text(&text[start..found.start()]));
+                }
+                if let Some(&id) = literals.ids.get(found.pattern().as_usize()) {
+                    f(Part::Literal(id));
+                }
+                start = found.end();
+            }
+        }
+        if start < text.len() {
+            f(Part::Text(&text[start..]));
+        }
+    }
+}
+
+/// Pattern index of `\s+\s` in the rewritten pattern set.
+const LOOKAHEAD_PATTERN: usize = 2;
+
+pub(crate) struct FastSplitter {
+    /// Leftmost-first forward DFA, searched anchored at the end of the previous piece; `None`
+    /// if it could not be built (the meta regex then does all the work).
+    dfa: Option<dense::DFA<Vec<u32>>>,
+    /// The same patterns, unanchored: the next match where none starts at the current position.
+    regex: regex_automata::meta::Regex,
+    /// Pattern index of `\s+\s`, whose matches give their last char back; `None` when the
+    /// pattern has no `\s+(?!\S)` alternative (and is then compiled as is).
+    lookahead: Option<usize>,
+}
+
+impl FastSplitter {
+    /// `None` when the pattern has look-around other than one `\s+(?!\S)` alternative, or does
+    /// not compile.
+    pub(crate) fn new(pattern: &str) -> Option<Self> {
+        const LOOKAHEAD: &str = r"|\s+(?!\S)|";
+        let has_lookaround = |p: &str| ["(?=", "(?!", "(?<"].iter().any(|l| p.contains(l));
+        let (patterns, lookahead) = match pattern.find(LOOKAHEAD) {
+            Some(at) => {
+                let (before, after) = (&pattern[..at], &pattern[at + LOOKAHEAD.len()..]);
+                if has_lookaround(before) || has_lookaround(after) {
+                    return None;
+                }
+                (
+                    vec![before, r"\s+$", r"\s+\s", after],
+                    Some(LOOKAHEAD_PATTERN),
+                )
+            }
+            // No look-around at all: the pattern is regular as written.
+            None if !has_lookaround(pattern) => (vec![pattern], None),
+            None => return None,
+        };
+        let regex = regex_automata::meta::Regex::new_many(&patterns).ok()?;
+        let dfa = dense::DFA::builder()
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .start_kind(StartKind::Anchored),
+            )
+            .build_many(&patterns)
+            .ok();
+        Some(Self {
+            dfa,
+            regex,
+            lookahead,
+        })
+    }
+
+    /// Call `f` on each piece of `text`, as fancy-regex's `find_iter` with the original pattern
+    /// (text no alternative matches is dropped, as tiktoken does).
+    pub(crate) fn for_each_piece<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
+        self.for_each_match(text, |piece, _| f(piece));
+    }
+
+    /// Call `f` on the matches and on the unmatched stretches between them, in order: Hugging
+    /// Face's `Split` pre-tokenizer with the `Isolated` behaviour.
+    pub(crate) fn for_each_piece_isolated<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
+        let mut last = 0;
+        self.for_each_match(text, |piece, start| {
+            if start > last {
+                f(&text[last..start]);
+            }
+            f(piece);
+            last = start + piece.len();
+        });
+        if last < text.len() {
+            f(&text[last..]);
+        }
+    }
+
+    /// `f(match, start)` for each match, leftmost-first, non-overlapping.
+    fn for_each_match<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str, usize)) {
+        let mut start = 0;
+        while start < text.len() {
+            let Some((found, mut end, pattern)) = self.next_match(text, start) else {
+                break;
+            };
+            if Some(pattern) == self.lookahead {
+                // Give back the look-ahead char (whitespace, so its length is its UTF-8 width).
+                end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
+            }
+            if end <= found {
+                // Cannot happen for these patterns (every alternative consumes a char); step
+                // over one char rather than loop forever.
+                start = found + text[found..].chars().next().map_or(1, char::len_utf8);
+                continue;
+            }
+            f(&text[found..end], found);
+            start = end;
+        }
+    }
+
+    /// The leftmost-first match at or after `start`: (start, end, pattern index).
+    fn next_match(&self, text: &str, start: usize) -> Option<(usize, usize, usize)> {
+        if let Some(dfa) = &self.dfa {
+            if let Some((end, pattern)) = anchored_match(dfa, text.as_bytes(), start) {
+                return Some((start, end, pattern));
+            }
+        }
+        let found = self.regex.search(&Input::new(text).range(start..))?;
+        Some((found.start(), found.end(), found.pattern().as_usize()))
+    }
+}
+
+/// The leftmost-first match starting at `at`: (end, pattern index). `None` when none starts
+/// there (or the DFA hit a quit byte, which these patterns do not have).
+///
+/// `Automaton::try_search_fwd` minus what these short matches make expensive: it looks up the
+/// matched pattern at every match state (every byte of `\p{L}+`), this loop only at the end.
+/// As there, a match state entered on the byte at `i` means a match ending at `i`.
+fn anchored_match(dfa: &dense::DFA<Vec<u32>>, text: &[u8], at: usize) -> Option<(usize, usize)> {
+    let config = start::Config::new()
+        .anchored(Anchored::Yes)
+        .look_behind(at.checked_sub(1).and_then(|i| text.get(i).copied()));
+    let mut sid = dfa.start_state(&config).ok()?;
+    let mut last: Option<(usize, StateID)> = None;
+    let mut ended = false;
+    for (i, &byte) in text.iter().enumerate().skip(at) {
+        sid = dfa.next_state(sid, byte);
+        if dfa.is_special_state(sid) {
+            if dfa.is_match_state(sid) {
+                last = Some((i, sid));
+            } else if dfa.is_dead_state(sid) {
+                ended = true;
+                break;
+            } else if dfa.is_quit_state(sid) {
+                return None;
+            }
+            // Otherwise an accelerated state: stepping through it is just slower.
+        }
+    }
+    if !ended {
+        sid = dfa.next_eoi_state(sid);
+        if dfa.is_match_state(sid) {
+            last = Some((text.len(), sid));
+        }
+    }
+    last.map(|(end, sid)| (end, dfa.match_pattern(sid, 0).as_usize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::assets::assets_root;
+    use proptest::prelude::*;
+    use std::sync::OnceLock;
+
+    /// Every split pattern the fast paths run (Kimi's, and the `Split` regexes of the Qwen3 and
+    /// DeepSeek-V3 `tokenizer.json` when the shared assets are present), each as our splitter
+    /// and as fancy-regex (what tiktoken and the `tokenizers` crate run).
+    fn splitters() -> &'static [(FastSplitter, fancy_regex::Regex)] {
+        static SPLITTERS: OnceLock<Vec<(FastSplitter, fancy_regex::Regex)>> = OnceLock::new();
+        SPLITTERS.get_or_init(|| {
+            let mut patterns = vec![crate::model::tiktoken::KIMI_PATTERN.to_string()];
+            for model in ["qwen3", "deepseek-v3"] {
+                let Some(root) = assets_root() else { break };
+                let path = root.join(model).join("tokenizer.json");
+                let Ok(text) = std::fs::read_to_string(path) else {
+                    continue;
+                };
+                let json: serde_json::Value = serde_json::from_str(&text).expect("tokenizer.json");
+                let steps = json["pre_tokenizer"]["pretokenizers"].as_array().cloned();
+                for step in steps.unwrap_or_default() {
+                    if let Some(regex) = step["pattern"]["Regex"].as_str() {
+                        patterns.push(regex.to_string());
+                    }
+                }
+            }
+            patterns
+                .iter()
+                .map(|p| {
+                    let fast = FastSplitter::new(p).expect("fast splitter");
+                    assert!(fast.dfa.is_some(), "no DFA for {p}");
+                    (fast, fancy_regex::Regex::new(p).expect("fancy-regex"))
+                })
+                .collect()
+        })
+    }
+
+    fn check(text: &str) {
+        for (fast, reference) in splitters() {
+            let mut ours = Vec::new();
+            fast.for_each_match(text, |piece, start| ours.push((start, start + piece.len())));
+            let want: Vec<(usize, usize)> = reference
+                .find_iter(text)
+                .map(|m| m.map(|m| (m.start(), m.end())).expect("fancy-regex match"))
+                .collect();
+            assert_eq!(ours, want, "{text:?} with {}", reference.as_str());
+        }
+    }
+
+    #[test]
+    fn edge_cases_split_as_fancy_regex() {
+        for text in [
+            "",
+            " ",
+            "a",
+            "   x",
+            "x   ",
+            "x \n\n y",
+            "\r\n\r\n  \t",
+            "it's I'LL 'd",
+            "12345 ١٢٣٤ Ⅻ",
+            "中文日本語カタカナ ひらがな",
+            "e\u{301} \u{301}\u{301}x",
+            "!!! ?!\n\n... --x",
+            "\u{a0}\u{3000}\u{2028}\u{85}x",
+        ] {
+            check(text);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        #[test]
+        fn adversarial_unicode_splits_as_fancy_regex(
+            parts in prop::collection::vec(prop_oneof![
+                any::<char>().prop_map(String::from),
+                any::<String>(),
+                "[ \t\r\n\u{a0}\u{3000}\u{85}\u{2028}]{1,4}",
+                "[\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}]{1,4}",
+                prop::sample::select(vec!["'s", "'T", "'re", "'LL", "中文", "123", "?!", "😀"])
+                    .prop_map(str::to_string),
+            ], 0..24)
+        ) {
+            check(&parts.concat());
+        }
+    }
+}

@@ -124,22 +124,6 @@ impl RunSummary {
     }
 }
 
-/// Run `generate` on a fresh single-threaded runtime, as the CLI does: the requests mostly wait,
-/// and one thread drives them with the least CPU (see `cli/generate.rs`).
-pub fn run_blocking(
-    config: &RunConfig,
-    prompts: Vec<Prompt>,
-    run_dir: &Path,
-    shutdown: Shutdown,
-    options: RunOptions,
-) -> Result<RunSummary, EngineError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| EngineError::Runtime(e.to_string()))?;
-    runtime.block_on(run_with(config, prompts, run_dir, shutdown, options))
-}
-
 /// `draftgen generate` as a library call, with default presentation (progress lines off unless a
 /// terminal).
 pub async fn run(

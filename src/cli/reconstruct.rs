@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::io::{read_jsonl, Output};
 use super::model_args::ModelArgs;
-use crate::reconstruct::{reconstruct_batch, ReconstructOptions, Request};
+use crate::reconstruct::{reconstruct_batch, Fidelity, ReconstructOptions, Request};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,6 +39,7 @@ struct OutLine<'a> {
     prompt_ids: &'a [u32],
     completion_ids: &'a [u32],
     warnings: &'a [String],
+    fidelity: &'a Fidelity,
 }
 
 #[derive(Serialize)]
@@ -83,6 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     prompt_ids: &r.prompt_ids,
                     completion_ids: &r.completion_ids,
                     warnings: &r.warnings,
+                    fidelity: &r.fidelity,
                 })?,
                 Err(e) => {
                     failed = true;

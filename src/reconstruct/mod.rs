@@ -8,9 +8,11 @@
 
 mod choose;
 pub mod despace;
+pub mod fidelity;
 mod sample;
 mod turn;
 
+pub use fidelity::{Fidelity, FidelityClass, Reason};
 pub use sample::{build_samples, BuildError, BuildReport, Sample};
 
 use rayon::prelude::*;
@@ -62,6 +64,8 @@ pub struct Reconstruction {
     /// More than one token stream fits the response and nothing decided between them.
     #[serde(skip)]
     pub ambiguous: bool,
+    /// How certain the ids are, machine-readable (every non-exact class also has a warning).
+    pub fidelity: Fidelity,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -95,13 +99,24 @@ pub fn reconstruct(
     }
     let chosen = choose::by_usage(profile, &texts, &completion, &mut warnings);
     let mut completion_ids = chosen.ids;
+    let mut fidelity = Fidelity::new(if chosen.ambiguous {
+        FidelityClass::Ambiguous
+    } else {
+        FidelityClass::Unique
+    });
+    if chosen.ambiguous {
+        fidelity.candidates = Some(texts.len());
+    }
 
     if let Some(server_ids) = &completion.completion_token_ids {
+        fidelity = Fidelity::new(FidelityClass::ExactByServerIds);
+        fidelity.because(Reason::ServerIds);
         if *server_ids != completion_ids {
             warnings.push(format!(
                 "server token ids differ from the reconstruction (first difference at position {}); using the server's ids",
                 first_difference(server_ids, &completion_ids)
             ));
+            fidelity.because(Reason::ServerIdsDiffer);
             completion_ids = server_ids.clone();
         }
     }
@@ -110,6 +125,7 @@ pub fn reconstruct(
         completion_ids,
         warnings,
         ambiguous: chosen.ambiguous,
+        fidelity,
     })
 }
 

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{reconstruct, ReconstructOptions, Request};
+use super::{reconstruct, Fidelity, ReconstructOptions, Request};
 use crate::journal::{JournalError, Record, RecordReader, Status};
 use crate::model::Profile;
 
@@ -22,6 +22,7 @@ pub struct Sample {
     pub completion_ids: Vec<u32>,
     pub loss_mask: Vec<u8>,
     pub warnings: Vec<String>,
+    pub fidelity: Fidelity,
 }
 
 impl Sample {
@@ -30,6 +31,7 @@ impl Sample {
         prompt_ids: Vec<u32>,
         completion_ids: Vec<u32>,
         warnings: Vec<String>,
+        fidelity: Fidelity,
     ) -> Self {
         let mut loss_mask = vec![0u8; prompt_ids.len()];
         loss_mask.resize(prompt_ids.len() + completion_ids.len(), 1);
@@ -39,6 +41,7 @@ impl Sample {
             completion_ids,
             loss_mask,
             warnings,
+            fidelity,
         }
     }
 }
@@ -163,6 +166,7 @@ fn sample_of(
         r.prompt_ids,
         r.completion_ids,
         r.warnings,
+        r.fidelity,
     );
     Ok((sample, r.ambiguous))
 }

@@ -1,0 +1,165 @@
+//! How certain a sample's ids are, in a machine-readable form.
+//!
+//! Every reconstructed sample carries a [`Fidelity`]: one [`FidelityClass`] and the
+//! [`Reason`]s behind it. Anything but `exact_by_server_ids` and `unique` means the ids may not be
+//! the ones the model produced, and every such sample also carries a human-readable warning.
+//! Downstream stages (build, verify, export) filter and count by these fields, never by parsing
+//! warning text.
+
+use serde::{Deserialize, Serialize};
+
+/// The certainty class of one sample's completion ids, most certain first (the order is used:
+/// [`Fidelity::at_most`] only ever moves down it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FidelityClass {
+    /// The server returned its own token ids and they were used.
+    ExactByServerIds,
+    /// Exactly one token stream is consistent with the answer (and its `usage`): rebuilt exactly.
+    Unique,
+    /// A `length` cut split a multi-byte character: the last token is a partial-byte id that the
+    /// text cannot show.
+    TruncatedMidCharacter,
+    /// Several token streams are consistent with the answer and nothing decides between them.
+    Ambiguous,
+    /// The server kind is known to destroy information that neither the answer nor its `usage`
+    /// settles (a rewritten call id, stripped whitespace the count does not decide): the ids may
+    /// differ from the model's where the reasons say.
+    Lossy,
+    /// No token stream consistent with the answer was found: the ids are not to be trusted.
+    Inconsistent,
+}
+
+impl FidelityClass {
+    pub const ALL: [FidelityClass; 6] = [
+        FidelityClass::ExactByServerIds,
+        FidelityClass::Unique,
+        FidelityClass::TruncatedMidCharacter,
+        FidelityClass::Ambiguous,
+        FidelityClass::Lossy,
+        FidelityClass::Inconsistent,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FidelityClass::ExactByServerIds => "exact_by_server_ids",
+            FidelityClass::Unique => "unique",
+            FidelityClass::Ambiguous => "ambiguous",
+            FidelityClass::Lossy => "lossy",
+            FidelityClass::Inconsistent => "inconsistent",
+            FidelityClass::TruncatedMidCharacter => "truncated_mid_character",
+        }
+    }
+
+    /// The ids are the model's own, as far as anything can tell.
+    pub fn is_exact(self) -> bool {
+        matches!(
+            self,
+            FidelityClass::ExactByServerIds | FidelityClass::Unique
+        )
+    }
+}
+
+/// Why a sample is in its class. Stable snake_case names: they are part of the output contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// `usage.completion_tokens` (or `prompt_tokens`) disagrees with the rebuilt ids.
+    UsageDisagrees,
+    /// The answer has no usable `usage.completion_tokens` to decide between candidates.
+    NoUsage,
+    /// The server strips trailing whitespace from the reasoning (vLLM).
+    ServerStripsReasoningTrailingWhitespace,
+    /// The server turns whitespace-only content into `null` (vLLM).
+    ServerNullsWhitespaceContent,
+    /// The server strips whitespace around tool-call arguments (non-streamed).
+    ServerStripsArgumentWhitespace,
+    /// The server re-serializes tool-call arguments (schema coercion, hermes `json.dumps`).
+    ArgumentsReserialized,
+    /// The server replaces the model's tool-call ids with its own.
+    ServerRewritesToolCallIds,
+    /// The server inserts spaces around special tokens; one space per side was removed.
+    SpacesAroundSpecialTokens,
+    /// The answer was cut by `max_tokens` where the server's parser drops what was cut.
+    CutInsideToolSection,
+    /// A `length` cut right after a complete call: the server cannot show whether more followed.
+    CutAfterToolCall,
+    /// The provider returned no reasoning although thinking is on (hidden or dropped).
+    ReasoningMissing,
+    /// Text spells a special token: encoded as the special id, as the serving tokenizer does.
+    SpecialTokenLiteral,
+    /// The answer contains another model family's markers.
+    ForeignMarkers,
+    /// The server's ids differ from the text's rebuild; the server's were used.
+    ServerIdsDiffer,
+    /// The server's ids were used as they were (no text rebuild involved).
+    ServerIds,
+    /// The answer re-encoded from text differs from what the server shape would have sent.
+    ForwardMismatch,
+    /// The last token is a partial UTF-8 character.
+    PartialCharacter,
+}
+
+/// A sample's certainty: the class and the reasons.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fidelity {
+    pub class: FidelityClass,
+    #[serde(default)]
+    pub reasons: Vec<Reason>,
+    /// How many token streams were consistent with the answer (set when more than one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<usize>,
+}
+
+impl Fidelity {
+    pub fn new(class: FidelityClass) -> Self {
+        Fidelity {
+            class,
+            reasons: Vec::new(),
+            candidates: None,
+        }
+    }
+
+    /// Add a reason once.
+    pub fn because(&mut self, reason: Reason) {
+        if !self.reasons.contains(&reason) {
+            self.reasons.push(reason);
+        }
+    }
+
+    /// Lower the class to `class` if that is less certain than the current one.
+    pub fn at_most(&mut self, class: FidelityClass) {
+        if class > self.class {
+            self.class = class;
+        }
+    }
+}
+
+impl Default for Fidelity {
+    fn default() -> Self {
+        Fidelity::new(FidelityClass::Unique)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_through_serde() {
+        for class in FidelityClass::ALL {
+            let text = serde_json::to_string(&class).unwrap();
+            assert_eq!(text, format!("\"{}\"", class.name()));
+        }
+        let reason = serde_json::to_string(&Reason::ServerRewritesToolCallIds).unwrap();
+        assert_eq!(reason, "\"server_rewrites_tool_call_ids\"");
+    }
+
+    #[test]
+    fn at_most_only_lowers() {
+        let mut f = Fidelity::new(FidelityClass::Unique);
+        f.at_most(FidelityClass::Lossy);
+        f.at_most(FidelityClass::Ambiguous);
+        assert_eq!(f.class, FidelityClass::Lossy);
+    }
+}

@@ -12,4 +12,5 @@ pub mod engine;
 pub mod journal;
 pub mod model;
 pub mod reconstruct;
+pub mod server;
 pub mod sim;

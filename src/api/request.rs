@@ -17,9 +17,11 @@ use crate::dataset::Prompt;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerKind {
+    #[serde(alias = "openrouter")]
     OpenRouter,
     Vllm,
     Sglang,
+    #[serde(alias = "llamacpp", alias = "llama.cpp")]
     LlamaCpp,
     /// Any other OpenAI-compatible server: only standard fields are added.
     #[default]

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::io::{read_jsonl, Output};
+use crate::config::EndpointKind;
 use super::model_args::ModelArgs;
 use crate::reconstruct::{reconstruct_batch, Fidelity, ReconstructOptions, Request};
 
@@ -14,7 +15,8 @@ use crate::reconstruct::{reconstruct_batch, Fidelity, ReconstructOptions, Reques
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
-    /// JSONL of `{"request": {...}, "response": <chat.completion JSON>, "options"?: {...}}`.
+    /// JSONL of `{"request": {...}, "response": <chat.completion JSON>, "options"?: {...}}`
+    /// (`options`: `spaces_around_special_tokens`, `kind`, `server_version`, `stream`).
     #[arg(long)]
     input: PathBuf,
     /// Write here instead of stdout.
@@ -24,6 +26,14 @@ pub struct Args {
     /// `spaces_between_special_tokens`, its default); a line's `options` can say so too.
     #[arg(long)]
     spaces_around_special_tokens: bool,
+    /// The server that answered: openrouter, vllm, sglang, llamacpp or generic (unknown: only
+    /// the token count is checked). Its shape is used to check every candidate forward.
+    #[arg(long, default_value = "generic")]
+    kind: EndpointKind,
+    /// The server's version where shapes differ (vLLM `0.11.2` has `reasoning_content`);
+    /// default: the newest known.
+    #[arg(long)]
+    server_version: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -52,6 +62,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let lines = read_jsonl::<Line>(&args.input)?;
     let default_options = ReconstructOptions {
         spaces_around_special_tokens: args.spaces_around_special_tokens,
+        kind: args.kind.server_kind(),
+        server_version: args.server_version.clone(),
+        stream: None,
     };
 
     let mut bad_input = false;
@@ -64,7 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 items.push((
                     line.request,
                     line.response,
-                    line.options.unwrap_or(default_options),
+                    line.options.unwrap_or_else(|| default_options.clone()),
                 ));
             }
             Err(message) => {

@@ -9,7 +9,9 @@
 mod choose;
 pub mod despace;
 pub mod fidelity;
+mod flags;
 mod sample;
+mod synth;
 mod turn;
 
 pub use fidelity::{Fidelity, FidelityClass, Reason};
@@ -19,16 +21,34 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::api::{Completion, CompletionError};
+use crate::api::{Completion, CompletionError, ServerKind};
 use crate::model::{ModelError, Profile, RenderInput};
+use crate::server::{self, ServerShape};
 
-/// How the endpoint shaped its text.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// How the endpoint shaped its text: the server shape (kind + version) and its detokenizer's
+/// spaces. Every field defaults, so a run manifest or a line's `options` can carry any subset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReconstructOptions {
     /// The server inserts a space on each side of every added token (vLLM's
     /// `spaces_between_special_tokens`, on by default): undo it.
     #[serde(default)]
     pub spaces_around_special_tokens: bool,
+    /// Which server answered (`generic`: unknown — nothing assumed, only the count checked).
+    #[serde(default)]
+    pub kind: ServerKind,
+    /// Its version (`0.33.0`, `0.11.2`, …); `None`: the newest known shape of `kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
+    /// The answer was streamed (and assembled from its chunks); `None`: the request's `stream`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+}
+
+impl ReconstructOptions {
+    /// The declared server's shape.
+    pub fn shape(&self) -> &'static ServerShape {
+        server::shape(self.kind, self.server_version.as_deref())
+    }
 }
 
 /// What the serving stack rendered from (the chat-completions request, as sent).
@@ -39,6 +59,9 @@ pub struct Request {
     pub tools: Option<Vec<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template_kwargs: Option<Map<String, Value>>,
+    /// Whether the answer was streamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
 }
 
 impl Request {
@@ -77,6 +100,13 @@ pub enum ReconstructError {
 }
 
 /// Rebuild prompt and completion ids for one exchange.
+///
+/// Candidates come from reading the answer back ([`turn`]) and, for a `length` cut, from the
+/// places the cut may have fallen. With a known server shape each candidate is sent forward
+/// through it ([`synth`]): only streams the server would have answered exactly so, with the
+/// reported count, survive — one → `unique`, several → `ambiguous`, none → `inconsistent`. With
+/// the `generic` shape the count alone decides ([`choose`]). Destructions nothing settles (ids a
+/// server rewrites, arguments it re-serializes, a call it dropped) make the sample `lossy`.
 pub fn reconstruct(
     profile: &Profile,
     request: &Request,
@@ -97,17 +127,52 @@ pub fn reconstruct(
         };
         texts.push(text);
     }
-    let chosen = choose::by_usage(profile, &texts, &completion, &mut warnings);
-    let mut completion_ids = chosen.ids;
-    let mut fidelity = Fidelity::new(if chosen.ambiguous {
-        FidelityClass::Ambiguous
-    } else {
-        FidelityClass::Unique
-    });
-    if chosen.ambiguous {
-        fidelity.candidates = Some(texts.len());
+    let shape = options.shape();
+    let cut = completion.finish_reason.as_deref() == Some("length");
+    let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
+    let synthesized = shape.known && shape.parses && profile.family.is_kimi();
+    if synthesized && cut && tools_declared {
+        texts = flags::with_cut_tails(texts);
     }
 
+    let (mut completion_ids, mut fidelity) = if synthesized {
+        let cx = synth::Context {
+            profile,
+            shape,
+            completion: &completion,
+            stream: options.stream.or(request.stream).unwrap_or(false),
+            spaces: options.spaces_around_special_tokens,
+            thinking: profile.thinking_enabled(request.chat_template_kwargs.as_ref()),
+            tools_declared,
+            history_calls: turn::earlier_tool_calls(request),
+        };
+        let found = synth::synthesize(&cx, &texts);
+        flags::classify(profile, &texts, &completion, found, shape, &mut warnings)
+    } else {
+        let chosen = choose::by_usage(profile, &texts, &completion, &mut warnings);
+        let mut fidelity = Fidelity::new(if chosen.ambiguous {
+            FidelityClass::Ambiguous
+        } else {
+            FidelityClass::Unique
+        });
+        if chosen.ambiguous {
+            fidelity.candidates = Some(texts.len());
+            fidelity.because(if has_count(&completion) {
+                Reason::UsageDisagrees
+            } else {
+                Reason::NoUsage
+            });
+        } else if has_count(&completion) && !counts_agree(&completion, &chosen.ids) {
+            fidelity.at_most(FidelityClass::Inconsistent);
+            fidelity.because(Reason::UsageDisagrees);
+        }
+        (chosen.ids, fidelity)
+    };
+    flags::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
+    flags::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
+    flags::partial_character(cut, &completion, &mut fidelity, &mut warnings);
+
+    let ambiguous = fidelity.candidates.is_some();
     if let Some(server_ids) = &completion.completion_token_ids {
         fidelity = Fidelity::new(FidelityClass::ExactByServerIds);
         fidelity.because(Reason::ServerIds);
@@ -124,9 +189,25 @@ pub fn reconstruct(
         prompt_ids,
         completion_ids,
         warnings,
-        ambiguous: chosen.ambiguous,
+        ambiguous,
         fidelity,
     })
+}
+
+fn has_count(completion: &Completion) -> bool {
+    completion
+        .usage
+        .as_ref()
+        .and_then(|u| u.completion_tokens)
+        .is_some()
+}
+
+fn counts_agree(completion: &Completion, ids: &[u32]) -> bool {
+    completion
+        .usage
+        .as_ref()
+        .and_then(|u| u.completion_tokens)
+        .is_none_or(|n| n as usize == ids.len())
 }
 
 /// Reconstruct many exchanges on all cores; results keep the input order.

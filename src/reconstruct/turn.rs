@@ -196,7 +196,7 @@ fn native_tool_calls(
 }
 
 /// Tool calls already made in the conversation (the native index continues from there).
-fn earlier_tool_calls(request: &Request) -> usize {
+pub(super) fn earlier_tool_calls(request: &Request) -> usize {
     request
         .messages
         .iter()

@@ -383,7 +383,9 @@ fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, emp
             1_700_000_000 + u64::from(attempt),
             seed::hex(&mut ids_rng, 20)
         ),
-        Flavor::Vllm | Flavor::Raw => format!("chatcmpl-{}", seed::hex(&mut ids_rng, 32)),
+        Flavor::Vllm | Flavor::Vllm011 | Flavor::Sglang | Flavor::LlamaCpp | Flavor::Raw => {
+            format!("chatcmpl-{}", seed::hex(&mut ids_rng, 32))
+        }
     };
     // Call ids depend on the request only, so a retry reports the same ids.
     let mut call_rng = seed::rng(config.seed, key, Purpose::Ids, u32::MAX);
@@ -418,6 +420,7 @@ fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, emp
         return_token_ids: request.return_token_ids,
         llama_verbose_tokens: request.llama_verbose_tokens,
         include_usage: request.include_usage || config.flavor == Flavor::OpenRouter,
+        history_calls: answer::prior_tool_calls(&request.messages),
     }
 }
 

@@ -1,15 +1,19 @@
 //! Flavours: how one kind of server turns the model's sampled text into its API response.
 //! Each flavour is one file with the same two functions, `response` (non-streaming body) and
-//! `events` (the SSE stream), both inverses that draftgen's reconstruction must undo.
+//! `events` (the SSE stream). What the server does to the text — which field, what is stripped,
+//! how ids are made — is not decided here but read from the flavour's [`ServerShape`]
+//! (`crate::server`) through [`parsed`], the same definition the reconstruction checks its
+//! candidates against; the files only add each server's JSON dressing.
 
-pub mod kimi_parse;
 pub mod openrouter;
 pub mod raw;
+pub mod sglang;
 pub mod vllm;
 
 use serde_json::{json, Value};
 
 use super::config::Flavor;
+use crate::server::{self, ForwardInput, Parsed, ServerShape};
 
 /// One answer, ready to be shaped: what the model sampled and what the server counted.
 #[derive(Debug, Clone)]
@@ -40,6 +44,32 @@ pub struct Turn {
     pub return_token_ids: bool,
     pub llama_verbose_tokens: bool,
     pub include_usage: bool,
+    /// Tool calls made by earlier assistant turns of the request.
+    pub history_calls: usize,
+}
+
+/// The fields `shape` sends for this turn (streamed or not).
+pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
+    server::forward(
+        shape,
+        &ForwardInput {
+            text: &turn.text,
+            cut: turn.cut,
+            stream,
+            spaces: turn.spaces_around_special_tokens && shape.spaces_default,
+            thinking: turn.thinking,
+            tools_declared: turn.tools_declared,
+            history_calls: turn.history_calls,
+        },
+    )
+}
+
+/// The reasoning field's name in `shape`'s answers.
+pub fn reasoning_key(shape: &ServerShape) -> &'static str {
+    match shape.reasoning_field {
+        server::ReasoningField::Reasoning => "reasoning",
+        server::ReasoningField::ReasoningContent => "reasoning_content",
+    }
 }
 
 /// One server-sent event.
@@ -66,8 +96,9 @@ impl Event {
 pub fn response(flavor: Flavor, turn: &Turn) -> Value {
     match flavor {
         Flavor::OpenRouter => openrouter::response(turn),
-        Flavor::Vllm => vllm::response(turn),
-        Flavor::Raw => raw::response(turn),
+        Flavor::Vllm | Flavor::Vllm011 => vllm::response(flavor.shape(), turn),
+        Flavor::Sglang => sglang::response(turn),
+        Flavor::LlamaCpp | Flavor::Raw => raw::response(turn),
     }
 }
 
@@ -75,8 +106,9 @@ pub fn response(flavor: Flavor, turn: &Turn) -> Value {
 pub fn events(flavor: Flavor, turn: &Turn) -> Vec<Event> {
     match flavor {
         Flavor::OpenRouter => openrouter::events(turn),
-        Flavor::Vllm => vllm::events(turn),
-        Flavor::Raw => raw::events(turn),
+        Flavor::Vllm | Flavor::Vllm011 => vllm::events(flavor.shape(), turn),
+        Flavor::Sglang => sglang::events(turn),
+        Flavor::LlamaCpp | Flavor::Raw => raw::events(turn),
     }
 }
 

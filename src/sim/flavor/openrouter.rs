@@ -9,15 +9,14 @@
 
 use serde_json::{json, Value};
 
-use super::kimi_parse::{self, Parsed};
 use super::{chunks, Event, Turn};
+use crate::server::{self, Parsed};
 
-fn parsed(turn: &Turn) -> Parsed {
-    let mut parsed = kimi_parse::parse(&turn.text, turn.thinking, turn.tools_declared);
+fn parsed(turn: &Turn, stream: bool) -> Parsed {
+    let mut parsed = super::parsed(&server::openrouter::SHAPE, turn, stream);
     if turn.exclude_reasoning {
         parsed.reasoning = None;
     }
-    parsed.reasoning = parsed.reasoning.filter(|r| !r.is_empty());
     parsed
 }
 
@@ -46,8 +45,8 @@ pub fn usage(turn: &Turn) -> Value {
 }
 
 pub fn response(turn: &Turn) -> Value {
-    let parsed = parsed(turn);
-    let finish = kimi_parse::finish_reason(turn, &parsed);
+    let parsed = parsed(turn, false);
+    let finish = parsed.finish_reason;
     let mut message = json!({
         "role": "assistant",
         "content": parsed.content.clone().unwrap_or_default(),
@@ -108,7 +107,7 @@ fn chunk(turn: &Turn, delta: Value, finish: Option<&str>) -> Event {
 }
 
 pub fn events(turn: &Turn) -> Vec<Event> {
-    let parsed = parsed(turn);
+    let parsed = parsed(turn, true);
     let size = turn.stream_chunk_chars;
     let mut out = vec![
         Event::Comment("OPENROUTER PROCESSING"),
@@ -155,7 +154,7 @@ pub fn events(turn: &Turn) -> Vec<Event> {
     out.push(chunk(
         turn,
         json!({"role": "assistant", "content": ""}),
-        Some(kimi_parse::finish_reason(turn, &parsed)),
+        Some(parsed.finish_reason),
     ));
     out.push(Event::Data(json!({
         "id": turn.id,

@@ -1,25 +1,15 @@
-//! vLLM serving Kimi with `--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`: `message.reasoning`
-//! (the field's current name), tool calls with the raw `functions.NAME:N` id and the raw
-//! arguments text stripped, `content` `null` when empty, `finish_reason` `tool_calls` when tools
-//! were parsed. `return_token_ids` adds `prompt_token_ids` and `choices[].token_ids`. With
-//! `spaces_around_special_tokens` the text is first detokenized with vLLM's default
-//! `spaces_between_special_tokens=True` artefact (one space around every added token).
+//! vLLM serving Kimi with `--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`; what it does
+//! to the text is `crate::server::vllm`'s shape (0.33, or the 0.11–0.2x line with
+//! `reasoning_content`): this file dresses it as vLLM's JSON. `return_token_ids` adds
+//! `prompt_token_ids` and `choices[].token_ids`. With `spaces_around_special_tokens` the text is
+//! first detokenized with vLLM's default `spaces_between_special_tokens=True` artefact.
 //! Streaming: deltas of `reasoning`, `content`, tool calls by index (id and name first, then
 //! argument pieces), a finish chunk, a usage chunk if `stream_options.include_usage`, `[DONE]`.
 
 use serde_json::{json, Value};
 
-use super::kimi_parse::{self, Parsed};
-use super::{attach_token_ids, chunk, chunks, usage_chunk, Event, Turn};
-
-fn parsed(turn: &Turn) -> Parsed {
-    let text = if turn.spaces_around_special_tokens {
-        kimi_parse::space_added_tokens(&turn.text)
-    } else {
-        turn.text.clone()
-    };
-    kimi_parse::parse(&text, turn.thinking, turn.tools_declared)
-}
+use super::{attach_token_ids, chunk, chunks, parsed, reasoning_key, usage_chunk, Event, Turn};
+use crate::server::ServerShape;
 
 pub fn usage(turn: &Turn) -> Value {
     json!({
@@ -30,8 +20,8 @@ pub fn usage(turn: &Turn) -> Value {
     })
 }
 
-pub fn response(turn: &Turn) -> Value {
-    let parsed = parsed(turn);
+pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
+    let parsed = parsed(shape, turn, false);
     let calls: Vec<Value> = parsed
         .calls
         .iter()
@@ -53,10 +43,10 @@ pub fn response(turn: &Turn) -> Value {
             "audio": null,
             "function_call": null,
             "tool_calls": calls,
-            "reasoning": parsed.reasoning,
+            reasoning_key(shape): parsed.reasoning,
         },
         "logprobs": null,
-        "finish_reason": kimi_parse::finish_reason(turn, &parsed),
+        "finish_reason": parsed.finish_reason,
         "stop_reason": null,
     });
     let mut body = json!({
@@ -76,8 +66,8 @@ pub fn response(turn: &Turn) -> Value {
     body
 }
 
-pub fn events(turn: &Turn) -> Vec<Event> {
-    let parsed = parsed(turn);
+pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
+    let parsed = parsed(shape, turn, true);
     let size = turn.stream_chunk_chars;
     let delta = |delta: Value| {
         Event::Data(chunk(
@@ -88,7 +78,7 @@ pub fn events(turn: &Turn) -> Vec<Event> {
     let mut out = vec![delta(json!({"role": "assistant", "content": ""}))];
     if let Some(reasoning) = &parsed.reasoning {
         for piece in chunks(reasoning, size) {
-            out.push(delta(json!({"reasoning": piece})));
+            out.push(delta(json!({reasoning_key(shape): piece})));
         }
     }
     if let Some(content) = &parsed.content {
@@ -110,7 +100,7 @@ pub fn events(turn: &Turn) -> Vec<Event> {
     out.push(Event::Data(chunk(
         turn,
         json!({"index": 0, "delta": {"content": ""}, "logprobs": null,
-               "finish_reason": kimi_parse::finish_reason(turn, &parsed), "stop_reason": null}),
+               "finish_reason": parsed.finish_reason, "stop_reason": null}),
     )));
     if turn.include_usage {
         out.push(usage_chunk(turn, usage(turn)));

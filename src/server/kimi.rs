@@ -1,21 +1,28 @@
-//! The server-side Kimi parsers every parsing flavour runs, as vLLM implements them
-//! (FACTS.md §B1, §B2), plus vLLM's detokenizer artefact (§B4):
+//! The Kimi parsers every parsing server shape runs (FACTS.md §B1–§B3), plus vLLM's detokenizer
+//! artefact (§B4):
 //!
 //! - reasoning (`kimi_k25`): a leading `<think>` is consumed; reasoning ends at the earliest of
 //!   `</think>` (dropped), `<|tool_calls_section_begin|>` or `<|tool_call_begin|>` (both kept in
-//!   content); no end marker means everything is reasoning; nothing is trimmed; with
-//!   `thinking: false` the parser is the identity.
+//!   content); no end marker means everything is reasoning; nothing is trimmed here (the shape
+//!   decides); with `thinking: false` the parser is the identity.
 //! - tools (`kimi_k2`): only when the content holds `<|tool_calls_section_begin|>`; each call
 //!   matched by vLLM's regex, `id` = the raw id text, `name` = `id.split(":")[0].split(".")[-1]`,
-//!   `arguments` = the raw text stripped; content = the text before the section, `None` if empty.
+//!   `arguments` = the raw text, stripped where the shape strips; content = the text before the
+//!   section. Streamed, a call cut after its `<|tool_call_argument_begin|>` is sent with the
+//!   argument text so far (the deltas went out before the cut).
 
 use std::sync::LazyLock;
 
 use fancy_regex::Regex;
 
-use crate::sim::answer::{
-    ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END, THINK_END,
-};
+use super::{ForwardInput, Parsed, ParsedCall, ServerShape};
+
+pub const THINK_END: &str = "</think>";
+pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
+pub const SECTION_END: &str = "<|tool_calls_section_end|>";
+pub const CALL_BEGIN: &str = "<|tool_call_begin|>";
+pub const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
+pub const CALL_END: &str = "<|tool_call_end|>";
 
 const THINK_BEGIN: &str = "<think>";
 /// The singular misspelling parsers accept as a text fallback.
@@ -40,35 +47,24 @@ const ADDED_TOKENS: [&str; 7] = [
     CALL_END,
 ];
 
-/// One parsed tool call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParsedCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
-/// The fields a parsing server returns.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Parsed {
-    pub reasoning: Option<String>,
-    pub content: Option<String>,
-    pub calls: Vec<ParsedCall>,
-}
-
-/// The OpenAI `finish_reason` of a parsed answer (what vLLM and OpenRouter both report).
-pub fn finish_reason(turn: &super::Turn, parsed: &Parsed) -> &'static str {
-    if turn.cut {
-        "length"
-    } else if !parsed.calls.is_empty() {
-        "tool_calls"
+/// Run the reasoning parser, then (with tools declared) the tool parser, as `shape` runs them.
+pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
+    let strip = if input.stream {
+        shape.strips_streamed_arguments
     } else {
-        "stop"
-    }
+        shape.strips_arguments
+    };
+    let partial = input.stream && input.cut;
+    parse_with(text, input.thinking, input.tools_declared, strip, partial)
 }
 
-/// Run the reasoning parser, then (with tools declared) the tool parser.
-pub fn parse(text: &str, thinking: bool, tools_declared: bool) -> Parsed {
+fn parse_with(
+    text: &str,
+    thinking: bool,
+    tools_declared: bool,
+    strip: bool,
+    partial_last_call: bool,
+) -> Parsed {
     let (reasoning, content) = if thinking {
         split_reasoning(text)
     } else {
@@ -78,10 +74,11 @@ pub fn parse(text: &str, thinking: bool, tools_declared: bool) -> Parsed {
         reasoning,
         content,
         calls: Vec::new(),
+        finish_reason: "stop",
     };
     if tools_declared {
         if let Some(content) = parsed.content.take() {
-            let (before, calls) = extract_tool_calls(&content);
+            let (before, calls) = extract_tool_calls(&content, strip, partial_last_call);
             parsed.content = before;
             parsed.calls = calls;
         }
@@ -113,33 +110,77 @@ fn split_reasoning(text: &str) -> (Option<String>, Option<String>) {
 }
 
 /// (content before the tool section or `None` if empty, calls); no section: content unchanged.
-fn extract_tool_calls(content: &str) -> (Option<String>, Vec<ParsedCall>) {
+fn extract_tool_calls(
+    content: &str,
+    strip: bool,
+    partial_last_call: bool,
+) -> (Option<String>, Vec<ParsedCall>) {
     let start = content
         .find(SECTION_BEGIN)
         .or_else(|| content.find(SECTION_BEGIN_SINGULAR));
     let Some(start) = start else {
         return (Some(content.to_string()), Vec::new());
     };
-    let calls: Vec<ParsedCall> = CALL_RE
+    let mut calls: Vec<ParsedCall> = CALL_RE
         .captures_iter(content)
         .filter_map(Result::ok)
         .filter_map(|caps| {
             let id = caps.name("tool_call_id")?.as_str().trim().to_string();
-            let arguments = caps.name("function_arguments")?.as_str().trim().to_string();
-            let before_colon = id.split(':').next().unwrap_or("");
-            let name = before_colon.rsplit('.').next().unwrap_or("").to_string();
-            Some(ParsedCall {
-                id,
-                name,
-                arguments,
-            })
+            let raw = caps.get(0)?.as_str();
+            let arguments = raw_arguments(raw)?;
+            let arguments = if strip { arguments.trim() } else { arguments };
+            Some(call(id, arguments.to_string()))
         })
         .collect();
+    if partial_last_call {
+        // The text after the last complete call: a call that got its id and some arguments out.
+        let tail_from = content.rfind(CALL_END).map_or(start, |at| at + CALL_END.len());
+        let tail = &content[tail_from..];
+        if let Some(begin) = tail.find(CALL_BEGIN) {
+            let rest = &tail[begin + CALL_BEGIN.len()..];
+            if let Some((id, args)) = rest.split_once(ARGUMENT_BEGIN) {
+                let id = id.trim();
+                if is_id(id) {
+                    calls.push(call(id.to_string(), args.to_string()));
+                }
+            }
+        }
+    }
     if calls.is_empty() {
         return (Some(content.to_string()), calls);
     }
     let before = &content[..start];
     ((!before.is_empty()).then(|| before.to_string()), calls)
+}
+
+/// The arguments between `<|tool_call_argument_begin|>` and `<|tool_call_end|>` of one matched
+/// call, unstripped (the streamed text; non-streamed parsers strip it).
+fn raw_arguments(matched: &str) -> Option<&str> {
+    let (_, after) = matched.split_once(ARGUMENT_BEGIN)?;
+    after.strip_suffix(CALL_END)
+}
+
+fn is_id(id: &str) -> bool {
+    crate::model::family::kimi::is_native_tool_call_id(id)
+}
+
+fn call(id: String, arguments: String) -> ParsedCall {
+    let before_colon = id.split(':').next().unwrap_or("");
+    let name = before_colon.rsplit('.').next().unwrap_or("").to_string();
+    ParsedCall {
+        id,
+        name,
+        arguments,
+    }
+}
+
+/// The detokenized text as the server sees it with spaces around added tokens: the prompt ends
+/// with an added token, so a non-empty answer also starts with the joining space.
+pub fn spaced_after_prompt(text: &str) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    format!(" {}", space_added_tokens(text))
 }
 
 /// vLLM's `spaces_between_special_tokens` artefact (vLLM #33457): the text is cut into runs of
@@ -177,21 +218,21 @@ mod tests {
 
     #[test]
     fn reasoning_ends_at_think_end() {
-        let p = parse("hmm</think>Four.", true, false);
+        let p = parse_with("hmm</think>Four.", true, false, true, false);
         assert_eq!(p.reasoning.as_deref(), Some("hmm"));
         assert_eq!(p.content.as_deref(), Some("Four."));
     }
 
     #[test]
     fn no_end_marker_means_all_reasoning() {
-        let p = parse("still thinking", true, false);
+        let p = parse_with("still thinking", true, false, true, false);
         assert_eq!(p.reasoning.as_deref(), Some("still thinking"));
         assert_eq!(p.content, None);
     }
 
     #[test]
     fn tool_calls_are_extracted_raw() {
-        let p = parse(&format!("why</think>Let me look.{CALL}"), true, true);
+        let p = parse_with(&format!("why</think>Let me look.{CALL}"), true, true, true, false);
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content.as_deref(), Some("Let me look."));
         assert_eq!(
@@ -206,7 +247,7 @@ mod tests {
 
     #[test]
     fn a_section_inside_reasoning_ends_it() {
-        let p = parse(&format!("why{CALL}"), true, true);
+        let p = parse_with(&format!("why{CALL}"), true, true, true, false);
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content, None);
         assert_eq!(p.calls.len(), 1);
@@ -226,10 +267,12 @@ mod tests {
 
     #[test]
     fn spaced_calls_still_parse() {
-        let p = parse(
+        let p = parse_with(
             &space_added_tokens(&format!("why</think>{CALL}")),
             true,
             true,
+            true,
+            false,
         );
         assert_eq!(p.reasoning.as_deref(), Some("why "));
         assert_eq!(p.content.as_deref(), Some(" "));

@@ -1,0 +1,269 @@
+//! The fidelity class of a reconstruction and the flags every non-exact sample carries: the
+//! outcome of the synthesis check, what the declared server is known to destroy, another
+//! family's markers, a cut that split a character. Each flag adds a reason and a warning, so a
+//! sample is never non-exact without saying why.
+
+use serde_json::Value;
+
+use crate::api::{Arguments, Completion};
+use crate::model::pyjson::{self, DumpOptions};
+use crate::model::Profile;
+use crate::server::kimi::{CALL_END, SECTION_BEGIN, SECTION_END};
+use crate::server::{CallIds, ServerShape};
+
+use super::fidelity::{Fidelity, FidelityClass, Reason};
+use super::synth::Synthesis;
+
+/// For a `length` cut with tools declared: where in the tool section the cut may have fallen
+/// (after the last call, inside the last call's arguments — a streamed answer shows what was
+/// sent —, right after the section opener).
+pub(super) fn with_cut_tails(texts: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(texts.len() * 3);
+    for text in texts {
+        let mut variants = vec![text.clone()];
+        if let Some(open) = text.strip_suffix(SECTION_END) {
+            variants.push(open.to_string());
+            if let Some(in_call) = open.strip_suffix(CALL_END) {
+                variants.push(in_call.to_string());
+            }
+        } else if !text.contains(SECTION_BEGIN) {
+            variants.push(format!("{text}{SECTION_BEGIN}"));
+        }
+        for v in variants {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+fn reported(completion: &Completion) -> Option<usize> {
+    completion
+        .usage
+        .as_ref()
+        .and_then(|u| u.completion_tokens)
+        .map(|n| n as usize)
+}
+
+/// The ids and class from the synthesis outcome.
+pub(super) fn classify(
+    profile: &Profile,
+    texts: &[String],
+    completion: &Completion,
+    found: Synthesis,
+    shape: &ServerShape,
+    warnings: &mut Vec<String>,
+) -> (Vec<u32>, Fidelity) {
+    let server = shape.describe();
+    match (found.consistent, found.ids) {
+        (1, Some(ids)) => (ids, Fidelity::new(FidelityClass::Unique)),
+        (n, Some(ids)) if n > 1 => {
+            let mut fidelity = Fidelity::new(FidelityClass::Ambiguous);
+            fidelity.candidates = Some(usize::try_from(n).unwrap_or(usize::MAX));
+            for reason in &found.open {
+                fidelity.because(*reason);
+            }
+            let why = match reported(completion) {
+                None => "the response has no usage.completion_tokens".to_string(),
+                Some(k) => format!("usage.completion_tokens = {k} does not decide between them"),
+            };
+            warnings.push(format!(
+                "ambiguous: {n} token streams fit this response from {server} ({}) and {why}; chose the most likely form",
+                names(&found.open)
+            ));
+            (ids, fidelity)
+        }
+        _ => {
+            // Nothing consistent: the most likely form, flagged.
+            let ids = fallback(profile, texts, completion);
+            let mut fidelity = Fidelity::new(FidelityClass::Inconsistent);
+            match (found.short_by, found.fields_agree) {
+                (Some(gap), _) if shape.drops_incomplete_call => {
+                    fidelity = Fidelity::new(FidelityClass::Lossy);
+                    fidelity.because(Reason::CutInsideToolSection);
+                    warnings.push(format!(
+                        "length cut inside the tool section: {server} dropped the unfinished call ({gap} tokens the answer does not show); the ids end before it"
+                    ));
+                }
+                (_, true) => {
+                    fidelity.because(Reason::UsageDisagrees);
+                    warnings.push(format!(
+                        "inconsistent: usage.completion_tokens = {} fits no token stream that {server} would have answered this way (the rebuild has {})",
+                        reported(completion).unwrap_or_default(),
+                        ids.len()
+                    ));
+                }
+                (_, false) => {
+                    fidelity.because(Reason::ForwardMismatch);
+                    warnings.push(format!(
+                        "inconsistent: no token stream gives this answer through {server} ({} differs); the ids are the most likely reading, not checked",
+                        found.mismatch.as_deref().unwrap_or("the answer")
+                    ));
+                }
+            }
+            (ids, fidelity)
+        }
+    }
+}
+
+fn names(reasons: &[Reason]) -> String {
+    reasons
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The candidate whose length matches the count, else the first.
+fn fallback(profile: &Profile, texts: &[String], completion: &Completion) -> Vec<u32> {
+    let encoded: Vec<Vec<u32>> = texts.iter().map(|t| profile.tokenizer.encode(t)).collect();
+    let n = reported(completion);
+    encoded
+        .iter()
+        .find(|ids| Some(ids.len()) == n)
+        .or(encoded.first())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// What the server destroyed that nothing in the answer settles.
+pub(super) fn server_losses(
+    profile: &Profile,
+    shape: &ServerShape,
+    completion: &Completion,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    if completion.tool_calls.is_empty() {
+        return;
+    }
+    if profile.family.is_kimi() {
+        let renumbered = completion.tool_calls.iter().any(|c| {
+            !c.id
+                .as_deref()
+                .is_some_and(|id| profile.is_native_tool_call_id(id))
+        });
+        if renumbered || shape.call_ids == CallIds::Resynthesized {
+            fidelity.at_most(FidelityClass::Lossy);
+            fidelity.because(Reason::ServerRewritesToolCallIds);
+            warnings.push(
+                "lossy: the server replaced the model's tool-call ids; they were rebuilt as functions.NAME:N numbered over the conversation, which the model may not have written"
+                    .to_string(),
+            );
+        }
+        if shape.coerces_arguments
+            && fidelity.class == FidelityClass::Inconsistent
+            && completion.tool_calls.iter().any(looks_reserialized)
+        {
+            fidelity.because(Reason::ArgumentsReserialized);
+            warnings.push(
+                "the arguments look re-serialized by the server (coerced to the schema): the model's own text is lost"
+                    .to_string(),
+            );
+        }
+    } else {
+        // hermes (Qwen3) and deepseek_v3 parse the arguments and write them with json.dumps,
+        // and mint random call ids (not part of these families' token streams).
+        fidelity.at_most(FidelityClass::Lossy);
+        fidelity.because(Reason::ArgumentsReserialized);
+        fidelity.because(Reason::ServerRewritesToolCallIds);
+        warnings.push(
+            "lossy: the server re-serialized the tool-call arguments (json.dumps); rebuilt as the template writes them, the model's own spacing and escapes may differ"
+                .to_string(),
+        );
+    }
+}
+
+/// `json.dumps` with its default separators gives back exactly this text.
+fn looks_reserialized(call: &crate::api::ToolCall) -> bool {
+    match &call.arguments {
+        Arguments::Raw(text) => serde_json::from_str::<Value>(text)
+            .map(|v| pyjson::dumps_json(&v, &DumpOptions::default()) == *text)
+            .unwrap_or(false),
+        Arguments::Object(_) => true,
+    }
+}
+
+/// Distinctive markers of each family's chat format.
+const FAMILY_MARKERS: &[&str] = &[
+    // Kimi
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|im_middle|>",
+    // Qwen3
+    "<tool_call>",
+    "</tool_call>",
+    "<|im_start|>",
+    // DeepSeek-V3
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜end▁of▁sentence｜>",
+    "<｜Assistant｜>",
+];
+
+/// An answer holding another family's markers does not come from the declared model.
+pub(super) fn foreign_markers(
+    profile: &Profile,
+    completion: &Completion,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    let own = profile.tokenizer.special_tokens();
+    let mut texts: Vec<&str> = Vec::new();
+    texts.extend(completion.reasoning.as_deref());
+    texts.extend(completion.content.as_deref());
+    for call in &completion.tool_calls {
+        if let Arguments::Raw(a) = &call.arguments {
+            texts.push(a);
+        }
+        texts.extend(call.id.as_deref());
+    }
+    let found: Vec<&str> = FAMILY_MARKERS
+        .iter()
+        .copied()
+        .filter(|m| !own.iter().any(|o| o == m))
+        .filter(|m| texts.iter().any(|t| t.contains(m)))
+        .collect();
+    if !found.is_empty() {
+        fidelity.at_most(FidelityClass::Inconsistent);
+        fidelity.because(Reason::ForeignMarkers);
+        warnings.push(format!(
+            "inconsistent: the answer holds another model family's markers ({}) — is --model/--profile {} the model that answered?",
+            found.join(", "),
+            profile.name
+        ));
+    }
+}
+
+/// A `length` cut that split a multi-byte character: the last token is a partial-byte id.
+pub(super) fn partial_character(
+    cut: bool,
+    completion: &Completion,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    if !cut {
+        return;
+    }
+    let last = completion
+        .tool_calls
+        .last()
+        .and_then(|c| match &c.arguments {
+            Arguments::Raw(a) => Some(a.as_str()),
+            Arguments::Object(_) => None,
+        })
+        .or(completion.content.as_deref().filter(|c| !c.is_empty()))
+        .or(completion.reasoning.as_deref());
+    if last.is_some_and(|t| t.trim_end().ends_with('\u{FFFD}')) {
+        fidelity.at_most(FidelityClass::TruncatedMidCharacter);
+        fidelity.because(Reason::PartialCharacter);
+        warnings.push(
+            "truncated mid-character: the length cut split a multi-byte character; the last token is a partial-byte id the text cannot show"
+                .to_string(),
+        );
+    }
+}

@@ -1,0 +1,318 @@
+//! Analysis by synthesis: every candidate token stream is sent forward through the declared
+//! server shape (`crate::server::forward`) and kept only if the server would have sent exactly
+//! the answer received (text fields, tool calls, `finish_reason`); what the shape is known to
+//! destroy (trailing reasoning whitespace, whitespace-only content, stripped arguments) is put
+//! back as every variant it could have been, and `usage.completion_tokens` then decides.
+//!
+//! Counting the variants: Kimi's markers are added tokens, which split the text before BPE, so a
+//! variant at one site (next to a marker) changes the count by its own delta, independently of
+//! the other sites. The deltas are measured per site, the combinations that reach the reported
+//! count are counted with a small knapsack, and the one chosen is re-encoded and re-checked
+//! (never trusted from the arithmetic alone).
+
+use crate::api::Completion;
+use crate::model::Profile;
+use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, THINK_END};
+use crate::server::{forward, ForwardInput, ServerShape};
+
+use super::fidelity::Reason;
+
+/// Whitespace a server may have stripped at one site: what is tried in its place.
+const WHITESPACE: [&str; 8] = ["", " ", "\n", "\n\n", "  ", "\t", " \n", "\n "];
+
+/// A place in the text where the shape destroys whitespace.
+#[derive(Debug, Clone, Copy)]
+struct Site {
+    at: usize,
+    reason: Reason,
+}
+
+/// How the stream was answered.
+pub(super) struct Context<'a> {
+    pub profile: &'a Profile,
+    pub shape: &'a ServerShape,
+    pub completion: &'a Completion,
+    pub stream: bool,
+    pub spaces: bool,
+    pub thinking: bool,
+    pub tools_declared: bool,
+    pub history_calls: usize,
+}
+
+/// The outcome over all candidates.
+pub(super) struct Synthesis {
+    /// The chosen stream (if any candidate was consistent with the answer).
+    pub ids: Option<Vec<u32>>,
+    /// Streams consistent with the answer and its count.
+    pub consistent: u64,
+    /// Some candidate agreed with the answer's fields (the count may still have disagreed).
+    pub fields_agree: bool,
+    /// The first disagreement seen, for the warning.
+    pub mismatch: Option<String>,
+    /// The destructions that left more than one choice.
+    pub open: Vec<Reason>,
+    /// Every candidate agreeing with the fields was shorter than the count: the server dropped
+    /// tokens it does not show (a cut inside the tool section).
+    pub short_by: Option<usize>,
+}
+
+impl Context<'_> {
+    fn end_of_turn(&self) -> &str {
+        self.profile.end_of_turn()
+    }
+
+    fn agrees(&self, text: &str) -> Result<(), String> {
+        let eot = self.end_of_turn();
+        let (body, cut) = match text.strip_suffix(eot).filter(|_| !eot.is_empty()) {
+            Some(body) => (body, false),
+            None => (text, true),
+        };
+        let parsed = forward(
+            self.shape,
+            &ForwardInput {
+                text: body,
+                cut,
+                stream: self.stream,
+                spaces: self.spaces,
+                thinking: self.thinking,
+                tools_declared: self.tools_declared,
+                history_calls: self.history_calls,
+            },
+        );
+        parsed
+            .agrees_with(self.shape, self.completion)
+            .map_err(|m| m.0)
+    }
+
+    /// The sites of `text` where the shape strips whitespace the answer cannot show.
+    fn sites(&self, text: &str) -> Vec<Site> {
+        let mut sites = Vec::new();
+        if self.stream {
+            return sites;
+        }
+        let shape = self.shape;
+        if shape.strips_reasoning_trailing_whitespace && self.thinking {
+            let end = [text.find(THINK_END), text.find(SECTION_BEGIN), text.find(CALL_BEGIN)]
+                .into_iter()
+                .flatten()
+                .min();
+            if let Some(at) = end {
+                sites.push(Site {
+                    at,
+                    reason: Reason::ServerStripsReasoningTrailingWhitespace,
+                });
+            }
+        }
+        if shape.whitespace_content_null && self.tools_declared {
+            // Empty content right before the tool section: it may have been whitespace.
+            if let Some(at) = text.find(SECTION_BEGIN) {
+                let before = &text[..at];
+                let empty = before.is_empty() || before.ends_with(THINK_END);
+                if empty && !self.completion.tool_calls.is_empty() {
+                    sites.push(Site {
+                        at,
+                        reason: Reason::ServerNullsWhitespaceContent,
+                    });
+                }
+            }
+        }
+        if shape.strips_arguments && !self.completion.tool_calls.is_empty() {
+            let mut from = 0;
+            while let Some(rel) = text[from..].find(ARGUMENT_BEGIN) {
+                let start = from + rel + ARGUMENT_BEGIN.len();
+                let Some(end_rel) = text[start..].find(CALL_END) else {
+                    break;
+                };
+                let end = start + end_rel;
+                for at in [start, end] {
+                    sites.push(Site {
+                        at,
+                        reason: Reason::ServerStripsArgumentWhitespace,
+                    });
+                }
+                from = end;
+            }
+        }
+        sites
+    }
+}
+
+fn with_inserts(text: &str, sites: &[Site], choice: &[usize]) -> String {
+    let mut out = String::with_capacity(text.len() + sites.len() * 2);
+    let mut last = 0;
+    for (site, &option) in sites.iter().zip(choice) {
+        out.push_str(&text[last..site.at]);
+        out.push_str(WHITESPACE[option]);
+        last = site.at;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Run every candidate text through the shape and the count.
+pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
+    let tokenizer = &cx.profile.tokenizer;
+    let reported = cx
+        .completion
+        .usage
+        .as_ref()
+        .and_then(|u| u.completion_tokens)
+        .map(|n| n as usize);
+    let mut out = Synthesis {
+        ids: None,
+        consistent: 0,
+        fields_agree: false,
+        mismatch: None,
+        open: Vec::new(),
+        short_by: None,
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut shortest_gap: Option<usize> = None;
+    let mut any_longer_or_equal = false;
+    for text in texts {
+        if seen.contains(text) {
+            continue;
+        }
+        seen.push(text.clone());
+        if let Err(m) = cx.agrees(text) {
+            out.mismatch.get_or_insert(m);
+            continue;
+        }
+        out.fields_agree = true;
+        let mut sites = cx.sites(text);
+        sites.sort_by_key(|s| s.at);
+        let base = tokenizer.encode(text);
+        // Per-site token deltas of each option.
+        let deltas: Vec<Vec<i64>> = sites
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                (0..WHITESPACE.len())
+                    .map(|o| {
+                        if o == 0 {
+                            return 0;
+                        }
+                        let mut choice = vec![0; sites.len()];
+                        choice[i] = o;
+                        tokenizer.encode(&with_inserts(text, &sites, &choice)).len() as i64
+                            - base.len() as i64
+                    })
+                    .collect()
+            })
+            .collect();
+        let (count, choice) = match reported {
+            Some(n) => {
+                let target = n as i64 - base.len() as i64;
+                if target < 0 {
+                    any_longer_or_equal = true;
+                } else {
+                    let gap = target as usize;
+                    shortest_gap = Some(shortest_gap.map_or(gap, |g| g.min(gap)));
+                    if gap == 0 {
+                        any_longer_or_equal = true;
+                    }
+                }
+                combinations(&deltas, target)
+            }
+            None => {
+                let all = deltas
+                    .iter()
+                    .fold(1u64, |acc, d| acc.saturating_mul(d.len() as u64));
+                (all, Some(vec![0; sites.len()]))
+            }
+        };
+        if count > 1 {
+            for (site, d) in sites.iter().zip(&deltas) {
+                let target_free = d.len() > 1;
+                if target_free && !out.open.contains(&site.reason) {
+                    out.open.push(site.reason);
+                }
+            }
+            if reported.is_none() && !out.open.contains(&Reason::NoUsage) {
+                out.open.push(Reason::NoUsage);
+            }
+        }
+        if count == 0 {
+            continue;
+        }
+        out.consistent = out.consistent.saturating_add(count);
+        if out.ids.is_none() {
+            if let Some(choice) = choice {
+                let variant = with_inserts(text, &sites, &choice);
+                let ids = if choice.iter().all(|&o| o == 0) {
+                    base
+                } else {
+                    tokenizer.encode(&variant)
+                };
+                let counted = reported.is_none_or(|n| n == ids.len());
+                if counted && cx.agrees(&variant).is_ok() {
+                    out.ids = Some(ids);
+                }
+            }
+        }
+    }
+    if out.consistent == 0 && out.fields_agree && !any_longer_or_equal {
+        out.short_by = shortest_gap;
+    }
+    if out.consistent > 0 && out.ids.is_none() {
+        // The arithmetic promised a variant the re-check refused: trust neither.
+        out.consistent = 0;
+    }
+    out
+}
+
+/// How many choices (one option per site) sum to `target`, and the first of them (options in
+/// order of preference: no whitespace first).
+fn combinations(deltas: &[Vec<i64>], target: i64) -> (u64, Option<Vec<usize>>) {
+    use std::collections::HashMap;
+    // ways[i][t]: number of ways for sites i.. to sum to t.
+    fn ways(
+        deltas: &[Vec<i64>],
+        i: usize,
+        t: i64,
+        memo: &mut HashMap<(usize, i64), u64>,
+    ) -> u64 {
+        if i == deltas.len() {
+            return u64::from(t == 0);
+        }
+        if let Some(&w) = memo.get(&(i, t)) {
+            return w;
+        }
+        let mut total = 0u64;
+        for &d in &deltas[i] {
+            total = total.saturating_add(ways(deltas, i + 1, t - d, memo));
+        }
+        memo.insert((i, t), total);
+        total
+    }
+    let mut memo = HashMap::new();
+    let count = ways(deltas, 0, target, &mut memo);
+    if count == 0 {
+        return (0, None);
+    }
+    let mut choice = Vec::with_capacity(deltas.len());
+    let mut t = target;
+    for i in 0..deltas.len() {
+        let pick = (0..deltas[i].len())
+            .find(|&o| ways(deltas, i + 1, t - deltas[i][o], &mut memo) > 0)
+            .unwrap_or(0);
+        t -= deltas[i][pick];
+        choice.push(pick);
+    }
+    (count, Some(choice))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::combinations;
+
+    #[test]
+    fn knapsack_counts_and_picks_the_plainest() {
+        // two sites, options "", " ", "\n" with deltas 0, 1, 1
+        let d = vec![vec![0, 1, 1], vec![0, 1, 1]];
+        assert_eq!(combinations(&d, 0), (1, Some(vec![0, 0])));
+        assert_eq!(combinations(&d, 1).0, 4);
+        assert_eq!(combinations(&d, 2).0, 4);
+        assert_eq!(combinations(&d, 3), (0, None));
+    }
+}

@@ -1,0 +1,341 @@
+//! Server shapes as data: how each server kind (and version, where it differs) turns the
+//! model's text into a chat.completion.
+//!
+//! Every server kind is one [`ServerShape`] value (one file each: [`openrouter`], [`vllm`],
+//! [`sglang`], [`llamacpp`], [`generic`]) saying which field carries the reasoning, what it
+//! strips or re-serializes, how it makes tool-call ids, what a `length` cut inside the tool
+//! section does, and whether it puts spaces around special tokens (FACTS.md §B, measured with
+//! the servers' own code in §B6). The same value is read *forward* by [`forward`] — the
+//! simulator's flavours answer with it, and the reconstruction sends each candidate token stream
+//! through it to check it against the answer received (analysis by synthesis) — and *backward*
+//! by the reconstruction, which enumerates what the shape is known to destroy.
+//!
+//! Adding a server version is one more `ServerShape` constant and its fixtures.
+
+pub mod generic;
+pub mod kimi;
+pub mod llamacpp;
+pub mod openrouter;
+pub mod sglang;
+pub mod vllm;
+
+use serde_json::Value;
+
+use crate::api::{Arguments, Completion, ServerKind};
+
+/// Which message field carries the reasoning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReasoningField {
+    /// `message.reasoning` (vLLM ≥ 0.12, OpenRouter).
+    Reasoning,
+    /// `message.reasoning_content` (SGLang, vLLM 0.11 and older).
+    ReasoningContent,
+}
+
+/// How the server names the model's tool calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallIds {
+    /// The id text the model wrote (vLLM's kimi_k2 parser).
+    Verbatim,
+    /// `functions.NAME:(calls in history + i)`, whatever the model wrote (SGLang).
+    Resynthesized,
+    /// `call_<24 hex>` (OpenRouter) or another random id (hermes/deepseek parsers).
+    Minted,
+}
+
+/// What a `length` cut inside a call's id does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutInCallId {
+    /// vLLM: a bogus call named `functions.generate` with id `functions.functions.generate:0`…
+    BogusCall,
+    /// The incomplete call is dropped (SGLang).
+    Dropped,
+}
+
+/// One server kind and version: everything that shapes its answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServerShape {
+    pub kind: ServerKind,
+    /// The version line this shape describes (`"0.33"`, `"0.11-0.2x"`, `"0.5"`; `""` when versions agree).
+    pub version: &'static str,
+    /// What this shape says is known (false for `generic`: the reconstruction then assumes
+    /// nothing and checks only the token count).
+    pub known: bool,
+    /// Runs the family's reasoning and tool parsers (false: the raw text is `content`).
+    pub parses: bool,
+    pub reasoning_field: ReasoningField,
+    /// Also sends `reasoning_details` (OpenRouter).
+    pub reasoning_details: bool,
+    /// Empty reasoning is left out (`null`) rather than sent as `""`.
+    pub drops_empty_reasoning: bool,
+    /// Empty content is `null` (true) or `""` (false).
+    pub empty_content_null: bool,
+    /// Whitespace-only content before tool calls becomes `null` (non-streamed).
+    pub whitespace_content_null: bool,
+    /// Trailing whitespace of the reasoning is stripped (non-streamed).
+    pub strips_reasoning_trailing_whitespace: bool,
+    /// Whitespace around each call's arguments is stripped in a non-streamed answer.
+    pub strips_arguments: bool,
+    /// … and in a streamed one.
+    pub strips_streamed_arguments: bool,
+    /// Arguments whose value types do not match the declared schema are coerced and re-serialized
+    /// with `json.dumps` (vLLM 0.33).
+    pub coerces_arguments: bool,
+    pub call_ids: CallIds,
+    pub cut_in_call_id: CutInCallId,
+    /// A call without `<|tool_call_end|>` (cut) is dropped in a non-streamed answer.
+    pub drops_incomplete_call: bool,
+    /// The detokenizer's default puts one space around every added token (vLLM's
+    /// `spaces_between_special_tokens=True`).
+    pub spaces_default: bool,
+    /// `finish_reason` is `tool_calls` when a finished answer has calls.
+    pub finish_tool_calls: bool,
+    /// SGLang-style `matched_stop`, `index` on tool calls.
+    pub calls_have_index: bool,
+}
+
+/// Every known shape, newest version of each kind first.
+pub const SHAPES: &[&ServerShape] = &[
+    &openrouter::SHAPE,
+    &vllm::SHAPE,
+    &vllm::SHAPE_0_11,
+    &sglang::SHAPE,
+    &llamacpp::SHAPE,
+    &generic::SHAPE,
+];
+
+/// The shape of `kind` at `version` (`None`: the newest known). A version prefix selects the
+/// line it belongs to: `0.11.2` or `0.20` → vLLM's 0.11–0.2x line.
+pub fn shape(kind: ServerKind, version: Option<&str>) -> &'static ServerShape {
+    match (kind, version) {
+        (ServerKind::Vllm, Some(v)) if vllm::is_old_line(v) => &vllm::SHAPE_0_11,
+        (ServerKind::Vllm, _) => &vllm::SHAPE,
+        (ServerKind::OpenRouter, _) => &openrouter::SHAPE,
+        (ServerKind::Sglang, _) => &sglang::SHAPE,
+        (ServerKind::LlamaCpp, _) => &llamacpp::SHAPE,
+        (ServerKind::Generic, _) => &generic::SHAPE,
+    }
+}
+
+/// The user-facing name of a server kind (`--kind`).
+pub fn kind_name(kind: ServerKind) -> &'static str {
+    match kind {
+        ServerKind::OpenRouter => "openrouter",
+        ServerKind::Vllm => "vllm",
+        ServerKind::Sglang => "sglang",
+        ServerKind::LlamaCpp => "llamacpp",
+        ServerKind::Generic => "generic",
+    }
+}
+
+impl ServerShape {
+    /// `vllm 0.33`, `sglang 0.5`, `openrouter`.
+    pub fn describe(&self) -> String {
+        if self.version.is_empty() {
+            kind_name(self.kind).to_string()
+        } else {
+            format!("{} {}", kind_name(self.kind), self.version)
+        }
+    }
+}
+
+/// What the model wrote and how it was asked: the input of [`forward`].
+#[derive(Debug, Clone, Copy)]
+pub struct ForwardInput<'a> {
+    /// The model's text without its end-of-turn token, as the server detokenizes it.
+    pub text: &'a str,
+    /// `max_tokens` cut the answer (no end-of-turn token).
+    pub cut: bool,
+    pub stream: bool,
+    /// The detokenizer puts a space around every added token.
+    pub spaces: bool,
+    pub thinking: bool,
+    /// Tools were declared (the tool parser runs).
+    pub tools_declared: bool,
+    /// Tool calls made by earlier assistant turns (SGLang's id numbering continues from there).
+    pub history_calls: usize,
+}
+
+/// One tool call as the server reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// The fields a server sends for one answer (before JSON).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Parsed {
+    pub reasoning: Option<String>,
+    pub content: Option<String>,
+    pub calls: Vec<ParsedCall>,
+    pub finish_reason: &'static str,
+}
+
+/// The answer `shape` would send for the Kimi-format text in `input` (the Completion view; the
+/// simulator turns it into JSON). Call ids the shape mints itself are left as the model's id
+/// text here; the caller replaces them ([`CallIds::Minted`]).
+pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
+    let spaced;
+    let text = if input.spaces {
+        spaced = kimi::spaced_after_prompt(input.text);
+        spaced.as_str()
+    } else {
+        input.text
+    };
+    if !shape.parses {
+        return Parsed {
+            reasoning: None,
+            content: Some(text.to_string()),
+            calls: Vec::new(),
+            finish_reason: if input.cut { "length" } else { "stop" },
+        };
+    }
+    let mut parsed = kimi::parse(shape, text, input);
+    if shape.strips_reasoning_trailing_whitespace && !input.stream {
+        if let Some(r) = &mut parsed.reasoning {
+            r.truncate(r.trim_end().len());
+        }
+    }
+    if shape.drops_empty_reasoning {
+        parsed.reasoning = parsed.reasoning.filter(|r| !r.is_empty());
+    }
+    let whitespace_only = parsed
+        .content
+        .as_deref()
+        .is_some_and(|c| c.trim().is_empty() && !c.is_empty());
+    if shape.whitespace_content_null
+        && !input.stream
+        && whitespace_only
+        && !parsed.calls.is_empty()
+    {
+        parsed.content = None;
+    }
+    if parsed.content.as_deref() == Some("") {
+        parsed.content = None;
+    }
+    if !shape.empty_content_null && parsed.content.is_none() {
+        parsed.content = Some(String::new());
+    }
+    if shape.call_ids == CallIds::Resynthesized {
+        for (i, call) in parsed.calls.iter_mut().enumerate() {
+            call.id = format!("functions.{}:{}", call.name, input.history_calls + i);
+        }
+    }
+    parsed.finish_reason = if input.cut {
+        "length"
+    } else if shape.finish_tool_calls && !parsed.calls.is_empty() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    parsed
+}
+
+/// Where a forward answer and the received one differ (for the warning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mismatch(pub String);
+
+impl Parsed {
+    /// Compare with the answer received: text fields (`null` and `""` alike), tool calls (name,
+    /// arguments; the id where the shape keeps or derives it), `finish_reason`.
+    pub fn agrees_with(&self, shape: &ServerShape, got: &Completion) -> Result<(), Mismatch> {
+        let norm = |s: Option<&str>| s.unwrap_or_default().to_string();
+        if norm(self.reasoning.as_deref()) != norm(got.reasoning.as_deref()) {
+            return Err(Mismatch("reasoning".into()));
+        }
+        if norm(self.content.as_deref()) != norm(got.content.as_deref()) {
+            return Err(Mismatch("content".into()));
+        }
+        if self.calls.len() != got.tool_calls.len() {
+            return Err(Mismatch(format!(
+                "{} tool calls, the answer has {}",
+                self.calls.len(),
+                got.tool_calls.len()
+            )));
+        }
+        for (i, (mine, theirs)) in self.calls.iter().zip(&got.tool_calls).enumerate() {
+            if mine.name != theirs.name {
+                return Err(Mismatch(format!("tool call {i} name")));
+            }
+            let same_args = match &theirs.arguments {
+                Arguments::Raw(text) => *text == mine.arguments,
+                Arguments::Object(value) => {
+                    serde_json::from_str::<Value>(&mine.arguments).ok().as_ref() == Some(value)
+                }
+            };
+            if !same_args && !shape.coerces_arguments {
+                return Err(Mismatch(format!("tool call {i} arguments")));
+            }
+            if shape.call_ids != CallIds::Minted && theirs.id.as_deref() != Some(mine.id.as_str())
+            {
+                return Err(Mismatch(format!("tool call {i} id")));
+            }
+        }
+        if let Some(finish) = got.finish_reason.as_deref() {
+            if finish != self.finish_reason {
+                return Err(Mismatch("finish_reason".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(text: &str) -> ForwardInput<'_> {
+        ForwardInput {
+            text,
+            cut: false,
+            stream: false,
+            spaces: false,
+            thinking: true,
+            tools_declared: true,
+            history_calls: 2,
+        }
+    }
+
+    const CALLS: &str = "why \n</think> <|tool_calls_section_begin|><|tool_call_begin|>functions.f:7<|tool_call_argument_begin|> {\"a\":1} <|tool_call_end|><|tool_calls_section_end|>";
+
+    #[test]
+    fn vllm_strips_and_nulls_sglang_resynthesizes() {
+        let v = forward(&vllm::SHAPE, &input(CALLS));
+        assert_eq!(v.reasoning.as_deref(), Some("why"));
+        assert_eq!(v.content, None);
+        assert_eq!(v.calls[0].id, "functions.f:7");
+        assert_eq!(v.calls[0].arguments, "{\"a\":1}");
+        assert_eq!(v.finish_reason, "tool_calls");
+
+        let s = forward(&sglang::SHAPE, &input(CALLS));
+        assert_eq!(s.reasoning.as_deref(), Some("why \n"));
+        assert_eq!(s.content.as_deref(), Some(" "));
+        assert_eq!(s.calls[0].id, "functions.f:2");
+    }
+
+    #[test]
+    fn streamed_vllm_keeps_argument_whitespace() {
+        let v = forward(
+            &vllm::SHAPE,
+            &ForwardInput {
+                stream: true,
+                ..input(CALLS)
+            },
+        );
+        assert_eq!(v.calls[0].arguments, " {\"a\":1} ");
+        assert_eq!(v.reasoning.as_deref(), Some("why \n"));
+    }
+
+    #[test]
+    fn versions_select_lines() {
+        assert_eq!(shape(ServerKind::Vllm, Some("0.11.2")).version, "0.11-0.2x");
+        assert_eq!(shape(ServerKind::Vllm, Some("0.33.0")).version, "0.33");
+        assert_eq!(shape(ServerKind::Vllm, None).version, "0.33");
+        assert_eq!(
+            shape(ServerKind::Vllm, Some("0.11.0")).reasoning_field,
+            ReasoningField::ReasoningContent
+        );
+    }
+}

@@ -1,0 +1,53 @@
+//! vLLM serving Kimi with `--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`
+//! (FACTS.md §B1, §B2, §B6 — measured on vLLM 0.33.0's own parser and assembly code).
+//!
+//! 0.33: reasoning in `message.reasoning`, its trailing whitespace stripped in a non-streamed
+//! answer; whitespace-only content before the tool calls → `null`; ids verbatim; arguments raw
+//! but stripped when not streamed, coerced to the schema and re-serialized when a value's type
+//! does not match it; a cut inside a call's id gives a bogus call; `finish_reason` `tool_calls`
+//! when a finished answer has calls; one space around every added token by default
+//! (`spaces_between_special_tokens=True` with Kimi's slow tokenizer, vLLM #33457).
+//!
+//! The 0.11–0.2x line (the one K2-Vendor-Verifier recommends) names the field
+//! `reasoning_content` (renamed in PR #27752) and predates the schema coercion; the rest is
+//! taken to be the same (not yet measured).
+
+use super::{CallIds, CutInCallId, ReasoningField, ServerShape};
+use crate::api::ServerKind;
+
+pub const SHAPE: ServerShape = ServerShape {
+    kind: ServerKind::Vllm,
+    version: "0.33",
+    known: true,
+    parses: true,
+    reasoning_field: ReasoningField::Reasoning,
+    reasoning_details: false,
+    drops_empty_reasoning: false,
+    empty_content_null: true,
+    whitespace_content_null: true,
+    strips_reasoning_trailing_whitespace: true,
+    strips_arguments: true,
+    strips_streamed_arguments: false,
+    coerces_arguments: true,
+    call_ids: CallIds::Verbatim,
+    cut_in_call_id: CutInCallId::BogusCall,
+    drops_incomplete_call: true,
+    spaces_default: true,
+    finish_tool_calls: true,
+    calls_have_index: false,
+};
+
+pub const SHAPE_0_11: ServerShape = ServerShape {
+    version: "0.11-0.2x",
+    reasoning_field: ReasoningField::ReasoningContent,
+    coerces_arguments: false,
+    ..SHAPE
+};
+
+/// Versions 0.11 to 0.29 belong to the older line.
+pub fn is_old_line(version: &str) -> bool {
+    let mut parts = version.trim_start_matches('v').split('.');
+    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let minor = parts.next().and_then(|p| p.parse::<u32>().ok());
+    matches!((major, minor), (Some(0), Some(m)) if (11..30).contains(&m))
+}

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::io::{read_jsonl, Output};
-use crate::config::EndpointKind;
 use super::model_args::ModelArgs;
+use crate::config::EndpointKind;
 use crate::reconstruct::{reconstruct_batch, Fidelity, ReconstructOptions, Request};
 
 #[derive(clap::Args)]

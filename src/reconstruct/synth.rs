@@ -92,10 +92,14 @@ impl Context<'_> {
         }
         let shape = self.shape;
         if shape.strips_reasoning_trailing_whitespace && self.thinking {
-            let end = [text.find(THINK_END), text.find(SECTION_BEGIN), text.find(CALL_BEGIN)]
-                .into_iter()
-                .flatten()
-                .min();
+            let end = [
+                text.find(THINK_END),
+                text.find(SECTION_BEGIN),
+                text.find(CALL_BEGIN),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             if let Some(at) = end {
                 sites.push(Site {
                     at,
@@ -266,12 +270,7 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
 fn combinations(deltas: &[Vec<i64>], target: i64) -> (u64, Option<Vec<usize>>) {
     use std::collections::HashMap;
     // ways[i][t]: number of ways for sites i.. to sum to t.
-    fn ways(
-        deltas: &[Vec<i64>],
-        i: usize,
-        t: i64,
-        memo: &mut HashMap<(usize, i64), u64>,
-    ) -> u64 {
+    fn ways(deltas: &[Vec<i64>], i: usize, t: i64, memo: &mut HashMap<(usize, i64), u64>) -> u64 {
         if i == deltas.len() {
             return u64::from(t == 0);
         }

@@ -117,7 +117,18 @@ pub(super) fn candidates(
         flag_literals(r, "reasoning", markers, warnings);
     }
     flag_literals(&content, "content", markers, warnings);
-    let tool_calls = native_tool_calls(profile, request, &completion.tool_calls, markers, warnings);
+    let mut tool_calls =
+        native_tool_calls(profile, request, &completion.tool_calls, markers, warnings);
+    if options.spaces_around_special_tokens {
+        // Streamed arguments sit between two added tokens: one joining space on each side.
+        for call in &mut tool_calls {
+            if let Arguments::Raw(args) = &mut call.arguments {
+                let inner = args.strip_prefix(' ').unwrap_or(args);
+                let inner = inner.strip_suffix(' ').unwrap_or(inner);
+                *args = inner.to_string();
+            }
+        }
+    }
 
     let template_form = AssistantTurn {
         reasoning: reasoning.clone(),

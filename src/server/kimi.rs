@@ -134,7 +134,9 @@ fn extract_tool_calls(
         .collect();
     if partial_last_call {
         // The text after the last complete call: a call that got its id and some arguments out.
-        let tail_from = content.rfind(CALL_END).map_or(start, |at| at + CALL_END.len());
+        let tail_from = content
+            .rfind(CALL_END)
+            .map_or(start, |at| at + CALL_END.len());
         let tail = &content[tail_from..];
         if let Some(begin) = tail.find(CALL_BEGIN) {
             let rest = &tail[begin + CALL_BEGIN.len()..];
@@ -232,7 +234,13 @@ mod tests {
 
     #[test]
     fn tool_calls_are_extracted_raw() {
-        let p = parse_with(&format!("why</think>Let me look.{CALL}"), true, true, true, false);
+        let p = parse_with(
+            &format!("why</think>Let me look.{CALL}"),
+            true,
+            true,
+            true,
+            false,
+        );
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content.as_deref(), Some("Let me look."));
         assert_eq!(

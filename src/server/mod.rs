@@ -205,10 +205,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         .content
         .as_deref()
         .is_some_and(|c| c.trim().is_empty() && !c.is_empty());
-    if shape.whitespace_content_null
-        && !input.stream
-        && whitespace_only
-        && !parsed.calls.is_empty()
+    if shape.whitespace_content_null && !input.stream && whitespace_only && !parsed.calls.is_empty()
     {
         parsed.content = None;
     }
@@ -268,8 +265,7 @@ impl Parsed {
             if !same_args && !shape.coerces_arguments {
                 return Err(Mismatch(format!("tool call {i} arguments")));
             }
-            if shape.call_ids != CallIds::Minted && theirs.id.as_deref() != Some(mine.id.as_str())
-            {
+            if shape.call_ids != CallIds::Minted && theirs.id.as_deref() != Some(mine.id.as_str()) {
                 return Err(Mismatch(format!("tool call {i} id")));
             }
         }

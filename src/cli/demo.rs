@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::api::ServerKind;
 use crate::config::{EndpointConfig, EndpointKind, RunConfig};
 use crate::dataset::{self, PrepareOptions};
 use crate::engine::{self, ProgressMode, RunOptions, Shutdown};
@@ -124,10 +123,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
 
     // 3. reconstruct every success into exact token ids
+    // The simulator answered in its flavour's server shape; the reconstruction checks against it.
+    let shape = args.flavor.shape();
+    let options = ReconstructOptions {
+        kind: shape.kind,
+        server_version: (!shape.version.is_empty()).then(|| shape.version.to_string()),
+        ..ReconstructOptions::default()
+    };
     let built = build_samples(
         &profile,
         &out("run").join("journal"),
-        &ReconstructOptions::default(),
+        &options,
         &out("samples.jsonl"),
     )?;
     eprintln!(
@@ -140,6 +146,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         built.ambiguous,
         built.failed.len(),
     );
+    let classes: Vec<String> = built
+        .classes
+        .iter()
+        .map(|(class, n)| format!("{n} {class}"))
+        .collect();
+    eprintln!("fidelity  {}", classes.join(", "));
     for failure in built.failed.iter().take(5) {
         eprintln!("  could not reconstruct {failure}");
     }
@@ -158,15 +170,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn demo_config(base_url: &str, flavor: Flavor) -> RunConfig {
     let mut config = RunConfig::default();
     let kind = match flavor {
-        Flavor::Vllm => EndpointKind::Vllm,
-        _ => EndpointKind::Generic,
+        Flavor::Vllm | Flavor::Vllm011 => EndpointKind::Vllm,
+        Flavor::Sglang => EndpointKind::Sglang,
+        Flavor::LlamaCpp => EndpointKind::LlamaCpp,
+        Flavor::OpenRouter | Flavor::Raw => EndpointKind::Generic,
     };
     config.endpoints = vec![EndpointConfig::new("sim", base_url, kind)];
     config.request.model = "moonshotai/kimi-k2.5".to_string();
     config.request.max_tokens = Some(2048);
     config.request.stream = true;
+    config.request.server_kind = kind.server_kind();
     if flavor == Flavor::Vllm {
-        config.request.server_kind = ServerKind::Vllm;
         config.request.server_token_ids = true;
         config.request.stream = false; // ids come with non-streamed answers
     }

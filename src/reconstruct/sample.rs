@@ -54,6 +54,9 @@ pub struct BuildReport {
     pub samples: u64,
     pub with_warnings: u64,
     pub ambiguous: u64,
+    /// Samples per fidelity class (`unique`, `lossy`, …), every class listed.
+    #[serde(default)]
+    pub classes: std::collections::BTreeMap<String, u64>,
     /// Records that could not be reconstructed, with the reason (journal location and id).
     pub failed: Vec<String>,
     /// Journal lines that could not be read.
@@ -89,6 +92,9 @@ pub fn build_samples(
     };
     let mut writer = BufWriter::new(File::create(&tmp).map_err(write_err)?);
     let mut report = BuildReport::default();
+    for class in super::FidelityClass::ALL {
+        report.classes.insert(class.name().to_string(), 0);
+    }
     let mut batch: Vec<(String, Record)> = Vec::with_capacity(BATCH);
 
     for item in RecordReader::open(journal_dir)? {
@@ -138,6 +144,10 @@ fn write_batch(
             Ok((sample, ambiguous)) => {
                 report.samples += 1;
                 report.ambiguous += u64::from(ambiguous);
+                *report
+                    .classes
+                    .entry(sample.fidelity.class.name().to_string())
+                    .or_default() += 1;
                 report.with_warnings += u64::from(!sample.warnings.is_empty());
                 report.prompt_tokens += sample.prompt_ids.len() as u64;
                 report.completion_tokens += sample.completion_ids.len() as u64;
@@ -173,7 +183,7 @@ fn sample_of(
 
 fn request_view(body: &Value) -> Value {
     let mut view = serde_json::Map::new();
-    for key in ["messages", "tools", "chat_template_kwargs"] {
+    for key in ["messages", "tools", "chat_template_kwargs", "stream"] {
         if let Some(value) = body.get(key).filter(|v| !v.is_null()) {
             view.insert(key.to_string(), value.clone());
         }

@@ -163,9 +163,12 @@ pub(super) fn server_losses(
                     .to_string(),
             );
         }
-    } else {
-        // hermes (Qwen3) and deepseek_v3 parse the arguments and write them with json.dumps,
-        // and mint random call ids (not part of these families' token streams).
+    } else if crate::server::Syntax::of(profile.family) == Some(crate::server::Syntax::Hermes)
+        && shape.parses
+    {
+        // hermes (Qwen3) parses the arguments and writes them with json.dumps, and mints random
+        // call ids (not part of the family's token stream). deepseek_v3 keeps the raw
+        // arguments: nothing lost there.
         fidelity.at_most(FidelityClass::Lossy);
         fidelity.because(Reason::ArgumentsReserialized);
         fidelity.because(Reason::ServerRewritesToolCallIds);

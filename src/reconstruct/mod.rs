@@ -130,8 +130,9 @@ pub fn reconstruct(
     let shape = options.shape();
     let cut = completion.finish_reason.as_deref() == Some("length");
     let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
-    let synthesized = shape.known && shape.parses && profile.family.is_kimi();
-    if synthesized && cut && tools_declared {
+    let syntax = server::Syntax::of(profile.family);
+    let synthesized = shape.known && syntax.is_some();
+    if synthesized && cut && tools_declared && profile.family.is_kimi() {
         texts = flags::with_cut_tails(texts);
     }
 
@@ -145,6 +146,7 @@ pub fn reconstruct(
             thinking: profile.thinking_enabled(request.chat_template_kwargs.as_ref()),
             tools_declared,
             history_calls: turn::earlier_tool_calls(request),
+            syntax: syntax.unwrap_or_default(),
         };
         let found = synth::synthesize(&cx, &texts);
         flags::classify(profile, &texts, &completion, found, shape, &mut warnings)

@@ -13,7 +13,7 @@
 use crate::api::Completion;
 use crate::model::Profile;
 use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, THINK_END};
-use crate::server::{forward, ForwardInput, ServerShape};
+use crate::server::{forward, ForwardInput, ServerShape, Syntax};
 
 use super::fidelity::Reason;
 
@@ -37,6 +37,7 @@ pub(super) struct Context<'a> {
     pub thinking: bool,
     pub tools_declared: bool,
     pub history_calls: usize,
+    pub syntax: Syntax,
 }
 
 /// The outcome over all candidates.
@@ -77,6 +78,7 @@ impl Context<'_> {
                 thinking: self.thinking,
                 tools_declared: self.tools_declared,
                 history_calls: self.history_calls,
+                syntax: self.syntax,
             },
         );
         parsed
@@ -87,7 +89,7 @@ impl Context<'_> {
     /// The sites of `text` where the shape strips whitespace the answer cannot show.
     fn sites(&self, text: &str) -> Vec<Site> {
         let mut sites = Vec::new();
-        if self.stream {
+        if self.stream || self.syntax != Syntax::Kimi {
             return sites;
         }
         let shape = self.shape;

@@ -12,7 +12,9 @@
 //!
 //! Adding a server version is one more `ServerShape` constant and its fixtures.
 
+pub mod deepseek;
 pub mod generic;
+pub mod hermes;
 pub mod kimi;
 pub mod llamacpp;
 pub mod openrouter;
@@ -139,6 +141,35 @@ impl ServerShape {
     }
 }
 
+/// The model family's output syntax, which decides which parsers a server runs on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Syntax {
+    /// Kimi K2/K2.5: `kimi_k2` reasoning and tool parsers; call ids are in the token stream.
+    #[default]
+    Kimi,
+    /// Qwen3: `qwen3` reasoning + `hermes` tool parser; arguments re-serialized, ids random.
+    Hermes,
+    /// DeepSeek-V3: `deepseek_v3` tool parser, no reasoning; ids random.
+    DeepseekV3,
+}
+
+impl Syntax {
+    pub fn of(family: crate::model::family::Family) -> Option<Syntax> {
+        use crate::model::family::Family;
+        match family {
+            f if f.is_kimi() => Some(Syntax::Kimi),
+            Family::Qwen3 => Some(Syntax::Hermes),
+            Family::DeepseekV3 => Some(Syntax::DeepseekV3),
+            _ => None,
+        }
+    }
+
+    /// Whether the model writes call ids into its token stream.
+    pub fn ids_in_stream(self) -> bool {
+        self == Syntax::Kimi
+    }
+}
+
 /// What the model wrote and how it was asked: the input of [`forward`].
 #[derive(Debug, Clone, Copy)]
 pub struct ForwardInput<'a> {
@@ -154,6 +185,7 @@ pub struct ForwardInput<'a> {
     pub tools_declared: bool,
     /// Tool calls made by earlier assistant turns (SGLang's id numbering continues from there).
     pub history_calls: usize,
+    pub syntax: Syntax,
 }
 
 /// One tool call as the server reports it.
@@ -192,7 +224,11 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
             finish_reason: if input.cut { "length" } else { "stop" },
         };
     }
-    let mut parsed = kimi::parse(shape, text, input);
+    let mut parsed = match input.syntax {
+        Syntax::Kimi => kimi::parse(shape, text, input),
+        Syntax::Hermes => hermes::parse(text, input.thinking, input.tools_declared),
+        Syntax::DeepseekV3 => deepseek::parse(text, input.tools_declared),
+    };
     if shape.strips_reasoning_trailing_whitespace && !input.stream {
         if let Some(r) = &mut parsed.reasoning {
             r.truncate(r.trim_end().len());
@@ -215,7 +251,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
     if !shape.empty_content_null && parsed.content.is_none() {
         parsed.content = Some(String::new());
     }
-    if shape.call_ids == CallIds::Resynthesized {
+    if shape.call_ids == CallIds::Resynthesized && input.syntax.ids_in_stream() {
         for (i, call) in parsed.calls.iter_mut().enumerate() {
             call.id = format!("functions.{}:{}", call.name, input.history_calls + i);
         }
@@ -265,7 +301,8 @@ impl Parsed {
             if !same_args && !shape.coerces_arguments {
                 return Err(Mismatch(format!("tool call {i} arguments")));
             }
-            if shape.call_ids != CallIds::Minted && theirs.id.as_deref() != Some(mine.id.as_str()) {
+            let derived = shape.call_ids != CallIds::Minted && !mine.id.is_empty();
+            if derived && theirs.id.as_deref() != Some(mine.id.as_str()) {
                 return Err(Mismatch(format!("tool call {i} id")));
             }
         }
@@ -291,6 +328,7 @@ mod tests {
             thinking: true,
             tools_declared: true,
             history_calls: 2,
+            syntax: Syntax::Kimi,
         }
     }
 

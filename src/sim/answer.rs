@@ -81,6 +81,49 @@ impl Answer {
     }
 }
 
+/// The answer in another family's native syntax, as that family's profile writes a turn
+/// (Qwen3: `<think>\n…\n</think>\n\n`, hermes `<tool_call>` JSON; DeepSeek-V3: no reasoning,
+/// its tool-call block), ending with the family's end-of-turn token. Falls back to the Kimi
+/// text if the profile cannot write the turn.
+pub fn family_text(
+    answer: &Answer,
+    profile: &crate::model::Profile,
+    request: &super::request::ChatRequest,
+) -> String {
+    use crate::api::{Arguments, ToolCall};
+    use crate::model::profile::AssistantTurn;
+    let kwargs = request.chat_template_kwargs.as_ref();
+    let thinking = profile.thinking_enabled(kwargs) && profile.reasoning_close().is_some();
+    let turn = AssistantTurn {
+        reasoning: answer.reasoning.clone().filter(|_| thinking),
+        reasoning_closed: true,
+        content: answer.content.clone(),
+        tool_calls: answer
+            .tool_calls
+            .iter()
+            .map(|c| ToolCall {
+                id: None,
+                name: c.name.clone(),
+                // As the family's template writes arguments (`tojson`): what it was trained on.
+                arguments: serde_json::from_str(&c.arguments)
+                    .map(Arguments::Object)
+                    .unwrap_or_else(|_| Arguments::Raw(c.arguments.clone())),
+            })
+            .collect(),
+        end_of_turn: true,
+    };
+    let tools = (!request.tools.is_empty()).then_some(request.tools.as_slice());
+    let input = crate::model::RenderInput {
+        messages: &request.messages,
+        tools,
+        add_generation_prompt: true,
+        chat_template_kwargs: kwargs,
+    };
+    profile
+        .completion_text(&input, &turn)
+        .unwrap_or_else(|_| answer.native_text())
+}
+
 /// What the answer depends on from the request.
 pub struct Prompted<'a> {
     pub messages: &'a [Value],

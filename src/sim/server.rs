@@ -341,6 +341,15 @@ async fn chat_completions(
 fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, empty: bool) -> Turn {
     let config = &shared.config;
     let tokens = &shared.tokens;
+    // Non-Kimi families think by their own switch (Qwen3 `enable_thinking`; DeepSeek-V3 never).
+    let family = tokens.profile().filter(|p| !p.family.is_kimi());
+    let thinking = match family {
+        Some(p) => {
+            p.thinking_enabled(request.chat_template_kwargs.as_ref())
+                && p.reasoning_close().is_some()
+        }
+        None => request.thinking,
+    };
     let written = if empty {
         None
     } else {
@@ -348,15 +357,23 @@ fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, emp
             messages: &request.messages,
             tools: &request.tools,
             tool_choice: request.tool_choice.as_ref(),
-            thinking: request.thinking,
+            thinking,
         };
         let mut rng = seed::rng(config.seed, key, Purpose::Answer, 0);
         Some(answer::write(&prompted, &config.behaviour, &mut rng))
     };
-    let sampled = match &written {
-        Some(answer) => tokens.sample(&answer.native_text(), IM_END, request.max_tokens),
-        None => tokens.sample("", "", None),
+    // The model writes its own family's syntax: Kimi's natively, others as their profile does.
+    let sampled = match (&written, family) {
+        (Some(answer), Some(profile)) => {
+            let native = answer::family_text(answer, profile, request);
+            tokens.sample(&native, profile.end_of_turn(), request.max_tokens)
+        }
+        (Some(answer), None) => tokens.sample(&answer.native_text(), IM_END, request.max_tokens),
+        (None, _) => tokens.sample("", "", None),
     };
+    let syntax = family
+        .and_then(|p| crate::server::Syntax::of(p.family))
+        .unwrap_or_default();
     let (completion_tokens, token_ids) = if empty {
         (0, tokens.has_tokenizer().then(Vec::new))
     } else {
@@ -409,7 +426,7 @@ fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, emp
         completion_tokens,
         reasoning_tokens,
         cut: sampled.cut,
-        thinking: request.thinking,
+        thinking,
         tools_declared: !request.tools.is_empty(),
         cost,
         minted_call_ids,
@@ -421,6 +438,7 @@ fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, emp
         llama_verbose_tokens: request.llama_verbose_tokens,
         include_usage: request.include_usage || config.flavor == Flavor::OpenRouter,
         history_calls: answer::prior_tool_calls(&request.messages),
+        syntax,
     }
 }
 

@@ -73,6 +73,14 @@ impl TokenCounter {
         })
     }
 
+    /// The loaded profile, if `--model` loaded as one.
+    pub fn profile(&self) -> Option<&Profile> {
+        match self.model.as_deref() {
+            Some(Model::Profile(p)) => Some(p),
+            _ => None,
+        }
+    }
+
     pub fn has_tokenizer(&self) -> bool {
         self.model.is_some()
     }

@@ -46,11 +46,13 @@ pub struct Turn {
     pub include_usage: bool,
     /// Tool calls made by earlier assistant turns of the request.
     pub history_calls: usize,
+    /// The family syntax of `text` (which parsers the server runs).
+    pub syntax: server::Syntax,
 }
 
 /// The fields `shape` sends for this turn (streamed or not).
 pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
-    server::forward(
+    let mut parsed = server::forward(
         shape,
         &ForwardInput {
             text: &turn.text,
@@ -60,8 +62,20 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
             thinking: turn.thinking,
             tools_declared: turn.tools_declared,
             history_calls: turn.history_calls,
+            syntax: turn.syntax,
         },
-    )
+    );
+    // Parsers of families without ids in their stream mint random ones.
+    for (i, call) in parsed.calls.iter_mut().enumerate() {
+        if call.id.is_empty() {
+            call.id = turn
+                .minted_call_ids
+                .get(i)
+                .map(|id| format!("chatcmpl-tool-{}", id.trim_start_matches("call_")))
+                .unwrap_or_else(|| format!("chatcmpl-tool-{i:024}"));
+        }
+    }
+    parsed
 }
 
 /// The reasoning field's name in `shape`'s answers.

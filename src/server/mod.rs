@@ -229,7 +229,10 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         Syntax::Hermes => hermes::parse(text, input.thinking, input.tools_declared),
         Syntax::DeepseekV3 => deepseek::parse(text, input.tools_declared),
     };
-    if shape.strips_reasoning_trailing_whitespace && !input.stream {
+    // The stripping was measured on vLLM's Kimi parser (FACTS §B6); the qwen3 and deepseek
+    // parsers strip nothing (§B5).
+    let kimi = input.syntax == Syntax::Kimi;
+    if shape.strips_reasoning_trailing_whitespace && !input.stream && kimi {
         if let Some(r) = &mut parsed.reasoning {
             r.truncate(r.trim_end().len());
         }
@@ -241,7 +244,11 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         .content
         .as_deref()
         .is_some_and(|c| c.trim().is_empty() && !c.is_empty());
-    if shape.whitespace_content_null && !input.stream && whitespace_only && !parsed.calls.is_empty()
+    if shape.whitespace_content_null
+        && kimi
+        && !input.stream
+        && whitespace_only
+        && !parsed.calls.is_empty()
     {
         parsed.content = None;
     }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::api::{Arguments, Completion};
 use crate::model::pyjson::{self, DumpOptions};
 use crate::model::Profile;
-use crate::server::kimi::{CALL_END, SECTION_BEGIN, SECTION_END};
+use crate::server::kimi::{CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
 use crate::server::{CallIds, ServerShape};
 
 use super::fidelity::{Fidelity, FidelityClass, Reason};
@@ -24,6 +24,9 @@ pub(super) fn with_cut_tails(texts: Vec<String>) -> Vec<String> {
         if let Some(open) = text.strip_suffix(SECTION_END) {
             variants.push(open.to_string());
             if let Some(in_call) = open.strip_suffix(CALL_END) {
+                // The token after a call's end is the section's end or the next call's begin:
+                // a cut right there leaves the same answer either way.
+                variants.push(format!("{open}{CALL_BEGIN}"));
                 variants.push(in_call.to_string());
             }
         } else if !text.contains(SECTION_BEGIN) {
@@ -56,6 +59,29 @@ pub(super) fn classify(
     warnings: &mut Vec<String>,
 ) -> (Vec<u32>, Fidelity) {
     let server = shape.describe();
+    if let Some(partial) = &found.partial {
+        let warning = "truncated mid-character: the length cut may have split a multi-byte character, whose partial-byte ids the text cannot show";
+        match (found.consistent, &found.ids) {
+            (0, _) | (_, None) => {
+                let mut fidelity = Fidelity::new(FidelityClass::TruncatedMidCharacter);
+                fidelity.because(Reason::PartialCharacter);
+                warnings.push(format!("{warning}; the ids end before them"));
+                return (partial.clone(), fidelity);
+            }
+            (n, Some(ids)) => {
+                let mut fidelity = Fidelity::new(FidelityClass::Ambiguous);
+                fidelity.candidates = Some(usize::try_from(n).unwrap_or(usize::MAX) + 1);
+                fidelity.because(Reason::PartialCharacter);
+                for reason in &found.open {
+                    fidelity.because(*reason);
+                }
+                warnings.push(format!(
+                    "ambiguous: {warning}, and a stream without them fits this response from {server} too; chose that one"
+                ));
+                return (ids.clone(), fidelity);
+            }
+        }
+    }
     match (found.consistent, found.ids) {
         (1, Some(ids)) => (ids, Fidelity::new(FidelityClass::Unique)),
         (n, Some(ids)) if n > 1 => {

@@ -118,6 +118,13 @@ pub fn reconstruct(
 
     let prompt_ids = prompt_ids(profile, request, &completion, &mut warnings)?;
 
+    // vLLM's spaces around added tokens come from the slow (tiktoken-based) Kimi tokenizer's
+    // detokenizer; fast tokenizers (Qwen3, DeepSeek-V3) do not insert them.
+    let options = &ReconstructOptions {
+        spaces_around_special_tokens: options.spaces_around_special_tokens
+            && profile.family.is_kimi(),
+        ..options.clone()
+    };
     let turns = turn::candidates(profile, request, &completion, options, &mut warnings);
     let mut texts = Vec::with_capacity(turns.len());
     for candidate in &turns {

@@ -55,6 +55,9 @@ pub(super) struct Synthesis {
     /// Every candidate agreeing with the fields was shorter than the count: the server dropped
     /// tokens it does not show (a cut inside the tool section).
     pub short_by: Option<usize>,
+    /// A `length` cut may have ended on partial UTF-8 bytes the detokenizer holds back: the ids
+    /// of a consistent text that is that many tokens short (the partial ids themselves unknown).
+    pub partial: Option<Vec<u32>>,
 }
 
 impl Context<'_> {
@@ -89,7 +92,7 @@ impl Context<'_> {
     /// The sites of `text` where the shape strips whitespace the answer cannot show.
     fn sites(&self, text: &str) -> Vec<Site> {
         let mut sites = Vec::new();
-        if self.stream || self.syntax != Syntax::Kimi {
+        if self.syntax != Syntax::Kimi {
             return sites;
         }
         let shape = self.shape;
@@ -122,7 +125,12 @@ impl Context<'_> {
                 }
             }
         }
-        if shape.strips_arguments && !self.completion.tool_calls.is_empty() {
+        let strips_arguments = if self.stream {
+            shape.strips_streamed_arguments
+        } else {
+            shape.strips_arguments
+        };
+        if strips_arguments && !self.completion.tool_calls.is_empty() {
             let mut from = 0;
             while let Some(rel) = text[from..].find(ARGUMENT_BEGIN) {
                 let start = from + rel + ARGUMENT_BEGIN.len();
@@ -171,7 +179,9 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         mismatch: None,
         open: Vec::new(),
         short_by: None,
+        partial: None,
     };
+    let cut = cx.completion.finish_reason.as_deref() == Some("length");
     let mut seen: Vec<String> = Vec::new();
     let mut shortest_gap: Option<usize> = None;
     let mut any_longer_or_equal = false;
@@ -236,6 +246,12 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
             }
             if reported.is_none() && !out.open.contains(&Reason::NoUsage) {
                 out.open.push(Reason::NoUsage);
+            }
+        }
+        if let (true, Some(n), None) = (cut, reported, &out.partial) {
+            // Up to three byte tokens of one split character.
+            if (1..=3).any(|k| base.len() + k == n) {
+                out.partial = Some(base.clone());
             }
         }
         if count == 0 {

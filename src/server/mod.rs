@@ -72,9 +72,10 @@ pub struct ServerShape {
     pub drops_empty_reasoning: bool,
     /// Empty content is `null` (true) or `""` (false).
     pub empty_content_null: bool,
-    /// Whitespace-only content before tool calls becomes `null` (non-streamed).
+    /// Whitespace-only content before tool calls becomes `null` (streamed or not).
     pub whitespace_content_null: bool,
-    /// Trailing whitespace of the reasoning is stripped (non-streamed).
+    /// Trailing whitespace of the reasoning is stripped (streamed or not: vLLM 0.33 holds
+    /// back trailing whitespace of the reasoning in a stream too).
     pub strips_reasoning_trailing_whitespace: bool,
     /// Whitespace around each call's arguments is stripped in a non-streamed answer.
     pub strips_arguments: bool,
@@ -232,7 +233,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
     // The stripping was measured on vLLM's Kimi parser (FACTS §B6); the qwen3 and deepseek
     // parsers strip nothing (§B5).
     let kimi = input.syntax == Syntax::Kimi;
-    if shape.strips_reasoning_trailing_whitespace && !input.stream && kimi {
+    if shape.strips_reasoning_trailing_whitespace && kimi {
         if let Some(r) = &mut parsed.reasoning {
             r.truncate(r.trim_end().len());
         }
@@ -246,7 +247,6 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         .is_some_and(|c| c.trim().is_empty() && !c.is_empty());
     if shape.whitespace_content_null
         && kimi
-        && !input.stream
         && whitespace_only
         && !parsed.calls.is_empty()
     {

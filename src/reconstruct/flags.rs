@@ -9,28 +9,48 @@ use crate::api::{Arguments, Completion};
 use crate::model::pyjson::{self, DumpOptions};
 use crate::model::Profile;
 use crate::server::kimi::{CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
-use crate::server::{CallIds, ServerShape};
+use crate::server::{CallIds, ServerShape, Syntax};
 
 use super::fidelity::{Fidelity, FidelityClass, Reason};
 use super::synth::Synthesis;
 
 /// For a `length` cut with tools declared: where in the tool section the cut may have fallen
-/// (after the last call, inside the last call's arguments — a streamed answer shows what was
-/// sent —, right after the section opener).
-pub(super) fn with_cut_tails(texts: Vec<String>) -> Vec<String> {
-    let mut out = Vec::with_capacity(texts.len() * 3);
+/// (after the last call — on the section's end, or the next call's begin —, inside the last
+/// call's arguments — a streamed answer shows what was sent —, right after the section opener).
+pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> {
+    let (section_begin, call_end, section_end, next_call): (&str, &str, &str, &[&str]) =
+        match syntax {
+            Syntax::Kimi => (SECTION_BEGIN, CALL_END, SECTION_END, &[CALL_BEGIN]),
+            Syntax::DeepseekV3 => (
+                "<｜tool▁calls▁begin｜>",
+                "<｜tool▁call▁end｜>",
+                "<｜tool▁calls▁end｜>",
+                &["\n", "\n<｜tool▁call▁begin｜>"],
+            ),
+            Syntax::Hermes => ("<tool_call>", "</tool_call>", "", &["\n", "\n<tool_call>"]),
+        };
+    let mut out = Vec::with_capacity(texts.len() * 4);
     for text in texts {
         let mut variants = vec![text.clone()];
-        if let Some(open) = text.strip_suffix(SECTION_END) {
-            variants.push(open.to_string());
-            if let Some(in_call) = open.strip_suffix(CALL_END) {
-                // The token after a call's end is the section's end or the next call's begin:
-                // a cut right there leaves the same answer either way.
-                variants.push(format!("{open}{CALL_BEGIN}"));
-                variants.push(in_call.to_string());
+        let open = if section_end.is_empty() {
+            Some(text.as_str())
+        } else {
+            text.strip_suffix(section_end)
+        };
+        match open {
+            Some(open) if open.ends_with(call_end) => {
+                if !section_end.is_empty() {
+                    variants.push(open.to_string());
+                }
+                for next in next_call {
+                    variants.push(format!("{open}{next}"));
+                }
+                if let Some(in_call) = open.strip_suffix(call_end) {
+                    variants.push(in_call.to_string());
+                }
             }
-        } else if !text.contains(SECTION_BEGIN) {
-            variants.push(format!("{text}{SECTION_BEGIN}"));
+            _ if !text.contains(section_begin) => variants.push(format!("{text}{section_begin}")),
+            _ => {}
         }
         for v in variants {
             if !out.contains(&v) {
@@ -194,7 +214,11 @@ pub(super) fn server_losses(
     {
         // hermes (Qwen3) parses the arguments and writes them with json.dumps, and mints random
         // call ids (not part of the family's token stream). deepseek_v3 keeps the raw
-        // arguments: nothing lost there.
+        // arguments: nothing lost there. Where the forward check and the count confirmed the
+        // template's serialization the stream is settled; otherwise the loss is why.
+        if fidelity.class.is_exact() && shape.known {
+            return;
+        }
         fidelity.at_most(FidelityClass::Lossy);
         fidelity.because(Reason::ArgumentsReserialized);
         fidelity.because(Reason::ServerRewritesToolCallIds);

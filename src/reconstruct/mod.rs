@@ -139,8 +139,21 @@ pub fn reconstruct(
     let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
     let syntax = server::Syntax::of(profile.family);
     let synthesized = shape.known && syntax.is_some();
-    if synthesized && cut && tools_declared && profile.family.is_kimi() {
-        texts = flags::with_cut_tails(texts);
+    let stream = options.stream.or(request.stream).unwrap_or(false);
+    if syntax == Some(server::Syntax::DeepseekV3) && stream && completion.tool_calls.len() > 1 {
+        // vLLM's streaming deepseek_v3 parser leaks the `\n` between calls into `content`:
+        // the model's content is without them.
+        let leaked = "\n".repeat(completion.tool_calls.len() - 1);
+        for candidate in &turns {
+            if let Some(content) = candidate.turn.content.strip_suffix(leaked.as_str()) {
+                let mut turn = candidate.turn.clone();
+                turn.content = content.to_string();
+                texts.insert(0, profile.completion_text(&request.render_input(), &turn)?);
+            }
+        }
+    }
+    if let (true, true, true, Some(syntax)) = (synthesized, cut, tools_declared, syntax) {
+        texts = flags::with_cut_tails(texts, syntax);
     }
 
     let (mut completion_ids, mut fidelity) = if synthesized {
@@ -148,7 +161,7 @@ pub fn reconstruct(
             profile,
             shape,
             completion: &completion,
-            stream: options.stream.or(request.stream).unwrap_or(false),
+            stream,
             spaces: options.spaces_around_special_tokens,
             thinking: profile.thinking_enabled(request.chat_template_kwargs.as_ref()),
             tools_declared,

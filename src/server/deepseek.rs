@@ -16,7 +16,9 @@ static CALL_RE: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap_or_else(|e| panic!("the deepseek_v3 regex is a constant and compiles: {e}"))
 });
 
-pub fn parse(text: &str, tools_declared: bool) -> Parsed {
+/// Streamed, the text between two calls (the `\n` the model writes) leaks into `content`
+/// (measured on vLLM 0.33's streaming parser).
+pub fn parse(text: &str, tools_declared: bool, stream: bool) -> Parsed {
     let mut parsed = Parsed {
         reasoning: None,
         content: Some(text.to_string()),
@@ -37,7 +39,17 @@ pub fn parse(text: &str, tools_declared: bool) -> Parsed {
         })
         .collect();
     if !calls.is_empty() {
-        parsed.content = Some(text[..start].to_string());
+        let mut content = text[..start].to_string();
+        if stream {
+            let ends: Vec<usize> = CALL_RE.find_iter(text).map(|m| m.end()).collect();
+            let begins: Vec<usize> = CALL_RE.find_iter(text).map(|m| m.start()).collect();
+            for (end, next) in ends.iter().zip(begins.iter().skip(1)) {
+                if end <= next {
+                    content.push_str(&text[*end..*next]);
+                }
+            }
+        }
+        parsed.content = Some(content);
         parsed.calls = calls;
     }
     parsed

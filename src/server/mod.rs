@@ -228,7 +228,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
     let mut parsed = match input.syntax {
         Syntax::Kimi => kimi::parse(shape, text, input),
         Syntax::Hermes => hermes::parse(text, input.thinking, input.tools_declared),
-        Syntax::DeepseekV3 => deepseek::parse(text, input.tools_declared),
+        Syntax::DeepseekV3 => deepseek::parse(text, input.tools_declared, input.stream),
     };
     // The stripping was measured on vLLM's Kimi parser (FACTS §B6); the qwen3 and deepseek
     // parsers strip nothing (§B5).
@@ -245,11 +245,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         .content
         .as_deref()
         .is_some_and(|c| c.trim().is_empty() && !c.is_empty());
-    if shape.whitespace_content_null
-        && kimi
-        && whitespace_only
-        && !parsed.calls.is_empty()
-    {
+    if shape.whitespace_content_null && kimi && whitespace_only && !parsed.calls.is_empty() {
         parsed.content = None;
     }
     if parsed.content.as_deref() == Some("") {

@@ -174,6 +174,20 @@ fn fallback(profile: &Profile, texts: &[String], completion: &Completion) -> Vec
         .unwrap_or_default()
 }
 
+/// A `length` cut after tool calls: what followed the last call the server showed (the
+/// section's end, the next call's begin or a separator, part of an id or of arguments the
+/// parser held back) is not in the answer, and a token count cannot say which token it was.
+pub(super) fn cut_with_calls(fidelity: &mut Fidelity, warnings: &mut Vec<String>) {
+    if fidelity.class.is_exact() {
+        fidelity.at_most(FidelityClass::Lossy);
+        fidelity.because(Reason::CutAfterToolCall);
+        warnings.push(
+            "lossy: cut by max_tokens inside the tool section; the tokens after the last call the server showed cannot be told from the answer (rebuilt as the most likely ones)"
+                .to_string(),
+        );
+    }
+}
+
 /// What the server destroyed that nothing in the answer settles.
 pub(super) fn server_losses(
     profile: &Profile,

@@ -140,15 +140,19 @@ pub fn reconstruct(
     let syntax = server::Syntax::of(profile.family);
     let synthesized = shape.known && syntax.is_some();
     let stream = options.stream.or(request.stream).unwrap_or(false);
-    if syntax == Some(server::Syntax::DeepseekV3) && stream && completion.tool_calls.len() > 1 {
-        // vLLM's streaming deepseek_v3 parser leaks the `\n` between calls into `content`:
-        // the model's content is without them.
-        let leaked = "\n".repeat(completion.tool_calls.len() - 1);
-        for candidate in &turns {
-            if let Some(content) = candidate.turn.content.strip_suffix(leaked.as_str()) {
-                let mut turn = candidate.turn.clone();
-                turn.content = content.to_string();
-                texts.insert(0, profile.completion_text(&request.render_input(), &turn)?);
+    if syntax == Some(server::Syntax::DeepseekV3) && stream && !completion.tool_calls.is_empty() {
+        // vLLM's streaming deepseek_v3 parser leaks the `\n` between calls (and, cut, the one
+        // after the last call) into `content`: the model's content may be without them.
+        let calls = completion.tool_calls.len();
+        let most = if cut { calls } else { calls - 1 };
+        for k in (1..=most).rev() {
+            let leaked = "\n".repeat(k);
+            for candidate in &turns {
+                if let Some(content) = candidate.turn.content.strip_suffix(leaked.as_str()) {
+                    let mut turn = candidate.turn.clone();
+                    turn.content = content.to_string();
+                    texts.insert(0, profile.completion_text(&request.render_input(), &turn)?);
+                }
             }
         }
     }
@@ -190,6 +194,9 @@ pub fn reconstruct(
         }
         (chosen.ids, fidelity)
     };
+    if synthesized && cut && !completion.tool_calls.is_empty() {
+        flags::cut_with_calls(&mut fidelity, &mut warnings);
+    }
     flags::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
     flags::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
     flags::partial_character(cut, &completion, &mut fidelity, &mut warnings);

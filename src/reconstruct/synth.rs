@@ -182,6 +182,7 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         partial: None,
     };
     let cut = cx.completion.finish_reason.as_deref() == Some("length");
+    let mut partial_candidates: Vec<Vec<u32>> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     let mut shortest_gap: Option<usize> = None;
     let mut any_longer_or_equal = false;
@@ -248,10 +249,10 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
                 out.open.push(Reason::NoUsage);
             }
         }
-        if let (true, Some(n), None) = (cut, reported, &out.partial) {
+        if let (true, Some(n)) = (cut, reported) {
             // Up to three byte tokens of one split character.
             if (1..=3).any(|k| base.len() + k == n) {
-                out.partial = Some(base.clone());
+                partial_candidates.push(base.clone());
             }
         }
         if count == 0 {
@@ -271,6 +272,25 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
                     out.ids = Some(ids);
                 }
             }
+        }
+    }
+    // A held-back partial character is only considered where nothing else explains the count,
+    // where the answer shows the replacement character, or where the stream that fits ends on
+    // the reasoning's close (the one token a partial character would look like).
+    if let Some(first) = partial_candidates.into_iter().next() {
+        let shows_replacement = [
+            cx.completion.content.as_deref(),
+            cx.completion.reasoning.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|t| t.trim_end().ends_with('\u{FFFD}'));
+        let ends_on_close = out.ids.as_ref().is_some_and(|ids| {
+            let close = cx.profile.reasoning_close().unwrap_or("\u{0}");
+            tokenizer.decode(ids).ends_with(close)
+        });
+        if out.consistent == 0 || shows_replacement || ends_on_close {
+            out.partial = Some(first);
         }
     }
     if out.consistent == 0 && out.fields_agree && !any_longer_or_equal {

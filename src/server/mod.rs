@@ -245,7 +245,9 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         .content
         .as_deref()
         .is_some_and(|c| c.trim().is_empty() && !c.is_empty());
-    if shape.whitespace_content_null && kimi && whitespace_only && !parsed.calls.is_empty() {
+    // Measured: Kimi streamed or not; hermes (Qwen3) when not streamed.
+    let nulls_here = kimi || (input.syntax == Syntax::Hermes && !input.stream);
+    if shape.whitespace_content_null && nulls_here && whitespace_only && !parsed.calls.is_empty() {
         parsed.content = None;
     }
     if parsed.content.as_deref() == Some("") {

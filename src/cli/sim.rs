@@ -15,7 +15,8 @@ pub struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
-    /// Response shape: openrouter, vllm or raw.
+    /// Response shape: openrouter, vllm, vllm-0.11, sglang, llamacpp or raw (one per server kind,
+    /// answering through that kind's shape in `server`).
     #[arg(long, default_value = "openrouter")]
     flavor: Flavor,
     /// A model directory (its tokenizer counts tokens and gives token ids), or just a model name

@@ -201,8 +201,12 @@ pub fn reconstruct(
     flags::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
     flags::partial_character(cut, &completion, &mut fidelity, &mut warnings);
 
-    let ambiguous = fidelity.candidates.is_some();
+    let mut ambiguous = fidelity.candidates.is_some();
     if let Some(server_ids) = &completion.completion_token_ids {
+        // The server's own ids settle what the text could not: the text rebuild's doubts go.
+        const DOUBTS: [&str; 4] = ["ambiguous", "lossy", "inconsistent", "truncated"];
+        warnings.retain(|w| !DOUBTS.iter().any(|d| w.starts_with(d)));
+        ambiguous = false;
         fidelity = Fidelity::new(FidelityClass::ExactByServerIds);
         fidelity.because(Reason::ServerIds);
         if *server_ids != completion_ids {

@@ -364,7 +364,8 @@ mod tests {
             },
         );
         assert_eq!(v.calls[0].arguments, " {\"a\":1} ");
-        assert_eq!(v.reasoning.as_deref(), Some("why \n"));
+        // vLLM 0.33 holds back the reasoning's trailing whitespace in a stream too.
+        assert_eq!(v.reasoning.as_deref(), Some("why"));
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! A built-in OpenAI-compatible server with provider flavours and fault injection, for tests,
 //! benchmarks and the demo: draftgen's client, engine and reconstruction are exercised against
-//! something that behaves like OpenRouter, vLLM or a parser-less server, without paying anyone.
+//! something that behaves like OpenRouter, vLLM, SGLang, llama.cpp or a parser-less server,
+//! without paying anyone.
 //!
-//! The simulated model writes a native Kimi K2.5 token stream ([`answer`]) that is a pure
-//! function of (seed, request), so a retried or resumed request gets the same answer; a
-//! [`flavor`] turns it into one server's response shape; [`faults`] decides, per attempt, whether
+//! The simulated model writes a native token stream in its family's syntax ([`answer`]: Kimi
+//! K2.5 natively, other families as their profile writes a turn) that is a pure function of
+//! (seed, request), so a retried or resumed request gets the same answer; a [`flavor`] turns it
+//! into one server's response through that server's shape (`crate::server`); [`faults`] decides, per attempt, whether
 //! the answer is replaced by a failure. [`server`] ties them to HTTP.
 //!
 //! ```no_run

@@ -8,11 +8,12 @@ use crate::api::ServerKind;
 use crate::config::{EndpointConfig, EndpointKind, RunConfig};
 use crate::dataset::{self, PrepareOptions};
 use crate::engine::{self, ProgressMode, RunOptions, Shutdown};
+use crate::journal::RunDir;
 use crate::model::assets;
 use crate::reconstruct::{build_samples, ReconstructOptions};
 use crate::sim::{self, FaultRates, Flavor, SimConfig};
 
-use super::model_args::ModelArgs;
+use super::model_args::{request_model_name, ModelArgs};
 use super::UsageError;
 
 #[derive(clap::Args)]
@@ -40,13 +41,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !(0.0..=0.5).contains(&args.fault_rate) {
         return Err(UsageError("--fault-rate must be between 0 and 0.5".into()).into());
     }
+    // `--model` means one model everywhere: the simulator's tokenizer and template, the model the
+    // requests name, and the profile the samples are rebuilt with.
     let model_dir = assets::resolve_model(&args.model).map_err(|e| UsageError(e.to_string()))?;
-    let profile = ModelArgs {
-        model: model_dir.display().to_string(),
+    let model_args = ModelArgs {
+        model: args.model.clone(),
         profile: None,
         chat_template: None,
-    }
-    .load()?;
+    };
+    let profile = model_args.load_from(&model_dir)?;
+    let model_name = request_model_name(&args.model);
     std::fs::create_dir_all(&args.out)?;
     let out = |name: &str| args.out.join(name);
 
@@ -78,6 +82,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             flavor: args.flavor,
             seed: 2026,
             model_dir: Some(model_dir.clone()),
+            profile: Some(profile.name.clone()),
+            model_name: model_name.clone(),
             faults: FaultRates {
                 rate_limited: args.fault_rate,
                 server_error: args.fault_rate,
@@ -93,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             sim.base_url(),
             profile.name
         );
-        let config = demo_config(&sim.base_url(), args.flavor);
+        let config = demo_config(&sim.base_url(), args.flavor, &model_name);
         let shutdown = Shutdown::new();
         let ctrl_c = tokio::spawn(forward_ctrl_c(shutdown.clone()));
         let summary = engine::run_with(
@@ -123,11 +129,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .saturating_sub(s.succeeded + s.failed + s.skipped),
     );
 
-    // 3. reconstruct every success into exact token ids
+    // 3. reconstruct every success into exact token ids, the way the run says its server shaped them
+    let options = reconstruct_options(&out("run"))?;
     let built = build_samples(
         &profile,
         &out("run").join("journal"),
-        &ReconstructOptions::default(),
+        &options,
         &out("samples.jsonl"),
     )?;
     eprintln!(
@@ -153,16 +160,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// One generic endpoint (the simulator needs no key), a modest concurrency, short timeouts; the
-/// vLLM flavour also returns its own token ids, which reconstruction then checks itself against.
-fn demo_config(base_url: &str, flavor: Flavor) -> RunConfig {
+/// How the run's manifest says its server shaped text (see
+/// [`crate::journal::Manifest::reconstruct_options`]).
+fn reconstruct_options(run: &Path) -> anyhow::Result<ReconstructOptions> {
+    let manifest = RunDir::new(run).read_manifest()?;
+    Ok(manifest.map_or_else(ReconstructOptions::default, |m| m.reconstruct_options()))
+}
+
+/// One endpoint of the flavour's kind (the simulator needs no key), a modest concurrency, short
+/// timeouts; the vLLM flavour also returns its own token ids, which reconstruction then checks
+/// itself against.
+fn demo_config(base_url: &str, flavor: Flavor, model_name: &str) -> RunConfig {
     let mut config = RunConfig::default();
     let kind = match flavor {
         Flavor::Vllm => EndpointKind::Vllm,
         _ => EndpointKind::Generic,
     };
-    config.endpoints = vec![EndpointConfig::new("sim", base_url, kind)];
-    config.request.model = "moonshotai/kimi-k2.5".to_string();
+    let mut endpoint = EndpointConfig::new("sim", base_url, kind);
+    // The simulator listens on a new port each run: that is not a change of settings.
+    endpoint.builtin_sim = true;
+    // Say what the simulator does (no spaces around special tokens unless configured), rather
+    // than leave it to the kind's default (true for vLLM).
+    endpoint.spaces_around_special_tokens = Some(SimConfig::default().spaces_around_special_tokens);
+    config.endpoints = vec![endpoint];
+    config.request.model = model_name.to_string();
     config.request.max_tokens = Some(2048);
     config.request.stream = true;
     if flavor == Flavor::Vllm {
@@ -174,8 +195,6 @@ fn demo_config(base_url: &str, flavor: Flavor) -> RunConfig {
     config.concurrency.max = 64;
     config.retry.base_ms = 50;
     config.grace_s = 5.0;
-    // The simulator listens on a new port each time; that is not a change of settings.
-    config.force = true;
     config
 }
 

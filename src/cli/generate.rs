@@ -37,6 +37,14 @@ pub struct Args {
     /// Server kind of --base-url: openrouter, vllm, sglang, llamacpp, generic (default: guessed).
     #[arg(long)]
     kind: Option<EndpointKind>,
+    /// The server software's version (e.g. 0.11.0 for vLLM), recorded in the run's manifest.
+    #[arg(long, value_name = "VERSION")]
+    server_version: Option<String>,
+    /// Whether the server puts a space on each side of every special token (vLLM's
+    /// spaces_between_special_tokens). Default: true for --kind vllm, false otherwise. Recorded
+    /// in the manifest; for vLLM also sent as `spaces_between_special_tokens`.
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
+    spaces_around_special_tokens: Option<bool>,
     /// Model id (e.g. moonshotai/kimi-k2.5, with :exacto/:nitro suffixes as wanted).
     #[arg(long, env = "DRAFTGEN_MODEL")]
     model: Option<String>,
@@ -120,6 +128,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_tokens: args.max_tokens,
         stream: args.stream.then_some(true),
         server_token_ids: args.server_token_ids.then_some(true),
+        server_version: args.server_version,
+        spaces_around_special_tokens: args.spaces_around_special_tokens,
         grace_s: args.grace,
         force: args.force,
     });

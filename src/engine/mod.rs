@@ -390,7 +390,12 @@ fn manifest_for<'a>(config: &RunConfig, ids: impl Iterator<Item = &'a str>) -> M
         "top_p": r.top_p,
         "seed": r.seed,
     });
-    let request_options = serde_json::to_value(r).unwrap_or_default();
+    let mut request_options = serde_json::to_value(r).unwrap_or_default();
+    // `[request]`'s server kind is a placeholder (each endpoint's kind is its own): the manifest
+    // records the real one per endpoint in `servers`.
+    if let Some(options) = request_options.as_object_mut() {
+        options.remove("server_kind");
+    }
     Manifest::new(
         r.model.clone(),
         config.endpoint_labels(),
@@ -398,4 +403,5 @@ fn manifest_for<'a>(config: &RunConfig, ids: impl Iterator<Item = &'a str>) -> M
         request_options,
         hex::encode(hasher.finalize()),
     )
+    .with_servers(config.server_shapes())
 }

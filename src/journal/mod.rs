@@ -33,7 +33,7 @@ pub use index::{
     CorruptLine, Disposition, DuplicateSuccess, LineLocation, OpenReport, PromptState,
     RecordTotals, ResumeState, TornTail,
 };
-pub use manifest::Manifest;
+pub use manifest::{Manifest, ServerShape};
 pub use reader::RecordReader;
 pub use record::{EncodedRecord, ErrorClass, Record, RecordMeta, RecordRef, Status};
 pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};

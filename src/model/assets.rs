@@ -72,6 +72,17 @@ const KNOWN_MODELS: &[KnownModel] = &[
     },
 ];
 
+/// The Hugging Face repository of a model name this project knows (a short name such as
+/// `kimi-k2-thinking`, or the repository id itself, any case); `None` for any other name.
+pub fn known_repo(name: &str) -> Option<&'static str> {
+    KNOWN_MODELS
+        .iter()
+        .find(|m| {
+            m.names.iter().any(|n| n.eq_ignore_ascii_case(name)) || m.repo.eq_ignore_ascii_case(name)
+        })
+        .map(|m| m.repo)
+}
+
 /// Files a model directory needs (those the repository has are downloaded).
 const MODEL_FILES: &[&str] = &[
     "tokenizer_config.json",

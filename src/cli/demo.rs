@@ -119,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })?;
     let s = &summary.summary;
     eprintln!(
-        "generate  {} succeeded, {} failed, {} skipped of {} prompts; {} attempts, {} retried",
+        "generate  {} succeeded, {} failed, {} skipped of {} prompts; {} attempts, {} retried (all sessions)",
         s.succeeded,
         s.failed,
         s.skipped,

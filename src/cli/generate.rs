@@ -215,9 +215,20 @@ fn print_human(r: &RunSummary) {
             .collect();
         eprintln!("  failed by class: {}", classes.join(" "));
     }
+    let all = &s.all_sessions;
     eprintln!(
-        "  {} attempt(s), {} prompt / {} completion tokens, ${:.4}, {:.1}s, {:.1} req/s this session",
-        s.attempts, s.prompt_tokens, s.completion_tokens, s.cost_usd, s.wall_time_s, s.requests_per_s
+        "  run ({} session(s)): {} attempt(s), {} prompt / {} completion tokens, ${:.4}, {:.1}s, {:.1} req/s",
+        all.sessions,
+        s.attempts,
+        s.prompt_tokens,
+        s.completion_tokens,
+        s.cost_usd,
+        all.wall_time_s,
+        all.requests_per_s
+    );
+    eprintln!(
+        "  this session: {} attempt(s), {:.1}s, {:.1} req/s",
+        s.session_requests, s.wall_time_s, s.requests_per_s
     );
     eprintln!(
         "  summary: {}",

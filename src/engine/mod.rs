@@ -292,7 +292,8 @@ pub async fn run_list(
         EngineError::Runtime("the journal writer gave back no resume state".to_string())
     })?;
 
-    let summary = Summary::from_state(&state, started.elapsed());
+    let summary =
+        Summary::from_state(&state, started.elapsed()).after(RunDir::new(run_dir).read_summary());
     RunDir::new(run_dir).write_summary(&summary)?;
     // Prompts of this input with no record at all (the summary counts prompts with a record).
     let not_started = ids.iter().filter(|id| state.get(id).is_none()).count() as u64;

@@ -255,6 +255,44 @@ mod tests {
     }
 
     #[test]
+    fn reconstruct_options_come_from_the_recorded_server_shape() {
+        let old = manifest(0.6);
+        assert_eq!(old.reconstruct_options(), ReconstructOptions::default());
+        let shape = |name: &str, spaces| ServerShape {
+            endpoint: name.into(),
+            kind: ServerKind::Vllm,
+            version: Some("0.11.0".into()),
+            spaces_around_special_tokens: spaces,
+        };
+        let one = manifest(0.6).with_servers(vec![shape("a", true)]);
+        assert!(one.reconstruct_options().spaces_around_special_tokens);
+        assert!(!one.mixed_server_shapes());
+        let two = manifest(0.6).with_servers(vec![shape("a", true), shape("b", false)]);
+        assert!(two.mixed_server_shapes());
+        // Recording shapes is not a change of settings.
+        assert_eq!(one.compute_fingerprint(), old.fingerprint);
+    }
+
+    #[test]
+    fn old_manifests_open_and_their_placeholder_server_kind_is_no_setting() {
+        // As draftgen wrote it before server shapes were recorded.
+        let text = r#"{"model": "m", "endpoints": ["vllm http://127.0.0.1:8000/v1 (vllm)"],
+            "sampling": {"max_tokens": 16}, "request_options": {"model": "m", "stream": false,
+            "server_kind": "generic"}, "dataset_hash": "abc", "fingerprint": "f"}"#;
+        let old: Manifest = serde_json::from_str(text).unwrap();
+        assert!(old.servers.is_empty());
+        let new = Manifest::new(
+            "m",
+            vec!["vllm http://127.0.0.1:8000/v1 (vllm)".into()],
+            json!({"max_tokens": 16}),
+            json!({"model": "m", "stream": false}),
+            "abc",
+        );
+        assert_eq!(old.compute_fingerprint(), new.fingerprint);
+        assert!(new.changes_from(&old).is_empty());
+    }
+
+    #[test]
     fn changes_name_the_changed_leaves() {
         let old = manifest(0.6);
         let mut new = manifest(1.0);

@@ -179,6 +179,23 @@ impl RunDir {
         atomic_write(&self.manifest_path(), &bytes)
     }
 
+    /// The `summary.json` an earlier session wrote, if there is a readable one (an unreadable
+    /// one is only a lost history of sessions, not a reason to stop: warned and ignored).
+    pub fn read_summary(&self) -> Option<Summary> {
+        let path = self.summary_path();
+        let bytes = std::fs::read(&path).ok()?;
+        match serde_json::from_slice(&bytes) {
+            Ok(summary) => Some(summary),
+            Err(e) => {
+                tracing::warn!(
+                    "{}: cannot read the previous summary ({e}); its sessions are not carried over",
+                    path.display()
+                );
+                None
+            }
+        }
+    }
+
     /// Write `summary.json` atomically.
     pub fn write_summary(&self, summary: &Summary) -> Result<(), JournalError> {
         summary.write_to(&self.summary_path())

@@ -153,4 +153,24 @@ fn a_dead_endpoint_shows_its_first_error_verbatim_without_colours() {
     assert!(!err.contains('\u{1b}'), "ANSI codes in a pipe: {err:?}");
     assert!(err.contains("first network error: endpoint"), "{err}");
     assert!(err.contains("127.0.0.1:9") || err.contains("refused"), "{err}");
+    // The cause is named once, not once per layer that wraps it.
+    let first = err.lines().find(|l| l.contains("first network error")).unwrap();
+    let parts: Vec<&str> = first.split(": ").collect();
+    assert!(parts.windows(2).all(|w| w[0] != w[1]), "{first}");
+}
+
+#[test]
+fn looked_in_lists_each_folder_once() {
+    use draftgen::model::assets::{resolve_model_in, Locations};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let locations = Locations {
+        asset_roots: vec![root.clone(), root.clone()],
+        hub_cache: None,
+        endpoint: "http://127.0.0.1:9".into(),
+        token: None,
+    };
+    let err = resolve_model_in("qwen3", &locations).unwrap_err().to_string();
+    let folder = root.join("qwen3").display().to_string();
+    assert_eq!(err.matches(&folder).count(), 1, "{err}");
 }

@@ -118,6 +118,10 @@ impl Locations {
             asset_roots.push(cwd.join("../shared/assets"));
         }
         asset_roots.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/assets"));
+        // The working directory is often the crate itself, and DRAFTGEN_ASSETS may name the same
+        // folder: each folder once (so "looked in" lists it once).
+        let mut seen = std::collections::HashSet::new();
+        asset_roots.retain(|root| seen.insert(root.canonicalize().unwrap_or_else(|_| root.clone())));
         let hub_cache = env("HF_HUB_CACHE")
             .map(PathBuf::from)
             .or_else(|| env("HF_HOME").map(|home| PathBuf::from(home).join("hub")))
@@ -163,7 +167,10 @@ pub fn resolve_model_in(spec: &str, locations: &Locations) -> Result<PathBuf, Mo
         if has_tokenizer(&candidate) {
             return Ok(candidate);
         }
-        looked_in.push(candidate.display().to_string());
+        let shown = candidate.display().to_string();
+        if !looked_in.contains(&shown) {
+            looked_in.push(shown);
+        }
     }
     let repo = match known {
         Some(m) => m.repo,

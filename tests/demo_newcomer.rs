@@ -30,7 +30,10 @@ fn the_second_demo_run_sees_the_same_settings() {
         &std::fs::read_to_string(dir.path().join("run/manifest.json")).unwrap(),
     )
     .unwrap();
-    assert!(manifest.get("previous_fingerprints").is_none(), "{manifest}");
+    assert!(
+        manifest.get("previous_fingerprints").is_none(),
+        "{manifest}"
+    );
     assert!(
         !manifest["endpoints"][0]
             .as_str()
@@ -51,7 +54,10 @@ fn demo_model_means_one_model_everywhere() {
     )
     .unwrap();
     // The model the requests name.
-    assert_eq!(manifest["model"], "moonshotai/kimi-k2-thinking", "{manifest}");
+    assert_eq!(
+        manifest["model"], "moonshotai/kimi-k2-thinking",
+        "{manifest}"
+    );
     // The samples are K2-Thinking renders: its template does not open `<think>` in the
     // generation prompt as K2.5's does, so no prompt ends with the `<think>` id.
     let think = 163606u64; // `<think>` in the Kimi vocabulary (tokenizer_config.json added tokens)
@@ -59,6 +65,11 @@ fn demo_model_means_one_model_everywhere() {
     for line in samples.lines() {
         let sample: Value = serde_json::from_str(line).unwrap();
         let prompt = sample["prompt_ids"].as_array().unwrap();
-        assert_ne!(prompt.last().and_then(Value::as_u64), Some(think), "{}", sample["id"]);
+        assert_ne!(
+            prompt.last().and_then(Value::as_u64),
+            Some(think),
+            "{}",
+            sample["id"]
+        );
     }
 }

@@ -25,7 +25,11 @@ fn render_reports_each_bad_line_and_renders_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.jsonl");
     let good = json!({"messages": [{"role": "user", "content": "hi"}]});
-    std::fs::write(&input, format!("{good}\nnot json\n{{\"messages\": 3}}\n{good}\n")).unwrap();
+    std::fs::write(
+        &input,
+        format!("{good}\nnot json\n{{\"messages\": 3}}\n{good}\n"),
+    )
+    .unwrap();
     let out = Command::new(BIN)
         .args(["render", "--model", "qwen3", "--input"])
         .arg(&input)
@@ -33,7 +37,10 @@ fn render_reports_each_bad_line_and_renders_the_rest() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("in.jsonl:2") && err.contains("in.jsonl:3"), "{err}");
+    assert!(
+        err.contains("in.jsonl:2") && err.contains("in.jsonl:3"),
+        "{err}"
+    );
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 4);
     assert_eq!(lines[0], lines[3]);
@@ -48,7 +55,8 @@ fn render_says_when_the_template_ignores_tools() {
     let input = dir.path().join("in.jsonl");
     let tool = json!({"type": "function", "function": {"name": "get_weather",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}});
-    let with_tools = json!({"messages": [{"role": "user", "content": "weather?"}], "tools": [tool]});
+    let with_tools =
+        json!({"messages": [{"role": "user", "content": "weather?"}], "tools": [tool]});
     let without = json!({"messages": [{"role": "user", "content": "weather?"}], "tools": []});
     std::fs::write(&input, format!("{with_tools}\n{without}\n")).unwrap();
     let out = Command::new(BIN)
@@ -58,10 +66,16 @@ fn render_says_when_the_template_ignores_tools() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("in.jsonl:1") && err.contains("ignores `tools`"), "{err}");
+    assert!(
+        err.contains("in.jsonl:1") && err.contains("ignores `tools`"),
+        "{err}"
+    );
     assert!(!err.contains("in.jsonl:2"), "{err}");
     let lines = json_lines(&out);
-    assert!(lines[0]["warnings"][0].as_str().unwrap().contains("ignores `tools`"));
+    assert!(lines[0]["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("ignores `tools`"));
     // The contract stays `{text, ids}` when there is nothing to say.
     let mut keys: Vec<&String> = lines[1].as_object().unwrap().keys().collect();
     keys.sort();
@@ -85,12 +99,12 @@ fn prepare_skips_files_that_are_not_datasets_in_one_line() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
-    let skipped: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("not datasets"))
-        .collect();
+    let skipped: Vec<&str> = err.lines().filter(|l| l.contains("not datasets")).collect();
     assert_eq!(skipped.len(), 1, "{err}");
-    assert!(skipped[0].contains("README.md") && skipped[0].contains("LICENSE"), "{err}");
+    assert!(
+        skipped[0].contains("README.md") && skipped[0].contains("LICENSE"),
+        "{err}"
+    );
     assert!(!err.to_lowercase().contains("broken json"), "{err}");
 }
 
@@ -135,7 +149,14 @@ fn a_dead_endpoint_shows_its_first_error_verbatim_without_colours() {
     let config = dir.path().join("run.toml");
     std::fs::write(&config, "[retry]\nmax_attempts = 1\n").unwrap();
     let out = Command::new(BIN)
-        .args(["generate", "--progress", "plain", "--model", "m", "--prompts"])
+        .args([
+            "generate",
+            "--progress",
+            "plain",
+            "--model",
+            "m",
+            "--prompts",
+        ])
         .arg(&prompts)
         .arg("--run")
         .arg(dir.path().join("run"))
@@ -152,9 +173,15 @@ fn a_dead_endpoint_shows_its_first_error_verbatim_without_colours() {
     assert!(err.contains("HTTPS_PROXY"), "{err}");
     assert!(!err.contains('\u{1b}'), "ANSI codes in a pipe: {err:?}");
     assert!(err.contains("first network error: endpoint"), "{err}");
-    assert!(err.contains("127.0.0.1:9") || err.contains("refused"), "{err}");
+    assert!(
+        err.contains("127.0.0.1:9") || err.contains("refused"),
+        "{err}"
+    );
     // The cause is named once, not once per layer that wraps it.
-    let first = err.lines().find(|l| l.contains("first network error")).unwrap();
+    let first = err
+        .lines()
+        .find(|l| l.contains("first network error"))
+        .unwrap();
     let parts: Vec<&str> = first.split(": ").collect();
     assert!(parts.windows(2).all(|w| w[0] != w[1]), "{first}");
 }
@@ -170,7 +197,9 @@ fn looked_in_lists_each_folder_once() {
         endpoint: "http://127.0.0.1:9".into(),
         token: None,
     };
-    let err = resolve_model_in("qwen3", &locations).unwrap_err().to_string();
+    let err = resolve_model_in("qwen3", &locations)
+        .unwrap_err()
+        .to_string();
     let folder = root.join("qwen3").display().to_string();
     assert_eq!(err.matches(&folder).count(), 1, "{err}");
 }

@@ -338,7 +338,11 @@ fn cli_render_writes_text_and_ids_and_reports_bad_lines() {
         .collect();
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0], json!({"text": text, "ids": ids}));
-    assert!(lines[1]["error"].as_str().unwrap().contains("in.jsonl:2"), "{}", lines[1]);
+    assert!(
+        lines[1]["error"].as_str().unwrap().contains("in.jsonl:2"),
+        "{}",
+        lines[1]
+    );
 }
 
 /// Lines may end in `\r\n`; a line that is not UTF-8, or whose tools are not a list, is bad input
@@ -400,7 +404,10 @@ fn cli_render_reads_crlf_lines_and_reports_invalid_utf8() {
     assert!(stderr.contains("in.jsonl:2"), "{stderr}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(stdout.lines().count(), 2, "{stdout}");
-    assert!(stdout.lines().nth(1).unwrap().contains("\"error\""), "{stdout}");
+    assert!(
+        stdout.lines().nth(1).unwrap().contains("\"error\""),
+        "{stdout}"
+    );
 }
 
 /// A template that is not byte-identical to a known one renders through minijinja.

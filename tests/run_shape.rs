@@ -70,7 +70,14 @@ fn write_prompts(dir: &Path) -> PathBuf {
 
 fn generate(prompts: &Path, run: &Path, base_url: &str, extra: &[&str]) -> Output {
     Command::new(BIN)
-        .args(["generate", "--progress", "none", "--model", "m", "--prompts"])
+        .args([
+            "generate",
+            "--progress",
+            "none",
+            "--model",
+            "m",
+            "--prompts",
+        ])
         .arg(prompts)
         .arg("--run")
         .arg(run)
@@ -121,7 +128,10 @@ fn manifest_records_the_server_kind_actually_used() {
         };
         assert_eq!(m["servers"][0]["kind"], expected_kind, "{m}");
         assert_eq!(m["servers"][0]["version"], "0.11.0", "{m}");
-        assert_eq!(m["servers"][0]["spaces_around_special_tokens"], spaces, "{kind}: {m}");
+        assert_eq!(
+            m["servers"][0]["spaces_around_special_tokens"], spaces,
+            "{kind}: {m}"
+        );
         assert!(m["request_options"].get("server_kind").is_none(), "{m}");
     }
     // The defaults are vLLM's own: nothing is sent.
@@ -144,9 +154,16 @@ fn an_explicit_spaces_setting_is_recorded_and_sent_to_vllm() {
         &["--kind", "vllm", "--spaces-around-special-tokens", "false"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(manifest(&run)["servers"][0]["spaces_around_special_tokens"], false);
+    assert_eq!(
+        manifest(&run)["servers"][0]["spaces_around_special_tokens"],
+        false
+    );
     let bodies = server.bodies.lock().unwrap();
-    assert_eq!(bodies[0]["spaces_between_special_tokens"], false, "{}", bodies[0]);
+    assert_eq!(
+        bodies[0]["spaces_between_special_tokens"], false,
+        "{}",
+        bodies[0]
+    );
     drop(bodies);
 
     // The same command again resumes (nothing to do) without a settings change; another value
@@ -158,7 +175,11 @@ fn an_explicit_spaces_setting_is_recorded_and_sent_to_vllm() {
         &["--kind", "vllm", "--spaces-around-special-tokens", "false"],
     );
     assert!(again.status.success(), "{}", stderr(&again));
-    assert!(!stderr(&again).contains("settings changed"), "{}", stderr(&again));
+    assert!(
+        !stderr(&again).contains("settings changed"),
+        "{}",
+        stderr(&again)
+    );
     let changed = generate(
         &prompts,
         &run,
@@ -190,11 +211,19 @@ fn a_manifest_from_before_server_shapes_resumes_without_force() {
     m["request_options"]["server_kind"] = json!("generic");
     m.as_object_mut().unwrap().remove("servers");
     m["fingerprint"] = json!("0".repeat(64));
-    std::fs::write(run.join("manifest.json"), serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    std::fs::write(
+        run.join("manifest.json"),
+        serde_json::to_string_pretty(&m).unwrap(),
+    )
+    .unwrap();
 
     let again = generate(&prompts, &run, &server.base_url, &["--kind", "vllm"]);
     assert!(again.status.success(), "{}", stderr(&again));
-    assert!(!stderr(&again).contains("settings changed"), "{}", stderr(&again));
+    assert!(
+        !stderr(&again).contains("settings changed"),
+        "{}",
+        stderr(&again)
+    );
     // The resumed run now records what it knows about its server.
     let m = manifest(&run);
     assert_eq!(m["servers"][0]["kind"], "vllm", "{m}");
@@ -228,5 +257,8 @@ fn vllm_server_token_ids_with_stream_is_refused_with_a_reason() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("--stream") && err.contains("server_token_ids"), "{err}");
+    assert!(
+        err.contains("--stream") && err.contains("server_token_ids"),
+        "{err}"
+    );
 }

@@ -73,14 +73,23 @@ mod tests {
 
     #[test]
     fn known_names_mean_one_model() {
-        assert_eq!(implied_profile("kimi-k2-thinking"), Some("kimi-k2-thinking"));
-        assert_eq!(implied_profile("moonshotai/Kimi-K2-Thinking"), Some("kimi-k2-thinking"));
+        assert_eq!(
+            implied_profile("kimi-k2-thinking"),
+            Some("kimi-k2-thinking")
+        );
+        assert_eq!(
+            implied_profile("moonshotai/Kimi-K2-Thinking"),
+            Some("kimi-k2-thinking")
+        );
         assert_eq!(implied_profile("kimi-k2-instruct"), Some("kimi-k2"));
         assert_eq!(implied_profile("kimi-k2.5"), Some("kimi-k2.5"));
         assert_eq!(implied_profile("qwen3"), None);
         assert_eq!(implied_profile("/some/dir"), None);
         assert_eq!(request_model_name("kimi-k2.5"), "moonshotai/kimi-k2.5");
-        assert_eq!(request_model_name("kimi-k2-thinking"), "moonshotai/kimi-k2-thinking");
+        assert_eq!(
+            request_model_name("kimi-k2-thinking"),
+            "moonshotai/kimi-k2-thinking"
+        );
         assert_eq!(request_model_name("qwen3"), "qwen/qwen3-8b");
         assert_eq!(request_model_name("org/other"), "org/other");
     }

@@ -91,10 +91,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     if files.is_empty() {
-        return Err(UsageError(
-            "none of the inputs is a dataset (JSONL, JSON or Parquet)".into(),
-        )
-        .into());
+        return Err(
+            UsageError("none of the inputs is a dataset (JSONL, JSON or Parquet)".into()).into(),
+        );
     }
     let opts = PrepareOptions {
         format: args.format,

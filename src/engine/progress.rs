@@ -138,9 +138,7 @@ impl Progress {
     /// `message` is only called then (it scrubs keys, which costs a copy).
     pub fn error_seen(&self, class: ErrorClass, message: impl FnOnce() -> String) {
         if let Ok(mut first) = self.first_errors.lock() {
-            first
-                .entry(class)
-                .or_insert_with(|| (message(), false));
+            first.entry(class).or_insert_with(|| (message(), false));
         }
     }
 
@@ -399,8 +397,12 @@ mod tests {
             Limiter::new(1, 1, 1),
             Arc::new(Mutex::new(Budget::new(None, None, None, 0.0))),
         );
-        p.error_seen(ErrorClass::Network, || "connection refused (127.0.0.1:9)".into());
-        p.error_seen(ErrorClass::Network, || unreachable!("only the first is kept"));
+        p.error_seen(ErrorClass::Network, || {
+            "connection refused (127.0.0.1:9)".into()
+        });
+        p.error_seen(ErrorClass::Network, || {
+            unreachable!("only the first is kept")
+        });
         p.error_seen(ErrorClass::RateLimited, || "HTTP 429: slow down".into());
         assert_eq!(
             p.take_new_errors(),

@@ -234,7 +234,11 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
         let done = !matches!(next, Some((_, Next::RetryAfter(_))));
         if let Some((err, _)) = &next {
             ctx.progress.error_seen(err.class, || {
-                format!("endpoint {:?}: {}", chosen.endpoint.name, scrub(&ctx.keys, &err.message))
+                format!(
+                    "endpoint {:?}: {}",
+                    chosen.endpoint.name,
+                    scrub(&ctx.keys, &err.message)
+                )
             });
         }
         ctx.progress

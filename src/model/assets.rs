@@ -78,7 +78,8 @@ pub fn known_repo(name: &str) -> Option<&'static str> {
     KNOWN_MODELS
         .iter()
         .find(|m| {
-            m.names.iter().any(|n| n.eq_ignore_ascii_case(name)) || m.repo.eq_ignore_ascii_case(name)
+            m.names.iter().any(|n| n.eq_ignore_ascii_case(name))
+                || m.repo.eq_ignore_ascii_case(name)
         })
         .map(|m| m.repo)
 }
@@ -121,7 +122,8 @@ impl Locations {
         // The working directory is often the crate itself, and DRAFTGEN_ASSETS may name the same
         // folder: each folder once (so "looked in" lists it once).
         let mut seen = std::collections::HashSet::new();
-        asset_roots.retain(|root| seen.insert(root.canonicalize().unwrap_or_else(|_| root.clone())));
+        asset_roots
+            .retain(|root| seen.insert(root.canonicalize().unwrap_or_else(|_| root.clone())));
         let hub_cache = env("HF_HUB_CACHE")
             .map(PathBuf::from)
             .or_else(|| env("HF_HOME").map(|home| PathBuf::from(home).join("hub")))

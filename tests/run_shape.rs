@@ -262,3 +262,27 @@ fn vllm_server_token_ids_with_stream_is_refused_with_a_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn summary_after_a_resume_keeps_every_session_labelled() {
+    let server = start(answer("hello", "stop"));
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = write_prompts(dir.path());
+    let run = dir.path().join("run");
+    for _ in 0..2 {
+        let out = generate(&prompts, &run, &server.base_url, &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let sessions = summary["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{summary}");
+    assert_eq!(sessions[0]["requests"], 1);
+    assert_eq!(sessions[0]["succeeded_attempts"], 1);
+    assert_eq!(sessions[1]["requests"], 0);
+    assert_eq!(summary["all_sessions"]["sessions"], 2);
+    assert_eq!(summary["all_sessions"]["requests"], 1);
+    // This session's figures stay where they were.
+    assert_eq!(summary["session_requests"], 0);
+    assert_eq!(summary["succeeded"], 1);
+}

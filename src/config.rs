@@ -9,6 +9,9 @@
 //! base_url = "https://openrouter.ai/api/v1"
 //! kind = "openrouter"               # openrouter | vllm | sglang | llamacpp | generic
 //! weight = 1
+//! # server_version = "0.11.0"       # recorded in the manifest: shapes differ between versions
+//! # spaces_around_special_tokens = false   # default: true for vllm (its default), false otherwise;
+//! #                                 # set for vllm, it is also sent as `spaces_between_special_tokens`
 //! # api_key_file = "~/.openrouter-key"   # or api_key_env = "NAME"; openrouter defaults to OPENROUTER_API_KEY
 //!
 //! [request]                         # api::RequestOptions: model, sampling, reasoning, provider, …
@@ -47,6 +50,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{ApiKey, Endpoint, RequestOptions, ServerKind, Timeouts};
+use crate::journal::ServerShape;
 
 /// The environment variable an OpenRouter endpoint takes its key from by default.
 pub const OPENROUTER_KEY_ENV: &str = "OPENROUTER_API_KEY";
@@ -124,6 +128,13 @@ impl EndpointKind {
         }
     }
 
+    /// Whether this kind of server, left to its defaults, puts a space on each side of every
+    /// special token it detokenizes: vLLM does (`spaces_between_special_tokens` defaults to
+    /// true); the others are assumed not to.
+    pub fn default_spaces_around_special_tokens(self) -> bool {
+        self == EndpointKind::Vllm
+    }
+
     /// The kind a bare `--base-url` most likely is.
     pub fn guess(base_url: &str) -> EndpointKind {
         if base_url.contains("openrouter.ai") {
@@ -166,9 +177,22 @@ pub struct EndpointConfig {
     /// An environment variable holding the key (default for `openrouter`: `OPENROUTER_API_KEY`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// The server software's version (e.g. vLLM `0.11.0`), when known: recorded in the manifest,
+    /// because servers of one kind shape answers differently across versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
+    /// Whether the server puts a space on each side of every special token it detokenizes
+    /// (vLLM's `spaces_between_special_tokens`). `None`: the kind's default
+    /// ([`EndpointKind::default_spaces_around_special_tokens`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spaces_around_special_tokens: Option<bool>,
     /// Present only so an inline key can be refused with a clear message; never used.
     #[serde(default, skip_serializing)]
     api_key: Option<toml::Value>,
+    /// The demo's in-process simulator: its port changes every run, so the endpoint is
+    /// fingerprinted by name and kind, not by URL.
+    #[serde(skip)]
+    pub builtin_sim: bool,
 }
 
 fn default_weight() -> u32 {
@@ -184,8 +208,17 @@ impl EndpointConfig {
             weight: 1,
             api_key_file: None,
             api_key_env: None,
+            server_version: None,
+            spaces_around_special_tokens: None,
             api_key: None,
+            builtin_sim: false,
         }
+    }
+
+    /// Whether this endpoint's server puts spaces around special tokens (explicit or the kind's default).
+    pub fn spaces_around_special_tokens(&self) -> bool {
+        self.spaces_around_special_tokens
+            .unwrap_or_else(|| self.kind.default_spaces_around_special_tokens())
     }
 }
 
@@ -406,6 +439,10 @@ pub struct Overrides {
     pub stream: Option<bool>,
     /// Ask the server for its own token ids (`request.server_token_ids`).
     pub server_token_ids: Option<bool>,
+    /// Applies to every endpoint (`server_version`).
+    pub server_version: Option<String>,
+    /// Applies to every endpoint (`spaces_around_special_tokens`).
+    pub spaces_around_special_tokens: Option<bool>,
     pub grace_s: Option<f64>,
     pub force: bool,
 }
@@ -442,6 +479,16 @@ impl RunConfig {
             self.endpoints = vec![EndpointConfig::new(kind.name(), url, kind)];
         } else if let Some(kind) = o.kind {
             self.endpoints.iter_mut().for_each(|e| e.kind = kind);
+        }
+        if let Some(version) = o.server_version {
+            for e in &mut self.endpoints {
+                e.server_version = Some(version.clone());
+            }
+        }
+        if let Some(spaces) = o.spaces_around_special_tokens {
+            for e in &mut self.endpoints {
+                e.spaces_around_special_tokens = Some(spaces);
+            }
         }
         if let Some(file) = o.api_key_file {
             for e in &mut self.endpoints {
@@ -644,6 +691,8 @@ impl RunConfig {
                 };
                 let mut options = self.request.clone();
                 options.server_kind = e.kind.server_kind();
+                // Only an explicit setting is sent; vLLM's own default is what `None` means.
+                options.spaces_between_special_tokens = e.spaces_around_special_tokens;
                 Ok(ResolvedEndpoint {
                     endpoint: Endpoint {
                         name: e.name.clone(),
@@ -658,18 +707,36 @@ impl RunConfig {
             .collect()
     }
 
-    /// The fingerprint-relevant description of each endpoint (name, URL, kind; never the key,
-    /// never the weight, which may be retuned on resume).
+    /// The fingerprint-relevant description of each endpoint (name, URL, kind, and the spaces
+    /// setting when given explicitly, since vLLM is then sent it; never the key, never the weight,
+    /// which may be retuned on resume, never the built-in simulator's ephemeral port).
     pub fn endpoint_labels(&self) -> Vec<String> {
         self.endpoints
             .iter()
             .map(|e| {
-                format!(
-                    "{} {} ({})",
-                    e.name,
-                    e.base_url.trim_end_matches('/'),
-                    e.kind.name()
-                )
+                let url = if e.builtin_sim {
+                    "built-in-simulator"
+                } else {
+                    e.base_url.trim_end_matches('/')
+                };
+                let mut label = format!("{} {url} ({})", e.name, e.kind.name());
+                if let Some(spaces) = e.spaces_around_special_tokens {
+                    label.push_str(&format!(" spaces_around_special_tokens={spaces}"));
+                }
+                label
+            })
+            .collect()
+    }
+
+    /// How each endpoint's server shapes text, as the manifest records it.
+    pub fn server_shapes(&self) -> Vec<ServerShape> {
+        self.endpoints
+            .iter()
+            .map(|e| ServerShape {
+                endpoint: e.name.clone(),
+                kind: e.kind.server_kind(),
+                version: e.server_version.clone(),
+                spaces_around_special_tokens: e.spaces_around_special_tokens(),
             })
             .collect()
     }

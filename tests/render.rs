@@ -330,7 +330,19 @@ fn cli_render_writes_text_and_ids_and_reports_bad_lines() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("in.jsonl:2"), "{stderr}");
-    assert!(out.stdout.is_empty());
+    // As `reconstruct`: the good line is rendered, the bad one has an error line in its place.
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0], json!({"text": text, "ids": ids}));
+    assert!(
+        lines[1]["error"].as_str().unwrap().contains("in.jsonl:2"),
+        "{}",
+        lines[1]
+    );
 }
 
 /// Lines may end in `\r\n`; a line that is not UTF-8, or whose tools are not a list, is bad input
@@ -390,7 +402,12 @@ fn cli_render_reads_crlf_lines_and_reports_invalid_utf8() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("in.jsonl:2"), "{stderr}");
-    assert!(out.stdout.is_empty());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert!(
+        stdout.lines().nth(1).unwrap().contains("\"error\""),
+        "{stdout}"
+    );
 }
 
 /// A template that is not byte-identical to a known one renders through minijinja.

@@ -144,7 +144,12 @@ pub fn check_completion(response: &Value) -> Result<(), ApiError> {
             "response has no `choices[0].message` object",
         ));
     };
-    if is_empty_answer(message) {
+    let finish_reason = choice.get("finish_reason").and_then(Value::as_str);
+    // An empty answer cut by `max_tokens` is the model's real output, not a server hiccup: the cut
+    // fell where the server shows nothing yet (SGLang inside the tool section answers
+    // `content: ""`, no calls, finish `length`). Retrying would bill the same cut again; the
+    // reconstruction says how certain its ids are.
+    if is_empty_answer(message) && finish_reason != Some("length") {
         let finish = choice
             .get("finish_reason")
             .map_or_else(|| "none".to_string(), Value::to_string);
@@ -347,6 +352,16 @@ mod tests {
                 json!({"content": "", "reasoning": null, "tool_calls": []}),
                 "stop"
             )),
+            ErrorClass::EmptyAnswer
+        );
+        // Cut by max_tokens before anything visible (SGLang, inside the tool section): a real answer.
+        check_completion(&completion(
+            json!({"role": "assistant", "content": "", "tool_calls": null}),
+            "length",
+        ))
+        .unwrap();
+        assert_eq!(
+            class(&completion(json!({"content": null}), "stop")),
             ErrorClass::EmptyAnswer
         );
         assert_eq!(class(&json!({"id": "x"})), ErrorClass::Malformed);

@@ -63,6 +63,12 @@ pub struct RequestOptions {
     /// Which server answers: picks the token-id flags and OpenRouter's `usage` flag.
     #[serde(default)]
     pub server_kind: ServerKind,
+    /// vLLM's `spaces_between_special_tokens`, sent only when the endpoint sets it explicitly
+    /// (`spaces_around_special_tokens` in `[[endpoints]]` or the flag). Set per endpoint when
+    /// endpoints are resolved, so it is never read from `[request]` nor written to the manifest's
+    /// `request_options` (the manifest records it per endpoint).
+    #[serde(skip)]
+    pub spaces_between_special_tokens: Option<bool>,
 }
 
 fn default_true() -> bool {
@@ -92,9 +98,12 @@ pub enum OptionsError {
         "`server_token_ids` needs a server that returns its own ids: set `server_kind` to vllm, sglang or llama_cpp (it is {0:?})"
     )]
     TokenIdsUnsupported(ServerKind),
-    /// SGLang sends no ids in stream chunks; llama.cpp's final chunk carries `__verbose.tokens: []`.
+    /// SGLang sends no ids in stream chunks; llama.cpp's final chunk carries `__verbose.tokens: []`;
+    /// vLLM's streamed chunks are not known to carry them (FACTS.md documents `return_token_ids`
+    /// for whole answers only), and draftgen collects no ids from a stream — refused rather than
+    /// silently storing none.
     #[error(
-        "{0:?} returns its token ids only without streaming: turn `stream` off or `server_token_ids` off"
+        "{0:?} token ids (`server_token_ids` / --server-token-ids) are only collected from non-streamed answers: turn `stream` (--stream) off or `server_token_ids` off"
     )]
     NoTokenIdsWhenStreaming(ServerKind),
 }
@@ -345,11 +354,12 @@ impl RequestOptions {
         }
         if self.server_token_ids {
             match self.server_kind {
-                ServerKind::Vllm => {}
-                kind @ (ServerKind::Sglang | ServerKind::LlamaCpp) if self.stream => {
+                kind @ (ServerKind::Vllm | ServerKind::Sglang | ServerKind::LlamaCpp)
+                    if self.stream =>
+                {
                     return Err(OptionsError::NoTokenIdsWhenStreaming(kind))
                 }
-                ServerKind::Sglang | ServerKind::LlamaCpp => {}
+                ServerKind::Vllm | ServerKind::Sglang | ServerKind::LlamaCpp => {}
                 kind @ (ServerKind::OpenRouter | ServerKind::Generic) => {
                     return Err(OptionsError::TokenIdsUnsupported(kind))
                 }
@@ -484,6 +494,10 @@ fn body_fields(opts: &RequestOptions, has_tools: bool) -> Map<String, Value> {
     }
     if let Some(v) = &opts.chat_template_kwargs {
         body.insert("chat_template_kwargs".into(), Value::Object(v.clone()));
+    }
+    if let (ServerKind::Vllm, Some(spaces)) = (opts.server_kind, opts.spaces_between_special_tokens)
+    {
+        body.insert("spaces_between_special_tokens".into(), spaces.into());
     }
     if opts.server_token_ids {
         match opts.server_kind {
@@ -637,6 +651,41 @@ mod tests {
     }
 
     #[test]
+    fn spaces_between_special_tokens_is_sent_to_vllm_only_when_set() {
+        let vllm = RequestOptions {
+            model: "m".into(),
+            server_kind: ServerKind::Vllm,
+            ..Default::default()
+        };
+        let body = build_body(&prompt(None), &vllm);
+        assert!(body.get("spaces_between_special_tokens").is_none());
+        for spaces in [false, true] {
+            let opts = RequestOptions {
+                spaces_between_special_tokens: Some(spaces),
+                ..vllm.clone()
+            };
+            let body = build_body(&prompt(None), &opts);
+            assert_eq!(body["spaces_between_special_tokens"], json!(spaces));
+            // Both body builders agree.
+            let raw = serialize_body(
+                &serde_json::value::to_raw_value(&body["messages"]).unwrap(),
+                None,
+                &opts,
+            )
+            .unwrap();
+            assert_eq!(serde_json::from_str::<Value>(raw.get()).unwrap(), body);
+        }
+        let sglang = RequestOptions {
+            server_kind: ServerKind::Sglang,
+            spaces_between_special_tokens: Some(false),
+            ..vllm
+        };
+        assert!(build_body(&prompt(None), &sglang)
+            .get("spaces_between_special_tokens")
+            .is_none());
+    }
+
+    #[test]
     fn server_token_id_flags_follow_the_server_kind() {
         let mut kwargs = Map::new();
         kwargs.insert("thinking".into(), json!(false));
@@ -681,6 +730,14 @@ mod tests {
         assert_eq!(
             sglang_stream.validate(),
             Err(OptionsError::NoTokenIdsWhenStreaming(ServerKind::Sglang))
+        );
+        let vllm_stream = RequestOptions {
+            server_kind: ServerKind::Vllm,
+            ..sglang_stream.clone()
+        };
+        assert_eq!(
+            vllm_stream.validate(),
+            Err(OptionsError::NoTokenIdsWhenStreaming(ServerKind::Vllm))
         );
         let llama_stream = RequestOptions {
             server_kind: ServerKind::LlamaCpp,

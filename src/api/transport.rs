@@ -66,13 +66,17 @@ impl HttpError {
     }
 }
 
-/// An error and its sources, joined with `: `.
+/// An error and its sources, joined with `: `. A source whose text the message already ends
+/// with (`cannot connect to …: {source}`) is not repeated.
 pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
+        let part = s.to_string();
+        if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
         source = s.source();
     }
     text

@@ -4,14 +4,16 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::api::ServerKind;
 use crate::config::{EndpointConfig, EndpointKind, RunConfig};
 use crate::dataset::{self, PrepareOptions};
 use crate::engine::{self, ProgressMode, RunOptions, Shutdown};
+use crate::journal::RunDir;
 use crate::model::assets;
 use crate::reconstruct::{build_samples, ReconstructOptions};
 use crate::sim::{self, FaultRates, Flavor, SimConfig};
 
-use super::model_args::ModelArgs;
+use super::model_args::{request_model_name, ModelArgs};
 use super::UsageError;
 
 #[derive(clap::Args)]
@@ -39,13 +41,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !(0.0..=0.5).contains(&args.fault_rate) {
         return Err(UsageError("--fault-rate must be between 0 and 0.5".into()).into());
     }
+    // `--model` means one model everywhere: the simulator's tokenizer and template, the model the
+    // requests name, and the profile the samples are rebuilt with.
     let model_dir = assets::resolve_model(&args.model).map_err(|e| UsageError(e.to_string()))?;
-    let profile = ModelArgs {
-        model: model_dir.display().to_string(),
+    let model_args = ModelArgs {
+        model: args.model.clone(),
         profile: None,
         chat_template: None,
-    }
-    .load()?;
+    };
+    let profile = model_args.load_from(&model_dir)?;
+    let model_name = request_model_name(&args.model);
     std::fs::create_dir_all(&args.out)?;
     let out = |name: &str| args.out.join(name);
 
@@ -77,6 +82,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             flavor: args.flavor,
             seed: 2026,
             model_dir: Some(model_dir.clone()),
+            profile: Some(profile.name.clone()),
+            model_name: model_name.clone(),
             faults: FaultRates {
                 rate_limited: args.fault_rate,
                 server_error: args.fault_rate,
@@ -92,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             sim.base_url(),
             profile.name
         );
-        let config = demo_config(&sim.base_url(), args.flavor);
+        let config = demo_config(&sim.base_url(), args.flavor, &model_name);
         let shutdown = Shutdown::new();
         let ctrl_c = tokio::spawn(forward_ctrl_c(shutdown.clone()));
         let summary = engine::run_with(
@@ -112,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })?;
     let s = &summary.summary;
     eprintln!(
-        "generate  {} succeeded, {} failed, {} skipped of {} prompts; {} attempts, {} retried",
+        "generate  {} succeeded, {} failed, {} skipped of {} prompts; {} attempts, {} retried (all sessions)",
         s.succeeded,
         s.failed,
         s.skipped,
@@ -122,14 +129,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .saturating_sub(s.succeeded + s.failed + s.skipped),
     );
 
-    // 3. reconstruct every success into exact token ids
-    // The simulator answered in its flavour's server shape; the reconstruction checks against it.
-    let shape = args.flavor.shape();
-    let options = ReconstructOptions {
-        kind: shape.kind,
-        server_version: (!shape.version.is_empty()).then(|| shape.version.to_string()),
-        ..ReconstructOptions::default()
-    };
+    // 3. reconstruct every success into exact token ids, the way the run says its server shaped
+    // them; an endpoint recorded as `generic` is the simulator's flavour, which the demo knows.
+    let mut options = reconstruct_options(&out("run"))?;
+    if options.kind == ServerKind::Generic {
+        let shape = args.flavor.shape();
+        options.kind = shape.kind;
+        options.server_version = (!shape.version.is_empty()).then(|| shape.version.to_string());
+    }
     let built = build_samples(
         &profile,
         &out("run").join("journal"),
@@ -165,9 +172,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// One generic endpoint (the simulator needs no key), a modest concurrency, short timeouts; the
-/// vLLM flavour also returns its own token ids, which reconstruction then checks itself against.
-fn demo_config(base_url: &str, flavor: Flavor) -> RunConfig {
+/// How the run's manifest says its server shaped text (see
+/// [`crate::journal::Manifest::reconstruct_options`]).
+fn reconstruct_options(run: &Path) -> anyhow::Result<ReconstructOptions> {
+    let manifest = RunDir::new(run).read_manifest()?;
+    Ok(manifest.map_or_else(ReconstructOptions::default, |m| m.reconstruct_options()))
+}
+
+/// One endpoint of the flavour's kind (the simulator needs no key), a modest concurrency, short
+/// timeouts; the vLLM flavour also returns its own token ids, which reconstruction then checks
+/// itself against.
+fn demo_config(base_url: &str, flavor: Flavor, model_name: &str) -> RunConfig {
     let mut config = RunConfig::default();
     let kind = match flavor {
         Flavor::Vllm | Flavor::Vllm011 => EndpointKind::Vllm,
@@ -175,8 +190,14 @@ fn demo_config(base_url: &str, flavor: Flavor) -> RunConfig {
         Flavor::LlamaCpp => EndpointKind::LlamaCpp,
         Flavor::OpenRouter | Flavor::Raw => EndpointKind::Generic,
     };
-    config.endpoints = vec![EndpointConfig::new("sim", base_url, kind)];
-    config.request.model = "moonshotai/kimi-k2.5".to_string();
+    let mut endpoint = EndpointConfig::new("sim", base_url, kind);
+    // The simulator listens on a new port each run: that is not a change of settings.
+    endpoint.builtin_sim = true;
+    // Say what the simulator does (no spaces around special tokens unless configured), rather
+    // than leave it to the kind's default (true for vLLM).
+    endpoint.spaces_around_special_tokens = Some(SimConfig::default().spaces_around_special_tokens);
+    config.endpoints = vec![endpoint];
+    config.request.model = model_name.to_string();
     config.request.max_tokens = Some(2048);
     config.request.stream = true;
     config.request.server_kind = kind.server_kind();
@@ -188,8 +209,6 @@ fn demo_config(base_url: &str, flavor: Flavor) -> RunConfig {
     config.concurrency.max = 64;
     config.retry.base_ms = 50;
     config.grace_s = 5.0;
-    // The simulator listens on a new port each time; that is not a change of settings.
-    config.force = true;
     config
 }
 

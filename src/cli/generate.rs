@@ -37,6 +37,14 @@ pub struct Args {
     /// Server kind of --base-url: openrouter, vllm, sglang, llamacpp, generic (default: guessed).
     #[arg(long)]
     kind: Option<EndpointKind>,
+    /// The server software's version (e.g. 0.11.0 for vLLM), recorded in the run's manifest.
+    #[arg(long, value_name = "VERSION")]
+    server_version: Option<String>,
+    /// Whether the server puts a space on each side of every special token (vLLM's
+    /// spaces_between_special_tokens). Default: true for --kind vllm, false otherwise. Recorded
+    /// in the manifest; for vLLM also sent as `spaces_between_special_tokens`.
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
+    spaces_around_special_tokens: Option<bool>,
     /// Model id (e.g. moonshotai/kimi-k2.5, with :exacto/:nitro suffixes as wanted).
     #[arg(long, env = "DRAFTGEN_MODEL")]
     model: Option<String>,
@@ -120,6 +128,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_tokens: args.max_tokens,
         stream: args.stream.then_some(true),
         server_token_ids: args.server_token_ids.then_some(true),
+        server_version: args.server_version,
+        spaces_around_special_tokens: args.spaces_around_special_tokens,
         grace_s: args.grace,
         force: args.force,
     });
@@ -205,9 +215,20 @@ fn print_human(r: &RunSummary) {
             .collect();
         eprintln!("  failed by class: {}", classes.join(" "));
     }
+    let all = &s.all_sessions;
     eprintln!(
-        "  {} attempt(s), {} prompt / {} completion tokens, ${:.4}, {:.1}s, {:.1} req/s this session",
-        s.attempts, s.prompt_tokens, s.completion_tokens, s.cost_usd, s.wall_time_s, s.requests_per_s
+        "  run ({} session(s)): {} attempt(s), {} prompt / {} completion tokens, ${:.4}, {:.1}s, {:.1} req/s",
+        all.sessions,
+        s.attempts,
+        s.prompt_tokens,
+        s.completion_tokens,
+        s.cost_usd,
+        all.wall_time_s,
+        all.requests_per_s
+    );
+    eprintln!(
+        "  this session: {} attempt(s), {:.1}s, {:.1} req/s",
+        s.session_requests, s.wall_time_s, s.requests_per_s
     );
     eprintln!(
         "  summary: {}",

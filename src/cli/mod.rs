@@ -81,5 +81,27 @@ fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour_on_stderr(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            std::env::var_os("NO_COLOR"),
+        ))
         .try_init();
+}
+
+/// Colours only for a person at a terminal: never into a file or pipe (logs, CI), and never when
+/// `NO_COLOR` is set to anything non-empty (<https://no-color.org>).
+fn colour_on_stderr(is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn colour_only_at_a_terminal_without_no_color() {
+        use super::colour_on_stderr as colour;
+        assert!(colour(true, None));
+        assert!(colour(true, Some("".into())));
+        assert!(!colour(true, Some("1".into())));
+        assert!(!colour(false, None));
+    }
 }

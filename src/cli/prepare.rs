@@ -1,7 +1,8 @@
 //! `draftgen prepare`: dataset files → `prompts.jsonl`, with a per-source summary on stderr
 //! (or as JSON on stdout with `--json`).
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cli::UsageError;
@@ -10,7 +11,9 @@ use crate::dataset::{self, DatasetError, Format, PrepareOptions, PrepareReport, 
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Dataset files: JSONL, JSON (array, or an object wrapping one) or Parquet.
+    /// Dataset files: JSONL, JSON (array, or an object wrapping one) or Parquet. Other files
+    /// (a README, a licence: neither such an extension nor JSON or Parquet inside) are skipped
+    /// with one line saying which, so `prepare samples/*` works.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Read every record with this adapter instead of detecting it from the record's keys:
@@ -45,7 +48,53 @@ fn parse_format(s: &str) -> Result<Format, String> {
     s.parse()
 }
 
+/// Whether `path` may be a dataset: a dataset extension, or content that starts like JSON or
+/// Parquet. A file that cannot be read is kept, so that reading it reports the error.
+fn looks_like_dataset(path: &Path) -> bool {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if matches!(
+        ext.as_deref(),
+        Some("jsonl" | "ndjson" | "json" | "parquet" | "pq")
+    ) {
+        return true;
+    }
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return true;
+    };
+    if path.is_dir() {
+        return true;
+    }
+    let mut head = [0u8; 512];
+    let Ok(n) = file.read(&mut head) else {
+        return true;
+    };
+    let head = &head[..n];
+    head.starts_with(b"PAR1")
+        || matches!(
+            head.iter().find(|b| !b.is_ascii_whitespace()),
+            Some(b'{' | b'[')
+        )
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let (files, skipped): (Vec<PathBuf>, Vec<PathBuf>) =
+        args.files.into_iter().partition(|f| looks_like_dataset(f));
+    if !skipped.is_empty() {
+        let names: Vec<String> = skipped.iter().map(|p| p.display().to_string()).collect();
+        eprintln!(
+            "prepare: skipped {} file(s) that are not datasets (no .jsonl/.json/.parquet extension, and not JSON or Parquet inside): {}",
+            skipped.len(),
+            names.join(", ")
+        );
+    }
+    if files.is_empty() {
+        return Err(
+            UsageError("none of the inputs is a dataset (JSONL, JSON or Parquet)".into()).into(),
+        );
+    }
     let opts = PrepareOptions {
         format: args.format,
         out: args.out,
@@ -55,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         limit: args.limit,
         max_line_bytes: args.max_line_bytes,
     };
-    let report = match dataset::prepare(&args.files, &opts) {
+    let report = match dataset::prepare(&files, &opts) {
         Ok(report) => report,
         Err(e @ DatasetError::Read { .. }) => return Err(UsageError(e.to_string()).into()),
         Err(e) if e.is_input_error() => return Err(UsageError(e.to_string()).into()),

@@ -2,9 +2,11 @@
 //! line per input line (`{"text"}` with `--text-only`).
 //!
 //! A public contract (DESIGN.md): input lines are `{"messages", "tools"?,
-//! "add_generation_prompt"?, "chat_template_kwargs"?}`; output order is input order. Every line is
-//! read and checked before anything is written, so bad input fails with its file:line (exit 2)
-//! and no partial output.
+//! "add_generation_prompt"?, "chat_template_kwargs"?}`; output order is input order. Bad lines
+//! are handled as `reconstruct` handles them: each gets an `error: FILE:LINE: …` on stderr and an
+//! `{"error"}` line in its place, the other lines are rendered, and the exit code is 2. A line
+//! whose tools the template ignores (DeepSeek-V3's declares none) gets a warning on stderr and a
+//! `warnings` list in its output line, so tools are never dropped silently.
 
 use rayon::prelude::*;
 use serde_json::value::RawValue;
@@ -18,6 +20,7 @@ use std::str::Utf8Error;
 use super::io::Output;
 use super::model_args::ModelArgs;
 use super::UsageError;
+use crate::model::family::Family;
 use crate::model::{Json, JsonRenderInput, Tools};
 
 #[derive(clap::Args)]
@@ -41,7 +44,18 @@ struct Rendered<'a> {
     text: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     ids: Option<&'a [u32]>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
 }
+
+/// The output line in place of a bad input line.
+#[derive(serde::Serialize)]
+struct ErrorLine<'a> {
+    error: &'a str,
+}
+
+/// A rendered line: text, ids, warnings.
+type Render = (String, Vec<u32>, Vec<String>);
 
 /// One input line, its strings borrowed from the line's text where they have no escapes.
 #[derive(serde::Deserialize)]
@@ -61,10 +75,13 @@ const EXPECTED: &str = r#"{"messages": [...], "tools"?: [...], "add_generation_p
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let profile = args.model.load()?;
+    // DeepSeek-V3's template has no tools in it at all: a request's tools never reach the prompt.
+    let ignores_tools = profile.family == Family::DeepseekV3;
     let mut input = Chunks::open(&args.input)?;
-    let mut rendered: Vec<(String, Vec<u32>)> = Vec::new();
+    let mut out = Output::open(args.out.as_deref())?;
+    let mut bad_input = false;
     while let Some(lines) = input.next_chunk()? {
-        let chunk: Vec<Result<(String, Vec<u32>), String>> = lines
+        let chunk: Vec<Result<Render, String>> = lines
             .par_iter()
             .map(|&(line_no, line)| {
                 let at = || format!("{}:{line_no}", args.input.display());
@@ -76,6 +93,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     return Err(format!(
                         "{}: tools is not a list (expected {EXPECTED})",
                         at()
+                    ));
+                }
+                let mut warnings = Vec::new();
+                let has_tools = tools.is_some_and(|t| t[1..].trim_start() != "]");
+                if ignores_tools && has_tools {
+                    warnings.push(format!(
+                        "the {} chat template ignores `tools`: the rendered prompt does not declare them",
+                        profile.name
                     ));
                 }
                 let input = JsonRenderInput {
@@ -92,25 +117,39 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 } else {
                     profile.tokenizer.encode(&text)
                 };
-                // Kept until every line is rendered: no slack.
                 text.shrink_to_fit();
-                Ok((text, ids))
+                Ok((text, ids, warnings))
             })
             .collect();
         // A line that is not a conversation, or that the template refuses
-        // (`raise_exception`), is bad input: report the first.
-        for result in chunk {
-            rendered.push(result.map_err(UsageError)?);
+        // (`raise_exception`), is bad input: said where, and the rest goes on.
+        for (result, &(line_no, _)) in chunk.iter().zip(&lines) {
+            match result {
+                Ok((text, ids, warnings)) => {
+                    for warning in warnings {
+                        eprintln!("warning: {}:{line_no}: {warning}", args.input.display());
+                    }
+                    let ids = (!args.text_only).then_some(ids.as_slice());
+                    out.line(&Rendered {
+                        text,
+                        ids,
+                        warnings,
+                    })?;
+                }
+                Err(error) => {
+                    bad_input = true;
+                    eprintln!("error: {error}");
+                    out.line(&ErrorLine { error })?;
+                }
+            }
         }
     }
-
-    let mut out = Output::open(args.out.as_deref())?;
-    for (text, ids) in &rendered {
-        let ids = (!args.text_only).then_some(ids.as_slice());
-        out.line(&Rendered { text, ids })?;
-    }
     out.finish()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if bad_input {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Numbered input lines: the text, or why it is not UTF-8.

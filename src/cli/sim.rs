@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::cli::model_args::{implied_profile, request_model_name};
 use crate::cli::UsageError;
+use crate::model::assets;
 use crate::sim::{FaultKind, FaultRates, Flavor, Latency, SimConfig, Simulator};
 
 #[derive(clap::Args)]
@@ -19,8 +21,9 @@ pub struct Args {
     /// answering through that kind's shape in `server`).
     #[arg(long, default_value = "openrouter")]
     flavor: Flavor,
-    /// A model directory (its tokenizer counts tokens and gives token ids), or just a model name
-    /// (counts are then whitespace-separated pieces).
+    /// A model directory or a known name such as `kimi-k2.5` (as for every other command: its
+    /// tokenizer counts tokens and gives token ids), or any other model name (counts are then
+    /// whitespace-separated pieces).
     #[arg(long)]
     model: Option<String>,
     /// Seed: every answer and fault is a pure function of it and the request.
@@ -114,21 +117,23 @@ impl Args {
             }
         }
         let (model_dir, model_name) = match &self.model {
-            Some(model) if PathBuf::from(model).is_dir() => {
-                let dir = PathBuf::from(model);
-                let name = dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| model.clone());
-                (Some(dir), name)
+            Some(model) if PathBuf::from(model).is_dir() || assets::known_repo(model).is_some() => {
+                let dir = assets::resolve_model(model).map_err(|e| UsageError(e.to_string()))?;
+                (Some(dir), request_model_name(model))
             }
             Some(name) => (None, name.clone()),
             None => (None, SimConfig::default().model_name),
         };
+        let profile = self
+            .model
+            .as_deref()
+            .and_then(implied_profile)
+            .map(str::to_string);
         Ok(SimConfig {
             flavor: self.flavor,
             seed: self.seed,
             model_dir,
+            profile,
             model_name,
             faults,
             latency: Latency {
@@ -157,6 +162,7 @@ fn check_rate(flag: &str, rate: f64) -> Result<f64, UsageError> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = args.config()?;
+    let (model_name, model_dir) = (config.model_name.clone(), config.model_dir.clone());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -170,9 +176,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let addr = listener.local_addr()?;
         println!("http://{addr}/v1");
         eprintln!(
-            "draftgen sim: {} flavour, seed {}; Ctrl-C to stop",
+            "draftgen sim: {} flavour, seed {}, model {} ({}); Ctrl-C to stop",
             args.flavor.name(),
-            args.seed
+            args.seed,
+            model_name,
+            match &model_dir {
+                Some(dir) => format!("tokenizer and template from {}", dir.display()),
+                None => "no tokenizer: counts are whitespace-separated pieces".to_string(),
+            }
         );
         simulator
             .serve(listener, async {

@@ -11,12 +11,14 @@ use super::UsageError;
 use crate::model::{assets, Tokenizer};
 
 #[derive(clap::Args)]
+// One of the two inputs is required; naming the group makes clap's error list both.
+#[command(group(clap::ArgGroup::new("source").required(true).args(["text", "input"])))]
 pub struct Args {
     /// Model directory, known name (kimi-k2.5, qwen3, deepseek-v3, smollm2) or HF repo id.
     #[arg(long, value_name = "DIR|NAME")]
     model: String,
     /// One text to tokenize.
-    #[arg(long, conflicts_with = "input", required_unless_present = "input")]
+    #[arg(long)]
     text: Option<String>,
     /// JSONL file of `{"text": str}` lines.
     #[arg(long, value_name = "F.jsonl")]

@@ -292,7 +292,8 @@ pub async fn run_list(
         EngineError::Runtime("the journal writer gave back no resume state".to_string())
     })?;
 
-    let summary = Summary::from_state(&state, started.elapsed());
+    let summary =
+        Summary::from_state(&state, started.elapsed()).after(RunDir::new(run_dir).read_summary());
     RunDir::new(run_dir).write_summary(&summary)?;
     // Prompts of this input with no record at all (the summary counts prompts with a record).
     let not_started = ids.iter().filter(|id| state.get(id).is_none()).count() as u64;
@@ -390,7 +391,12 @@ fn manifest_for<'a>(config: &RunConfig, ids: impl Iterator<Item = &'a str>) -> M
         "top_p": r.top_p,
         "seed": r.seed,
     });
-    let request_options = serde_json::to_value(r).unwrap_or_default();
+    let mut request_options = serde_json::to_value(r).unwrap_or_default();
+    // `[request]`'s server kind is a placeholder (each endpoint's kind is its own): the manifest
+    // records the real one per endpoint in `servers`.
+    if let Some(options) = request_options.as_object_mut() {
+        options.remove("server_kind");
+    }
     Manifest::new(
         r.model.clone(),
         config.endpoint_labels(),
@@ -398,4 +404,5 @@ fn manifest_for<'a>(config: &RunConfig, ids: impl Iterator<Item = &'a str>) -> M
         request_options,
         hex::encode(hasher.finalize()),
     )
+    .with_servers(config.server_shapes())
 }

@@ -232,6 +232,15 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
             Some(_) => {}
         }
         let done = !matches!(next, Some((_, Next::RetryAfter(_))));
+        if let Some((err, _)) = &next {
+            ctx.progress.error_seen(err.class, || {
+                format!(
+                    "endpoint {:?}: {}",
+                    chosen.endpoint.name,
+                    scrub(&ctx.keys, &err.message)
+                )
+            });
+        }
         ctx.progress
             .attempt(record.meta.error_class, completion_tokens, done);
         if ctx.records.send_encoded(record).await.is_err() {

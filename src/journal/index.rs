@@ -326,6 +326,8 @@ pub struct ResumeState {
     pub totals: RecordTotals,
     /// Records that were in the journal when it was opened.
     pub loaded_records: u64,
+    /// [`ResumeState::totals`] when the journal was opened: `totals` minus these is this session.
+    pub loaded_totals: RecordTotals,
     pub report: OpenReport,
     segment_paths: BTreeMap<u32, PathBuf>,
 }
@@ -598,6 +600,7 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
         file.sync_all().map_err(JournalError::io(&path))?;
     }
     state.loaded_records = state.totals.records;
+    state.loaded_totals = state.totals.clone();
     Ok(state)
 }
 

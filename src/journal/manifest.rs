@@ -4,12 +4,52 @@
 //! shape a request (model, endpoints, sampling, request options, dataset) are hashed into a
 //! fingerprint. Timestamps and the draftgen version are recorded but not fingerprinted: a bug-fix
 //! upgrade must not make a days-long run unresumable (a version change is reported, not refused).
+//!
+//! The manifest also records how each endpoint's server shapes text ([`ServerShape`]: kind,
+//! version, spaces around special tokens), which everything downstream reads back
+//! ([`Manifest::reconstruct_options`]) instead of asking the user again. Those records are not
+//! fingerprinted as such (the kind is part of each endpoint's label already, an explicit spaces
+//! setting too), so a manifest written before they existed resumes without `--force`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::api::ServerKind;
 use crate::dataset::canonical::canonical_json;
+use crate::reconstruct::ReconstructOptions;
+
+/// How one endpoint's server turns the model's text into a chat.completion, as far as the run knows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerShape {
+    /// The endpoint's name (as in `endpoints`).
+    pub endpoint: String,
+    /// The server software actually configured for it (`--kind` / `kind`).
+    pub kind: ServerKind,
+    /// The server's version, when the user gave it (`--server-version` / `server_version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Whether it puts a space on each side of every special token it detokenizes (vLLM's
+    /// `spaces_between_special_tokens`; the kind's default unless set).
+    #[serde(default)]
+    pub spaces_around_special_tokens: bool,
+}
+
+/// `request_options` keys that are not settings of the run: `server_kind` was always the
+/// placeholder `generic` (the real kind is per endpoint, see [`ServerShape`]); manifests written
+/// before it was dropped still carry it, and it must not change their fingerprint.
+const NOT_SETTINGS: &[&str] = &["server_kind"];
+
+/// `request_options` without the keys in [`NOT_SETTINGS`].
+fn settings_only(request_options: &Value) -> Value {
+    let mut value = request_options.clone();
+    if let Value::Object(map) = &mut value {
+        for key in NOT_SETTINGS {
+            map.remove(*key);
+        }
+    }
+    value
+}
 
 /// `manifest.json` of a run directory. Never contains an API key: endpoints are names or base URLs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +79,10 @@ pub struct Manifest {
     /// Fingerprints this run had before settings were changed with `--force`, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub previous_fingerprints: Vec<String>,
+    /// How each endpoint's server shapes text, in endpoint order. Empty in manifests written
+    /// before draftgen recorded it (readers then fall back to [`ReconstructOptions::default`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<ServerShape>,
 }
 
 /// The fingerprinted part of a manifest, in a fixed order.
@@ -70,9 +114,34 @@ impl Manifest {
             created_at: chrono::Utc::now().to_rfc3339(),
             fingerprint: String::new(),
             previous_fingerprints: Vec::new(),
+            servers: Vec::new(),
         };
         manifest.seal();
         manifest
+    }
+
+    /// This manifest with its endpoints' server shapes recorded.
+    pub fn with_servers(mut self, servers: Vec<ServerShape>) -> Manifest {
+        self.servers = servers;
+        self
+    }
+
+    /// How to reconstruct this run's answers: the one place that turns what the run recorded
+    /// about its servers into [`ReconstructOptions`]. A manifest from before servers were
+    /// recorded gives the defaults. With several endpoints the first one's shape is used (the
+    /// options are per run); [`Manifest::mixed_server_shapes`] says when that loses something.
+    pub fn reconstruct_options(&self) -> ReconstructOptions {
+        match self.servers.first() {
+            Some(server) => reconstruct_options_for(server),
+            None => ReconstructOptions::default(),
+        }
+    }
+
+    /// Whether the endpoints shape text differently (one [`ReconstructOptions`] cannot fit all).
+    pub fn mixed_server_shapes(&self) -> bool {
+        self.servers
+            .windows(2)
+            .any(|w| reconstruct_options_for(&w[0]) != reconstruct_options_for(&w[1]))
     }
 
     /// Recompute [`Manifest::fingerprint`] from the settings.
@@ -83,11 +152,12 @@ impl Manifest {
     /// Hex SHA-256 of the canonical JSON of the fingerprinted settings. Object keys are sorted, so
     /// the order in which a config lists options does not matter.
     pub fn compute_fingerprint(&self) -> String {
+        let request_options = settings_only(&self.request_options);
         let settings = FingerprintedSettings {
             model: &self.model,
             endpoints: &self.endpoints,
             sampling: &self.sampling,
-            request_options: &self.request_options,
+            request_options: &request_options,
             dataset_hash: &self.dataset_hash,
         };
         let value = serde_json::to_value(&settings).unwrap_or(Value::Null);
@@ -110,8 +180,8 @@ impl Manifest {
         diff_values("sampling", &old.sampling, &self.sampling, &mut changes);
         diff_values(
             "request_options",
-            &old.request_options,
-            &self.request_options,
+            &settings_only(&old.request_options),
+            &settings_only(&self.request_options),
             &mut changes,
         );
         if self.dataset_hash != old.dataset_hash {
@@ -121,6 +191,17 @@ impl Manifest {
             ));
         }
         changes
+    }
+}
+
+/// The reconstruction options for one endpoint's server shape.
+// `..default()` keeps this compiling as `ReconstructOptions` grows (server kind and version
+// fields are coming); each new field that a `ServerShape` knows belongs here.
+#[allow(clippy::needless_update)]
+fn reconstruct_options_for(server: &ServerShape) -> ReconstructOptions {
+    ReconstructOptions {
+        spaces_around_special_tokens: server.spaces_around_special_tokens,
+        ..ReconstructOptions::default()
     }
 }
 
@@ -171,6 +252,44 @@ mod tests {
         b.seal();
         assert_eq!(a.fingerprint, b.fingerprint);
         assert_eq!(a.fingerprint.len(), 64);
+    }
+
+    #[test]
+    fn reconstruct_options_come_from_the_recorded_server_shape() {
+        let old = manifest(0.6);
+        assert_eq!(old.reconstruct_options(), ReconstructOptions::default());
+        let shape = |name: &str, spaces| ServerShape {
+            endpoint: name.into(),
+            kind: ServerKind::Vllm,
+            version: Some("0.11.0".into()),
+            spaces_around_special_tokens: spaces,
+        };
+        let one = manifest(0.6).with_servers(vec![shape("a", true)]);
+        assert!(one.reconstruct_options().spaces_around_special_tokens);
+        assert!(!one.mixed_server_shapes());
+        let two = manifest(0.6).with_servers(vec![shape("a", true), shape("b", false)]);
+        assert!(two.mixed_server_shapes());
+        // Recording shapes is not a change of settings.
+        assert_eq!(one.compute_fingerprint(), old.fingerprint);
+    }
+
+    #[test]
+    fn old_manifests_open_and_their_placeholder_server_kind_is_no_setting() {
+        // As draftgen wrote it before server shapes were recorded.
+        let text = r#"{"model": "m", "endpoints": ["vllm http://127.0.0.1:8000/v1 (vllm)"],
+            "sampling": {"max_tokens": 16}, "request_options": {"model": "m", "stream": false,
+            "server_kind": "generic"}, "dataset_hash": "abc", "fingerprint": "f"}"#;
+        let old: Manifest = serde_json::from_str(text).unwrap();
+        assert!(old.servers.is_empty());
+        let new = Manifest::new(
+            "m",
+            vec!["vllm http://127.0.0.1:8000/v1 (vllm)".into()],
+            json!({"max_tokens": 16}),
+            json!({"model": "m", "stream": false}),
+            "abc",
+        );
+        assert_eq!(old.compute_fingerprint(), new.fingerprint);
+        assert!(new.changes_from(&old).is_empty());
     }
 
     #[test]

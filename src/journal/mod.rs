@@ -33,10 +33,10 @@ pub use index::{
     CorruptLine, Disposition, DuplicateSuccess, LineLocation, OpenReport, PromptState,
     RecordTotals, ResumeState, TornTail,
 };
-pub use manifest::Manifest;
+pub use manifest::{Manifest, ServerShape};
 pub use reader::RecordReader;
 pub use record::{EncodedRecord, ErrorClass, Record, RecordMeta, RecordRef, Status};
 pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};
 pub use segment::{segment_file_name, JOURNAL_DIR};
-pub use summary::{StatusCounts, Summary};
+pub use summary::{AllSessions, SessionFigures, StatusCounts, Summary};
 pub use writer::{Journal, JournalOptions, JournalStats, REDACTED};

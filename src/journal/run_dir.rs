@@ -83,7 +83,9 @@ impl RunDir {
                 }
                 run.write_manifest(&manifest)?
             }
-            Some(old) if old.fingerprint == manifest.fingerprint => {
+            // Recomputed, not the stored fingerprint: a manifest sealed by an older draftgen
+            // (which hashed keys that are no longer settings) still matches the same settings.
+            Some(old) if old.compute_fingerprint() == manifest.fingerprint => {
                 if old.draftgen_version != manifest.draftgen_version {
                     tracing::warn!(
                         "{}: run started with draftgen {}, resuming with {}",
@@ -91,6 +93,21 @@ impl RunDir {
                         old.draftgen_version,
                         manifest.draftgen_version
                     );
+                }
+                if old.servers != manifest.servers {
+                    // What the run knows about its servers (recorded since, or a new version)
+                    // is kept current; the settings are the same, so nothing else changes.
+                    if !old.servers.is_empty() {
+                        tracing::warn!(
+                            "{}: the endpoints' server shape changed (e.g. --server-version); records written before keep no note of the old one",
+                            run.manifest_path().display(),
+                        );
+                    }
+                    let mut updated = old.clone();
+                    updated.servers = manifest.servers.clone();
+                    updated.request_options = manifest.request_options.clone();
+                    updated.seal();
+                    run.write_manifest(&updated)?;
                 }
             }
             Some(old) => {
@@ -109,7 +126,7 @@ impl RunDir {
                     });
                 }
                 tracing::warn!(
-                    "{}: settings changed, continuing because of --force:\n  {}",
+                    "{}: settings changed, continuing because force is set (--force or `force = true` in the config):\n  {}",
                     run.manifest_path().display(),
                     changes.join("\n  ")
                 );
@@ -160,6 +177,23 @@ impl RunDir {
             })?;
         bytes.push(b'\n');
         atomic_write(&self.manifest_path(), &bytes)
+    }
+
+    /// The `summary.json` an earlier session wrote, if there is a readable one (an unreadable
+    /// one is only a lost history of sessions, not a reason to stop: warned and ignored).
+    pub fn read_summary(&self) -> Option<Summary> {
+        let path = self.summary_path();
+        let bytes = std::fs::read(&path).ok()?;
+        match serde_json::from_slice(&bytes) {
+            Ok(summary) => Some(summary),
+            Err(e) => {
+                tracing::warn!(
+                    "{}: cannot read the previous summary ({e}); its sessions are not carried over",
+                    path.display()
+                );
+                None
+            }
+        }
     }
 
     /// Write `summary.json` atomically.

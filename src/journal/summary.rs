@@ -1,5 +1,10 @@
 //! [`Summary`]: `summary.json`, the end-of-run account — every prompt succeeded, failed with a
 //! class, or skipped; what the attempts cost; how fast they went.
+//!
+//! Counts over prompts and attempts are for the whole run (all sessions). Speed is given per
+//! session (`sessions`, oldest first, the last one is this session; `wall_time_s`,
+//! `session_requests` and `requests_per_s` repeat this session's) and for all sessions together
+//! (`all_sessions`), each labelled: a resume must not make the run look as if it took one session.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,7 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::atomic::atomic_write;
-use super::index::{Disposition, ResumeState};
+use super::index::{Disposition, RecordTotals, ResumeState};
 use super::{ErrorClass, JournalError};
 
 /// Counts by status.
@@ -45,8 +50,14 @@ pub struct Summary {
     pub wall_time_s: f64,
     /// Records appended in this session.
     pub session_requests: u64,
-    /// `session_requests / wall_time_s`.
+    /// `session_requests / wall_time_s` (this session).
     pub requests_per_s: f64,
+    /// Every session of the run, oldest first; the last is this one.
+    #[serde(default)]
+    pub sessions: Vec<SessionFigures>,
+    /// All sessions together.
+    #[serde(default)]
+    pub all_sessions: AllSessions,
     /// Journal health found on open.
     pub corrupt_lines: u64,
     pub duplicate_successes: u64,
@@ -54,7 +65,73 @@ pub struct Summary {
     pub written_at: String,
 }
 
+/// What one `generate` session did. Counts are attempts (records) appended in that session.
+/// Sessions recorded by a draftgen that kept no per-session counts have only time and rate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFigures {
+    /// RFC 3339 time the session ended (its summary was written).
+    pub ended_at: String,
+    pub wall_time_s: f64,
+    /// Records (attempts) appended.
+    pub requests: u64,
+    /// `requests / wall_time_s`.
+    pub requests_per_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub succeeded_attempts: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_attempts: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_attempts: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// The sessions of a run together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AllSessions {
+    pub sessions: u64,
+    /// Sum of the sessions' wall times (time between sessions not counted).
+    pub wall_time_s: f64,
+    pub requests: u64,
+    /// `requests / wall_time_s`.
+    pub requests_per_s: f64,
+}
+
+fn rate(count: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        count as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
 impl Summary {
+    /// This summary continuing the run `previous` summed up (the `summary.json` found on disk, if
+    /// any): its sessions come first, then this one. A summary from before sessions were kept
+    /// contributes one session with its time and rate.
+    pub fn after(mut self, previous: Option<Summary>) -> Summary {
+        let this = self.sessions.pop();
+        let mut sessions = match previous {
+            Some(p) if p.sessions.is_empty() => {
+                vec![SessionFigures {
+                    ended_at: p.written_at.clone(),
+                    wall_time_s: p.wall_time_s,
+                    requests: p.session_requests,
+                    requests_per_s: p.requests_per_s,
+                    ..SessionFigures::default()
+                }]
+            }
+            Some(p) => p.sessions,
+            None => Vec::new(),
+        };
+        sessions.extend(this);
+        self.all_sessions = AllSessions::of(&sessions);
+        self.sessions = sessions;
+        self
+    }
+
     /// The summary of `state` after a session of `wall_time`.
     pub fn from_state(state: &ResumeState, wall_time: Duration) -> Summary {
         let mut summary = Summary {
@@ -77,13 +154,20 @@ impl Summary {
             wall_time_s: wall_time.as_secs_f64(),
             session_requests: state.session_records(),
             requests_per_s: 0.0,
+            sessions: Vec::new(),
+            all_sessions: AllSessions::default(),
             corrupt_lines: state.report.corrupt_lines.len() as u64,
             duplicate_successes: state.report.duplicate_successes.len() as u64,
             written_at: chrono::Utc::now().to_rfc3339(),
         };
-        if summary.wall_time_s > 0.0 {
-            summary.requests_per_s = summary.session_requests as f64 / summary.wall_time_s;
-        }
+        summary.requests_per_s = rate(summary.session_requests, summary.wall_time_s);
+        summary.sessions = vec![SessionFigures::of(
+            &state.totals,
+            &state.loaded_totals,
+            summary.wall_time_s,
+            &summary.written_at,
+        )];
+        summary.all_sessions = AllSessions::of(&summary.sessions);
         for (_, prompt) in state.prompts() {
             match prompt.disposition() {
                 Disposition::Succeeded => summary.succeeded += 1,
@@ -114,5 +198,87 @@ impl Summary {
             })?;
         bytes.push(b'\n');
         atomic_write(path, &bytes)
+    }
+}
+
+impl SessionFigures {
+    /// The session that took the totals from `before` to `after` in `wall_time_s`.
+    fn of(after: &RecordTotals, before: &RecordTotals, wall_time_s: f64, ended_at: &str) -> Self {
+        let requests = after.records.saturating_sub(before.records);
+        SessionFigures {
+            ended_at: ended_at.to_string(),
+            wall_time_s,
+            requests,
+            requests_per_s: rate(requests, wall_time_s),
+            succeeded_attempts: Some(after.success.saturating_sub(before.success)),
+            failed_attempts: Some(after.failed.saturating_sub(before.failed)),
+            skipped_attempts: Some(after.skipped.saturating_sub(before.skipped)),
+            completion_tokens: Some(
+                after
+                    .completion_tokens
+                    .saturating_sub(before.completion_tokens),
+            ),
+            cost_usd: Some((after.cost_usd - before.cost_usd).max(0.0)),
+        }
+    }
+}
+
+impl AllSessions {
+    fn of(sessions: &[SessionFigures]) -> Self {
+        let wall_time_s: f64 = sessions.iter().map(|s| s.wall_time_s).sum();
+        let requests = sessions.iter().map(|s| s.requests).sum();
+        AllSessions {
+            sessions: sessions.len() as u64,
+            wall_time_s,
+            requests,
+            requests_per_s: rate(requests, wall_time_s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(requests: u64, wall_time_s: f64) -> Summary {
+        let mut state = ResumeState::default();
+        state.totals.records = requests;
+        state.totals.success = requests;
+        Summary::from_state(&state, Duration::from_secs_f64(wall_time_s))
+    }
+
+    #[test]
+    fn a_resumed_run_keeps_every_session_and_labelled_totals() {
+        let first = session(10, 5.0).after(None);
+        assert_eq!(first.sessions.len(), 1);
+        assert_eq!(first.all_sessions.requests_per_s, 2.0);
+        let second = session(30, 2.0).after(Some(first.clone()));
+        assert_eq!(second.sessions.len(), 2);
+        assert_eq!(second.sessions[0], first.sessions[0]);
+        assert_eq!(second.sessions[1].requests, 30);
+        assert_eq!(second.sessions[1].requests_per_s, 15.0);
+        assert_eq!(second.requests_per_s, 15.0);
+        assert_eq!(second.all_sessions.sessions, 2);
+        assert_eq!(second.all_sessions.wall_time_s, 7.0);
+        assert_eq!(second.all_sessions.requests, 40);
+        // Survives a round trip through summary.json.
+        let text = serde_json::to_string(&second).unwrap();
+        let back: Summary = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, second);
+    }
+
+    #[test]
+    fn a_summary_from_before_sessions_counts_as_one_session() {
+        let mut old = serde_json::to_value(session(8, 4.0)).unwrap();
+        let map = old.as_object_mut().unwrap();
+        map.remove("sessions");
+        map.remove("all_sessions");
+        let old: Summary = serde_json::from_value(old).unwrap();
+        assert!(old.sessions.is_empty());
+        let next = session(2, 1.0).after(Some(old));
+        assert_eq!(next.sessions.len(), 2);
+        assert_eq!(next.sessions[0].requests, 8);
+        assert_eq!(next.sessions[0].succeeded_attempts, None);
+        assert_eq!(next.all_sessions.requests, 10);
     }
 }

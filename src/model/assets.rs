@@ -72,6 +72,18 @@ const KNOWN_MODELS: &[KnownModel] = &[
     },
 ];
 
+/// The Hugging Face repository of a model name this project knows (a short name such as
+/// `kimi-k2-thinking`, or the repository id itself, any case); `None` for any other name.
+pub fn known_repo(name: &str) -> Option<&'static str> {
+    KNOWN_MODELS
+        .iter()
+        .find(|m| {
+            m.names.iter().any(|n| n.eq_ignore_ascii_case(name))
+                || m.repo.eq_ignore_ascii_case(name)
+        })
+        .map(|m| m.repo)
+}
+
 /// Files a model directory needs (those the repository has are downloaded).
 const MODEL_FILES: &[&str] = &[
     "tokenizer_config.json",
@@ -107,6 +119,11 @@ impl Locations {
             asset_roots.push(cwd.join("../shared/assets"));
         }
         asset_roots.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/assets"));
+        // The working directory is often the crate itself, and DRAFTGEN_ASSETS may name the same
+        // folder: each folder once (so "looked in" lists it once).
+        let mut seen = std::collections::HashSet::new();
+        asset_roots
+            .retain(|root| seen.insert(root.canonicalize().unwrap_or_else(|_| root.clone())));
         let hub_cache = env("HF_HUB_CACHE")
             .map(PathBuf::from)
             .or_else(|| env("HF_HOME").map(|home| PathBuf::from(home).join("hub")))
@@ -152,7 +169,10 @@ pub fn resolve_model_in(spec: &str, locations: &Locations) -> Result<PathBuf, Mo
         if has_tokenizer(&candidate) {
             return Ok(candidate);
         }
-        looked_in.push(candidate.display().to_string());
+        let shown = candidate.display().to_string();
+        if !looked_in.contains(&shown) {
+            looked_in.push(shown);
+        }
     }
     let repo = match known {
         Some(m) => m.repo,

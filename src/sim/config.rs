@@ -144,6 +144,8 @@ pub struct SimConfig {
     /// Model directory whose tokenizer counts tokens and produces `token_ids`; without one,
     /// counts are whitespace-separated pieces and no token ids are returned.
     pub model_dir: Option<PathBuf>,
+    /// The model family profile for `model_dir` (`None`: detected from the directory).
+    pub profile: Option<String>,
     /// The model name reported when a request names none (and listed by `/v1/models`).
     pub model_name: String,
     pub faults: FaultRates,
@@ -172,6 +174,7 @@ impl Default for SimConfig {
             flavor: Flavor::OpenRouter,
             seed: 0,
             model_dir: None,
+            profile: None,
             model_name: "moonshotai/kimi-k2.5".to_string(),
             faults: FaultRates::default(),
             latency: Latency::default(),

@@ -55,8 +55,8 @@ pub struct Simulator {
 impl Simulator {
     /// Load the tokenizer (if `model_dir` is set) and prepare the state.
     pub fn new(config: SimConfig) -> Result<Self, SimError> {
-        let tokens =
-            TokenCounter::load(config.model_dir.as_deref()).map_err(|source| SimError::Model {
+        let tokens = TokenCounter::load(config.model_dir.as_deref(), config.profile.as_deref())
+            .map_err(|source| SimError::Model {
                 dir: config
                     .model_dir
                     .as_ref()

@@ -46,11 +46,17 @@ pub struct PromptTokens {
 impl TokenCounter {
     /// Load `model_dir` as a profile (tokenizer + template); if it has no usable template, load
     /// just its tokenizer.
-    pub fn load(model_dir: Option<&Path>) -> Result<Self, ModelError> {
+    /// `profile` names the family (`kimi-k2-thinking`) where the directory alone cannot tell
+    /// (Kimi K2, K2-Thinking and K2.5 share one set of tokenizer files).
+    pub fn load(model_dir: Option<&Path>, profile: Option<&str>) -> Result<Self, ModelError> {
         let Some(dir) = model_dir else {
             return Ok(TokenCounter::default());
         };
-        let model = match Profile::load(dir, &LoadOptions::default()) {
+        let options = LoadOptions {
+            profile: profile.map(str::to_string),
+            ..LoadOptions::default()
+        };
+        let model = match Profile::load(dir, &options) {
             Ok(profile) => Model::Profile(Box::new(profile)),
             Err(err) => {
                 tracing::warn!(

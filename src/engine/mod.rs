@@ -13,13 +13,14 @@ mod budget;
 mod concurrency;
 mod credits;
 mod endpoints;
+mod health;
 mod progress;
 mod prompts;
 mod retry;
 mod scheduler;
 mod shutdown;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,6 +32,7 @@ pub use budget::{cost_of, prompt_tokens_estimate, Budget, PriceTable};
 pub use concurrency::{Limiter, Permit};
 pub use credits::{key_info, parse_key_info, CreditInfo};
 pub use endpoints::EndpointPool;
+pub use health::{Health, DEAD_AFTER};
 pub use progress::{class_name, Progress, ProgressMode, Stats};
 pub use prompts::PromptList;
 pub use retry::{is_fatal, Next, RetryPolicy};
@@ -39,7 +41,9 @@ pub use shutdown::{Shutdown, StopReason};
 use crate::api::{ApiKey, Client, ClientConfig};
 use crate::config::{ConfigError, EndpointKind, RunConfig};
 use crate::dataset::Prompt;
-use crate::journal::{Disposition, JournalError, JournalWriter, Manifest, RunDir, Summary};
+use crate::journal::{
+    Disposition, ErrorClass, JournalError, JournalWriter, Manifest, RunDir, Summary,
+};
 
 /// Records queued between request tasks and the journal writer thread.
 const RECORD_QUEUE: usize = 4096;
@@ -113,6 +117,9 @@ pub struct RunSummary {
     /// Cost projected at start for the pending prompts, when there was anything to project from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub projected_cost_usd: Option<f64>,
+    /// The first error message of each class seen this session (verbatim, keys scrubbed).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_errors: BTreeMap<ErrorClass, String>,
     /// What `summary.json` says (the whole run, all sessions).
     pub summary: Summary,
 }
@@ -205,12 +212,19 @@ pub async fn run_list(
     let mut finished_before = 0u64;
     let mut ids: Vec<Box<str>> = Vec::with_capacity(prompts.len());
     let mut pending: Vec<scheduler::Pending> = Vec::new();
+    // A run that never had a success and failed with 403/404 was pointed at the wrong place
+    // (the early stop ends such a run): those failures say nothing about the prompts.
+    let never_succeeded = state.totals.success == 0;
     for prompt in prompts {
         ids.push(prompt.id.clone());
         let run_it = match state.get(&prompt.id).map(|s| s.disposition()) {
             None | Some(Disposition::Retry(_)) => true,
             // 401/402 are about the account: retried once the key or credit is fixed.
-            Some(Disposition::FailedPermanently(Some(class))) => is_fatal(class),
+            Some(Disposition::FailedPermanently(Some(class))) => {
+                is_fatal(class)
+                    || (never_succeeded
+                        && matches!(class, ErrorClass::Forbidden | ErrorClass::ClientError))
+            }
             Some(_) => false,
         };
         if run_it {
@@ -268,6 +282,7 @@ pub async fn run_list(
             .report(options.progress, options.plain_every),
     );
 
+    let health = Arc::new(Health::new(resolved.len()));
     let ctx = Arc::new(scheduler::Ctx {
         client,
         endpoints: EndpointPool::new(resolved),
@@ -278,6 +293,7 @@ pub async fn run_list(
         budget: budget.clone(),
         prices,
         progress: progress.clone(),
+        health: health.clone(),
         shutdown: shutdown.clone(),
         records: writer.sender(),
         keys: keys.clone(),
@@ -307,6 +323,7 @@ pub async fn run_list(
         not_started,
         credits,
         projected_cost_usd: projected,
+        first_errors: health.first_errors(),
         summary,
     })
 }

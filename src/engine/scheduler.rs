@@ -30,6 +30,7 @@ use tokio::task::JoinSet;
 use super::budget::{cost_of_usage, Budget, PriceTable};
 use super::concurrency::{Limiter, Permit};
 use super::endpoints::EndpointPool;
+use super::health::Health;
 use super::progress::Progress;
 use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
@@ -48,6 +49,8 @@ pub(crate) struct Ctx {
     pub budget: Arc<Mutex<Budget>>,
     pub prices: Option<PriceTable>,
     pub progress: Arc<Progress>,
+    /// Whether the endpoints work at all (the early stop), and the first error of each class.
+    pub health: Arc<Health>,
     pub shutdown: Shutdown,
     pub records: RecordSender,
     /// Every key of the run, to scrub from anything shown to the user.
@@ -168,7 +171,9 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
                 return;
             }
         }
-        let Some((chosen, body_fields)) = ctx.endpoints.choose(&mut rand::rng()) else {
+        let Some((endpoint_index, chosen, body_fields)) =
+            ctx.endpoints.choose_indexed(&mut rand::rng())
+        else {
             return;
         };
         // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
@@ -227,9 +232,22 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
         settle(&ctx, estimate, record.meta.cost_usd);
         let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
         match &next {
-            None => ctx.limiter.on_success(),
-            Some((err, _)) if is_overload(err) => ctx.limiter.on_overload(),
-            Some(_) => {}
+            None => {
+                ctx.limiter.on_success();
+                ctx.health.success(endpoint_index);
+            }
+            Some((err, _)) => {
+                if is_overload(err) {
+                    ctx.limiter.on_overload();
+                }
+                let message = scrub(&ctx.keys, &err.message);
+                if let Some(dead) = ctx.health.failure(endpoint_index, err, &message) {
+                    ctx.shutdown.stop(StopReason::Unreachable {
+                        consecutive: dead.consecutive,
+                        first_error: dead.first_error,
+                    });
+                }
+            }
         }
         let done = !matches!(next, Some((_, Next::RetryAfter(_))));
         ctx.progress

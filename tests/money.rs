@@ -1,0 +1,280 @@
+//! `draftgen generate` where money and time are at stake, end to end against the binary: the
+//! budget across sessions, `Retry-After` across a resume, prompts files with bad lines, and the
+//! early stop when nothing works.
+//!
+//! The test server lives in this process (so it outlives each `generate` session) and logs every
+//! chat request with the prompt it carried and the time it arrived.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
+
+// ---------------------------------------------------------------- test server
+
+#[derive(Debug, Clone, Default)]
+struct Behaviour {
+    /// `usage.cost` of every answer.
+    cost: f64,
+    /// Answer 429 with this `Retry-After` (seconds) to every request for these prompt contents.
+    rate_limit: Vec<(String, u64)>,
+    latency_ms: u64,
+}
+
+#[derive(Default)]
+struct Server {
+    behaviour: Mutex<Behaviour>,
+    /// (arrival time, first message content) of every chat request.
+    log: Mutex<Vec<(SystemTime, String)>>,
+}
+
+struct TestServer {
+    base_url: String,
+    state: Arc<Server>,
+}
+
+impl TestServer {
+    fn start(behaviour: Behaviour) -> TestServer {
+        let state = Arc::new(Server {
+            behaviour: Mutex::new(behaviour),
+            log: Mutex::new(Vec::new()),
+        });
+        let (tx, rx) = std::sync::mpsc::channel::<SocketAddr>();
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let app = Router::new()
+                    .route("/v1/chat/completions", post(chat))
+                    .with_state(shared);
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap()).unwrap();
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        let addr = rx.recv().unwrap();
+        TestServer {
+            base_url: format!("http://{addr}/v1"),
+            state,
+        }
+    }
+
+    fn set(&self, f: impl FnOnce(&mut Behaviour)) {
+        f(&mut self.state.behaviour.lock().unwrap());
+    }
+
+    fn requests(&self) -> Vec<(SystemTime, String)> {
+        self.state.log.lock().unwrap().clone()
+    }
+}
+
+async fn chat(State(s): State<Arc<Server>>, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let content = request["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    s.log
+        .lock()
+        .unwrap()
+        .push((SystemTime::now(), content.clone()));
+    let b = s.behaviour.lock().unwrap().clone();
+    tokio::time::sleep(Duration::from_millis(b.latency_ms)).await;
+    if let Some((_, secs)) = b.rate_limit.iter().find(|(c, _)| *c == content) {
+        let body = json!({"error": {"code": 429, "message": "Rate limit exceeded"}});
+        let mut r = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+        r.headers_mut()
+            .insert("retry-after", secs.to_string().parse().unwrap());
+        return r;
+    }
+    axum::Json(json!({
+        "id": "gen-1", "object": "chat.completion", "model": request["model"],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": format!("answer to {content}")},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19, "cost": b.cost}
+    }))
+    .into_response()
+}
+
+// ---------------------------------------------------------------- helpers
+
+fn prompt_line(i: usize) -> String {
+    let id = format!(
+        "{:016x}",
+        0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1)
+    );
+    json!({"id": id, "source": "test",
+           "messages": [{"role": "user", "content": format!("question {i}")}]})
+    .to_string()
+}
+
+fn write_prompts(dir: &Path, n: usize) -> PathBuf {
+    let path = dir.join("prompts.jsonl");
+    let text: String = (0..n).map(|i| prompt_line(i) + "\n").collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn write_config(dir: &Path, max_attempts: u32) -> PathBuf {
+    let path = dir.join("run.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"grace_s = 5
+[request]
+model = "test/model"
+max_tokens = 64
+[timeouts]
+connect_s = 2
+first_byte_s = 2
+idle_s = 2
+total_s = 4
+[retry]
+max_attempts = {max_attempts}
+base_ms = 10
+cap_s = 0.1
+"#
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn generate(prompts: &Path, run: &Path, config: &Path, base_url: &str, extra: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(["generate", "--prompts"])
+        .arg(prompts)
+        .arg("--run")
+        .arg(run)
+        .arg("--config")
+        .arg(config)
+        .args(["--base-url", base_url, "--progress", "none", "--json"])
+        .args(extra)
+        .env_remove("OPENROUTER_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .expect("spawn draftgen")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn journal(run: &Path) -> Vec<Value> {
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(run.join("journal"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    segments.sort();
+    segments
+        .iter()
+        .flat_map(|seg| {
+            std::fs::read_to_string(seg)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn summary_json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
+}
+
+// ---------------------------------------------------------------- early stop
+
+#[test]
+fn a_dead_port_stops_early_naming_the_first_error_and_the_run_resumes() {
+    // A port where nothing listens: bind one, then let it go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dead = format!("http://127.0.0.1:{port}/v1");
+    let dir = tempfile::tempdir().unwrap();
+    let n = 300;
+    let prompts = write_prompts(dir.path(), n);
+    let config = write_config(dir.path(), 4);
+    let run = dir.path().join("run");
+    let out = generate(&prompts, &run, &config, &dead, &["--concurrency", "16"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let s = summary_json(&out);
+    assert_eq!(s["stop"]["reason"], "unreachable", "{s}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stopped early"), "{stderr}");
+    let first = s["stop"]["first_error"].as_str().unwrap();
+    assert!(first.contains(&port.to_string()), "{first}");
+    assert!(stderr.contains(first), "the first error verbatim: {stderr}");
+    assert!(s["first_errors"]["network"].is_string(), "{s}");
+    // Far fewer attempts than 300 prompts x 4 attempts: the threshold plus what was in flight.
+    let records = journal(&run);
+    assert!(
+        records.len() <= 16 * 4 + 8,
+        "{} attempts before stopping",
+        records.len()
+    );
+
+    // Fixed (a server on the port would do; here another address): everything runs.
+    let server = TestServer::start(Behaviour::default());
+    let out = generate(
+        &prompts,
+        &run,
+        &config,
+        &server.base_url,
+        &["--concurrency", "16", "--force"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(summary_json(&out)["summary"]["succeeded"], n as u64);
+}
+
+#[test]
+fn not_found_everywhere_stops_early_and_a_fixed_run_retries_those_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(Behaviour::default());
+    let wrong = server.base_url.replace("/v1", "/wrong/v1");
+    let prompts = write_prompts(dir.path(), 100);
+    let config = write_config(dir.path(), 2);
+    let run = dir.path().join("run");
+    let out = generate(&prompts, &run, &config, &wrong, &["--concurrency", "4"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let s = summary_json(&out);
+    assert_eq!(s["stop"]["reason"], "unreachable", "{s}");
+    assert!(
+        s["stop"]["first_error"].as_str().unwrap().contains("404"),
+        "{s}"
+    );
+    assert!(journal(&run).len() < 30);
+
+    let out = generate(
+        &prompts,
+        &run,
+        &config,
+        &server.base_url,
+        &["--concurrency", "4", "--force"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(summary_json(&out)["summary"]["succeeded"], 100);
+}

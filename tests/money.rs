@@ -278,3 +278,49 @@ fn not_found_everywhere_stops_early_and_a_fixed_run_retries_those_prompts() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(summary_json(&out)["summary"]["succeeded"], 100);
 }
+
+// ---------------------------------------------------------------- bad lines
+
+#[test]
+fn bad_prompt_lines_are_reported_and_skipped_and_the_rest_runs_unless_strict() {
+    let server = TestServer::start(Behaviour::default());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("prompts.jsonl");
+    let mut lines: Vec<String> = (0..20).map(prompt_line).collect();
+    lines[2] = "{\"id\": \"x\", \"messages\": [".to_string();
+    lines[11] = "{\"id\": 7}".to_string();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let config = write_config(dir.path(), 2);
+
+    let run = dir.path().join("strict");
+    let out = generate(&path, &run, &config, &server.base_url, &["--strict"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("prompts.jsonl:3:"),
+        "{}",
+        text(&out)
+    );
+    assert!(server.requests().is_empty(), "--strict sends nothing");
+
+    let run = dir.path().join("run");
+    let out = generate(&path, &run, &config, &server.base_url, &[]);
+    // Something the user gave did not run: not a clean exit.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for n in [3, 12] {
+        assert!(
+            stderr.contains(&format!("prompts.jsonl:{n}: not a prompt record, skipped")),
+            "line {n}: {stderr}"
+        );
+    }
+    let s = summary_json(&out);
+    assert_eq!(s["summary"]["succeeded"], 18, "{s}");
+    let skipped = s["summary"]["skipped_lines"].as_array().unwrap();
+    let at: Vec<u64> = skipped.iter().map(|l| l["line"].as_u64().unwrap()).collect();
+    assert_eq!(at, [3, 12]);
+    assert!(skipped.iter().all(|l| !l["reason"].as_str().unwrap().is_empty()));
+    let on_disk: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(on_disk["skipped_lines"], s["summary"]["skipped_lines"]);
+    assert_eq!(server.requests().len(), 18);
+}

@@ -80,6 +80,10 @@ pub struct Args {
     /// Print the run summary as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Stop at the first line of --prompts that is not a prompt, before sending anything
+    /// (default: report each such line with file:line, skip it and run the rest).
+    #[arg(long)]
+    strict: bool,
 }
 
 /// draftgen's HTTP client connects directly (see `api::client`): say so rather than let a user
@@ -125,8 +129,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     config.validate().map_err(|e| UsageError(e.to_string()))?;
     warn_about_proxies();
-    let prompts =
-        engine::PromptList::read_jsonl(&args.prompts).map_err(|e| UsageError(e.to_string()))?;
+    let prompts = if args.strict {
+        engine::PromptList::read_jsonl_strict(&args.prompts)
+    } else {
+        engine::PromptList::read_jsonl(&args.prompts)
+    }
+    .map_err(|e| UsageError(e.to_string()))?;
+    for line in prompts.skipped_lines() {
+        eprintln!("{line}");
+    }
 
     let shutdown = Shutdown::new();
     let options = RunOptions {
@@ -197,6 +208,12 @@ fn print_human(r: &RunSummary) {
         s.skipped,
         r.not_started,
     );
+    if !s.skipped_lines.is_empty() {
+        eprintln!(
+            "  {} line(s) of the prompts file skipped as not prompts (listed above and in summary.json; --strict stops on them)",
+            s.skipped_lines.len()
+        );
+    }
     if !s.failed_by_error_class.is_empty() {
         let classes: Vec<String> = s
             .failed_by_error_class

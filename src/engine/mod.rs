@@ -125,9 +125,13 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    /// Everything in the input succeeded (or was skipped) and nothing stopped the run.
+    /// Everything in the input succeeded (or was skipped) and nothing stopped the run. A prompts
+    /// file line that is not a prompt is not ok: something the user gave was not run.
     pub fn all_ok(&self) -> bool {
-        self.stop == StopReason::Completed && self.summary.failed == 0 && self.not_started == 0
+        self.stop == StopReason::Completed
+            && self.summary.failed == 0
+            && self.not_started == 0
+            && self.summary.skipped_lines.is_empty()
     }
 }
 
@@ -168,13 +172,14 @@ pub async fn run_with(
 /// [`run_with`] for prompts already compacted (the CLI reads them straight into a [`PromptList`]).
 pub async fn run_list(
     config: &RunConfig,
-    prompts: PromptList,
+    mut prompts: PromptList,
     run_dir: &Path,
     shutdown: Shutdown,
     options: RunOptions,
 ) -> Result<RunSummary, EngineError> {
     let started = Instant::now();
     config.validate()?;
+    let skipped_lines = std::mem::take(&mut prompts.skipped);
     let resolved = config.resolve_endpoints(|name| std::env::var(name).ok())?;
     let keys: Vec<ApiKey> = resolved
         .iter()
@@ -308,7 +313,8 @@ pub async fn run_list(
         EngineError::Runtime("the journal writer gave back no resume state".to_string())
     })?;
 
-    let summary = Summary::from_state(&state, started.elapsed());
+    let mut summary = Summary::from_state(&state, started.elapsed());
+    summary.skipped_lines = skipped_lines;
     RunDir::new(run_dir).write_summary(&summary)?;
     // Prompts of this input with no record at all (the summary counts prompts with a record).
     let not_started = ids.iter().filter(|id| state.get(id).is_none()).count() as u64;

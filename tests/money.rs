@@ -324,3 +324,115 @@ fn bad_prompt_lines_are_reported_and_skipped_and_the_rest_runs_unless_strict() {
     assert_eq!(on_disk["skipped_lines"], s["summary"]["skipped_lines"]);
     assert_eq!(server.requests().len(), 18);
 }
+
+// ---------------------------------------------------------------- budget across sessions
+
+fn cost_of_run(run: &Path) -> f64 {
+    journal(run)
+        .iter()
+        .filter_map(|r| r["cost_usd"].as_f64())
+        .sum()
+}
+
+#[test]
+fn a_resume_with_little_headroom_stays_under_the_cap() {
+    const COST: f64 = 0.001;
+    let server = TestServer::start(Behaviour {
+        cost: COST,
+        latency_ms: 5,
+        ..Behaviour::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = write_prompts(dir.path(), 300);
+    let config = write_config(dir.path(), 2);
+    let run = dir.path().join("run");
+
+    let out = generate(
+        &prompts,
+        &run,
+        &config,
+        &server.base_url,
+        &["--concurrency", "8", "--max-cost-usd", "0.05"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(summary_json(&out)["stop"]["reason"], "budget");
+    let spent = cost_of_run(&run);
+    // Requests in flight hold a reservation each: together they cannot cross the cap.
+    assert!(spent <= 0.05 + 1e-9, "first session spent {spent}");
+    assert!(spent >= 0.05 - COST - 1e-9, "and used what it had: {spent}");
+
+    // About three requests of headroom, many slots: the journal's cost per request (not zero
+    // until three answers of this session are back) bounds what is sent.
+    let before = server.requests().len();
+    let cap = spent + 3.0 * COST + COST / 10.0;
+    let cap_arg = format!("{cap}");
+    let out = generate(
+        &prompts,
+        &run,
+        &config,
+        &server.base_url,
+        &["--concurrency", "64", "--max-cost-usd", &cap_arg],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(summary_json(&out)["stop"]["reason"], "budget");
+    let sent = server.requests().len() - before;
+    assert_eq!(sent, 3, "three requests of headroom");
+    let total = cost_of_run(&run);
+    assert!(total <= cap + 1e-9, "run spent {total} over the cap {cap}");
+}
+
+#[test]
+fn before_any_answer_the_published_price_bounds_a_request() {
+    use draftgen::sim::SimConfig;
+    let base_url = start_sim(SimConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = write_prompts(dir.path(), 20);
+    let config = write_config(dir.path(), 2);
+    let key = dir.path().join("key");
+    std::fs::write(&key, "sk-or-v1-test\n").unwrap();
+    let run = dir.path().join("run");
+    // 64 completion tokens at the sim's $2.50 per million alone cost $0.00016: nothing fits
+    // $0.0001, and nothing may be sent to find that out.
+    let mut extra = vec![
+        "--kind",
+        "openrouter",
+        "--max-cost-usd",
+        "0.0001",
+        "--model",
+        "moonshotai/kimi-k2.5:exacto",
+        "--api-key-file",
+    ];
+    let key_arg = key.to_string_lossy().to_string();
+    extra.push(&key_arg);
+    let out = generate(&prompts, &run, &config, &base_url, &extra);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let s = summary_json(&out);
+    assert_eq!(s["stop"]["reason"], "budget", "{s}");
+    assert_eq!(s["summary"]["attempts"], 0, "{s}");
+
+    // Room for a few: the run spends up to the cap, never past it.
+    let run = dir.path().join("run2");
+    extra[3] = "0.001";
+    let out = generate(&prompts, &run, &config, &base_url, &extra);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let spent = cost_of_run(&run);
+    assert!(spent > 0.0 && spent <= 0.001 + 1e-12, "spent {spent}");
+}
+
+/// Start the built-in simulator on its own thread; returns its base URL.
+fn start_sim(config: draftgen::sim::SimConfig) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let sim = draftgen::sim::spawn(config).await.unwrap();
+            tx.send(sim.base_url()).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().unwrap()
+}

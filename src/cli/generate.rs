@@ -52,7 +52,9 @@ pub struct Args {
     /// Requests per minute, all endpoints together.
     #[arg(long)]
     rpm: Option<u32>,
-    /// Stop scheduling when the run (all sessions) would cost more than this.
+    /// Stop scheduling when the run (all sessions) would cost more than this. Each request in
+    /// flight holds a bound of its cost (the run's dearest request so far; before any answer the
+    /// price table or the model's published price), so together they stay under it.
     #[arg(long)]
     max_cost_usd: Option<f64>,
     /// max_tokens of every request.

@@ -14,6 +14,7 @@ mod concurrency;
 mod credits;
 mod endpoints;
 mod health;
+mod pricing;
 mod progress;
 mod prompts;
 mod retry;
@@ -28,11 +29,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-pub use budget::{cost_of, prompt_tokens_estimate, Budget, PriceTable};
+pub use budget::{cost_of, prompt_tokens_estimate, Budget, CostHistory, PriceTable, Reservation};
 pub use concurrency::{Limiter, Permit};
 pub use credits::{key_info, parse_key_info, CreditInfo};
 pub use endpoints::EndpointPool;
 pub use health::{Health, DEAD_AFTER};
+pub use pricing::{price_in_list, published_price};
 pub use progress::{class_name, Progress, ProgressMode, Stats};
 pub use prompts::PromptList;
 pub use retry::{is_fatal, Next, RetryPolicy};
@@ -243,20 +245,45 @@ pub async fn run_list(
         }
     }
 
-    let prices = PriceTable::from_config(&config.budget);
-    let budget = Budget::new(
-        config.budget.max_cost_usd,
-        prices,
-        config.request.max_tokens,
-        state.totals.cost_usd,
-    );
-    let projected = budget.project_tokens(pending.iter().map(|p| p.prompt.prompt_tokens()));
-
     let client = Client::new(ClientConfig {
         connect_timeout: Duration::from_secs_f64(config.timeouts.connect_s),
         ..ClientConfig::default()
     })
     .map_err(|e| EngineError::Client(e.to_string()))?;
+
+    let mut prices = PriceTable::from_config(&config.budget);
+    if prices.is_none() && config.budget.max_cost_usd.is_some() && !pending.is_empty() {
+        // A cap with no price table: the model's published price bounds the first requests.
+        for r in resolved
+            .iter()
+            .filter(|r| r.kind == EndpointKind::OpenRouter)
+        {
+            if let Some(found) = published_price(&client, &r.endpoint, &r.options.model).await {
+                say(format!(
+                    "endpoint {:?}: {} is priced ${:.4} / ${:.4} per million prompt / completion tokens (its published price; the budget bounds each request by it)",
+                    r.endpoint.name,
+                    r.options.model,
+                    found.prompt * 1e6,
+                    found.completion * 1e6
+                ));
+                prices = Some(found);
+                break;
+            }
+        }
+    }
+    let budget = Budget::new(
+        config.budget.max_cost_usd,
+        prices,
+        config.request.max_tokens,
+        state.totals.cost_usd,
+    )
+    .with_history(CostHistory {
+        sum: state.totals.cost_usd,
+        n: state.totals.costed_records,
+        max: state.totals.max_record_cost_usd,
+    });
+    let projected = budget.project_tokens(pending.iter().map(|p| p.prompt.prompt_tokens()));
+
 
     say(format!(
         "generate: {total} prompt(s), {} finished before, {} to run; run dir {}",
@@ -296,6 +323,7 @@ pub async fn run_list(
         limiter,
         rate: scheduler::rate_limiter(config.concurrency.requests_per_minute),
         budget: budget.clone(),
+        budget_settled: tokio::sync::Notify::new(),
         prices,
         progress: progress.clone(),
         health: health.clone(),

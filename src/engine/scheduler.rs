@@ -27,7 +27,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::value::RawValue;
 use tokio::task::JoinSet;
 
-use super::budget::{cost_of_usage, Budget, PriceTable};
+use super::budget::{cost_of_usage, Budget, PriceTable, Reservation};
 use super::concurrency::{Limiter, Permit};
 use super::endpoints::EndpointPool;
 use super::health::Health;
@@ -47,6 +47,8 @@ pub(crate) struct Ctx {
     pub limiter: Arc<Limiter>,
     pub rate: Option<DefaultDirectRateLimiter>,
     pub budget: Arc<Mutex<Budget>>,
+    /// Woken whenever an attempt settles its reservation (a request waiting for budget asks again).
+    pub budget_settled: tokio::sync::Notify,
     pub prices: Option<PriceTable>,
     pub progress: Arc<Progress>,
     /// Whether the endpoints work at all (the early stop), and the first error of each class.
@@ -85,7 +87,7 @@ pub(crate) async fn schedule(ctx: Arc<Ctx>, pending: Vec<Pending>, grace: std::t
             permit = ctx.limiter.acquire() => permit,
             _ = ctx.shutdown.stopping() => break,
         };
-        let estimate = match reserve(&ctx, &item.prompt) {
+        let estimate = match reserve(&ctx, &item.prompt).await {
             Some(estimate) => estimate,
             None => break,
         };
@@ -127,22 +129,38 @@ async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// Reserve the estimated cost of one request; on a full budget, stop the run and return `None`.
-fn reserve(ctx: &Ctx, prompt: &CompactPrompt) -> Option<f64> {
-    let Ok(mut budget) = ctx.budget.lock() else {
-        return Some(0.0);
-    };
-    let estimate = budget.estimate_tokens(prompt.prompt_tokens());
-    if budget.try_reserve(estimate) {
-        return Some(estimate);
+/// Reserve budget for one request, waiting while requests in flight hold what is left; on a full
+/// budget stop the run and return `None` (also `None` once the run is stopping).
+async fn reserve(ctx: &Ctx, prompt: &CompactPrompt) -> Option<f64> {
+    loop {
+        // Registered before asking, so a settle between the answer and the wait is not missed.
+        let settled = ctx.budget_settled.notified();
+        tokio::pin!(settled);
+        settled.as_mut().enable();
+        let answer = match ctx.budget.lock() {
+            Ok(mut budget) => match budget.reserve(prompt.prompt_tokens()) {
+                Reservation::Full => Err(StopReason::Budget {
+                    max_cost_usd: budget.max().unwrap_or(0.0),
+                    spent_usd: budget.spent(),
+                }),
+                other => Ok(other),
+            },
+            Err(_) => Ok(Reservation::Granted(0.0)),
+        };
+        match answer {
+            Ok(Reservation::Granted(amount)) => return Some(amount),
+            Ok(_) => {
+                tokio::select! {
+                    _ = &mut settled => {}
+                    _ = ctx.shutdown.stopping() => return None,
+                }
+            }
+            Err(reason) => {
+                ctx.shutdown.stop(reason);
+                return None;
+            }
+        }
     }
-    let reason = StopReason::Budget {
-        max_cost_usd: budget.max().unwrap_or(0.0),
-        spent_usd: budget.spent(),
-    };
-    drop(budget);
-    ctx.shutdown.stop(reason);
-    None
 }
 
 /// One prompt's attempts in this session.
@@ -160,20 +178,21 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
                 return;
             };
             permit = Some(acquired);
-            match reserve(&ctx, &prompt) {
+            match Box::pin(reserve(&ctx, &prompt)).await {
                 Some(e) => estimate = e,
                 None => return,
             }
         }
         if let Some(rate) = &ctx.rate {
             if !Box::pin(rate_ready(&ctx, rate)).await {
-                settle(&ctx, estimate, None);
+                settle(&ctx, estimate, None, false);
                 return;
             }
         }
         let Some((endpoint_index, chosen, body_fields)) =
             ctx.endpoints.choose_indexed(&mut rand::rng())
         else {
+            settle(&ctx, estimate, None, false);
             return;
         };
         // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
@@ -187,7 +206,7 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
                     endpoint: chosen.endpoint.name.clone(),
                     message: format!("cannot serialize the request body: {e}"),
                 });
-                settle(&ctx, estimate, None);
+                settle(&ctx, estimate, None, false);
                 return;
             }
         };
@@ -225,11 +244,11 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
                     endpoint: chosen.endpoint.name.clone(),
                     message: format!("cannot serialize the journal record: {e}"),
                 });
-                settle(&ctx, estimate, None);
+                settle(&ctx, estimate, None, false);
                 return;
             }
         };
-        settle(&ctx, estimate, record.meta.cost_usd);
+        settle(&ctx, estimate, record.meta.cost_usd, next.is_none());
         let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
         match &next {
             None => {
@@ -303,10 +322,11 @@ async fn back_off(ctx: &Ctx, delay: std::time::Duration) -> bool {
     }
 }
 
-fn settle(ctx: &Ctx, estimate: f64, cost: Option<f64>) {
+fn settle(ctx: &Ctx, estimate: f64, cost: Option<f64>, answered: bool) {
     if let Ok(mut budget) = ctx.budget.lock() {
-        budget.settle(estimate, cost);
+        budget.settle(estimate, cost, answered);
     }
+    ctx.budget_settled.notify_waiters();
 }
 
 /// 429, and 503 ("no provider available" / overloaded), are the server asking for less.

@@ -143,6 +143,10 @@ pub struct RecordTotals {
     pub skipped: u64,
     pub by_error_class: BTreeMap<ErrorClass, u64>,
     pub cost_usd: f64,
+    /// Records with a `cost_usd` (the budget's cost per request over all sessions).
+    pub costed_records: u64,
+    /// The largest `cost_usd` of one record.
+    pub max_record_cost_usd: f64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
 }
@@ -480,6 +484,8 @@ fn add_to_totals(totals: &mut RecordTotals, entry: &Entry<'_>) {
     }
     if let Some(cost) = entry.cost_usd.filter(|c| c.is_finite()) {
         totals.cost_usd += cost;
+        totals.costed_records += 1;
+        totals.max_record_cost_usd = totals.max_record_cost_usd.max(cost);
     }
     totals.prompt_tokens += entry.prompt_tokens.unwrap_or(0);
     totals.completion_tokens += entry.completion_tokens.unwrap_or(0);

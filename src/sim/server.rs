@@ -216,15 +216,21 @@ async fn health() -> Json<Value> {
 }
 
 async fn models(State(shared): State<Arc<Shared>>) -> Json<Value> {
-    Json(json!({
-        "object": "list",
-        "data": [{
-            "id": shared.config.model_name,
-            "object": "model",
-            "created": 0,
-            "owned_by": "draftgen-sim",
-        }],
-    }))
+    let mut model = json!({
+        "id": shared.config.model_name,
+        "object": "model",
+        "created": 0,
+        "owned_by": "draftgen-sim",
+    });
+    if shared.config.flavor == Flavor::OpenRouter {
+        // OpenRouter publishes dollars per token as decimal strings.
+        let prices = shared.config.prices;
+        model["pricing"] = json!({
+            "prompt": prices.prompt.to_string(),
+            "completion": prices.completion.to_string(),
+        });
+    }
+    Json(json!({"object": "list", "data": [model]}))
 }
 
 async fn key_info(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {

@@ -436,3 +436,54 @@ fn start_sim(config: draftgen::sim::SimConfig) -> String {
     });
     rx.recv().unwrap()
 }
+
+// ---------------------------------------------------------------- Retry-After across a resume
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+#[test]
+fn retry_after_holds_across_a_resume() {
+    let server = TestServer::start(Behaviour {
+        rate_limit: vec![("question 0".into(), 2), ("question 1".into(), 3)],
+        ..Behaviour::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = write_prompts(dir.path(), 6);
+    // One attempt per session: the 429 ends the prompt's session, the resume sends the next one.
+    let config = write_config(dir.path(), 1);
+    let run = dir.path().join("run");
+    let out = generate(&prompts, &run, &config, &server.base_url, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let not_before: Vec<(String, u64)> = journal(&run)
+        .iter()
+        .filter(|r| r["error_class"] == "rate_limited")
+        .map(|r| {
+            let content = r["request"]["messages"][0]["content"].as_str().unwrap();
+            (content.to_string(), r["not_before_ms"].as_u64().expect("journaled"))
+        })
+        .collect();
+    assert_eq!(not_before.len(), 2, "{not_before:?}");
+
+    // The server has recovered; resume at once.
+    server.set(|b| b.rate_limit.clear());
+    let out = generate(&prompts, &run, &config, &server.base_url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let log = server.requests();
+    for (content, not_before) in &not_before {
+        let sent: Vec<u64> = log
+            .iter()
+            .filter(|(_, c)| c == content)
+            .map(|(t, _)| unix_ms(*t))
+            .collect();
+        assert_eq!(sent.len(), 2, "{content}: {sent:?}");
+        assert!(
+            sent[1] >= *not_before,
+            "{content}: next attempt at {} ms, before the journaled not-before {not_before} ms",
+            sent[1]
+        );
+        // And the journaled time is the server's Retry-After after the first attempt.
+        assert!(*not_before >= sent[0] + 1900, "{content}: {not_before} vs {}", sent[0]);
+    }
+}

@@ -236,9 +236,11 @@ pub async fn run_list(
         };
         if run_it {
             let first_attempt = state.next_attempt(&prompt.id);
+            let not_before_ms = state.get(&prompt.id).and_then(|s| s.not_before_ms);
             pending.push(scheduler::Pending {
                 prompt,
                 first_attempt,
+                not_before_ms,
             });
         } else {
             finished_before += 1;

@@ -21,7 +21,7 @@
 //! pending again on resume.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::value::RawValue;
@@ -63,6 +63,24 @@ pub(crate) struct Ctx {
 pub(crate) struct Pending {
     pub prompt: CompactPrompt,
     pub first_attempt: u32,
+    /// An earlier session's `Retry-After` for this prompt (Unix ms): not sent before it.
+    pub not_before_ms: Option<u64>,
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// How long until `not_before_ms` (zero if past), spread by up to half the wait again so prompts
+/// told to come back at the same moment do not all come back at that moment.
+fn wait_for(not_before_ms: u64) -> Duration {
+    let left = Duration::from_millis(not_before_ms.saturating_sub(unix_ms(SystemTime::now())));
+    if left.is_zero() {
+        return left;
+    }
+    left + left.mul_f64(rand::random::<f64>() * 0.5)
 }
 
 /// A requests-per-minute limiter, if configured.
@@ -169,10 +187,20 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
     let prompt = pending.prompt;
     let mut permit = Some(permit);
     let mut estimate = estimate;
+    // A `Retry-After` journaled by an earlier session still holds: wait it out without holding
+    // a slot or budget, then come back like a retry.
+    let held_back = pending.not_before_ms.map_or(Duration::ZERO, wait_for);
+    if !held_back.is_zero() {
+        permit = None;
+        settle(&ctx, estimate, None, false);
+        if !Box::pin(back_off(&ctx, held_back)).await {
+            return;
+        }
+    }
     for n in 1..=ctx.retry.max_attempts {
         // The waits below are boxed: they are rare next to the request itself, and a task's
         // future is held for every request in flight (10,000 of them at a time).
-        if n > 1 {
+        if n > 1 || permit.is_none() {
             // Re-enter under the limit and the budget like a new request.
             let Some(acquired) = Box::pin(acquire_or_stop(&ctx)).await else {
                 return;
@@ -315,7 +343,7 @@ async fn rate_ready(ctx: &Ctx, rate: &DefaultDirectRateLimiter) -> bool {
 }
 
 /// Sleep before a retry; `false` if the run is stopping.
-async fn back_off(ctx: &Ctx, delay: std::time::Duration) -> bool {
+async fn back_off(ctx: &Ctx, delay: Duration) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(delay) => true,
         _ = ctx.shutdown.stopping() => false,
@@ -371,6 +399,7 @@ fn success_record(
         started_at: &head.started_at,
         latency_ms: outcome.latency_ms,
         first_byte_ms: outcome.first_byte_ms,
+        not_before_ms: None,
     }
     .encode()
 }
@@ -410,6 +439,8 @@ fn failure_record(
         started_at: &head.started_at,
         latency_ms,
         first_byte_ms: None,
+        // The server's `Retry-After`, as a time: it holds for the next attempt even on resume.
+        not_before_ms: err.retry_after.map(|after| unix_ms(SystemTime::now() + after)),
     }
     .encode()
 }

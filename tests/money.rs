@@ -316,9 +316,14 @@ fn bad_prompt_lines_are_reported_and_skipped_and_the_rest_runs_unless_strict() {
     let s = summary_json(&out);
     assert_eq!(s["summary"]["succeeded"], 18, "{s}");
     let skipped = s["summary"]["skipped_lines"].as_array().unwrap();
-    let at: Vec<u64> = skipped.iter().map(|l| l["line"].as_u64().unwrap()).collect();
+    let at: Vec<u64> = skipped
+        .iter()
+        .map(|l| l["line"].as_u64().unwrap())
+        .collect();
     assert_eq!(at, [3, 12]);
-    assert!(skipped.iter().all(|l| !l["reason"].as_str().unwrap().is_empty()));
+    assert!(skipped
+        .iter()
+        .all(|l| !l["reason"].as_str().unwrap().is_empty()));
     let on_disk: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
     assert_eq!(on_disk["skipped_lines"], s["summary"]["skipped_lines"]);
@@ -440,7 +445,9 @@ fn start_sim(config: draftgen::sim::SimConfig) -> String {
 // ---------------------------------------------------------------- Retry-After across a resume
 
 fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_millis() as u64
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 #[test]
@@ -461,7 +468,10 @@ fn retry_after_holds_across_a_resume() {
         .filter(|r| r["error_class"] == "rate_limited")
         .map(|r| {
             let content = r["request"]["messages"][0]["content"].as_str().unwrap();
-            (content.to_string(), r["not_before_ms"].as_u64().expect("journaled"))
+            (
+                content.to_string(),
+                r["not_before_ms"].as_u64().expect("journaled"),
+            )
         })
         .collect();
     assert_eq!(not_before.len(), 2, "{not_before:?}");
@@ -484,6 +494,10 @@ fn retry_after_holds_across_a_resume() {
             sent[1]
         );
         // And the journaled time is the server's Retry-After after the first attempt.
-        assert!(*not_before >= sent[0] + 1900, "{content}: {not_before} vs {}", sent[0]);
+        assert!(
+            *not_before >= sent[0] + 1900,
+            "{content}: {not_before} vs {}",
+            sent[0]
+        );
     }
 }

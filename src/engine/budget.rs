@@ -301,7 +301,11 @@ mod tests {
     fn without_a_price_one_request_finds_the_cost_then_reservations_stop_at_the_cap() {
         let mut b = Budget::new(Some(1.0), None, Some(100), 0.25);
         assert_eq!(b.reserve(10), Reservation::Granted(0.0), "the probe");
-        assert_eq!(b.reserve(10), Reservation::Wait, "one at a time until a cost is known");
+        assert_eq!(
+            b.reserve(10),
+            Reservation::Wait,
+            "one at a time until a cost is known"
+        );
         b.settle(0.0, Some(0.3), true);
         assert!((b.spent() - 0.55).abs() < 1e-12);
         // 0.55 spent; each request may cost 0.3: one fits (0.85), a second (1.15) waits.

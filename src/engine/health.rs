@@ -139,7 +139,9 @@ mod tests {
         let stop = h.failure(1, &not_found, "HTTP 404").expect("both dead");
         assert_eq!(stop.first_error, "refused");
         assert_eq!(
-            h.first_errors().get(&ErrorClass::ClientError).map(String::as_str),
+            h.first_errors()
+                .get(&ErrorClass::ClientError)
+                .map(String::as_str),
             Some("HTTP 404")
         );
     }

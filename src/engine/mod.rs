@@ -286,7 +286,6 @@ pub async fn run_list(
     });
     let projected = budget.project_tokens(pending.iter().map(|p| p.prompt.prompt_tokens()));
 
-
     say(format!(
         "generate: {total} prompt(s), {} finished before, {} to run; run dir {}",
         finished_before,

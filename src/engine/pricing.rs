@@ -13,7 +13,11 @@ use super::budget::PriceTable;
 use crate::api::{Client, Endpoint};
 
 /// The published price of `model` at `endpoint`, if it lists one.
-pub async fn published_price(client: &Client, endpoint: &Endpoint, model: &str) -> Option<PriceTable> {
+pub async fn published_price(
+    client: &Client,
+    endpoint: &Endpoint,
+    model: &str,
+) -> Option<PriceTable> {
     let list = client
         .get_json(endpoint, "models", Duration::from_secs(15))
         .await

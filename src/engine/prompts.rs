@@ -180,16 +180,25 @@ mod tests {
 
         std::fs::write(
             &path,
-            format!("{}\n{{\"id\": 3}}\n{}\nnot json\n", prompt("a"), prompt("b")),
+            format!(
+                "{}\n{{\"id\": 3}}\n{}\nnot json\n",
+                prompt("a"),
+                prompt("b")
+            ),
         )
         .expect("write");
         let list = PromptList::read_jsonl(&path).expect("read");
         assert_eq!(list.len(), 2, "the good lines around the bad ones are kept");
         let skipped: Vec<String> = list.skipped_lines().iter().map(|s| s.to_string()).collect();
         assert_eq!(skipped.len(), 2);
-        assert!(skipped[0].contains("prompts.jsonl:2: not a prompt"), "{skipped:?}");
+        assert!(
+            skipped[0].contains("prompts.jsonl:2: not a prompt"),
+            "{skipped:?}"
+        );
         assert!(skipped[1].contains("prompts.jsonl:4: "), "{skipped:?}");
-        let err = PromptList::read_jsonl_strict(&path).unwrap_err().to_string();
+        let err = PromptList::read_jsonl_strict(&path)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("prompts.jsonl:2:"), "{err}");
     }
 }

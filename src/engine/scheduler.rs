@@ -440,7 +440,9 @@ fn failure_record(
         latency_ms,
         first_byte_ms: None,
         // The server's `Retry-After`, as a time: it holds for the next attempt even on resume.
-        not_before_ms: err.retry_after.map(|after| unix_ms(SystemTime::now() + after)),
+        not_before_ms: err
+            .retry_after
+            .map(|after| unix_ms(SystemTime::now() + after)),
     }
     .encode()
 }

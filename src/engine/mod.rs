@@ -119,6 +119,10 @@ pub struct RunSummary {
     /// Cost projected at start for the pending prompts, when there was anything to project from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub projected_cost_usd: Option<f64>,
+    /// The adaptive in-flight limit at the end of the session, and how often it was cut because
+    /// the server turned requests away.
+    pub concurrency_limit: usize,
+    pub concurrency_decreases: u64,
     /// The first error message of each class seen this session (verbatim, keys scrubbed).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub first_errors: BTreeMap<ErrorClass, String>,
@@ -332,7 +336,9 @@ pub async fn run_list(
         records: writer.sender(),
         keys: keys.clone(),
     });
-    scheduler::schedule(ctx, pending, config.grace()).await;
+    scheduler::schedule(ctx.clone(), pending, config.grace()).await;
+    let limiter_end = (ctx.limiter.limit(), ctx.limiter.decreases());
+    drop(ctx);
 
     reporter.abort();
     let _ = reporter.await;
@@ -358,6 +364,8 @@ pub async fn run_list(
         not_started,
         credits,
         projected_cost_usd: projected,
+        concurrency_limit: limiter_end.0,
+        concurrency_decreases: limiter_end.1,
         first_errors: health.first_errors(),
         summary,
     })

@@ -280,12 +280,15 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
         let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
         match &next {
             None => {
-                ctx.limiter.on_success();
+                ctx.limiter
+                    .on_success_after(Duration::from_millis(latency_ms));
                 ctx.health.success(endpoint_index);
             }
             Some((err, _)) => {
                 if is_overload(err) {
                     ctx.limiter.on_overload();
+                } else {
+                    ctx.limiter.on_failure();
                 }
                 let message = scrub(&ctx.keys, &err.message);
                 if let Some(dead) = ctx.health.failure(endpoint_index, err, &message) {
@@ -304,6 +307,21 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
             ctx.shutdown.stop(StopReason::Interrupted);
             return;
         }
+        // A turned-away request keeps its slot about as long as an answer would: handed back at
+        // once, every slot above the server's capacity would cycle rejections at loopback speed.
+        let hold = match &next {
+            Some((err, then)) if is_overload(err) => {
+                let backoff = match then {
+                    Next::RetryAfter(delay) => *delay,
+                    _ => err.retry_after.unwrap_or(Duration::from_secs(1)),
+                };
+                ctx.limiter.rejection_hold(backoff)
+            }
+            _ => Duration::ZERO,
+        };
+        if !hold.is_zero() && !Box::pin(back_off(&ctx, hold)).await {
+            return;
+        }
         // The slot is held until the record is queued: a journal that falls behind (a slow disk)
         // slows the requests down instead of letting finished records pile up in memory.
         permit.take();
@@ -318,7 +336,7 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
                 return;
             }
             Some((_, Next::RetryAfter(delay))) => {
-                if !Box::pin(back_off(&ctx, delay)).await {
+                if !Box::pin(back_off(&ctx, delay.saturating_sub(hold))).await {
                     return;
                 }
             }

@@ -5,13 +5,14 @@
 //! one round trip), and what the limiter does depends on the share `r` of them the server turned
 //! away (429, 503).
 //!
-//! - `r` above [`NOISE`]: the server is at capacity. With `L` in flight and room for `C`, about
+//! - `r` above [`NOISE`] (and at least two rejections): the server is at capacity. With `L` in flight and room for `C`, about
 //!   `(L - C) / L` of each round is turned away, so the limit becomes `L · (1 - r)` — the capacity
 //!   itself, in one step, not a halving that undershoots it — and does not grow again for
 //!   [`SETTLE_WINDOWS`] windows (the requests sent under the old limit are still coming back).
-//! - otherwise: growth. Until the first capacity signal the limit grows by half each window (slow
-//!   start: a run that starts far below capacity gets there in a few round trips); after it, by one
-//!   per window below 100 and by 1% above (probing slowly near a capacity already found).
+//! - otherwise: growth. Until a window has a fifth of its attempts turned away the limit grows by
+//!   half each window (slow start: a run that starts far below capacity gets there in a few round
+//!   trips); after that, by one per window below 100 and by 1% above (probing slowly near a
+//!   capacity already found).
 //!
 //! A few random 429s (a provider's hiccups, 3% of attempts) stay under [`NOISE`] in a window of any
 //! size worth adapting, so they do not drive the limit down; only a sustained share does.
@@ -30,12 +31,17 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// Share of a window's attempts turned away above which the server is taken to be at capacity.
+/// Share of a window's attempts turned away above which the server is taken to be at capacity
+/// (with at least [`MIN_REJECTED`] of them: one 429 in a window of 16 is 6%, and means nothing).
 pub const NOISE: f64 = 0.05;
+/// Fewest rejections in a window that can signal capacity.
+const MIN_REJECTED: usize = 2;
+/// A share turned away that ends slow start: far above what random 429s reach in a window.
+const SLOW_START_EXIT: f64 = 0.2;
 /// Windows without growth after a decrease.
 pub const SETTLE_WINDOWS: u32 = 2;
-/// Fewest attempts in a window (a limit of 2 still decides on a few more than 2).
-const MIN_WINDOW: usize = 8;
+/// Fewest attempts in a window (a limit of 2 still decides on more than 2).
+const MIN_WINDOW: usize = 16;
 /// Weight of a new latency in the smoothed latency.
 const LATENCY_WEIGHT: f64 = 0.1;
 
@@ -184,15 +190,16 @@ impl Limiter {
         if w.ended < w.limit.max(MIN_WINDOW) {
             return;
         }
-        let rejected_share = w.rejected as f64 / w.ended as f64;
+        let rejected = w.rejected;
+        let rejected_share = rejected as f64 / w.ended as f64;
         w.ended = 0;
         w.rejected = 0;
         let old = w.limit;
-        let new = if rejected_share > NOISE {
-            w.found_capacity = true;
+        let new = if rejected_share > NOISE && rejected >= MIN_REJECTED {
+            w.found_capacity |= rejected_share > SLOW_START_EXIT;
             w.settle = SETTLE_WINDOWS;
             w.decreases += 1;
-            ((old as f64 * (1.0 - rejected_share)).floor() as usize).max(self.min)
+            ((old as f64 * (1.0 - rejected_share)).round() as usize).max(self.min)
         } else if w.settle > 0 {
             w.settle -= 1;
             old
@@ -266,12 +273,12 @@ mod tests {
 
     #[tokio::test]
     async fn slow_start_then_additive_growth_capped() {
-        let l = Limiter::new(8, 1, 40);
-        for _ in 0..8 {
+        let l = Limiter::new(16, 1, 40);
+        for _ in 0..16 {
             l.on_success();
         }
-        assert_eq!(l.limit(), 12, "slow start: half again per window");
-        assert_eq!(l.available(), 12);
+        assert_eq!(l.limit(), 24, "slow start: half again per window");
+        assert_eq!(l.available(), 24);
         for _ in 0..1000 {
             l.on_success();
         }

@@ -90,14 +90,14 @@ async fn aimd_converges_to_the_capacity_with_few_rejections() {
         .unwrap_or(0);
     let capacity = sim.capacity().expect("capacity model");
     assert_eq!(capacity.rejected, rejected);
-    // The first window (64 sent at once against 16 slots) is rejected by 3/4: 48 of 600+ is
-    // unavoidable; after it, a probe now and then.
+    // The first wave is small and doubles towards 64: the window that overshoots 16 is turned
+    // away by half; after it, a probe now and then.
     let share = rejected as f64 / attempts as f64;
     eprintln!(
         "capacity {CAPACITY}: {attempts} attempts, {rejected} turned away, limit ends at {}, {} cuts",
         summary.concurrency_limit, summary.concurrency_decreases
     );
-    assert!(share <= 0.15, "{rejected} of {attempts} attempts turned away");
+    assert!(share <= 0.10, "{rejected} of {attempts} attempts turned away");
     let limit = summary.concurrency_limit;
     assert!(
         (CAPACITY * 3 / 4..=CAPACITY * 3 / 2).contains(&limit),

@@ -22,6 +22,10 @@
 //! how long the attempt keeps its slot (about one answer's latency), so a rejection occupies a slot
 //! as long as an answer would, and the window measures the share the server really turns away.
 //!
+//! The first requests go out [`FIRST_WAVE`] at a time, doubling each window up to the configured
+//! initial limit: a few round trips, instead of a whole initial wave turned away by a provider
+//! with less room.
+//!
 //! Shrinking a semaphore cannot take back permits that are held: the ones not available right now
 //! become a debt, paid by forgetting permits as they are returned.
 
@@ -42,6 +46,10 @@ const SLOW_START_EXIT: f64 = 0.2;
 pub const SETTLE_WINDOWS: u32 = 2;
 /// Fewest attempts in a window (a limit of 2 still decides on more than 2).
 const MIN_WINDOW: usize = 16;
+/// The limit before the first answer: a run told to start at 256 against a provider with room for
+/// 10 would have 246 requests turned away before anything is known. It doubles each window up to
+/// the configured initial limit (a few round trips), then grows as described above.
+pub const FIRST_WAVE: usize = 8;
 /// Weight of a new latency in the smoothed latency.
 const LATENCY_WEIGHT: f64 = 0.1;
 
@@ -54,6 +62,8 @@ struct Window {
     settle: u32,
     /// Whether a capacity signal was seen (slow start is over).
     found_capacity: bool,
+    /// The configured initial limit, reached by doubling from [`FIRST_WAVE`].
+    initial: usize,
     /// Smoothed latency of successful attempts.
     latency: Option<Duration>,
     decreases: u64,
@@ -99,10 +109,12 @@ impl Limiter {
         let min = min.max(1);
         let max = max.max(min);
         let initial = initial.clamp(min, max);
+        let first = initial.min(FIRST_WAVE.max(min));
         Arc::new(Limiter {
-            semaphore: Arc::new(Semaphore::new(initial)),
+            semaphore: Arc::new(Semaphore::new(first)),
             window: Mutex::new(Window {
-                limit: initial,
+                limit: first,
+                initial,
                 ended: 0,
                 rejected: 0,
                 settle: 0,
@@ -203,6 +215,8 @@ impl Limiter {
         } else if w.settle > 0 {
             w.settle -= 1;
             old
+        } else if !w.found_capacity && old < w.initial {
+            (old * 2).min(w.initial)
         } else if !w.found_capacity {
             old + old.div_ceil(2)
         } else {
@@ -256,6 +270,15 @@ mod tests {
     #[tokio::test]
     async fn a_window_over_capacity_cuts_to_the_share_answered_and_debt_is_paid() {
         let l = Limiter::new(100, 2, 1000);
+        assert_eq!(l.limit(), FIRST_WAVE, "the first wave is small");
+        for _ in 0..16 {
+            l.on_success();
+        }
+        assert_eq!(l.limit(), 16, "doubling towards the initial limit");
+        for _ in 0..(16 + 32 + 64) {
+            l.on_success();
+        }
+        assert_eq!(l.limit(), 100);
         let held: Vec<_> = futures_util::future::join_all((0..100).map(|_| l.acquire())).await;
         // 100 in flight, room for 20: 80 turned away.
         for _ in 0..80 {
@@ -273,12 +296,12 @@ mod tests {
 
     #[tokio::test]
     async fn slow_start_then_additive_growth_capped() {
-        let l = Limiter::new(16, 1, 40);
+        let l = Limiter::new(4, 1, 40);
         for _ in 0..16 {
             l.on_success();
         }
-        assert_eq!(l.limit(), 24, "slow start: half again per window");
-        assert_eq!(l.available(), 24);
+        assert_eq!(l.limit(), 6, "slow start past the initial limit: half again per window");
+        assert_eq!(l.available(), 6);
         for _ in 0..1000 {
             l.on_success();
         }

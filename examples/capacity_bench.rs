@@ -32,7 +32,10 @@ const PROMPTS_PER_SLOT: usize = 100;
 fn prompts(n: usize) -> Vec<Prompt> {
     (0..n)
         .map(|i| Prompt {
-            id: format!("{:016x}", 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1)),
+            id: format!(
+                "{:016x}",
+                0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1)
+            ),
             source: "bench".into(),
             messages: vec![json!({"role": "user", "content": format!("question {i}")})],
             tools: None,
@@ -87,9 +90,14 @@ cap_s = 2
     });
     let dir = tempfile::tempdir().expect("tempdir");
     let t0 = Instant::now();
-    let run = engine::run(&config, prompts(n), &dir.path().join("run"), Shutdown::new())
-        .await
-        .expect("run");
+    let run = engine::run(
+        &config,
+        prompts(n),
+        &dir.path().join("run"),
+        Shutdown::new(),
+    )
+    .await
+    .expect("run");
     let wall = t0.elapsed();
     let s = &run.summary;
     Outcome {
@@ -148,8 +156,7 @@ async fn naive_run(base_url: &str, n: usize) -> Outcome {
                         if e.class == ErrorClass::RateLimited {
                             rejected.fetch_add(1, Ordering::Relaxed);
                         }
-                        tokio::time::sleep(e.retry_after.unwrap_or(Duration::from_secs(1)))
-                            .await;
+                        tokio::time::sleep(e.retry_after.unwrap_or(Duration::from_secs(1))).await;
                     }
                 }
             }
@@ -202,6 +209,9 @@ async fn main() {
         drop(sim);
         let a = report("draftgen", capacity, &ours);
         let b = report("naive", capacity, &naive);
-        println!("|       | ratio     | draftgen / naive goodput: {:.2} |", a / b);
+        println!(
+            "|       | ratio     | draftgen / naive goodput: {:.2} |",
+            a / b
+        );
     }
 }

@@ -15,7 +15,10 @@ use serde_json::json;
 fn prompts(n: usize) -> Vec<Prompt> {
     (0..n)
         .map(|i| Prompt {
-            id: format!("{:016x}", 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1)),
+            id: format!(
+                "{:016x}",
+                0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1)
+            ),
             source: "test".into(),
             messages: vec![json!({"role": "user", "content": format!("question {i}")})],
             tools: None,
@@ -76,9 +79,14 @@ async fn aimd_converges_to_the_capacity_with_few_rejections() {
     // Starting four times above the capacity.
     let config = config(&sim.base_url(), 64);
     let n = 600;
-    let summary = engine::run(&config, prompts(n), &dir.path().join("run"), Shutdown::new())
-        .await
-        .expect("run");
+    let summary = engine::run(
+        &config,
+        prompts(n),
+        &dir.path().join("run"),
+        Shutdown::new(),
+    )
+    .await
+    .expect("run");
     assert_eq!(summary.stop, StopReason::Completed);
     assert_eq!(summary.summary.succeeded, n as u64, "{summary:?}");
     let attempts = summary.summary.attempts;
@@ -97,7 +105,10 @@ async fn aimd_converges_to_the_capacity_with_few_rejections() {
         "capacity {CAPACITY}: {attempts} attempts, {rejected} turned away, limit ends at {}, {} cuts",
         summary.concurrency_limit, summary.concurrency_decreases
     );
-    assert!(share <= 0.10, "{rejected} of {attempts} attempts turned away");
+    assert!(
+        share <= 0.10,
+        "{rejected} of {attempts} attempts turned away"
+    );
     let limit = summary.concurrency_limit;
     assert!(
         (CAPACITY * 3 / 4..=CAPACITY * 3 / 2).contains(&limit),
@@ -125,9 +136,14 @@ async fn random_429s_do_not_pin_concurrency_to_the_floor() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(&sim.base_url(), 16);
     let n = 3000;
-    let summary = engine::run(&config, prompts(n), &dir.path().join("run"), Shutdown::new())
-        .await
-        .expect("run");
+    let summary = engine::run(
+        &config,
+        prompts(n),
+        &dir.path().join("run"),
+        Shutdown::new(),
+    )
+    .await
+    .expect("run");
     assert_eq!(summary.summary.succeeded, n as u64);
     let limit = summary.concurrency_limit;
     eprintln!(

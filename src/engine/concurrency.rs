@@ -300,7 +300,11 @@ mod tests {
         for _ in 0..16 {
             l.on_success();
         }
-        assert_eq!(l.limit(), 6, "slow start past the initial limit: half again per window");
+        assert_eq!(
+            l.limit(),
+            6,
+            "slow start past the initial limit: half again per window"
+        );
         assert_eq!(l.available(), 6);
         for _ in 0..1000 {
             l.on_success();

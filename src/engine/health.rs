@@ -77,9 +77,7 @@ impl Health {
         if s.succeeded {
             return None;
         }
-        let Some(streak) = s.dead_streak.get_mut(index) else {
-            return None;
-        };
+        let streak = s.dead_streak.get_mut(index)?;
         if cannot_work(err) {
             *streak += 1;
             if s.first_dead.is_none() {

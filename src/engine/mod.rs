@@ -7,7 +7,9 @@
 //!
 //! Resume rule: a prompt is finished when its latest record is a success, a skip, or a permanent
 //! failure. Transient failures whose retries ran out are retried on the next run, and so are 401
-//! and 402 failures — they are about the account, not the prompt.
+//! and 402 failures — they are about the account, not the prompt — and, in a run that never had a
+//! success, 403 and 404 failures (a wrong base URL or model; `health.rs` stops such a run early).
+//! A failure's journaled `Retry-After` (`not_before_ms`) still holds for the prompt's next attempt.
 
 mod budget;
 mod concurrency;

@@ -106,6 +106,7 @@ fn generate(run: &str, n: u64) -> anyhow::Result<()> {
             started_at: "2025-06-01T12:00:00.000Z".into(),
             latency_ms: 5000 + i % 20000,
             first_byte_ms: Some(400 + i % 900),
+            not_before_ms: None,
         };
         journal.append(&record)?;
     }

@@ -52,6 +52,7 @@ fn record(id: &str, attempt: u32, status: Status, class: Option<ErrorClass>) -> 
         started_at: "2025-01-01T00:00:00Z".into(),
         latency_ms: 1234,
         first_byte_ms: Some(100),
+        not_before_ms: None,
     }
 }
 

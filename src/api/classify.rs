@@ -116,11 +116,7 @@ pub fn check_completion(response: &Value) -> Result<(), ApiError> {
         ));
     }
     if response.get("error").is_some_and(|e| !e.is_null()) {
-        let message = server_message(response).unwrap_or_default();
-        return Err(ApiError::new(
-            ErrorClass::ErrorIn200,
-            format!("error object in a 200 response: {message}"),
-        ));
+        return Err(error_in_answer(response, Some(response)));
     }
     let Some(choice) = response
         .get("choices")
@@ -163,13 +159,39 @@ pub fn check_completion(response: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// A mid-stream `error` chunk (status already 200): the class is [`ErrorClass::MidStream`].
-pub fn mid_stream_error(chunk: &Value) -> ApiError {
-    let message = server_message(chunk).unwrap_or_else(|| "error chunk".to_string());
-    ApiError::new(
-        ErrorClass::MidStream,
-        format!("error in the stream: {message}"),
-    )
+/// A stream's `error` chunk (status already 200), with `partial` the answer assembled so far
+/// (that chunk included): classed by [`error_in_answer`], like the same failure unstreamed.
+pub fn mid_stream_error(chunk: &Value, partial: Option<&Value>) -> ApiError {
+    error_in_answer(chunk, partial)
+}
+
+/// An `error` object in a 2xx answer — `holder` is the body or the stream chunk that carries it,
+/// `answer` the completion (assembled so far, when streamed). One rule whether streamed or not:
+/// if the answer already holds generated output (content, reasoning or tool calls) the generation
+/// started and broke, [`ErrorClass::MidStream`]; if nothing was generated, the request failed
+/// before generating, [`ErrorClass::ErrorIn200`]. The same server failure thus gets the same class
+/// with `stream` on or off (OpenRouter sends a streamed error as an `error` chunk and the same
+/// failure unstreamed as an `error` body, with whatever was generated in `choices`).
+pub fn error_in_answer(holder: &Value, answer: Option<&Value>) -> ApiError {
+    let generated = answer
+        .and_then(|a| a.get("choices"))
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .and_then(|c| c.get("message"))
+        .filter(|m| m.is_object())
+        .is_some_and(|m| !is_empty_answer(m));
+    let message = server_message(holder).unwrap_or_else(|| "error object".to_string());
+    if generated {
+        ApiError::new(
+            ErrorClass::MidStream,
+            format!("error in the stream: {message}"),
+        )
+    } else {
+        ApiError::new(
+            ErrorClass::ErrorIn200,
+            format!("error object in a 200 response: {message}"),
+        )
+    }
 }
 
 fn is_empty_answer(message: &Value) -> bool {
@@ -377,11 +399,49 @@ mod tests {
         let chunk = json!({"id": "g", "provider": "openai", "error": {"code": "server_error",
             "message": "Provider disconnected unexpectedly"},
             "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]});
-        let err = mid_stream_error(&chunk);
+        let partial = completion(
+            json!({"role": "assistant", "content": "Half an ans"}),
+            "error",
+        );
+        let err = mid_stream_error(&chunk, Some(&partial));
         assert_eq!(err.class, ErrorClass::MidStream);
         assert!(err
             .message
             .contains("Provider disconnected unexpectedly (code server_error)"));
+        // Nothing generated before the error: the request failed, as an error body would say.
+        let nothing = completion(json!({"role": "assistant", "content": ""}), "error");
+        assert_eq!(
+            mid_stream_error(&chunk, Some(&nothing)).class,
+            ErrorClass::ErrorIn200
+        );
+        assert_eq!(mid_stream_error(&chunk, None).class, ErrorClass::ErrorIn200);
+    }
+
+    #[test]
+    fn an_error_object_gets_one_class_streamed_or_not() {
+        let error = json!({"code": 502, "message": "Upstream error"});
+        // Unstreamed: the body; streamed: the chunk carrying the error, and the answer so far.
+        let partial_answer = completion(
+            json!({"role": "assistant", "content": "The answer is"}),
+            "error",
+        );
+        let mut body = partial_answer.clone();
+        body["error"] = error.clone();
+        let chunk = json!({"error": error, "choices": [{"index": 0, "delta": {}, "finish_reason": "error"}]});
+        assert_eq!(
+            check_completion(&body).unwrap_err().class,
+            ErrorClass::MidStream
+        );
+        assert_eq!(
+            mid_stream_error(&chunk, Some(&partial_answer)).class,
+            ErrorClass::MidStream
+        );
+        let bare = json!({"error": error});
+        assert_eq!(
+            check_completion(&bare).unwrap_err().class,
+            ErrorClass::ErrorIn200
+        );
+        assert_eq!(mid_stream_error(&chunk, None).class, ErrorClass::ErrorIn200);
     }
 
     #[test]

@@ -531,7 +531,8 @@ async fn read_stream(
             })?;
             assembler.push(&chunk);
             if chunk.get("error").is_some_and(|e| !e.is_null()) {
-                return Err(classify::mid_stream_error(&chunk).with_body(partial(&assembler)));
+                let so_far = partial(&assembler);
+                return Err(classify::mid_stream_error(&chunk, so_far.as_ref()).with_body(so_far));
             }
         }
         if ended {

@@ -60,7 +60,9 @@ pub struct Args {
     /// Requests per minute, all endpoints together.
     #[arg(long)]
     rpm: Option<u32>,
-    /// Stop scheduling when the run (all sessions) would cost more than this.
+    /// Stop scheduling when the run (all sessions) would cost more than this. Each request in
+    /// flight holds a bound of its cost (the run's dearest request so far; before any answer the
+    /// price table or the model's published price), so together they stay under it.
     #[arg(long)]
     max_cost_usd: Option<f64>,
     /// max_tokens of every request.
@@ -88,6 +90,10 @@ pub struct Args {
     /// Print the run summary as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Stop at the first line of --prompts that is not a prompt, before sending anything
+    /// (default: report each such line with file:line, skip it and run the rest).
+    #[arg(long)]
+    strict: bool,
 }
 
 /// draftgen's HTTP client connects directly (see `api::client`): say so rather than let a user
@@ -135,8 +141,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     config.validate().map_err(|e| UsageError(e.to_string()))?;
     warn_about_proxies();
-    let prompts =
-        engine::PromptList::read_jsonl(&args.prompts).map_err(|e| UsageError(e.to_string()))?;
+    let prompts = if args.strict {
+        engine::PromptList::read_jsonl_strict(&args.prompts)
+    } else {
+        engine::PromptList::read_jsonl(&args.prompts)
+    }
+    .map_err(|e| UsageError(e.to_string()))?;
+    for line in prompts.skipped_lines() {
+        eprintln!("{line}");
+    }
 
     let shutdown = Shutdown::new();
     let options = RunOptions {
@@ -207,6 +220,12 @@ fn print_human(r: &RunSummary) {
         s.skipped,
         r.not_started,
     );
+    if !s.skipped_lines.is_empty() {
+        eprintln!(
+            "  {} line(s) of the prompts file skipped as not prompts (listed above and in summary.json; --strict stops on them)",
+            s.skipped_lines.len()
+        );
+    }
     if !s.failed_by_error_class.is_empty() {
         let classes: Vec<String> = s
             .failed_by_error_class

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::cli::model_args::{implied_profile, request_model_name};
 use crate::cli::UsageError;
 use crate::model::assets;
-use crate::sim::{FaultKind, FaultRates, Flavor, Latency, SimConfig, Simulator};
+use crate::sim::{CapacityConfig, FaultKind, FaultRates, Flavor, Latency, SimConfig, Simulator};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -77,6 +77,13 @@ pub struct Args {
     /// Retry-After seconds on 429/503.
     #[arg(long, default_value_t = 1)]
     retry_after: u64,
+    /// Capacity like a real provider: at most N requests in flight, 429 + Retry-After beyond.
+    #[arg(long, value_name = "N")]
+    capacity_max_in_flight: Option<usize>,
+    /// Capacity like a real provider: at most R requests admitted per second (bursts of one
+    /// second's worth), 429 + Retry-After beyond.
+    #[arg(long, value_name = "R")]
+    capacity_rps: Option<f64>,
 }
 
 impl Args {
@@ -145,8 +152,33 @@ impl Args {
             credit_limit: self.credit_limit,
             hang: Duration::from_secs(self.hang_secs),
             retry_after_secs: self.retry_after,
+            capacity: self.capacity()?,
             ..SimConfig::default()
         })
+    }
+
+    fn capacity(&self) -> Result<Option<CapacityConfig>, UsageError> {
+        if self.capacity_max_in_flight == Some(0) {
+            return Err(UsageError(
+                "--capacity-max-in-flight must be at least 1".to_string(),
+            ));
+        }
+        if self
+            .capacity_rps
+            .is_some_and(|r| !(r.is_finite() && r > 0.0))
+        {
+            return Err(UsageError(
+                "--capacity-rps must be a positive number".to_string(),
+            ));
+        }
+        if self.capacity_max_in_flight.is_none() && self.capacity_rps.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(CapacityConfig {
+            max_in_flight: self.capacity_max_in_flight,
+            rps: self.capacity_rps,
+            retry_after_secs: self.retry_after,
+        }))
     }
 }
 

@@ -1,14 +1,18 @@
 //! [`Budget`]: what the run has spent, what in-flight requests may still cost, and whether the next
-//! request fits under `max_cost_usd`.
+//! request fits under `max_cost_usd` — the run's cap, over all its sessions.
 //!
 //! The cost of an attempt is the server's `usage.cost` (OpenRouter) or, failing that, the price
-//! table applied to `usage` tokens. Before a request is scheduled its cost is estimated — the mean
-//! observed cost once a few requests have finished, before that the price table applied to the
-//! prompt's size (about four characters a token) and `max_tokens` — and reserved; the reservation
-//! is replaced by the real cost when the attempt ends. Scheduling stops when spent + reserved +
-//! the next estimate would exceed the cap, so the run ends at most one estimate's error over it.
-//! Without a price table the first requests are estimated at zero until costs are observed: set one
-//! for a tight cap on expensive models.
+//! table applied to `usage` tokens. Before a request starts, an upper bound of its cost is
+//! reserved, and the reservation is replaced by the real cost when the attempt ends: the bound is
+//! the price table (configured, or the model's published price) applied to the prompt's size
+//! (about four characters a token) and `max_tokens`, raised to the dearest request the run has
+//! seen; without a price, the dearest request the run has seen. The run's own costs come from the
+//! journal (every earlier session), so a resume knows them before its first answer. A request
+//! starts only if spent + every reservation in flight + its own fits under the cap; otherwise it
+//! waits for a request in flight to settle, and when nothing is in flight the run stops. While
+//! nothing at all is known (no price, no cost seen yet), one request at a time goes out to learn
+//! what a request costs. So requests in flight never cross the cap together; only a request
+//! dearer than any bound known could.
 
 use serde_json::Value;
 
@@ -67,6 +71,30 @@ pub fn prompt_tokens_estimate(prompt: &Prompt) -> u64 {
     (chars as u64).div_ceil(4)
 }
 
+/// What the run's records so far cost: its own observed cost per request, over all sessions (read
+/// from the journal's resume index at start).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CostHistory {
+    /// Sum of the costs reported.
+    pub sum: f64,
+    /// Records that reported a cost.
+    pub n: u64,
+    /// The largest cost of one record.
+    pub max: f64,
+}
+
+/// The answer to "may one more request start?".
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reservation {
+    /// Yes; this much is reserved until the attempt is settled.
+    Granted(f64),
+    /// Not now: requests in flight hold reservations; ask again when one settles (it may cost
+    /// less than reserved, or tell what a request costs).
+    Wait,
+    /// No: nothing is in flight and the next request could cross the cap. The run stops.
+    Full,
+}
+
 /// The run's spending account.
 #[derive(Debug, Clone)]
 pub struct Budget {
@@ -75,8 +103,12 @@ pub struct Budget {
     max_tokens: Option<u32>,
     spent: f64,
     reserved: f64,
-    observed_sum: f64,
-    observed_n: u64,
+    /// Reservations not yet settled (requests in flight).
+    holders: u64,
+    observed: CostHistory,
+    /// A successful answer came without a cost and there is no price table: the endpoint does not
+    /// say what it costs (a local server), so the cap cannot be held and does not limit requests.
+    costless: bool,
 }
 
 impl Budget {
@@ -93,9 +125,16 @@ impl Budget {
             max_tokens,
             spent,
             reserved: 0.0,
-            observed_sum: 0.0,
-            observed_n: 0,
+            holders: 0,
+            observed: CostHistory::default(),
+            costless: false,
         }
+    }
+
+    /// Start from the costs the journal already holds (every earlier session of the run).
+    pub fn with_history(mut self, history: CostHistory) -> Budget {
+        self.observed = history;
+        self
     }
 
     pub fn max(&self) -> Option<f64> {
@@ -106,9 +145,14 @@ impl Budget {
         self.spent
     }
 
-    /// Mean cost of a finished attempt that reported one, if any have.
+    /// The price table in use (configured, or the model's published price).
+    pub fn prices(&self) -> Option<PriceTable> {
+        self.prices
+    }
+
+    /// Mean cost of a finished attempt that reported one, if any have (all sessions).
     pub fn observed_mean(&self) -> Option<f64> {
-        (self.observed_n > 0).then(|| self.observed_sum / self.observed_n as f64)
+        (self.observed.n > 0).then(|| self.observed.sum / self.observed.n as f64)
     }
 
     /// The expected cost of one request for `prompt`.
@@ -116,26 +160,42 @@ impl Budget {
         self.estimate_tokens(prompt_tokens_estimate(prompt))
     }
 
-    /// [`Budget::estimate`] of a prompt of `prompt_tokens` (its [`prompt_tokens_estimate`]).
+    /// [`Budget::estimate`] of a prompt of `prompt_tokens` (its [`prompt_tokens_estimate`]): the
+    /// run's mean cost per request once a few are known, before that the price-table bound.
     pub fn estimate_tokens(&self, prompt_tokens: u64) -> f64 {
-        if self.observed_n >= MIN_OBSERVATIONS {
-            return self.observed_sum / self.observed_n as f64;
+        if self.observed.n >= MIN_OBSERVATIONS {
+            return self.observed.sum / self.observed.n as f64;
         }
-        match (&self.prices, self.observed_mean()) {
-            (Some(p), observed) => {
-                let completion = self
-                    .max_tokens
-                    .map_or(DEFAULT_COMPLETION_ESTIMATE, u64::from);
-                let table = prompt_tokens as f64 * p.prompt + completion as f64 * p.completion;
-                observed.map_or(table, |o| o.max(table))
-            }
+        match (self.table_bound(prompt_tokens), self.observed_mean()) {
+            (Some(table), observed) => observed.map_or(table, |o| o.max(table)),
             (None, observed) => observed.unwrap_or(0.0),
+        }
+    }
+
+    /// The most one request for a prompt of `prompt_tokens` can cost by the price table:
+    /// the prompt and `max_tokens` of completion.
+    fn table_bound(&self, prompt_tokens: u64) -> Option<f64> {
+        let p = self.prices?;
+        let completion = self
+            .max_tokens
+            .map_or(DEFAULT_COMPLETION_ESTIMATE, u64::from);
+        Some(prompt_tokens as f64 * p.prompt + completion as f64 * p.completion)
+    }
+
+    /// What to reserve for one request: an upper bound where one is known (the price-table bound,
+    /// raised to the dearest request the run has seen), else the dearest request seen; `None` when
+    /// nothing is known yet.
+    pub fn reservation_for(&self, prompt_tokens: u64) -> Option<f64> {
+        let seen = (self.observed.n > 0).then_some(self.observed.max);
+        match (self.table_bound(prompt_tokens), seen) {
+            (Some(table), Some(seen)) => Some(table.max(seen)),
+            (table, seen) => table.or(seen),
         }
     }
 
     /// Projected cost of `prompts`, if anything is known to project from.
     pub fn project<'a>(&self, prompts: impl Iterator<Item = &'a Prompt>) -> Option<f64> {
-        if self.prices.is_none() && self.observed_n == 0 {
+        if self.prices.is_none() && self.observed.n == 0 {
             return None;
         }
         Some(prompts.map(|p| self.estimate(p)).sum())
@@ -143,30 +203,66 @@ impl Budget {
 
     /// [`Budget::project`] from each prompt's [`prompt_tokens_estimate`].
     pub fn project_tokens(&self, prompt_tokens: impl Iterator<Item = u64>) -> Option<f64> {
-        if self.prices.is_none() && self.observed_n == 0 {
+        if self.prices.is_none() && self.observed.n == 0 {
             return None;
         }
         Some(prompt_tokens.map(|t| self.estimate_tokens(t)).sum())
     }
 
-    /// Reserve `estimate` for a request about to start; `false` if it would break the cap.
-    pub fn try_reserve(&mut self, estimate: f64) -> bool {
-        if let Some(max) = self.max {
-            if self.spent + self.reserved + estimate > max || self.spent >= max {
-                return false;
-            }
+    /// Ask to start one request for a prompt of `prompt_tokens`. Under a cap, what is reserved
+    /// for every request in flight counts against it, so requests in flight cannot together cross
+    /// it; while nothing tells what a request costs, one request at a time goes out to find out.
+    pub fn reserve(&mut self, prompt_tokens: u64) -> Reservation {
+        let bound = self.reservation_for(prompt_tokens);
+        let Some(max) = self.max else {
+            let amount = bound.unwrap_or(0.0);
+            self.hold(amount);
+            return Reservation::Granted(amount);
+        };
+        if self.spent >= max {
+            return Reservation::Full;
         }
-        self.reserved += estimate;
-        true
+        match bound {
+            Some(amount) if self.spent + self.reserved + amount <= max => {
+                self.hold(amount);
+                Reservation::Granted(amount)
+            }
+            None if self.costless => {
+                self.hold(0.0);
+                Reservation::Granted(0.0)
+            }
+            // The first request of a run with no price known: it alone is in flight.
+            None if self.holders == 0 => {
+                self.hold(0.0);
+                Reservation::Granted(0.0)
+            }
+            _ if self.holders > 0 => Reservation::Wait,
+            _ => Reservation::Full,
+        }
     }
 
-    /// An attempt ended: release its reservation and book what it cost.
-    pub fn settle(&mut self, estimate: f64, cost: Option<f64>) {
-        self.reserved = (self.reserved - estimate).max(0.0);
+    fn hold(&mut self, amount: f64) {
+        self.reserved += amount;
+        self.holders += 1;
+    }
+
+    /// An attempt ended (`answered`: with a successful answer): release its reservation and book
+    /// what it cost.
+    pub fn settle(&mut self, reserved: f64, cost: Option<f64>, answered: bool) {
+        if answered && cost.is_none() && self.prices.is_none() {
+            self.costless = true;
+        }
+        self.reserved = (self.reserved - reserved).max(0.0);
+        self.holders = self.holders.saturating_sub(1);
+        if self.holders == 0 {
+            // No drift from float rounding once nothing is in flight.
+            self.reserved = 0.0;
+        }
         if let Some(cost) = cost.filter(|c| c.is_finite() && *c >= 0.0) {
             self.spent += cost;
-            self.observed_sum += cost;
-            self.observed_n += 1;
+            self.observed.sum += cost;
+            self.observed.n += 1;
+            self.observed.max = self.observed.max.max(cost);
         }
     }
 }
@@ -202,18 +298,54 @@ mod tests {
     }
 
     #[test]
-    fn reservations_stop_at_the_cap_and_settle_to_real_costs() {
+    fn without_a_price_one_request_finds_the_cost_then_reservations_stop_at_the_cap() {
         let mut b = Budget::new(Some(1.0), None, Some(100), 0.25);
-        assert!(b.try_reserve(0.5));
-        assert!(!b.try_reserve(0.5), "0.25 + 0.5 + 0.5 > 1");
-        b.settle(0.5, Some(0.1));
-        assert!((b.spent() - 0.35).abs() < 1e-12);
-        assert!(b.try_reserve(0.5));
-        for _ in 0..3 {
-            b.settle(0.0, Some(0.2));
-        }
-        // Mean of observed costs (0.1, 0.2, 0.2, 0.2) now drives the estimate.
-        assert!((b.estimate(&prompt("x")) - 0.175).abs() < 1e-12);
+        assert_eq!(b.reserve(10), Reservation::Granted(0.0), "the probe");
+        assert_eq!(
+            b.reserve(10),
+            Reservation::Wait,
+            "one at a time until a cost is known"
+        );
+        b.settle(0.0, Some(0.3), true);
+        assert!((b.spent() - 0.55).abs() < 1e-12);
+        // 0.55 spent; each request may cost 0.3: one fits (0.85), a second (1.15) waits.
+        assert_eq!(b.reserve(10), Reservation::Granted(0.3));
+        assert_eq!(b.reserve(10), Reservation::Wait);
+        b.settle(0.3, Some(0.1), true);
+        // 0.65 spent, nothing in flight: 0.95 fits, then 1.25 can never fit.
+        assert_eq!(b.reserve(10), Reservation::Granted(0.3));
+        b.settle(0.3, Some(0.3), true);
+        assert_eq!(b.reserve(10), Reservation::Full);
+        // Mean of observed costs (0.3, 0.1, 0.3) now drives the estimate.
+        assert!((b.estimate(&prompt("x")) - 0.7 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn history_of_earlier_sessions_bounds_the_first_requests_of_a_resume() {
+        // Stopped at 0.2000 after 200 requests of 0.001; resumed with 0.0009 of headroom.
+        let history = CostHistory {
+            sum: 0.2,
+            n: 200,
+            max: 0.001,
+        };
+        let mut b = Budget::new(Some(0.2009), None, None, 0.2).with_history(history);
+        assert_eq!(b.reserve(5), Reservation::Full, "not even one request fits");
+        let mut b = Budget::new(Some(0.2031), None, None, 0.2).with_history(history);
+        let granted = (0..64)
+            .filter(|_| matches!(b.reserve(5), Reservation::Granted(_)))
+            .count();
+        assert_eq!(granted, 3, "three requests of headroom, not 64");
+    }
+
+    #[test]
+    fn an_endpoint_that_reports_no_cost_is_not_held_to_one_request() {
+        let mut b = Budget::new(Some(1.0), None, None, 0.0);
+        assert_eq!(b.reserve(5), Reservation::Granted(0.0));
+        b.settle(0.0, None, false);
+        assert_eq!(b.reserve(5), Reservation::Granted(0.0));
+        assert_eq!(b.reserve(5), Reservation::Wait, "a failure told nothing");
+        b.settle(0.0, None, true);
+        assert!((0..10).all(|_| b.reserve(5) == Reservation::Granted(0.0)));
     }
 
     #[test]

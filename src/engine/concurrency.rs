@@ -1,29 +1,72 @@
-//! [`Limiter`]: how many requests may be in flight, adapted to what the server tolerates (AIMD).
+//! [`Limiter`]: how many requests may be in flight, adapted to what the server tolerates.
 //!
-//! A semaphore whose permit count follows the limit. Additive increase: after `limit` successes
-//! in a row of the window the limit grows by one (about one step per round trip of the whole
-//! window, as TCP does). Multiplicative decrease: a 429 or 503 halves it, never below `min`, and at
-//! most once per [`DECREASE_COOLDOWN`] so one burst of rejections (all the requests that were
-//! already in flight when the server got overloaded) counts as one signal. The limit never exceeds
-//! `max`.
+//! A semaphore whose permit count follows the limit, driven by **windows** of ended attempts, not
+//! by single ones: a window closes once as many attempts ended as the limit allows in flight (about
+//! one round trip), and what the limiter does depends on the share `r` of them the server turned
+//! away (429, 503).
+//!
+//! - `r` above [`NOISE`] (and at least two rejections): the server is at capacity. With `L` in flight and room for `C`, about
+//!   `(L - C) / L` of each round is turned away, so the limit becomes `L · (1 - r)` — the capacity
+//!   itself, in one step, not a halving that undershoots it — and does not grow again for
+//!   [`SETTLE_WINDOWS`] windows (the requests sent under the old limit are still coming back).
+//! - otherwise: growth. Until a window has a fifth of its attempts turned away the limit grows by
+//!   half each window (slow start: a run that starts far below capacity gets there in a few round
+//!   trips); after that, by one per window below 100 and by 1% above (probing slowly near a
+//!   capacity already found).
+//!
+//! A few random 429s (a provider's hiccups, 3% of attempts) stay under [`NOISE`] in a window of any
+//! size worth adapting, so they do not drive the limit down; only a sustained share does.
+//!
+//! A turned-away attempt would hand its slot back at once, and slots above the capacity would cycle
+//! rejections at loopback speed, filling every window with them: [`Limiter::rejection_hold`] says
+//! how long the attempt keeps its slot (about one answer's latency), so a rejection occupies a slot
+//! as long as an answer would, and the window measures the share the server really turns away.
+//!
+//! The first requests go out [`FIRST_WAVE`] at a time, doubling each window up to the configured
+//! initial limit: a few round trips, instead of a whole initial wave turned away by a provider
+//! with less room.
 //!
 //! Shrinking a semaphore cannot take back permits that are held: the ones not available right now
 //! become a debt, paid by forgetting permits as they are returned.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// Minimum time between two decreases.
-pub const DECREASE_COOLDOWN: Duration = Duration::from_secs(1);
+/// Share of a window's attempts turned away above which the server is taken to be at capacity
+/// (with at least [`MIN_REJECTED`] of them: one 429 in a window of 16 is 6%, and means nothing).
+pub const NOISE: f64 = 0.05;
+/// Fewest rejections in a window that can signal capacity.
+const MIN_REJECTED: usize = 2;
+/// A share turned away that ends slow start: far above what random 429s reach in a window.
+const SLOW_START_EXIT: f64 = 0.2;
+/// Windows without growth after a decrease.
+pub const SETTLE_WINDOWS: u32 = 2;
+/// Fewest attempts in a window (a limit of 2 still decides on more than 2).
+const MIN_WINDOW: usize = 16;
+/// The limit before the first answer: a run told to start at 256 against a provider with room for
+/// 10 would have 246 requests turned away before anything is known. It doubles each window up to
+/// the configured initial limit (a few round trips), then grows as described above.
+pub const FIRST_WAVE: usize = 8;
+/// Weight of a new latency in the smoothed latency.
+const LATENCY_WEIGHT: f64 = 0.1;
 
 #[derive(Debug)]
 struct Window {
     limit: usize,
-    successes: usize,
-    last_decrease: Option<Instant>,
+    ended: usize,
+    rejected: usize,
+    /// Windows left without growth (after a decrease).
+    settle: u32,
+    /// Whether a capacity signal was seen (slow start is over).
+    found_capacity: bool,
+    /// The configured initial limit, reached by doubling from [`FIRST_WAVE`].
+    initial: usize,
+    /// Smoothed latency of successful attempts.
+    latency: Option<Duration>,
+    decreases: u64,
 }
 
 /// The adaptive in-flight limit.
@@ -66,12 +109,18 @@ impl Limiter {
         let min = min.max(1);
         let max = max.max(min);
         let initial = initial.clamp(min, max);
+        let first = initial.min(FIRST_WAVE.max(min));
         Arc::new(Limiter {
-            semaphore: Arc::new(Semaphore::new(initial)),
+            semaphore: Arc::new(Semaphore::new(first)),
             window: Mutex::new(Window {
-                limit: initial,
-                successes: 0,
-                last_decrease: None,
+                limit: first,
+                initial,
+                ended: 0,
+                rejected: 0,
+                settle: 0,
+                found_capacity: false,
+                latency: None,
+                decreases: 0,
             }),
             debt: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
@@ -102,46 +151,100 @@ impl Limiter {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    /// A request succeeded: grow by one after a full window of successes.
+    /// How many times the limit was cut for capacity.
+    pub fn decreases(&self) -> u64 {
+        self.window.lock().map_or(0, |w| w.decreases)
+    }
+
+    /// A request succeeded (with no latency known).
     pub fn on_success(&self) {
-        let Ok(mut w) = self.window.lock() else {
-            return;
-        };
-        w.successes += 1;
-        if w.successes >= w.limit && w.limit < self.max {
-            w.successes = 0;
-            w.limit += 1;
-            // Cancel debt first; only then hand out a new permit.
-            let cancelled = self
-                .debt
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |d| d.checked_sub(1))
-                .is_ok();
-            if !cancelled {
-                self.semaphore.add_permits(1);
-            }
-        }
+        self.end(Outcome::Success(None));
     }
 
-    /// The server is overloaded (429, 503): halve, at most once per cooldown.
+    /// A request succeeded after `latency`.
+    pub fn on_success_after(&self, latency: Duration) {
+        self.end(Outcome::Success(Some(latency)));
+    }
+
+    /// The server turned a request away (429, 503).
     pub fn on_overload(&self) {
-        self.on_overload_at(Instant::now());
+        self.end(Outcome::Rejected);
     }
 
-    fn on_overload_at(&self, now: Instant) {
+    /// A request failed otherwise (network, timeout, a bad answer): it ended, nothing more.
+    pub fn on_failure(&self) {
+        self.end(Outcome::Failed);
+    }
+
+    /// How long a turned-away request keeps its slot before its backoff (at most `backoff`): about
+    /// one answer's latency, so rejected slots do not cycle faster than answered ones. Before any
+    /// answer, the whole backoff.
+    pub fn rejection_hold(&self, backoff: Duration) -> Duration {
+        let latency = self.window.lock().ok().and_then(|w| w.latency);
+        latency.map_or(backoff, |l| l.min(backoff))
+    }
+
+    fn end(&self, outcome: Outcome) {
         let Ok(mut w) = self.window.lock() else {
             return;
         };
-        if w.last_decrease
-            .is_some_and(|t| now.saturating_duration_since(t) < DECREASE_COOLDOWN)
-        {
+        w.ended += 1;
+        match outcome {
+            Outcome::Rejected => w.rejected += 1,
+            Outcome::Success(Some(latency)) => {
+                w.latency = Some(match w.latency {
+                    None => latency,
+                    Some(l) => l.mul_f64(1.0 - LATENCY_WEIGHT) + latency.mul_f64(LATENCY_WEIGHT),
+                });
+            }
+            Outcome::Success(None) | Outcome::Failed => {}
+        }
+        if w.ended < w.limit.max(MIN_WINDOW) {
             return;
         }
-        w.last_decrease = Some(now);
-        w.successes = 0;
-        let new = (w.limit / 2).max(self.min);
-        let cut = w.limit - new;
-        w.limit = new;
-        if cut > 0 {
+        let rejected = w.rejected;
+        let rejected_share = rejected as f64 / w.ended as f64;
+        w.ended = 0;
+        w.rejected = 0;
+        let old = w.limit;
+        let new = if rejected_share > NOISE && rejected >= MIN_REJECTED {
+            w.found_capacity |= rejected_share > SLOW_START_EXIT;
+            w.settle = SETTLE_WINDOWS;
+            w.decreases += 1;
+            ((old as f64 * (1.0 - rejected_share)).round() as usize).max(self.min)
+        } else if w.settle > 0 {
+            w.settle -= 1;
+            old
+        } else if !w.found_capacity && old < w.initial {
+            (old * 2).min(w.initial)
+        } else if !w.found_capacity {
+            old + old.div_ceil(2)
+        } else {
+            old + (old / 100).max(1)
+        };
+        let new = new.clamp(self.min, self.max);
+        if new != old {
+            w.limit = new;
+            self.resize(old, new);
+        }
+    }
+
+    /// Move the semaphore from `old` permits to `new`.
+    fn resize(&self, old: usize, new: usize) {
+        if new > old {
+            let mut add = new - old;
+            // Cancel debt first; only then hand out new permits.
+            while add > 0
+                && self
+                    .debt
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |d| d.checked_sub(1))
+                    .is_ok()
+            {
+                add -= 1;
+            }
+            self.semaphore.add_permits(add);
+        } else {
+            let cut = old - new;
             let taken = self.semaphore.forget_permits(cut);
             self.debt.fetch_add(cut - taken, Ordering::AcqRel);
         }
@@ -153,45 +256,93 @@ impl Limiter {
     }
 }
 
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    Success(Option<Duration>),
+    Rejected,
+    Failed,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn decrease_halves_with_floor_and_debt_is_paid_on_release() {
-        let l = Limiter::new(8, 2, 16);
-        let held: Vec<_> = futures_util::future::join_all((0..8).map(|_| l.acquire())).await;
-        assert_eq!(l.in_flight(), 8);
-        l.on_overload();
-        assert_eq!(l.limit(), 4);
-        // A second signal inside the cooldown is the same overload.
-        l.on_overload();
-        assert_eq!(l.limit(), 4);
+    async fn a_window_over_capacity_cuts_to_the_share_answered_and_debt_is_paid() {
+        let l = Limiter::new(100, 2, 1000);
+        assert_eq!(l.limit(), FIRST_WAVE, "the first wave is small");
+        for _ in 0..16 {
+            l.on_success();
+        }
+        assert_eq!(l.limit(), 16, "doubling towards the initial limit");
+        for _ in 0..(16 + 32 + 64) {
+            l.on_success();
+        }
+        assert_eq!(l.limit(), 100);
+        let held: Vec<_> = futures_util::future::join_all((0..100).map(|_| l.acquire())).await;
+        // 100 in flight, room for 20: 80 turned away.
+        for _ in 0..80 {
+            l.on_overload();
+        }
+        for _ in 0..20 {
+            l.on_success();
+        }
+        assert_eq!(l.limit(), 20);
+        assert_eq!(l.decreases(), 1);
         drop(held);
-        // Four returned permits paid the debt; four are free.
-        assert_eq!(l.available(), 4);
+        assert_eq!(l.available(), 20, "returned permits paid the debt");
         assert_eq!(l.in_flight(), 0);
-
-        let later = Instant::now() + DECREASE_COOLDOWN * 2;
-        l.on_overload_at(later);
-        assert_eq!(l.limit(), 2);
-        l.on_overload_at(later + DECREASE_COOLDOWN * 2);
-        assert_eq!(l.limit(), 2, "never below min");
-        assert_eq!(l.available(), 2);
     }
 
     #[tokio::test]
-    async fn increase_is_additive_and_capped() {
-        let l = Limiter::new(2, 1, 3);
-        for _ in 0..2 {
+    async fn slow_start_then_additive_growth_capped() {
+        let l = Limiter::new(4, 1, 40);
+        for _ in 0..16 {
             l.on_success();
         }
-        assert_eq!(l.limit(), 3);
-        assert_eq!(l.available(), 3);
-        for _ in 0..100 {
+        assert_eq!(
+            l.limit(),
+            6,
+            "slow start past the initial limit: half again per window"
+        );
+        assert_eq!(l.available(), 6);
+        for _ in 0..1000 {
             l.on_success();
         }
-        assert_eq!(l.limit(), 3, "never above max");
-        assert_eq!(l.available(), 3);
+        assert_eq!(l.limit(), 40, "never above max");
+        assert_eq!(l.available(), 40);
+    }
+
+    #[test]
+    fn rare_rejections_do_not_shrink_the_limit() {
+        let l = Limiter::new(64, 1, 1024);
+        // 3% of every window turned away, at random positions.
+        for i in 0..20_000u32 {
+            if i % 33 == 7 {
+                l.on_overload();
+            } else {
+                l.on_success();
+            }
+        }
+        assert_eq!(l.decreases(), 0);
+        assert_eq!(l.limit(), 1024);
+    }
+
+    #[test]
+    fn a_rejection_holds_its_slot_for_about_an_answers_latency() {
+        let l = Limiter::new(4, 1, 8);
+        assert_eq!(
+            l.rejection_hold(Duration::from_secs(1)),
+            Duration::from_secs(1)
+        );
+        l.on_success_after(Duration::from_millis(200));
+        assert_eq!(
+            l.rejection_hold(Duration::from_secs(1)),
+            Duration::from_millis(200)
+        );
+        assert_eq!(
+            l.rejection_hold(Duration::from_millis(50)),
+            Duration::from_millis(50)
+        );
     }
 }

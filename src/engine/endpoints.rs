@@ -45,10 +45,18 @@ impl EndpointPool {
 
     /// A weighted random endpoint and its body fields.
     pub fn choose(&self, rng: &mut impl Rng) -> Option<(&ResolvedEndpoint, &BodyFields)> {
+        self.choose_indexed(rng).map(|(_, e, b)| (e, b))
+    }
+
+    /// [`EndpointPool::choose`] with the endpoint's index in [`EndpointPool::all`].
+    pub fn choose_indexed(
+        &self,
+        rng: &mut impl Rng,
+    ) -> Option<(usize, &ResolvedEndpoint, &BodyFields)> {
         let total = *self.cumulative.last()?;
         let x = rng.random_range(0..total);
         let i = self.cumulative.partition_point(|&c| c <= x);
-        Some((self.endpoints.get(i)?, self.bodies.get(i)?))
+        Some((i, self.endpoints.get(i)?, self.bodies.get(i)?))
     }
 }
 

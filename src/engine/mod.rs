@@ -7,19 +7,23 @@
 //!
 //! Resume rule: a prompt is finished when its latest record is a success, a skip, or a permanent
 //! failure. Transient failures whose retries ran out are retried on the next run, and so are 401
-//! and 402 failures — they are about the account, not the prompt.
+//! and 402 failures — they are about the account, not the prompt — and, in a run that never had a
+//! success, 403 and 404 failures (a wrong base URL or model; `health.rs` stops such a run early).
+//! A failure's journaled `Retry-After` (`not_before_ms`) still holds for the prompt's next attempt.
 
 mod budget;
 mod concurrency;
 mod credits;
 mod endpoints;
+mod health;
+mod pricing;
 mod progress;
 mod prompts;
 mod retry;
 mod scheduler;
 mod shutdown;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,10 +31,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-pub use budget::{cost_of, prompt_tokens_estimate, Budget, PriceTable};
+pub use budget::{cost_of, prompt_tokens_estimate, Budget, CostHistory, PriceTable, Reservation};
 pub use concurrency::{Limiter, Permit};
 pub use credits::{key_info, parse_key_info, CreditInfo};
 pub use endpoints::EndpointPool;
+pub use health::{Health, DEAD_AFTER};
+pub use pricing::{price_in_list, published_price};
 pub use progress::{class_name, Progress, ProgressMode, Stats};
 pub use prompts::PromptList;
 pub use retry::{is_fatal, Next, RetryPolicy};
@@ -39,7 +45,9 @@ pub use shutdown::{Shutdown, StopReason};
 use crate::api::{ApiKey, Client, ClientConfig};
 use crate::config::{ConfigError, EndpointKind, RunConfig};
 use crate::dataset::Prompt;
-use crate::journal::{Disposition, JournalError, JournalWriter, Manifest, RunDir, Summary};
+use crate::journal::{
+    Disposition, ErrorClass, JournalError, JournalWriter, Manifest, RunDir, Summary,
+};
 
 /// Records queued between request tasks and the journal writer thread.
 const RECORD_QUEUE: usize = 4096;
@@ -113,14 +121,25 @@ pub struct RunSummary {
     /// Cost projected at start for the pending prompts, when there was anything to project from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub projected_cost_usd: Option<f64>,
+    /// The adaptive in-flight limit at the end of the session, and how often it was cut because
+    /// the server turned requests away.
+    pub concurrency_limit: usize,
+    pub concurrency_decreases: u64,
+    /// The first error message of each class seen this session (verbatim, keys scrubbed).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_errors: BTreeMap<ErrorClass, String>,
     /// What `summary.json` says (the whole run, all sessions).
     pub summary: Summary,
 }
 
 impl RunSummary {
-    /// Everything in the input succeeded (or was skipped) and nothing stopped the run.
+    /// Everything in the input succeeded (or was skipped) and nothing stopped the run. A prompts
+    /// file line that is not a prompt is not ok: something the user gave was not run.
     pub fn all_ok(&self) -> bool {
-        self.stop == StopReason::Completed && self.summary.failed == 0 && self.not_started == 0
+        self.stop == StopReason::Completed
+            && self.summary.failed == 0
+            && self.not_started == 0
+            && self.summary.skipped_lines.is_empty()
     }
 }
 
@@ -161,13 +180,14 @@ pub async fn run_with(
 /// [`run_with`] for prompts already compacted (the CLI reads them straight into a [`PromptList`]).
 pub async fn run_list(
     config: &RunConfig,
-    prompts: PromptList,
+    mut prompts: PromptList,
     run_dir: &Path,
     shutdown: Shutdown,
     options: RunOptions,
 ) -> Result<RunSummary, EngineError> {
     let started = Instant::now();
     config.validate()?;
+    let skipped_lines = std::mem::take(&mut prompts.skipped);
     let resolved = config.resolve_endpoints(|name| std::env::var(name).ok())?;
     let keys: Vec<ApiKey> = resolved
         .iter()
@@ -205,39 +225,72 @@ pub async fn run_list(
     let mut finished_before = 0u64;
     let mut ids: Vec<Box<str>> = Vec::with_capacity(prompts.len());
     let mut pending: Vec<scheduler::Pending> = Vec::new();
+    // A run that never had a success and failed with 403/404 was pointed at the wrong place
+    // (the early stop ends such a run): those failures say nothing about the prompts.
+    let never_succeeded = state.totals.success == 0;
     for prompt in prompts {
         ids.push(prompt.id.clone());
         let run_it = match state.get(&prompt.id).map(|s| s.disposition()) {
             None | Some(Disposition::Retry(_)) => true,
             // 401/402 are about the account: retried once the key or credit is fixed.
-            Some(Disposition::FailedPermanently(Some(class))) => is_fatal(class),
+            Some(Disposition::FailedPermanently(Some(class))) => {
+                is_fatal(class)
+                    || (never_succeeded
+                        && matches!(class, ErrorClass::Forbidden | ErrorClass::ClientError))
+            }
             Some(_) => false,
         };
         if run_it {
             let first_attempt = state.next_attempt(&prompt.id);
+            let not_before_ms = state.get(&prompt.id).and_then(|s| s.not_before_ms);
             pending.push(scheduler::Pending {
                 prompt,
                 first_attempt,
+                not_before_ms,
             });
         } else {
             finished_before += 1;
         }
     }
 
-    let prices = PriceTable::from_config(&config.budget);
-    let budget = Budget::new(
-        config.budget.max_cost_usd,
-        prices,
-        config.request.max_tokens,
-        state.totals.cost_usd,
-    );
-    let projected = budget.project_tokens(pending.iter().map(|p| p.prompt.prompt_tokens()));
-
     let client = Client::new(ClientConfig {
         connect_timeout: Duration::from_secs_f64(config.timeouts.connect_s),
         ..ClientConfig::default()
     })
     .map_err(|e| EngineError::Client(e.to_string()))?;
+
+    let mut prices = PriceTable::from_config(&config.budget);
+    if prices.is_none() && config.budget.max_cost_usd.is_some() && !pending.is_empty() {
+        // A cap with no price table: the model's published price bounds the first requests.
+        for r in resolved
+            .iter()
+            .filter(|r| r.kind == EndpointKind::OpenRouter)
+        {
+            if let Some(found) = published_price(&client, &r.endpoint, &r.options.model).await {
+                say(format!(
+                    "endpoint {:?}: {} is priced ${:.4} / ${:.4} per million prompt / completion tokens (its published price; the budget bounds each request by it)",
+                    r.endpoint.name,
+                    r.options.model,
+                    found.prompt * 1e6,
+                    found.completion * 1e6
+                ));
+                prices = Some(found);
+                break;
+            }
+        }
+    }
+    let budget = Budget::new(
+        config.budget.max_cost_usd,
+        prices,
+        config.request.max_tokens,
+        state.totals.cost_usd,
+    )
+    .with_history(CostHistory {
+        sum: state.totals.cost_usd,
+        n: state.totals.costed_records,
+        max: state.totals.max_record_cost_usd,
+    });
+    let projected = budget.project_tokens(pending.iter().map(|p| p.prompt.prompt_tokens()));
 
     say(format!(
         "generate: {total} prompt(s), {} finished before, {} to run; run dir {}",
@@ -268,6 +321,7 @@ pub async fn run_list(
             .report(options.progress, options.plain_every),
     );
 
+    let health = Arc::new(Health::new(resolved.len()));
     let ctx = Arc::new(scheduler::Ctx {
         client,
         endpoints: EndpointPool::new(resolved),
@@ -276,13 +330,17 @@ pub async fn run_list(
         limiter,
         rate: scheduler::rate_limiter(config.concurrency.requests_per_minute),
         budget: budget.clone(),
+        budget_settled: tokio::sync::Notify::new(),
         prices,
         progress: progress.clone(),
+        health: health.clone(),
         shutdown: shutdown.clone(),
         records: writer.sender(),
         keys: keys.clone(),
     });
-    scheduler::schedule(ctx, pending, config.grace()).await;
+    scheduler::schedule(ctx.clone(), pending, config.grace()).await;
+    let limiter_end = (ctx.limiter.limit(), ctx.limiter.decreases());
+    drop(ctx);
 
     reporter.abort();
     let _ = reporter.await;
@@ -292,8 +350,9 @@ pub async fn run_list(
         EngineError::Runtime("the journal writer gave back no resume state".to_string())
     })?;
 
-    let summary =
+    let mut summary =
         Summary::from_state(&state, started.elapsed()).after(RunDir::new(run_dir).read_summary());
+    summary.skipped_lines = skipped_lines;
     RunDir::new(run_dir).write_summary(&summary)?;
     // Prompts of this input with no record at all (the summary counts prompts with a record).
     let not_started = ids.iter().filter(|id| state.get(id).is_none()).count() as u64;
@@ -308,6 +367,9 @@ pub async fn run_list(
         not_started,
         credits,
         projected_cost_usd: projected,
+        concurrency_limit: limiter_end.0,
+        concurrency_decreases: limiter_end.1,
+        first_errors: health.first_errors(),
         summary,
     })
 }

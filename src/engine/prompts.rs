@@ -13,6 +13,7 @@ use std::path::Path;
 use serde_json::value::RawValue;
 
 use crate::dataset::{DatasetError, Prompt};
+use crate::journal::SkippedLine;
 
 /// One prompt as the engine keeps it.
 #[derive(Debug)]
@@ -51,6 +52,8 @@ impl CompactPrompt {
 #[derive(Debug, Default)]
 pub struct PromptList {
     pub(crate) items: Vec<CompactPrompt>,
+    /// Lines of the file read that are not prompts (skipped; the run reports them).
+    pub(crate) skipped: Vec<SkippedLine>,
 }
 
 impl PromptList {
@@ -72,8 +75,15 @@ impl PromptList {
         self.items.is_empty()
     }
 
-    /// Read a `prompts.jsonl` written by `prepare`, one line at a time; blank lines are skipped,
-    /// a bad line is an error naming it.
+    /// Lines that were skipped because they are not prompts, each naming file:line and why.
+    pub fn skipped_lines(&self) -> &[SkippedLine] {
+        &self.skipped
+    }
+
+    /// Read a `prompts.jsonl` written by `prepare`, one line at a time; blank lines are skipped.
+    /// A line that is not a prompt is set aside in [`PromptList::skipped_lines`] and reading goes
+    /// on (one bad line must not keep the other prompts from running); only an unreadable file is
+    /// an error.
     pub fn read_jsonl(path: impl AsRef<Path>) -> Result<PromptList, DatasetError> {
         let path = path.as_ref();
         let file = File::open(path).map_err(|source| DatasetError::Read {
@@ -102,10 +112,30 @@ impl PromptList {
             if line.trim().is_empty() {
                 continue;
             }
-            let prompt: Prompt = serde_json::from_str(&line).map_err(|e| bad(e.to_string()))?;
-            list.push(prompt).map_err(|e| bad(e.to_string()))?;
+            let pushed = serde_json::from_str::<Prompt>(&line).and_then(|p| list.push(p));
+            if let Err(e) = pushed {
+                list.skipped.push(SkippedLine {
+                    file: path.display().to_string(),
+                    line: line_no,
+                    reason: e.to_string(),
+                });
+            }
         }
         Ok(list)
+    }
+
+    /// [`PromptList::read_jsonl`] that fails on the first line that is not a prompt (`--strict`).
+    pub fn read_jsonl_strict(path: impl AsRef<Path>) -> Result<PromptList, DatasetError> {
+        let path = path.as_ref();
+        let list = PromptList::read_jsonl(path)?;
+        match list.skipped.first() {
+            Some(first) => Err(DatasetError::PromptsFile {
+                path: path.to_path_buf(),
+                line: first.line,
+                message: first.reason.clone(),
+            }),
+            None => Ok(list),
+        }
     }
 }
 
@@ -148,8 +178,27 @@ mod tests {
             "an empty tool list is no tools"
         );
 
-        std::fs::write(&path, format!("{}\n{{\"id\": 3}}\n", prompt("a"))).expect("write");
-        let err = PromptList::read_jsonl(&path).unwrap_err().to_string();
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n{{\"id\": 3}}\n{}\nnot json\n",
+                prompt("a"),
+                prompt("b")
+            ),
+        )
+        .expect("write");
+        let list = PromptList::read_jsonl(&path).expect("read");
+        assert_eq!(list.len(), 2, "the good lines around the bad ones are kept");
+        let skipped: Vec<String> = list.skipped_lines().iter().map(|s| s.to_string()).collect();
+        assert_eq!(skipped.len(), 2);
+        assert!(
+            skipped[0].contains("prompts.jsonl:2: not a prompt"),
+            "{skipped:?}"
+        );
+        assert!(skipped[1].contains("prompts.jsonl:4: "), "{skipped:?}");
+        let err = PromptList::read_jsonl_strict(&path)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("prompts.jsonl:2:"), "{err}");
     }
 }

@@ -67,7 +67,12 @@ impl RetryPolicy {
         let ceiling = exp.min(self.cap);
         let jittered = Duration::from_secs_f64(rng.random::<f64>() * ceiling.as_secs_f64());
         match retry_after {
-            Some(floor) => jittered.max(floor),
+            // Everyone told "1 s" at once must not come back at 1.00 s together and be turned away
+            // together: spread over one to one and a half times what the server said.
+            Some(floor) => {
+                let spread = floor.mul_f64(rng.random::<f64>() * 0.5);
+                jittered.max(floor + spread)
+            }
             None => jittered,
         }
     }

@@ -21,15 +21,16 @@
 //! pending again on resume.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::value::RawValue;
 use tokio::task::JoinSet;
 
-use super::budget::{cost_of_usage, Budget, PriceTable};
+use super::budget::{cost_of_usage, Budget, PriceTable, Reservation};
 use super::concurrency::{Limiter, Permit};
 use super::endpoints::EndpointPool;
+use super::health::Health;
 use super::progress::Progress;
 use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
@@ -46,8 +47,12 @@ pub(crate) struct Ctx {
     pub limiter: Arc<Limiter>,
     pub rate: Option<DefaultDirectRateLimiter>,
     pub budget: Arc<Mutex<Budget>>,
+    /// Woken whenever an attempt settles its reservation (a request waiting for budget asks again).
+    pub budget_settled: tokio::sync::Notify,
     pub prices: Option<PriceTable>,
     pub progress: Arc<Progress>,
+    /// Whether the endpoints work at all (the early stop), and the first error of each class.
+    pub health: Arc<Health>,
     pub shutdown: Shutdown,
     pub records: RecordSender,
     /// Every key of the run, to scrub from anything shown to the user.
@@ -58,6 +63,24 @@ pub(crate) struct Ctx {
 pub(crate) struct Pending {
     pub prompt: CompactPrompt,
     pub first_attempt: u32,
+    /// An earlier session's `Retry-After` for this prompt (Unix ms): not sent before it.
+    pub not_before_ms: Option<u64>,
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// How long until `not_before_ms` (zero if past), spread by up to half the wait again so prompts
+/// told to come back at the same moment do not all come back at that moment.
+fn wait_for(not_before_ms: u64) -> Duration {
+    let left = Duration::from_millis(not_before_ms.saturating_sub(unix_ms(SystemTime::now())));
+    if left.is_zero() {
+        return left;
+    }
+    left + left.mul_f64(rand::random::<f64>() * 0.5)
 }
 
 /// A requests-per-minute limiter, if configured.
@@ -82,7 +105,7 @@ pub(crate) async fn schedule(ctx: Arc<Ctx>, pending: Vec<Pending>, grace: std::t
             permit = ctx.limiter.acquire() => permit,
             _ = ctx.shutdown.stopping() => break,
         };
-        let estimate = match reserve(&ctx, &item.prompt) {
+        let estimate = match reserve(&ctx, &item.prompt).await {
             Some(estimate) => estimate,
             None => break,
         };
@@ -124,22 +147,38 @@ async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// Reserve the estimated cost of one request; on a full budget, stop the run and return `None`.
-fn reserve(ctx: &Ctx, prompt: &CompactPrompt) -> Option<f64> {
-    let Ok(mut budget) = ctx.budget.lock() else {
-        return Some(0.0);
-    };
-    let estimate = budget.estimate_tokens(prompt.prompt_tokens());
-    if budget.try_reserve(estimate) {
-        return Some(estimate);
+/// Reserve budget for one request, waiting while requests in flight hold what is left; on a full
+/// budget stop the run and return `None` (also `None` once the run is stopping).
+async fn reserve(ctx: &Ctx, prompt: &CompactPrompt) -> Option<f64> {
+    loop {
+        // Registered before asking, so a settle between the answer and the wait is not missed.
+        let settled = ctx.budget_settled.notified();
+        tokio::pin!(settled);
+        settled.as_mut().enable();
+        let answer = match ctx.budget.lock() {
+            Ok(mut budget) => match budget.reserve(prompt.prompt_tokens()) {
+                Reservation::Full => Err(StopReason::Budget {
+                    max_cost_usd: budget.max().unwrap_or(0.0),
+                    spent_usd: budget.spent(),
+                }),
+                other => Ok(other),
+            },
+            Err(_) => Ok(Reservation::Granted(0.0)),
+        };
+        match answer {
+            Ok(Reservation::Granted(amount)) => return Some(amount),
+            Ok(_) => {
+                tokio::select! {
+                    _ = &mut settled => {}
+                    _ = ctx.shutdown.stopping() => return None,
+                }
+            }
+            Err(reason) => {
+                ctx.shutdown.stop(reason);
+                return None;
+            }
+        }
     }
-    let reason = StopReason::Budget {
-        max_cost_usd: budget.max().unwrap_or(0.0),
-        spent_usd: budget.spent(),
-    };
-    drop(budget);
-    ctx.shutdown.stop(reason);
-    None
 }
 
 /// One prompt's attempts in this session.
@@ -148,27 +187,40 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
     let prompt = pending.prompt;
     let mut permit = Some(permit);
     let mut estimate = estimate;
+    // A `Retry-After` journaled by an earlier session still holds: wait it out without holding
+    // a slot or budget, then come back like a retry.
+    let held_back = pending.not_before_ms.map_or(Duration::ZERO, wait_for);
+    if !held_back.is_zero() {
+        permit = None;
+        settle(&ctx, estimate, None, false);
+        if !Box::pin(back_off(&ctx, held_back)).await {
+            return;
+        }
+    }
     for n in 1..=ctx.retry.max_attempts {
         // The waits below are boxed: they are rare next to the request itself, and a task's
         // future is held for every request in flight (10,000 of them at a time).
-        if n > 1 {
+        if n > 1 || permit.is_none() {
             // Re-enter under the limit and the budget like a new request.
             let Some(acquired) = Box::pin(acquire_or_stop(&ctx)).await else {
                 return;
             };
             permit = Some(acquired);
-            match reserve(&ctx, &prompt) {
+            match Box::pin(reserve(&ctx, &prompt)).await {
                 Some(e) => estimate = e,
                 None => return,
             }
         }
         if let Some(rate) = &ctx.rate {
             if !Box::pin(rate_ready(&ctx, rate)).await {
-                settle(&ctx, estimate, None);
+                settle(&ctx, estimate, None, false);
                 return;
             }
         }
-        let Some((chosen, body_fields)) = ctx.endpoints.choose(&mut rand::rng()) else {
+        let Some((endpoint_index, chosen, body_fields)) =
+            ctx.endpoints.choose_indexed(&mut rand::rng())
+        else {
+            settle(&ctx, estimate, None, false);
             return;
         };
         // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
@@ -182,7 +234,7 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
                     endpoint: chosen.endpoint.name.clone(),
                     message: format!("cannot serialize the request body: {e}"),
                 });
-                settle(&ctx, estimate, None);
+                settle(&ctx, estimate, None, false);
                 return;
             }
         };
@@ -220,16 +272,32 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
                     endpoint: chosen.endpoint.name.clone(),
                     message: format!("cannot serialize the journal record: {e}"),
                 });
-                settle(&ctx, estimate, None);
+                settle(&ctx, estimate, None, false);
                 return;
             }
         };
-        settle(&ctx, estimate, record.meta.cost_usd);
+        settle(&ctx, estimate, record.meta.cost_usd, next.is_none());
         let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
         match &next {
-            None => ctx.limiter.on_success(),
-            Some((err, _)) if is_overload(err) => ctx.limiter.on_overload(),
-            Some(_) => {}
+            None => {
+                ctx.limiter
+                    .on_success_after(Duration::from_millis(latency_ms));
+                ctx.health.success(endpoint_index);
+            }
+            Some((err, _)) => {
+                if is_overload(err) {
+                    ctx.limiter.on_overload();
+                } else {
+                    ctx.limiter.on_failure();
+                }
+                let message = scrub(&ctx.keys, &err.message);
+                if let Some(dead) = ctx.health.failure(endpoint_index, err, &message) {
+                    ctx.shutdown.stop(StopReason::Unreachable {
+                        consecutive: dead.consecutive,
+                        first_error: dead.first_error,
+                    });
+                }
+            }
         }
         let done = !matches!(next, Some((_, Next::RetryAfter(_))));
         if let Some((err, _)) = &next {
@@ -248,6 +316,21 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
             ctx.shutdown.stop(StopReason::Interrupted);
             return;
         }
+        // A turned-away request keeps its slot about as long as an answer would: handed back at
+        // once, every slot above the server's capacity would cycle rejections at loopback speed.
+        let hold = match &next {
+            Some((err, then)) if is_overload(err) => {
+                let backoff = match then {
+                    Next::RetryAfter(delay) => *delay,
+                    _ => err.retry_after.unwrap_or(Duration::from_secs(1)),
+                };
+                ctx.limiter.rejection_hold(backoff)
+            }
+            _ => Duration::ZERO,
+        };
+        if !hold.is_zero() && !Box::pin(back_off(&ctx, hold)).await {
+            return;
+        }
         // The slot is held until the record is queued: a journal that falls behind (a slow disk)
         // slows the requests down instead of letting finished records pile up in memory.
         permit.take();
@@ -262,7 +345,7 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
                 return;
             }
             Some((_, Next::RetryAfter(delay))) => {
-                if !Box::pin(back_off(&ctx, delay)).await {
+                if !Box::pin(back_off(&ctx, delay.saturating_sub(hold))).await {
                     return;
                 }
             }
@@ -287,17 +370,18 @@ async fn rate_ready(ctx: &Ctx, rate: &DefaultDirectRateLimiter) -> bool {
 }
 
 /// Sleep before a retry; `false` if the run is stopping.
-async fn back_off(ctx: &Ctx, delay: std::time::Duration) -> bool {
+async fn back_off(ctx: &Ctx, delay: Duration) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(delay) => true,
         _ = ctx.shutdown.stopping() => false,
     }
 }
 
-fn settle(ctx: &Ctx, estimate: f64, cost: Option<f64>) {
+fn settle(ctx: &Ctx, estimate: f64, cost: Option<f64>, answered: bool) {
     if let Ok(mut budget) = ctx.budget.lock() {
-        budget.settle(estimate, cost);
+        budget.settle(estimate, cost, answered);
     }
+    ctx.budget_settled.notify_waiters();
 }
 
 /// 429, and 503 ("no provider available" / overloaded), are the server asking for less.
@@ -342,6 +426,7 @@ fn success_record(
         started_at: &head.started_at,
         latency_ms: outcome.latency_ms,
         first_byte_ms: outcome.first_byte_ms,
+        not_before_ms: None,
     }
     .encode()
 }
@@ -381,6 +466,10 @@ fn failure_record(
         started_at: &head.started_at,
         latency_ms,
         first_byte_ms: None,
+        // The server's `Retry-After`, as a time: it holds for the next attempt even on resume.
+        not_before_ms: err
+            .retry_after
+            .map(|after| unix_ms(SystemTime::now() + after)),
     }
     .encode()
 }

@@ -24,6 +24,12 @@ pub enum StopReason {
     Interrupted,
     /// Scheduling the next request could exceed `max_cost_usd`.
     Budget { max_cost_usd: f64, spent_usd: f64 },
+    /// No attempt succeeded and every endpoint kept failing to connect or answered 401/403/404
+    /// (`consecutive` times in a row each); `first_error` is the first such failure, verbatim.
+    Unreachable {
+        consecutive: u32,
+        first_error: String,
+    },
     /// The endpoint refused the key (401) or the account has no credit (402).
     Fatal {
         class: ErrorClass,
@@ -45,6 +51,12 @@ impl StopReason {
                 spent_usd,
             } => format!(
                 "budget reached: ${spent_usd:.4} spent of --max-cost-usd ${max_cost_usd:.4}; resume with a larger --max-cost-usd to finish the rest"
+            ),
+            StopReason::Unreachable {
+                consecutive,
+                first_error,
+            } => format!(
+                "stopped early: no request succeeded and every endpoint failed {consecutive} times in a row without a usable answer (cannot connect, or 401/403/404); the first error was: {first_error}\ncheck --base-url, the server and the key, then run the same command again to resume"
             ),
             StopReason::Fatal {
                 class: ErrorClass::Unauthorized,

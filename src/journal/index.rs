@@ -106,6 +106,8 @@ pub struct PromptState {
     pub last_attempt: u32,
     pub last_status: Status,
     pub last_error_class: Option<ErrorClass>,
+    /// The latest record's `not_before_ms` (a `Retry-After` that still holds on resume).
+    pub not_before_ms: Option<u64>,
     succeeded: bool,
     /// Where the first success record is, when it was read from the journal.
     success_at: Option<Pos>,
@@ -143,6 +145,10 @@ pub struct RecordTotals {
     pub skipped: u64,
     pub by_error_class: BTreeMap<ErrorClass, u64>,
     pub cost_usd: f64,
+    /// Records with a `cost_usd` (the budget's cost per request over all sessions).
+    pub costed_records: u64,
+    /// The largest `cost_usd` of one record.
+    pub max_record_cost_usd: f64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
 }
@@ -260,6 +266,7 @@ struct Update {
     attempt: u32,
     status: Status,
     error_class: Option<ErrorClass>,
+    not_before_ms: Option<u64>,
     pos: Option<Pos>,
 }
 
@@ -271,6 +278,7 @@ impl Update {
             last_attempt: 0,
             last_status: self.status,
             last_error_class: self.error_class,
+            not_before_ms: None,
             succeeded: false,
             success_at: None,
         }
@@ -288,6 +296,7 @@ impl Update {
         }
         state.last_status = self.status;
         state.last_error_class = self.error_class;
+        state.not_before_ms = self.not_before_ms;
         if is_success {
             state.succeeded = true;
             state.success_at = self.pos;
@@ -341,6 +350,7 @@ struct Entry<'a> {
     cost_usd: Option<f64>,
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    not_before_ms: Option<u64>,
 }
 
 impl<'a> From<&'a IndexLine<'a>> for Entry<'a> {
@@ -353,6 +363,7 @@ impl<'a> From<&'a IndexLine<'a>> for Entry<'a> {
             cost_usd: line.cost_usd,
             prompt_tokens: line.response.prompt_tokens,
             completion_tokens: line.response.completion_tokens,
+            not_before_ms: line.not_before_ms,
         }
     }
 }
@@ -415,6 +426,7 @@ impl ResumeState {
                 cost_usd: record.cost_usd,
                 prompt_tokens,
                 completion_tokens,
+                not_before_ms: record.not_before_ms,
             },
             None,
         );
@@ -431,6 +443,7 @@ impl ResumeState {
                 cost_usd: meta.cost_usd,
                 prompt_tokens: meta.prompt_tokens,
                 completion_tokens: meta.completion_tokens,
+                not_before_ms: meta.not_before_ms,
             },
             None,
         );
@@ -442,6 +455,7 @@ impl ResumeState {
             attempt: entry.attempt,
             status: entry.status,
             error_class: entry.error_class,
+            not_before_ms: entry.not_before_ms,
             pos,
         };
         let hash = id_hash(entry.id);
@@ -482,6 +496,8 @@ fn add_to_totals(totals: &mut RecordTotals, entry: &Entry<'_>) {
     }
     if let Some(cost) = entry.cost_usd.filter(|c| c.is_finite()) {
         totals.cost_usd += cost;
+        totals.costed_records += 1;
+        totals.max_record_cost_usd = totals.max_record_cost_usd.max(cost);
     }
     totals.prompt_tokens += entry.prompt_tokens.unwrap_or(0);
     totals.completion_tokens += entry.completion_tokens.unwrap_or(0);
@@ -695,6 +711,7 @@ fn finish_segment<'a>(
                             attempt: line.attempt,
                             status: line.status,
                             error_class: line.error_class,
+                            not_before_ms: line.not_before_ms,
                             pos,
                         },
                         id: line.id,

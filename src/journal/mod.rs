@@ -38,5 +38,5 @@ pub use reader::RecordReader;
 pub use record::{EncodedRecord, ErrorClass, Record, RecordMeta, RecordRef, Status};
 pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};
 pub use segment::{segment_file_name, JOURNAL_DIR};
-pub use summary::{AllSessions, SessionFigures, StatusCounts, Summary};
+pub use summary::{AllSessions, SessionFigures, SkippedLine, StatusCounts, Summary};
 pub use writer::{Journal, JournalOptions, JournalStats, REDACTED};

@@ -87,6 +87,10 @@ pub struct Record {
     pub latency_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_byte_ms: Option<u64>,
+    /// A failed attempt the server asked to wait after (`Retry-After`): the next attempt of this
+    /// prompt must not start before this time (Unix milliseconds), in this session or a resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before_ms: Option<u64>,
     // The big bodies come last: serde writes fields in declaration order, and the resume index
     // reads only the line's prefix up to `,"request":` (see `scan.rs`). Keep new small fields
     // above this point.
@@ -121,6 +125,8 @@ pub struct RecordRef<'a> {
     pub latency_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_byte_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_before_ms: Option<u64>,
     // Bodies last, as in `Record`: the resume index's fast path reads only the line before
     // `,"request":` and needs every small field there (see `scan.rs`).
     pub request: &'a RawValue,
@@ -162,6 +168,7 @@ impl RecordRef<'_> {
                 cost_usd: self.cost_usd,
                 prompt_tokens: self.prompt_tokens,
                 completion_tokens: self.completion_tokens,
+                not_before_ms: self.not_before_ms,
             },
             line,
         })
@@ -178,6 +185,7 @@ pub struct RecordMeta {
     pub cost_usd: Option<f64>,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
+    pub not_before_ms: Option<u64>,
 }
 
 /// A record already serialized as its journal line (JSON and the newline), with its [`RecordMeta`].
@@ -218,6 +226,7 @@ mod tests {
             started_at: "2026-01-01T00:00:00+00:00".into(),
             latency_ms: 12,
             first_byte_ms: None,
+            not_before_ms: error.map(|_| 1_767_225_600_000),
         }
     }
 
@@ -245,6 +254,7 @@ mod tests {
             started_at: &r.started_at,
             latency_ms: r.latency_ms,
             first_byte_ms: r.first_byte_ms,
+            not_before_ms: r.not_before_ms,
         }
         .encode()
         .expect("encode")

@@ -57,6 +57,8 @@ pub(crate) struct IndexLine<'a> {
     #[serde(default)]
     pub cost_usd: Option<f64>,
     #[serde(default)]
+    pub not_before_ms: Option<u64>,
+    #[serde(default)]
     pub response: ResponseUsage,
 }
 
@@ -264,6 +266,8 @@ struct Prefix<'a> {
     started_at: Present,
     #[serde(default)]
     latency_ms: Present,
+    #[serde(default)]
+    not_before_ms: Option<u64>,
 }
 
 /// Whether a key was there (its value, whatever it is, is skipped).
@@ -323,6 +327,7 @@ impl LineParser {
             status: small.status,
             error_class: small.error_class,
             cost_usd: small.cost_usd,
+            not_before_ms: small.not_before_ms,
             response,
         })
     }
@@ -353,6 +358,7 @@ impl LineParser {
             status: prefix.status,
             error_class: prefix.error_class,
             cost_usd: prefix.cost_usd,
+            not_before_ms: prefix.not_before_ms,
         })
     }
 
@@ -407,6 +413,7 @@ struct Small<'a> {
     status: Status,
     error_class: Option<ErrorClass>,
     cost_usd: Option<f64>,
+    not_before_ms: Option<u64>,
 }
 
 /// `ErrorClass` names as serde writes them (`rename_all = "snake_case"`); a test checks each
@@ -648,6 +655,10 @@ fn scan_prefix(prefix: &[u8]) -> Option<Small<'_>> {
     if c.eat(br#","first_byte_ms":"#) {
         c.uint()?;
     }
+    let mut not_before_ms = None;
+    if c.eat(br#","not_before_ms":"#) {
+        not_before_ms = Some(c.uint()?);
+    }
     if c.at != prefix.len() {
         return None;
     }
@@ -657,6 +668,7 @@ fn scan_prefix(prefix: &[u8]) -> Option<Small<'_>> {
         status,
         error_class,
         cost_usd,
+        not_before_ms,
     })
 }
 
@@ -744,6 +756,7 @@ mod tests {
             started_at: "t".into(),
             latency_ms: 9,
             first_byte_ms: Some(4),
+            not_before_ms: Some(1_767_225_600_123),
             request,
             response,
         }
@@ -758,6 +771,7 @@ mod tests {
         assert_eq!(parsed.status, full.status);
         assert_eq!(parsed.error_class, full.error_class);
         assert_eq!(parsed.cost_usd, full.cost_usd);
+        assert_eq!(parsed.not_before_ms, full.not_before_ms);
         assert_eq!(parsed.response, full.response);
         Some(parsed)
     }
@@ -981,12 +995,13 @@ mod tests {
             (proptest::option::of(text()), text(), proptest::option::of(any::<u16>())),
             (proptest::option::of(text()), proptest::option::of(-1e9f64..1e9), text()),
             (any::<u64>(), proptest::option::of(any::<u64>()), response, text()),
+            proptest::option::of(any::<u64>()),
         )
             .prop_map(|((id, attempt, status, error_class), (error, endpoint, http_status),
-                        (provider, cost_usd, started_at), (latency_ms, first_byte_ms, response, content))| {
+                        (provider, cost_usd, started_at), (latency_ms, first_byte_ms, response, content), not_before_ms)| {
                 super::super::Record {
                     id, attempt, status, error_class, error, endpoint, http_status, provider,
-                    cost_usd, started_at, latency_ms, first_byte_ms,
+                    cost_usd, started_at, latency_ms, first_byte_ms, not_before_ms,
                     request: serde_json::json!({"messages": [{"role": "user", "content": content}]}),
                     response,
                 }

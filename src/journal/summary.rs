@@ -63,6 +63,28 @@ pub struct Summary {
     pub duplicate_successes: u64,
     /// RFC 3339 time the summary was written.
     pub written_at: String,
+    /// Lines of this session's prompts file that are not prompts: skipped, each with its reason
+    /// (they have no id, so no record).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_lines: Vec<SkippedLine>,
+}
+
+/// A line of the prompts file that could not be read as a prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedLine {
+    pub file: String,
+    pub line: u64,
+    pub reason: String,
+}
+
+impl std::fmt::Display for SkippedLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: not a prompt record, skipped: {}",
+            self.file, self.line, self.reason
+        )
+    }
 }
 
 /// What one `generate` session did. Counts are attempts (records) appended in that session.
@@ -159,6 +181,7 @@ impl Summary {
             corrupt_lines: state.report.corrupt_lines.len() as u64,
             duplicate_successes: state.report.duplicate_successes.len() as u64,
             written_at: chrono::Utc::now().to_rfc3339(),
+            skipped_lines: Vec::new(),
         };
         summary.requests_per_s = rate(summary.session_requests, summary.wall_time_s);
         summary.sessions = vec![SessionFigures::of(

@@ -343,6 +343,7 @@ mod tests {
             provider: None,
             cost_usd: None,
             started_at: "t",
+            not_before_ms: None,
             latency_ms: 1,
             first_byte_ms: None,
         }

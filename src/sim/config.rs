@@ -166,6 +166,8 @@ pub struct SimConfig {
     /// The `provider` name reported by the openrouter flavour.
     pub provider_name: String,
     pub behaviour: Behaviour,
+    /// A provider's finite capacity (see [`super::capacity`]); `None`: unlimited.
+    pub capacity: Option<super::capacity::CapacityConfig>,
 }
 
 impl Default for SimConfig {
@@ -187,6 +189,7 @@ impl Default for SimConfig {
             hang: Duration::from_secs(600),
             provider_name: "DraftgenSim".to_string(),
             behaviour: Behaviour::default(),
+            capacity: None,
         }
     }
 }

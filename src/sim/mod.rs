@@ -22,6 +22,7 @@
 pub mod answer;
 pub mod arguments;
 mod attempts;
+pub mod capacity;
 pub mod config;
 pub mod counters;
 pub mod faults;
@@ -33,6 +34,7 @@ pub mod server;
 pub mod tokens;
 pub mod words;
 
+pub use capacity::{CapacityConfig, CapacitySnapshot};
 pub use config::{Behaviour, Flavor, Latency, Prices, SimConfig};
 pub use counters::{CounterSnapshot, Counters};
 pub use faults::{FaultKind, FaultRates};

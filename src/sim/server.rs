@@ -26,6 +26,7 @@ use tokio::sync::watch;
 
 use super::answer::{self, Prompted, IM_END};
 use super::attempts::Attempts;
+use super::capacity::{Capacity, CapacitySnapshot};
 use super::config::{Flavor, SimConfig};
 use super::counters::{CounterSnapshot, Counters};
 use super::faults::FaultKind;
@@ -42,6 +43,7 @@ struct Shared {
     config: SimConfig,
     tokens: TokenCounter,
     counters: Arc<Counters>,
+    capacity: Option<Arc<Capacity>>,
     attempts: Attempts,
     shutdown: watch::Receiver<bool>,
 }
@@ -65,11 +67,13 @@ impl Simulator {
                 source,
             })?;
         let (shutdown_tx, shutdown) = watch::channel(false);
+        let capacity = config.capacity.map(|c| Arc::new(Capacity::new(c)));
         Ok(Simulator {
             shared: Arc::new(Shared {
                 config,
                 tokens,
                 counters: Arc::new(Counters::default()),
+                capacity,
                 attempts: Attempts::default(),
                 shutdown,
             }),
@@ -80,6 +84,11 @@ impl Simulator {
     /// The live counters (shared with the running server).
     pub fn counters(&self) -> Arc<Counters> {
         self.shared.counters.clone()
+    }
+
+    /// The capacity model's state, if the simulator has one.
+    pub fn capacity(&self) -> Option<Arc<Capacity>> {
+        self.shared.capacity.clone()
     }
 
     /// Serve on `listener` until `shutdown` completes; in-flight answers finish, hangs are cut.
@@ -118,6 +127,7 @@ pub async fn serve(
 pub struct SimHandle {
     addr: SocketAddr,
     counters: Arc<Counters>,
+    capacity: Option<Arc<Capacity>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), SimError>>>,
 }
@@ -134,6 +144,11 @@ impl SimHandle {
 
     pub fn counters(&self) -> CounterSnapshot {
         self.counters.snapshot()
+    }
+
+    /// What the capacity model saw (admitted, turned away, peak in flight), if there is one.
+    pub fn capacity(&self) -> Option<CapacitySnapshot> {
+        self.capacity.as_ref().map(|c| c.snapshot())
     }
 
     /// Stop accepting, let in-flight answers finish, cut hangs, and wait for the server task.
@@ -164,6 +179,7 @@ pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
     let addr = listener.local_addr().map_err(SimError::Bind)?;
     let simulator = Simulator::new(config)?;
     let counters = simulator.counters();
+    let capacity = simulator.capacity();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(simulator.serve(listener, async move {
         let _ = stopped.await;
@@ -171,6 +187,7 @@ pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
     Ok(SimHandle {
         addr,
         counters,
+        capacity,
         stop: Some(stop),
         task: Some(task),
     })
@@ -216,15 +233,21 @@ async fn health() -> Json<Value> {
 }
 
 async fn models(State(shared): State<Arc<Shared>>) -> Json<Value> {
-    Json(json!({
-        "object": "list",
-        "data": [{
-            "id": shared.config.model_name,
-            "object": "model",
-            "created": 0,
-            "owned_by": "draftgen-sim",
-        }],
-    }))
+    let mut model = json!({
+        "id": shared.config.model_name,
+        "object": "model",
+        "created": 0,
+        "owned_by": "draftgen-sim",
+    });
+    if shared.config.flavor == Flavor::OpenRouter {
+        // OpenRouter publishes dollars per token as decimal strings.
+        let prices = shared.config.prices;
+        model["pricing"] = json!({
+            "prompt": prices.prompt.to_string(),
+            "completion": prices.completion.to_string(),
+        });
+    }
+    Json(json!({"object": "list", "data": [model]}))
 }
 
 async fn key_info(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
@@ -275,6 +298,17 @@ async fn chat_completions(
         shared.counters.rejected();
         return error_response(StatusCode::UNAUTHORIZED, "No auth credentials found");
     }
+    // Beyond the provider's capacity: turned away at once. The slot is held until the answer is
+    // written (for a stream: until its head is).
+    let _slot = match shared
+        .capacity
+        .as_ref()
+        .map(|c| (c.admit(), c.retry_after_secs()))
+    {
+        Some((None, retry_after)) => return rate_limited(retry_after),
+        Some((slot, _)) => slot,
+        None => None,
+    };
     let request = match serde_json::from_slice::<Value>(&body)
         .map_err(|e| format!("request body is not JSON: {e}"))
         .and_then(|v| ChatRequest::from_json(&v))

@@ -1,0 +1,158 @@
+//! Adaptive concurrency against a provider with finite capacity: the simulator's capacity model
+//! (a maximum in flight, 429 + `Retry-After: 1` beyond it) and the engine in-process. Assertions
+//! are on counts — where the limit ends, how many attempts were turned away — never on wall time.
+
+use std::path::Path;
+use std::time::Duration;
+
+use draftgen::config::{EndpointKind, Overrides, RunConfig};
+use draftgen::dataset::Prompt;
+use draftgen::engine::{self, Shutdown, StopReason};
+use draftgen::journal::ErrorClass;
+use draftgen::sim::{spawn, CapacityConfig, FaultRates, Latency, SimConfig};
+use serde_json::json;
+
+fn prompts(n: usize) -> Vec<Prompt> {
+    (0..n)
+        .map(|i| Prompt {
+            id: format!(
+                "{:016x}",
+                0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1)
+            ),
+            source: "test".into(),
+            messages: vec![json!({"role": "user", "content": format!("question {i}")})],
+            tools: None,
+            meta: serde_json::Value::Null,
+        })
+        .collect()
+}
+
+fn config(base_url: &str, initial: usize) -> RunConfig {
+    let mut config = RunConfig::from_toml(
+        r#"grace_s = 5
+[request]
+model = "moonshotai/kimi-k2.5"
+max_tokens = 32
+[concurrency]
+min = 1
+max = 512
+[timeouts]
+connect_s = 5
+first_byte_s = 30
+idle_s = 30
+total_s = 60
+[retry]
+max_attempts = 30
+base_ms = 50
+cap_s = 2
+"#,
+        Path::new("run.toml"),
+    )
+    .expect("config");
+    config.apply(Overrides {
+        base_url: Some(base_url.to_string()),
+        kind: Some(EndpointKind::Generic),
+        concurrency: Some(initial),
+        ..Overrides::default()
+    });
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aimd_converges_to_the_capacity_with_few_rejections() {
+    const CAPACITY: usize = 16;
+    let sim = spawn(SimConfig {
+        latency: Latency {
+            base: Duration::from_millis(100),
+            per_token: Duration::ZERO,
+        },
+        capacity: Some(CapacityConfig {
+            max_in_flight: Some(CAPACITY),
+            rps: None,
+            retry_after_secs: 1,
+        }),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Starting four times above the capacity.
+    let config = config(&sim.base_url(), 64);
+    let n = 600;
+    let summary = engine::run(
+        &config,
+        prompts(n),
+        &dir.path().join("run"),
+        Shutdown::new(),
+    )
+    .await
+    .expect("run");
+    assert_eq!(summary.stop, StopReason::Completed);
+    assert_eq!(summary.summary.succeeded, n as u64, "{summary:?}");
+    let attempts = summary.summary.attempts;
+    let rejected = summary
+        .summary
+        .attempts_by_error_class
+        .get(&ErrorClass::RateLimited)
+        .copied()
+        .unwrap_or(0);
+    let capacity = sim.capacity().expect("capacity model");
+    assert_eq!(capacity.rejected, rejected);
+    // The first wave is small and doubles towards 64: the window that overshoots 16 is turned
+    // away by half; after it, a probe now and then.
+    let share = rejected as f64 / attempts as f64;
+    eprintln!(
+        "capacity {CAPACITY}: {attempts} attempts, {rejected} turned away, limit ends at {}, {} cuts",
+        summary.concurrency_limit, summary.concurrency_decreases
+    );
+    assert!(
+        share <= 0.10,
+        "{rejected} of {attempts} attempts turned away"
+    );
+    let limit = summary.concurrency_limit;
+    assert!(
+        (CAPACITY * 3 / 4..=CAPACITY * 3 / 2).contains(&limit),
+        "limit ends at {limit}, capacity {CAPACITY}"
+    );
+    assert!(capacity.peak_in_flight <= CAPACITY);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_429s_do_not_pin_concurrency_to_the_floor() {
+    let sim = spawn(SimConfig {
+        latency: Latency {
+            base: Duration::from_millis(20),
+            per_token: Duration::ZERO,
+        },
+        faults: FaultRates {
+            rate_limited: 0.03,
+            ..FaultRates::default()
+        },
+        retry_after_secs: 0,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(&sim.base_url(), 16);
+    let n = 3000;
+    let summary = engine::run(
+        &config,
+        prompts(n),
+        &dir.path().join("run"),
+        Shutdown::new(),
+    )
+    .await
+    .expect("run");
+    assert_eq!(summary.summary.succeeded, n as u64);
+    let limit = summary.concurrency_limit;
+    eprintln!(
+        "3% random 429s: limit ends at {limit}, {} cuts",
+        summary.concurrency_decreases
+    );
+    assert!(
+        limit >= 128,
+        "3% random 429s drove the limit to {limit} ({} cuts)",
+        summary.concurrency_decreases
+    );
+}

@@ -74,6 +74,7 @@ pub(crate) struct Head {
     pub content_type: Option<String>,
     pub retry_after: Option<String>,
     pub generation_id: Option<String>,
+    pub location: Option<String>,
     framing: Framing,
     /// HTTP/1.1 without `Connection: close`: the connection may carry the next request.
     keep_alive: bool,
@@ -108,6 +109,7 @@ fn parse_head(buf: &[u8], method_is_head: bool) -> Result<Option<(Head, usize)>,
             content_type: None,
             retry_after: None,
             generation_id: None,
+            location: None,
             framing: Framing::Close,
             keep_alive: response.version == Some(1),
         };
@@ -146,6 +148,8 @@ fn parse_head(buf: &[u8], method_is_head: bool) -> Result<Option<(Head, usize)>,
                 head.retry_after = Some(value());
             } else if name.eq_ignore_ascii_case("x-generation-id") {
                 head.generation_id = Some(value());
+            } else if name.eq_ignore_ascii_case("location") {
+                head.location = Some(value());
             }
         }
         head.framing = if method_is_head || status == 204 || status == 304 {

@@ -147,7 +147,10 @@ cap_s = 0.01
     assert!(out.status.success(), "{stderr}");
 
     let records = journal(&run);
-    let failed: Vec<&Value> = records.iter().filter(|r| r["status"] != "success").collect();
+    let failed: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["status"] != "success")
+        .collect();
     assert!(!failed.is_empty(), "the server swallowed no request?");
     for record in &failed {
         assert_eq!(record["error_class"], "network", "{record}");

@@ -116,6 +116,8 @@ pub struct ClientConfig {
     pub title: Option<String>,
     /// Which proxy each endpoint goes through (by default the environment's rules).
     pub proxies: Proxies,
+    /// PEM certificates trusted as roots besides the webpki ones (a private CA).
+    pub extra_ca_pem: Option<Vec<u8>>,
 }
 
 impl Default for ClientConfig {
@@ -130,6 +132,7 @@ impl Default for ClientConfig {
             referer: None,
             title: None,
             proxies: Proxies::from_env(),
+            extra_ca_pem: None,
         }
     }
 }
@@ -141,6 +144,8 @@ pub enum BuildError {
     Header { field: &'static str, value: String },
     #[error("cannot set up TLS: {0}")]
     Tls(#[from] rustls::Error),
+    #[error("extra CA certificates: {0}")]
+    Ca(String),
 }
 
 /// A pooled client shared by all in-flight requests.
@@ -167,17 +172,29 @@ impl Client {
                 }
             }
         }
-        let transport = Transport::new(Settings {
-            user_agent: config.user_agent,
-            connect_timeout: config.connect_timeout,
-            pool_max_idle: config.pool_max_idle_per_host,
-            pool_idle_timeout: config.pool_idle_timeout,
-            tcp_keepalive: config.tcp_keepalive,
-            http1_only: config.http1_only,
-            referer: config.referer,
-            title: config.title,
-            proxies: config.proxies,
-        })?;
+        let extra_roots = match &config.extra_ca_pem {
+            None => Vec::new(),
+            Some(pem) => {
+                use rustls::pki_types::pem::PemObject;
+                rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| BuildError::Ca(e.to_string()))?
+            }
+        };
+        let transport = Transport::new(
+            Settings {
+                user_agent: config.user_agent,
+                connect_timeout: config.connect_timeout,
+                pool_max_idle: config.pool_max_idle_per_host,
+                pool_idle_timeout: config.pool_idle_timeout,
+                tcp_keepalive: config.tcp_keepalive,
+                http1_only: config.http1_only,
+                referer: config.referer,
+                title: config.title,
+                proxies: config.proxies,
+            },
+            extra_roots,
+        )?;
         Ok(Client {
             transport: Arc::new(transport),
         })

@@ -152,11 +152,17 @@ impl std::fmt::Debug for Transport {
 
 impl Transport {
     /// Servers are authenticated against the webpki roots (Mozilla's), as reqwest's
-    /// `rustls-tls` does.
-    pub fn new(settings: Settings) -> Result<Transport, rustls::Error> {
-        let roots = rustls::RootCertStore {
+    /// `rustls-tls` does, and the `extra_roots` (a private CA, e.g. a TLS-inspecting proxy's).
+    pub fn new(
+        settings: Settings,
+        extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+    ) -> Result<Transport, rustls::Error> {
+        let mut roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
+        for root in extra_roots {
+            roots.add(root)?;
+        }
         Self::with_roots(settings, roots)
     }
 
@@ -1319,7 +1325,7 @@ mod tests {
     #[tokio::test]
     async fn https_refuses_an_untrusted_certificate() {
         let port = tls_server(vec![b"http/1.1".to_vec()]).await;
-        let transport = Transport::new(transport(false).settings.clone()).unwrap();
+        let transport = Transport::new(transport(false).settings.clone(), Vec::new()).unwrap();
         let route = transport
             .route(&format!("https://localhost:{port}/v1"), None)
             .unwrap();

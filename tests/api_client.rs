@@ -993,3 +993,23 @@ async fn a_redirect_is_an_error_naming_the_base_url_to_use() {
         err.message
     );
 }
+
+/// The first-byte timeout runs from the request being written, not from the start of the
+/// attempt plus the connect timeout: with an hour of connect timeout, a server that never
+/// answers still times out at the first-byte limit.
+#[tokio::test]
+async fn the_first_byte_timeout_does_not_add_the_connect_timeout() {
+    let timeouts = Timeouts {
+        connect: Duration::from_secs(3600),
+        ..tight(300, 60_000, 7_200_000)
+    };
+    let err = tokio::time::timeout(Duration::from_secs(60), chat_err(vec![hang()], timeouts))
+        .await
+        .expect("waited for connect + first byte");
+    assert_eq!(err.class, ErrorClass::Timeout);
+    assert!(
+        err.message.contains("after the request was sent"),
+        "{}",
+        err.message
+    );
+}

@@ -404,3 +404,74 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A CONNECT proxy that takes `delay` to open each tunnel (as a slow corporate proxy does).
+async fn slow_tunnel_proxy(delay: Duration) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if client.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_string();
+                let target = head
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_string();
+                let port = target.rsplit(':').next().unwrap_or_default().to_string();
+                tokio::time::sleep(delay).await;
+                let Ok(mut upstream) =
+                    tokio::net::TcpStream::connect(format!("127.0.0.1:{port}")).await
+                else {
+                    return;
+                };
+                if client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await
+                    .is_ok()
+                {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                }
+            });
+        }
+    });
+    port
+}
+
+/// The first-byte timeout runs from the request being written: a connect (here a tunnel) that
+/// takes longer than it does not use it up.
+#[tokio::test]
+async fn the_first_byte_timeout_does_not_include_the_connect() {
+    let (port, answered) = tls_server().await;
+    let proxy = slow_tunnel_proxy(Duration::from_millis(1500)).await;
+    let client = client(Proxies::from_rules(
+        "",
+        "",
+        &format!("http://127.0.0.1:{proxy}"),
+        "",
+    ));
+    let timeouts = Timeouts {
+        connect: Duration::from_secs(30),
+        first_byte: Duration::from_secs(1),
+        idle: Duration::from_secs(60),
+        total: Duration::from_secs(120),
+    };
+    let outcome = client
+        .chat(
+            &endpoint(format!("https://localhost:{port}/v1")),
+            &body(),
+            &timeouts,
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.response, completion());
+    assert_eq!(*answered.lock().unwrap(), 1);
+}

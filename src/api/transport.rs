@@ -280,8 +280,21 @@ struct CachedResolver {
     cache: AddrCache,
 }
 
+/// The addresses of one lookup, in the resolver's order.
+struct Addrs(Arc<[SocketAddr]>, usize);
+
+impl Iterator for Addrs {
+    type Item = SocketAddr;
+
+    fn next(&mut self) -> Option<SocketAddr> {
+        let addr = self.0.get(self.1).copied();
+        self.1 += 1;
+        addr
+    }
+}
+
 impl Service<Name> for CachedResolver {
-    type Response = std::vec::IntoIter<SocketAddr>;
+    type Response = Addrs;
     type Error = io::Error;
     type Future = std::pin::Pin<Box<dyn Future<Output = io::Result<Self::Response>> + Send>>;
 
@@ -294,7 +307,7 @@ impl Service<Name> for CachedResolver {
         Box::pin(async move {
             if let Some((addrs, at)) = cache.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
                 if at.elapsed() < DNS_TTL {
-                    return Ok(addrs.to_vec().into_iter());
+                    return Ok(Addrs(addrs.clone(), 0));
                 }
             }
             // Port 0: the connector puts the URL's port in.
@@ -302,7 +315,7 @@ impl Service<Name> for CachedResolver {
                 tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
             *cache.lock().unwrap_or_else(|p| p.into_inner()) =
                 Some((addrs.clone(), Instant::now()));
-            Ok(addrs.to_vec().into_iter())
+            Ok(Addrs(addrs, 0))
         })
     }
 }
@@ -1109,6 +1122,12 @@ mod tests {
 
     /// A TLS server offering `alpn` that answers every request with JSON describing it.
     async fn tls_server(alpn: Vec<Vec<u8>>) -> u16 {
+        tls_server_serving(alpn, usize::MAX).await
+    }
+
+    /// [`tls_server`] that serves its first `served` connections; later ones are accepted and
+    /// never answered (a TLS handshake that hangs).
+    async fn tls_server_serving(alpn: Vec<Vec<u8>>, mut served: usize) -> u16 {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -1124,10 +1143,16 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         tokio::spawn(async move {
+            let mut stalled = Vec::new();
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
                     return;
                 };
+                if served == 0 {
+                    stalled.push(tcp);
+                    continue;
+                }
+                served -= 1;
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
@@ -1258,6 +1283,43 @@ mod tests {
             exchange(&route, Request::Get("models")).await;
         }
         assert_eq!(route.h2.lock().unwrap().connections.len(), 3);
+    }
+
+    /// No lock is held across a handshake: while one request waits on a new HTTP/2 connection
+    /// whose TLS handshake never ends, a request that finds a free stream on the existing
+    /// connection goes ahead.
+    #[tokio::test]
+    async fn a_hanging_handshake_does_not_hold_up_requests_with_a_free_stream() {
+        let port = tls_server_serving(vec![b"h2".to_vec()], 1).await;
+        let mut transport = transport(false);
+        // Long enough that waiting for it would hang the test.
+        transport.settings.connect_timeout = Duration::from_secs(3600);
+        let route = transport
+            .route(&format!("https://localhost:{port}/v1"), None)
+            .unwrap();
+        let mut open = Vec::new();
+        for _ in 0..STREAMS_PER_H2_CONNECTION {
+            let sent = route.send(Request::Get("models")).await.unwrap();
+            open.push(sent.answer().await.unwrap());
+        }
+        // Every stream is busy: this one opens a second connection, which hangs.
+        let stuck = tokio::spawn({
+            let route = route.clone();
+            async move { route.send(Request::Get("models")).await.map(|_| ()) }
+        });
+        while !route.h2.lock().unwrap().connecting {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(open.pop());
+        let answer = tokio::time::timeout(
+            Duration::from_secs(60),
+            exchange(&route, Request::Get("models")),
+        )
+        .await
+        .expect("the request waited behind the hanging handshake");
+        assert_eq!(answer["version"], "HTTP/2.0");
+        assert!(route.h2.lock().unwrap().connecting, "still connecting");
+        stuck.abort();
     }
 
     /// Happy Eyeballs: a host whose first address is black-holed (a loopback listener whose

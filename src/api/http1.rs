@@ -197,8 +197,9 @@ pub(crate) struct Response {
 
 impl Response {
     /// Read the response head; the body is left for [`Response::next`]. `Err` carries whether
-    /// any byte of a response had arrived (a reused connection the server had already closed sends
-    /// none, and its request is safe to send again on a new one).
+    /// any byte of a response had arrived: none means the connection ended after the request was
+    /// written, which the transport reports as such (the server may have processed the request,
+    /// so it is not sent again behind the caller's back).
     pub async fn read_head(
         mut conn: Conn,
         method_is_head: bool,

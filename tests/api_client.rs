@@ -876,3 +876,140 @@ fn price_table_costs_usage_when_the_server_gives_no_cost() {
     );
     assert_eq!(pricing.cost("unknown/model", &usage), None);
 }
+
+/// Serve each connection: answer its first request (kept alive), then read its second request
+/// and close without a byte — a server that dropped a reused connection while the request was
+/// already on its way (it may have processed it: for a paid API, a billed generation).
+async fn serve_then_drop_the_reused_request() -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let connections = Arc::new(Mutex::new(0));
+    let (seen, accepted) = (requests.clone(), connections.clone());
+    let body = openrouter_completion().to_string();
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            *accepted.lock().unwrap() += 1;
+            let (seen, answer) = (seen.clone(), answer.clone());
+            tokio::spawn(async move {
+                if !run_script(&mut socket, &[write(answer)], &seen).await {
+                    return;
+                }
+                let second = read_request(&mut socket).await;
+                if !second.is_empty() {
+                    seen.lock().unwrap().push(second);
+                }
+                drop(socket);
+            });
+        }
+    });
+    Server {
+        base_url: format!("http://{addr}/api/v1"),
+        requests,
+        connections,
+    }
+}
+
+/// A request written to a reused connection that then closes without an answer is an error of a
+/// transient class (the engine journals the attempt and its retry policy decides), never sent
+/// again behind the caller's back: the server saw exactly one request per call.
+#[tokio::test]
+async fn a_request_the_server_may_have_read_is_never_resent_silently() {
+    let server = serve_then_drop_the_reused_request().await;
+    let client = client();
+    client
+        .chat(&endpoint(&server), &request_body(false), &relaxed())
+        .await
+        .unwrap();
+    let err = client
+        .chat(&endpoint(&server), &request_body(false), &relaxed())
+        .await
+        .unwrap_err();
+    assert_eq!(err.class, ErrorClass::Network, "{err}");
+    assert!(err.class.is_transient());
+    assert!(
+        err.message.contains("may have processed"),
+        "{}",
+        err.message
+    );
+    assert_no_key(&err);
+    assert_eq!(server.requests.lock().unwrap().len(), 2, "no silent resend");
+    // The next call opens a new connection.
+    client
+        .chat(&endpoint(&server), &request_body(false), &relaxed())
+        .await
+        .unwrap();
+    assert_eq!(server.requests.lock().unwrap().len(), 3);
+    assert_eq!(*server.connections.lock().unwrap(), 2);
+}
+
+/// A pooled connection the server closed while it sat idle is seen closed before anything is
+/// written: the request goes out on a new connection, once.
+#[tokio::test]
+async fn a_pooled_connection_closed_while_idle_is_replaced_before_writing() {
+    let body = openrouter_completion().to_string();
+    // Kept alive by its headers, closed by the server right after the answer.
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let server = serve_with(vec![write(answer)], false).await;
+    let client = client();
+    for calls in 1..=3 {
+        client
+            .chat(&endpoint(&server), &request_body(false), &relaxed())
+            .await
+            .unwrap();
+        // Let the server's close arrive before the next call takes the connection.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(server.requests.lock().unwrap().len(), calls);
+    }
+    assert_eq!(*server.connections.lock().unwrap(), 3);
+}
+
+/// A 3xx is not followed; its error names the `Location` to use as the base URL.
+#[tokio::test]
+async fn a_redirect_is_an_error_naming_the_base_url_to_use() {
+    let err = chat_err(
+        vec![response(
+            "301 Moved Permanently",
+            "location: https://new.example/api/v1/chat/completions\r\n",
+            "",
+        )],
+        relaxed(),
+    )
+    .await;
+    assert_eq!(err.class, ErrorClass::ClientError, "{err}");
+    assert!(!err.class.is_transient());
+    assert_eq!(err.http_status, Some(301));
+    assert!(
+        err.message
+            .contains("use --base-url https://new.example/api/v1"),
+        "{}",
+        err.message
+    );
+}
+
+/// The first-byte timeout runs from the request being written, not from the start of the
+/// attempt plus the connect timeout: with an hour of connect timeout, a server that never
+/// answers still times out at the first-byte limit.
+#[tokio::test]
+async fn the_first_byte_timeout_does_not_add_the_connect_timeout() {
+    let timeouts = Timeouts {
+        connect: Duration::from_secs(3600),
+        ..tight(300, 60_000, 7_200_000)
+    };
+    let err = tokio::time::timeout(Duration::from_secs(60), chat_err(vec![hang()], timeouts))
+        .await
+        .expect("waited for connect + first byte");
+    assert_eq!(err.class, ErrorClass::Timeout);
+    assert!(
+        err.message.contains("after the request was sent"),
+        "{}",
+        err.message
+    );
+}

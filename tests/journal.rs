@@ -264,8 +264,10 @@ fn changed_settings_are_refused_unless_forced() {
     later.draftgen_version = "0.2.0".into();
     RunDir::create_or_open(run, &later, false).unwrap();
 
-    let (_journal, state) = RunDir::create_or_open(run, &changed, true).unwrap();
+    let (journal, state) = RunDir::create_or_open(run, &changed, true).unwrap();
     assert!(state.is_finished("a"), "the journal is kept");
+    // One writer per run: the next open needs this one closed.
+    drop(journal);
     let written = RunDir::new(run).read_manifest().unwrap().unwrap();
     assert_eq!(written.fingerprint, changed.fingerprint);
     assert_eq!(written.previous_fingerprints, vec![manifest().fingerprint]);

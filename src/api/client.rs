@@ -8,12 +8,14 @@
 //! share connections, 100 streams each, below any server's stream limit; set
 //! [`ClientConfig::http1_only`] for HTTP/1.1 connections). See [`super::transport`].
 //!
-//! Timeouts: [`ClientConfig::connect_timeout`] bounds each TCP+TLS connect; per attempt, response
-//! headers must arrive within `connect + first_byte`, a stream's first data event within the same
-//! deadline (keep-alive comments do not count), then no read may wait longer than `idle`, and the
-//! whole attempt ends at `total`. The response type decides the decoding: `text/event-stream` is
-//! assembled from chunks, anything else is JSON. Redirects are not followed (a 3xx is an error)
-//! and no proxy is used.
+//! Timeouts: [`ClientConfig::connect_timeout`] bounds each TCP+TLS connect (proxy and tunnel
+//! included); per attempt, response headers must arrive within `first_byte` of the request being
+//! written, a stream's first data event within the same deadline (keep-alive comments do not
+//! count), then no read may wait longer than `idle`, and the whole attempt ends at `total`. The
+//! response type decides the decoding: `text/event-stream` is assembled from chunks, anything else
+//! is JSON. Redirects are not followed (a POST would be replayed somewhere the user did not name):
+//! a 3xx is an error naming the `Location` to use as the base URL. Proxies follow the environment
+//! (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`; [`ClientConfig::proxies`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +29,7 @@ use super::classify;
 use super::facts::{self, ResponseFacts};
 use super::sse::SseDecoder;
 use super::transport::{Answer, Request, Route, Settings, Transport};
-use super::{ApiError, ApiKey};
+use super::{ApiError, ApiKey, Proxies};
 use crate::journal::ErrorClass;
 
 /// Largest response body read before giving up (a runaway server must not exhaust memory).
@@ -112,6 +114,10 @@ pub struct ClientConfig {
     pub referer: Option<String>,
     /// OpenRouter app attribution: `X-Title` header.
     pub title: Option<String>,
+    /// Which proxy each endpoint goes through (by default the environment's rules).
+    pub proxies: Proxies,
+    /// PEM certificates trusted as roots besides the webpki ones (a private CA).
+    pub extra_ca_pem: Option<Vec<u8>>,
 }
 
 impl Default for ClientConfig {
@@ -125,6 +131,8 @@ impl Default for ClientConfig {
             http1_only: false,
             referer: None,
             title: None,
+            proxies: Proxies::from_env(),
+            extra_ca_pem: None,
         }
     }
 }
@@ -136,6 +144,8 @@ pub enum BuildError {
     Header { field: &'static str, value: String },
     #[error("cannot set up TLS: {0}")]
     Tls(#[from] rustls::Error),
+    #[error("extra CA certificates: {0}")]
+    Ca(String),
 }
 
 /// A pooled client shared by all in-flight requests.
@@ -162,16 +172,29 @@ impl Client {
                 }
             }
         }
-        let transport = Transport::new(Settings {
-            user_agent: config.user_agent,
-            connect_timeout: config.connect_timeout,
-            pool_max_idle: config.pool_max_idle_per_host,
-            pool_idle_timeout: config.pool_idle_timeout,
-            tcp_keepalive: config.tcp_keepalive,
-            http1_only: config.http1_only,
-            referer: config.referer,
-            title: config.title,
-        })?;
+        let extra_roots = match &config.extra_ca_pem {
+            None => Vec::new(),
+            Some(pem) => {
+                use rustls::pki_types::pem::PemObject;
+                rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| BuildError::Ca(e.to_string()))?
+            }
+        };
+        let transport = Transport::new(
+            Settings {
+                user_agent: config.user_agent,
+                connect_timeout: config.connect_timeout,
+                pool_max_idle: config.pool_max_idle_per_host,
+                pool_idle_timeout: config.pool_idle_timeout,
+                tcp_keepalive: config.tcp_keepalive,
+                http1_only: config.http1_only,
+                referer: config.referer,
+                title: config.title,
+                proxies: config.proxies,
+            },
+            extra_roots,
+        )?;
         Ok(Client {
             transport: Arc::new(transport),
         })
@@ -228,8 +251,12 @@ impl Client {
         let result = async {
             let route = self.route(endpoint)?;
             let exchange = async {
-                let mut answer = route
+                let sent = route
                     .send(Request::Get(path))
+                    .await
+                    .map_err(|e| classify::transport_error(&e))?;
+                let mut answer = sent
+                    .answer()
                     .await
                     .map_err(|e| classify::transport_error(&e))?;
                 let status = answer.status;
@@ -284,18 +311,27 @@ impl Client {
         timeouts: &Timeouts,
     ) -> Result<RawChatOutcome, ApiError> {
         let start = Instant::now();
-        let deadlines = Deadlines {
+        let mut deadlines = Deadlines {
             start,
-            first_byte: start + timeouts.connect + timeouts.first_byte,
+            // Until the request is written, only the connect timeout (inside `send`) and the
+            // total one apply.
+            first_byte: start + timeouts.total,
             total: start + timeouts.total,
             timeouts: *timeouts,
         };
         let route = self.route(endpoint)?;
         let send = tokio::time::timeout_at(
-            deadlines.first_wait(),
+            deadlines.total,
             route.send(Request::Chat(body.get().as_bytes())),
         );
-        let mut answer = match send.await {
+        let sent = match send.await {
+            Err(_) => return Err(deadlines.expired(Stage::Send, None)),
+            Ok(Err(e)) => return Err(classify::transport_error(&e)),
+            Ok(Ok(sent)) => sent,
+        };
+        deadlines.first_byte = Instant::from_std(sent.at) + timeouts.first_byte;
+        let mut answer = match tokio::time::timeout_at(deadlines.first_wait(), sent.answer()).await
+        {
             Err(_) => return Err(deadlines.expired(Stage::Headers, None)),
             Ok(Err(e)) => return Err(classify::transport_error(&e)),
             Ok(Ok(answer)) => answer,
@@ -309,6 +345,9 @@ impl Client {
             .as_deref()
             .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
 
+        if (300..400).contains(&status) {
+            return Err(redirect_error(status, answer.location.as_deref()));
+        }
         if !(200..300).contains(&status) {
             let bytes = read_all(&mut answer, &deadlines).await.unwrap_or_default();
             return Err(classify::http_error(status, retry_after.as_deref(), &bytes));
@@ -392,6 +431,30 @@ fn answer_text(bytes: Vec<u8>, key: Option<&ApiKey>) -> Result<(String, Response
     Ok((text, facts))
 }
 
+/// A 3xx: not followed (the POST would go where the user did not send it), but named, with the
+/// base URL it implies.
+fn redirect_error(status: u16, location: Option<&str>) -> ApiError {
+    let message = match location.map(str::trim).filter(|l| !l.is_empty()) {
+        Some(location) => {
+            let base = location
+                .split(['?', '#'])
+                .next()
+                .unwrap_or(location)
+                .trim_end_matches('/');
+            let base = base.strip_suffix("/chat/completions").unwrap_or(base);
+            format!(
+                "HTTP {status}: the endpoint redirects to {location}; redirects are not followed \
+                 — use --base-url {base}"
+            )
+        }
+        None => format!(
+            "HTTP {status}: the endpoint answers with a redirect (no Location header); \
+             redirects are not followed — check --base-url"
+        ),
+    };
+    ApiError::new(ErrorClass::ClientError, message).with_status(status)
+}
+
 fn too_big() -> ApiError {
     ApiError::new(
         ErrorClass::Malformed,
@@ -402,6 +465,8 @@ fn too_big() -> ApiError {
 /// Where an attempt was when a deadline passed.
 #[derive(Debug, Clone, Copy)]
 enum Stage {
+    /// Connecting and writing the request.
+    Send,
     Headers,
     FirstEvent,
     Body,
@@ -432,13 +497,15 @@ impl Deadlines {
             format!("total timeout ({:?}) reached", self.timeouts.total)
         } else {
             match stage {
+                // `send` ends at the connect timeout; only the total one can stop it here.
+                Stage::Send => format!("total timeout ({:?}) reached", self.timeouts.total),
                 Stage::Headers => format!(
-                    "no response headers within the first-byte timeout ({:?} connect + {:?})",
-                    self.timeouts.connect, self.timeouts.first_byte
+                    "no response headers within the first-byte timeout ({:?} after the request was sent)",
+                    self.timeouts.first_byte
                 ),
                 Stage::FirstEvent => format!(
-                    "no stream data within the first-byte timeout ({:?} connect + {:?})",
-                    self.timeouts.connect, self.timeouts.first_byte
+                    "no stream data within the first-byte timeout ({:?} after the request was sent)",
+                    self.timeouts.first_byte
                 ),
                 Stage::Body => format!("idle timeout: no bytes for {:?}", self.timeouts.idle),
             }

@@ -74,6 +74,7 @@ pub(crate) struct Head {
     pub content_type: Option<String>,
     pub retry_after: Option<String>,
     pub generation_id: Option<String>,
+    pub location: Option<String>,
     framing: Framing,
     /// HTTP/1.1 without `Connection: close`: the connection may carry the next request.
     keep_alive: bool,
@@ -108,6 +109,7 @@ fn parse_head(buf: &[u8], method_is_head: bool) -> Result<Option<(Head, usize)>,
             content_type: None,
             retry_after: None,
             generation_id: None,
+            location: None,
             framing: Framing::Close,
             keep_alive: response.version == Some(1),
         };
@@ -146,6 +148,8 @@ fn parse_head(buf: &[u8], method_is_head: bool) -> Result<Option<(Head, usize)>,
                 head.retry_after = Some(value());
             } else if name.eq_ignore_ascii_case("x-generation-id") {
                 head.generation_id = Some(value());
+            } else if name.eq_ignore_ascii_case("location") {
+                head.location = Some(value());
             }
         }
         head.framing = if method_is_head || status == 204 || status == 304 {
@@ -193,8 +197,9 @@ pub(crate) struct Response {
 
 impl Response {
     /// Read the response head; the body is left for [`Response::next`]. `Err` carries whether
-    /// any byte of a response had arrived (a reused connection the server had already closed sends
-    /// none, and its request is safe to send again on a new one).
+    /// any byte of a response had arrived: none means the connection ended after the request was
+    /// written, which the transport reports as such (the server may have processed the request,
+    /// so it is not sent again behind the caller's back).
     pub async fn read_head(
         mut conn: Conn,
         method_is_head: bool,

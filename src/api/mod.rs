@@ -8,6 +8,7 @@ pub mod error;
 pub mod facts;
 mod http1;
 pub mod openrouter;
+pub mod proxy;
 pub mod request;
 pub mod secret;
 pub mod sse;
@@ -19,6 +20,7 @@ pub use client::{
 pub use completion::{Arguments, Completion, CompletionError, ToolCall, Usage};
 pub use error::ApiError;
 pub use facts::{ResponseFacts, UsageNumbers};
+pub use proxy::Proxies;
 pub use request::{
     build_body, serialize_body, BodyFields, OptionsError, ProviderRouting, Reasoning,
     RequestOptions, ServerKind,

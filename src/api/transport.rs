@@ -12,9 +12,34 @@
 //! HTTP/2 connections, [`STREAMS_PER_H2_CONNECTION`] at a time each, so thousands in flight are
 //! spread over enough connections that no request waits for a server's stream limit (set
 //! [`super::ClientConfig::http1_only`] to keep to HTTP/1.1 connections instead).
+//!
+//! What is the ecosystem's and what is ours:
+//! - TCP connects are hyper-util's `HttpConnector`: Happy Eyeballs over all of a host's addresses
+//!   (the other address family starts [`HAPPY_EYEBALLS_DELAY`] after the first, each address with
+//!   its share of the connect timeout), `TCP_NODELAY`, keep-alive. Only its resolver is ours
+//!   ([`CachedResolver`]): the addresses of a host are looked up once a minute, not once per
+//!   connection (a big local run opens 10,000 at its start).
+//! - Proxies: hyper-util's `Matcher` picks one from the environment ([`super::proxy`]), hyper-util's
+//!   `Tunnel` opens the CONNECT tunnel for `https://` targets; `http://` targets go to the proxy in
+//!   absolute form (`POST http://host/v1/chat/completions`), a property of the request head only.
+//! - HTTP/2 is hyper's; TLS is rustls'.
+//! - Hand-written: the HTTP/1.1 exchange itself ([`super::http1`], justified by the memory
+//!   measurement in BENCHMARKS.md) and the keep-alive pool it needs.
+//!
+//! A request is never sent twice without the caller knowing: [`Route::send`] resends on another
+//! connection only when no byte of it reached the socket (a pooled connection found closed before
+//! the write, or a write that failed before the kernel took any byte). Once written, whatever
+//! happens is the caller's error to record ([`Sent::answer`]), because the server may have acted
+//! on it (for a paid API: a billed generation).
+//!
+//! No lock is held across a connect or a handshake: an HTTP/2 route lets one request open the
+//! next connection while the others wait on a [`Notify`] for it (not on the pool's lock), so
+//! requests with a free stream never wait behind a slow handshake.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::io;
+use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -25,27 +50,37 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2;
+use hyper_util::client::legacy::connect::dns::Name;
+use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
+use tower_service::Service;
 
 use super::http1;
+use super::proxy::{Proxies, Proxy};
 use super::ApiKey;
 
 /// How long resolved addresses of a host name are reused before asking the resolver again.
 const DNS_TTL: Duration = Duration::from_secs(60);
+
+/// Happy Eyeballs: how long the first address family has before the other one is tried too
+/// (RFC 8305 recommends 250 ms).
+pub(crate) const HAPPY_EYEBALLS_DELAY: Duration = Duration::from_millis(250);
 
 /// A transport failure, before any HTTP status is known (or in the middle of a body).
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HttpError {
     #[error("invalid endpoint URL {url:?}: {reason}")]
     Url { url: String, reason: String },
-    #[error("cannot resolve {host}: {source}")]
-    Resolve { host: String, source: io::Error },
-    #[error("cannot connect to {addr}: {source}")]
-    Connect { addr: String, source: io::Error },
+    #[error("cannot connect to {addr}: {reason}")]
+    Connect { addr: String, reason: String },
+    #[error("proxy {proxy}: {reason}")]
+    Proxy { proxy: String, reason: String },
     #[error("connect timeout ({0:?}) reached")]
     ConnectTimeout(Duration),
     #[error("TLS handshake with {host} failed: {source}")]
@@ -54,6 +89,10 @@ pub(crate) enum HttpError {
     Io(#[from] io::Error),
     #[error("connection closed before the response was complete")]
     Closed,
+    /// The request was written and the connection ended before any byte of an answer: the
+    /// server may have processed it, so it is not sent again here.
+    #[error("the connection {} after the request was sent, before any response byte ({reason}); the server may have processed it", if *.reused { "(a reused keep-alive one) ended" } else { "ended" })]
+    NoAnswer { reused: bool, reason: String },
     #[error("invalid HTTP response: {0}")]
     Protocol(String),
     #[error("HTTP/2 error: {0}")]
@@ -93,6 +132,7 @@ pub(crate) struct Settings {
     pub http1_only: bool,
     pub referer: Option<String>,
     pub title: Option<String>,
+    pub proxies: Proxies,
 }
 
 /// The routes of one client and the TLS configuration they share.
@@ -116,11 +156,17 @@ impl std::fmt::Debug for Transport {
 
 impl Transport {
     /// Servers are authenticated against the webpki roots (Mozilla's), as reqwest's
-    /// `rustls-tls` does.
-    pub fn new(settings: Settings) -> Result<Transport, rustls::Error> {
-        let roots = rustls::RootCertStore {
+    /// `rustls-tls` does, and the `extra_roots` (a private CA, e.g. a TLS-inspecting proxy's).
+    pub fn new(
+        settings: Settings,
+        extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+    ) -> Result<Transport, rustls::Error> {
+        let mut roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
+        for root in extra_roots {
+            roots.add(root)?;
+        }
         Self::with_roots(settings, roots)
     }
 
@@ -184,6 +230,16 @@ pub(crate) struct Route {
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
     host: String,
     port: u16,
+    /// `{scheme}://{host}:{port}/`: what the connector (or the CONNECT tunnel) is asked for.
+    target: http::Uri,
+    /// The proxy this route goes through, if any.
+    via: Option<Proxy>,
+    /// `http://{authority}` for a plain route through a proxy (absolute-form request targets),
+    /// else empty (origin-form).
+    target_prefix: String,
+    /// `proxy-authorization: …\r\n` for a plain route through a proxy that wants credentials.
+    /// Sensitive: never printed.
+    proxy_auth_line: String,
     /// `{scheme}://{authority}` and the base path (no trailing slash), for HTTP/2 URIs.
     origin: String,
     /// `host[:port]` as the `host` header gives it.
@@ -195,15 +251,77 @@ pub(crate) struct Route {
     /// The fixed headers of every request (`host` excluded), for GETs and HTTP/2.
     fixed: Vec<(&'static str, String)>,
     connect_timeout: Duration,
-    tcp_keepalive: Option<Duration>,
+    /// TCP connects (Happy Eyeballs, keep-alive, no-delay), resolving through `addrs`.
+    connector: HttpConnector<CachedResolver>,
     pool_max_idle: usize,
     pool_idle_timeout: Duration,
     protocol: AtomicU8,
     /// Idle HTTP/1.1 connections, most recently used last.
     idle: Mutex<VecDeque<(Conn, Instant)>>,
-    addrs: Mutex<Option<(Arc<[SocketAddr]>, Instant)>>,
-    /// The HTTP/2 connections; the lock also serializes a TLS route's first connect.
-    h2: tokio::sync::Mutex<Vec<H2Connection>>,
+    /// The resolved addresses of the host connected to (the proxy's, through one).
+    addrs: AddrCache,
+    /// The HTTP/2 connections. Never locked across an await.
+    h2: Mutex<H2Pool>,
+    /// Signalled when a connect for `h2` ends (success or not): requests waiting for a stream
+    /// look again.
+    h2_changed: Notify,
+}
+
+/// A TLS route's HTTP/2 connections, and whether a request is opening the next one.
+#[derive(Default)]
+struct H2Pool {
+    connections: Vec<H2Connection>,
+    connecting: bool,
+}
+
+/// The addresses last resolved for a host, and when.
+type AddrCache = Arc<Mutex<Option<(Arc<[SocketAddr]>, Instant)>>>;
+
+/// The `HttpConnector`'s resolver: the system's (`getaddrinfo`, as tokio's `lookup_host`), asked
+/// once per [`DNS_TTL`] per route instead of once per connection.
+#[derive(Clone)]
+struct CachedResolver {
+    cache: AddrCache,
+}
+
+/// The addresses of one lookup, in the resolver's order.
+struct Addrs(Arc<[SocketAddr]>, usize);
+
+impl Iterator for Addrs {
+    type Item = SocketAddr;
+
+    fn next(&mut self) -> Option<SocketAddr> {
+        let addr = self.0.get(self.1).copied();
+        self.1 += 1;
+        addr
+    }
+}
+
+impl Service<Name> for CachedResolver {
+    type Response = Addrs;
+    type Error = io::Error;
+    type Future = std::pin::Pin<Box<dyn Future<Output = io::Result<Self::Response>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let cache = self.cache.clone();
+        Box::pin(async move {
+            if let Some((addrs, at)) = cache.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                if at.elapsed() < DNS_TTL {
+                    return Ok(Addrs(addrs.clone(), 0));
+                }
+            }
+            // Port 0: the connector puts the URL's port in.
+            let addrs: Arc<[SocketAddr]> =
+                tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
+            *cache.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((addrs.clone(), Instant::now()));
+            Ok(Addrs(addrs, 0))
+        })
+    }
 }
 
 /// Streams one HTTP/2 connection carries before the next request opens another connection.
@@ -293,6 +411,23 @@ impl Route {
             .map_or(authority.as_str(), |(_, h)| h)
             .to_string();
         let base_path = uri.path().trim_end_matches('/').to_string();
+        let scheme = if secure { "https" } else { "http" };
+        let target: http::Uri = format!("{scheme}://{host_header}/")
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
+        let via = settings.proxies.for_target(&target).map_err(|e| bad(&e))?;
+        if let Some(proxy) = &via {
+            tracing::debug!("{scheme}://{host_header}: through proxy {proxy}");
+        }
+        let plain_via_proxy = via.as_ref().filter(|_| !secure);
+        let target_prefix =
+            plain_via_proxy.map_or_else(String::new, |_| format!("http://{host_header}"));
+        let proxy_auth_line = plain_via_proxy
+            .and_then(|p| p.auth.as_ref())
+            .and_then(|auth| auth.to_str().ok())
+            .map_or_else(String::new, |auth| {
+                format!("proxy-authorization: {auth}\r\n")
+            });
         let tls = if secure {
             let name = rustls::pki_types::ServerName::try_from(host.clone())
                 .map_err(|e| bad(&format!("not a TLS server name: {e}")))?;
@@ -314,16 +449,32 @@ impl Route {
         if let Some(title) = &settings.title {
             fixed.push(("x-title", title.clone()));
         }
-        let mut chat_head =
-            format!("POST {base_path}/chat/completions HTTP/1.1\r\nhost: {host_header}\r\n");
+        let mut chat_head = format!(
+            "POST {target_prefix}{base_path}/chat/completions HTTP/1.1\r\nhost: {host_header}\r\n{proxy_auth_line}"
+        );
         for (name, value) in &fixed {
             chat_head.push_str(&format!("{name}: {value}\r\n"));
         }
         chat_head.push_str("content-type: application/json\r\ncontent-length: ");
 
+        let addrs = AddrCache::default();
+        let mut connector = HttpConnector::new_with_resolver(CachedResolver {
+            cache: addrs.clone(),
+        });
+        connector.enforce_http(false);
+        connector.set_nodelay(true);
+        connector.set_keepalive(settings.tcp_keepalive);
+        connector.set_happy_eyeballs_timeout(Some(HAPPY_EYEBALLS_DELAY));
+        // Each address's share; the whole connect is bounded by `connect_timeout` too.
+        connector.set_connect_timeout(Some(settings.connect_timeout));
+
         Ok(Route {
             key: key.cloned(),
-            origin: format!("{}://{host_header}", if secure { "https" } else { "http" }),
+            origin: format!("{scheme}://{host_header}"),
+            target,
+            via,
+            target_prefix,
+            proxy_auth_line,
             host_header,
             tls,
             host,
@@ -332,77 +483,70 @@ impl Route {
             chat_head: chat_head.into_bytes(),
             fixed,
             connect_timeout: settings.connect_timeout,
-            tcp_keepalive: settings.tcp_keepalive,
+            connector,
             pool_max_idle: settings.pool_max_idle,
             pool_idle_timeout: settings.pool_idle_timeout,
             protocol: AtomicU8::new(if secure { UNKNOWN } else { HTTP1 }),
             idle: Mutex::new(VecDeque::new()),
-            addrs: Mutex::new(None),
-            h2: tokio::sync::Mutex::new(Vec::new()),
+            addrs,
+            h2: Mutex::new(H2Pool::default()),
+            h2_changed: Notify::new(),
         })
     }
 
-    /// Send `request` and read the response head; the body is read from the returned [`Answer`].
-    pub async fn send(self: &Arc<Self>, request: Request<'_>) -> Result<Answer, HttpError> {
-        let mut fresh_only = false;
+    /// Connect if needed and write `request`; its answer is read from the returned [`Sent`].
+    ///
+    /// A request goes out a second time (on another connection) only when nothing of it reached
+    /// the socket: a pooled connection found closed before the write, or a write on one that
+    /// failed before the kernel took a byte. Every other failure is returned.
+    pub async fn send(self: &Arc<Self>, request: Request<'_>) -> Result<Sent, HttpError> {
         loop {
-            let conn = match self.protocol.load(Ordering::Acquire) {
+            let (mut conn, reused) = match self.protocol.load(Ordering::Acquire) {
                 // Boxed, like the other rare paths below: an HTTP/1.1 request's future (one per
                 // request in flight) should not carry the size of TLS and HTTP/2 setup.
-                HTTP2 => match Box::pin(self.send_h2(request)).await? {
-                    Some(answer) => return Ok(answer),
+                HTTP2 | UNKNOWN => match Box::pin(self.send_h2(request)).await? {
+                    Some(sent) => return Ok(sent),
                     None => continue,
                 },
-                UNKNOWN => {
-                    Box::pin(self.learn_protocol()).await?;
-                    continue;
-                }
-                _ => match (!fresh_only).then(|| self.checkout()).flatten() {
-                    Some(conn) => conn,
+                _ => match self.checkout() {
+                    Some(conn) => (conn, true),
                     None => match self.connect().await? {
-                        Connected::H1(conn) => conn,
+                        Connected::H1(conn) => (conn, false),
                         Connected::H2(sender) => {
-                            Box::pin(self.adopt_h2(sender)).await;
+                            self.adopt_h2(sender);
                             continue;
                         }
                     },
                 },
             };
-            let reused = conn.reused;
-            match self.send_h1(conn, request).await {
-                Ok(answer) => return Ok(answer),
-                // A kept-alive connection the server had already closed: nothing of this request
-                // was processed, so it goes out once more on a new connection.
-                Err((_, false)) if reused && !fresh_only => fresh_only = true,
-                Err((e, _)) => return Err(e),
+            let bytes = self.h1_bytes(request);
+            conn.reset_written();
+            match http1::write_request(&mut conn, &bytes).await {
+                Ok(()) => {
+                    return Ok(Sent {
+                        at: Instant::now(),
+                        inner: SentOn::H1 {
+                            conn,
+                            reused,
+                            route: self.clone(),
+                        },
+                    })
+                }
+                // The server closed the idle connection and the kernel refused the first byte:
+                // nothing of this request left, so it may go out on another connection.
+                Err(e) if reused && conn.written() == 0 => {
+                    tracing::debug!("{}: pooled connection unusable ({e}); another", self.origin);
+                }
+                Err(e) if conn.written() == 0 => return Err(HttpError::Io(e)),
+                Err(e) => {
+                    return Err(HttpError::NoAnswer {
+                        reused,
+                        reason: format!("write failed after {} bytes: {e}", conn.written()),
+                    })
+                }
             }
         }
     }
-
-    /// The request on an HTTP/1.1 connection; the error says whether any response byte came.
-    async fn send_h1(
-        self: &Arc<Self>,
-        mut conn: Conn,
-        request: Request<'_>,
-    ) -> Result<Answer, (HttpError, bool)> {
-        let bytes = self.h1_bytes(request);
-        if let Err(e) = http1::write_request(&mut conn, &bytes).await {
-            return Err((HttpError::Io(e), false));
-        }
-        drop(bytes);
-        let response = http1::Response::read_head(conn, false).await?;
-        Ok(Answer {
-            status: response.head.status,
-            content_type: response.head.content_type.clone(),
-            retry_after: response.head.retry_after.clone(),
-            generation_id: response.head.generation_id.clone(),
-            body: Body::H1 {
-                response: Some(response),
-                route: self.clone(),
-            },
-        })
-    }
-
     fn h1_bytes(&self, request: Request<'_>) -> Vec<u8> {
         use std::io::Write;
         match request {
@@ -417,10 +561,12 @@ impl Route {
                 let mut out = Vec::with_capacity(256);
                 let _ = write!(
                     out,
-                    "GET {}/{} HTTP/1.1\r\nhost: {}\r\n",
+                    "GET {}{}/{} HTTP/1.1\r\nhost: {}\r\n{}",
+                    self.target_prefix,
                     self.base_path,
                     path.trim_start_matches('/'),
-                    self.host_header
+                    self.host_header,
+                    self.proxy_auth_line
                 );
                 for (name, value) in &self.fixed {
                     let _ = write!(out, "{name}: {value}\r\n");
@@ -432,29 +578,45 @@ impl Route {
     }
 
     /// The request on an HTTP/2 connection with a free stream (a new one if all are busy);
-    /// `None` if the server no longer offers HTTP/2 and the route went back to HTTP/1.1.
-    async fn send_h2(self: &Arc<Self>, request: Request<'_>) -> Result<Option<Answer>, HttpError> {
-        let (mut sender, stream) = {
-            let mut connections = self.h2.lock().await;
-            connections.retain(|c| !c.sender.is_closed());
-            let connection = match connections.iter().find(|c| c.has_room()) {
-                Some(connection) => connection.clone(),
-                None => match self.connect().await? {
-                    Connected::H2(sender) => {
-                        let connection = H2Connection::new(sender);
-                        connections.push(connection.clone());
-                        connection
-                    }
-                    Connected::H1(conn) => {
-                        connections.clear();
-                        self.protocol.store(HTTP1, Ordering::Release);
-                        self.checkin(conn);
-                        return Ok(None);
-                    }
-                },
+    /// `None` if the server speaks HTTP/1.1 (the route is now an HTTP/1.1 one).
+    ///
+    /// One request at a time opens a connection, without holding the pool's lock: the others
+    /// wait for [`Route::h2_changed`] and look again (a stream may also have come free).
+    async fn send_h2(self: &Arc<Self>, request: Request<'_>) -> Result<Option<Sent>, HttpError> {
+        let (mut sender, stream) = loop {
+            if self.protocol.load(Ordering::Acquire) == HTTP1 {
+                return Ok(None);
+            }
+            let wait = {
+                let mut pool = self.h2.lock().unwrap_or_else(|p| p.into_inner());
+                pool.connections.retain(|c| !c.sender.is_closed());
+                if let Some(connection) = pool.connections.iter().find(|c| c.has_room()) {
+                    let stream = OpenStream::open(&connection.open_streams);
+                    break (connection.sender.clone(), stream);
+                }
+                if pool.connecting {
+                    // Registered before the lock is released: the wake-up cannot be missed.
+                    let mut notified = Box::pin(self.h2_changed.notified());
+                    notified.as_mut().enable();
+                    Some(notified)
+                } else {
+                    pool.connecting = true;
+                    None
+                }
             };
-            let stream = OpenStream::open(&connection.open_streams);
-            (connection.sender, stream)
+            if let Some(notified) = wait {
+                notified.await;
+                continue;
+            }
+            let _connecting = H2Connecting(self);
+            match self.connect().await? {
+                Connected::H2(sender) => self.adopt_h2(sender),
+                Connected::H1(conn) => {
+                    self.protocol.store(HTTP1, Ordering::Release);
+                    self.checkin(conn);
+                    return Ok(None);
+                }
+            }
         };
         let post = matches!(request, Request::Chat(_));
         let (uri, body) = match request {
@@ -484,65 +646,34 @@ impl Route {
         let request = builder
             .body(body)
             .map_err(|e| HttpError::Protocol(format!("cannot build the request: {e}")))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| HttpError::h2(&e))?;
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(|v| v.trim().to_string())
-        };
-        Ok(Some(Answer {
-            status: response.status().as_u16(),
-            content_type: header("content-type"),
-            retry_after: header("retry-after"),
-            generation_id: header("x-generation-id"),
-            body: Body::H2 {
-                body: response.into_body(),
-                _open: stream,
-            },
+        // hyper hands the request to the connection here; the future only waits for the answer.
+        let response = Box::pin(sender.send_request(request));
+        Ok(Some(Sent {
+            at: Instant::now(),
+            inner: SentOn::H2 { response, stream },
         }))
     }
 
-    /// A TLS route's first connection, one at a time, tells what the server speaks (ALPN); the
-    /// connection is kept for the requests that follow.
-    async fn learn_protocol(&self) -> Result<(), HttpError> {
-        let mut connections = self.h2.lock().await;
-        if self.protocol.load(Ordering::Acquire) != UNKNOWN {
-            return Ok(());
-        }
-        match self.connect().await? {
-            Connected::H2(sender) => {
-                connections.push(H2Connection::new(sender));
-                self.protocol.store(HTTP2, Ordering::Release);
-            }
-            Connected::H1(conn) => {
-                self.checkin(conn);
-                self.protocol.store(HTTP1, Ordering::Release);
-            }
-        }
-        Ok(())
-    }
-
-    /// A new connection negotiated HTTP/2 on a route that used HTTP/1.1: share it from now on.
-    async fn adopt_h2(&self, sender: http2::SendRequest<Full<Bytes>>) {
-        self.h2.lock().await.push(H2Connection::new(sender));
+    /// A new connection negotiated HTTP/2: share it from now on.
+    fn adopt_h2(&self, sender: http2::SendRequest<Full<Bytes>>) {
+        self.h2
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .connections
+            .push(H2Connection::new(sender));
         self.protocol.store(HTTP2, Ordering::Release);
     }
 
-    /// An idle connection that still looks open.
+    /// An idle connection that is still open.
     fn checkout(&self) -> Option<Conn> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        while let Some((conn, since)) = idle.pop_back() {
+        while let Some((mut conn, since)) = idle.pop_back() {
             if since.elapsed() > self.pool_idle_timeout {
                 // Most recently used last: everything below is older still.
                 idle.clear();
                 return None;
             }
-            if conn.looks_open() {
+            if conn.still_open() {
                 return Some(conn);
             }
         }
@@ -562,7 +693,8 @@ impl Route {
         }
     }
 
-    /// A new connection (TCP, then TLS for https), within the connect timeout.
+    /// A new connection (TCP, through the proxy if any, then TLS for https), within the connect
+    /// timeout.
     async fn connect(&self) -> Result<Connected, HttpError> {
         tokio::time::timeout(self.connect_timeout, Box::pin(self.connect_unbounded()))
             .await
@@ -570,53 +702,58 @@ impl Route {
     }
 
     async fn connect_unbounded(&self) -> Result<Connected, HttpError> {
-        let addrs = self.resolve().await?;
-        let mut last = None;
-        let mut tcp = None;
-        for addr in addrs.iter() {
-            match TcpStream::connect(addr).await {
-                Ok(stream) => {
-                    tcp = Some(stream);
-                    break;
-                }
-                Err(e) => last = Some((addr, e)),
-            }
-        }
-        let tcp = match (tcp, last) {
-            (Some(tcp), failed) => {
-                if failed.is_some() {
-                    // `localhost` often resolves to ::1 first while the server listens on IPv4
-                    // only: try the address that answered first from now on.
-                    self.prefer(&addrs, tcp.peer_addr().ok());
-                }
-                tcp
-            }
-            (None, Some((addr, source))) => {
-                // The addresses may have changed: ask the resolver again next time.
-                *self.addrs.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                return Err(HttpError::Connect {
-                    addr: addr.to_string(),
-                    source,
-                });
-            }
-            (None, None) => {
-                return Err(HttpError::Resolve {
-                    host: self.host.clone(),
-                    source: io::Error::other("no address"),
-                })
-            }
+        let tcp = match (&self.via, &self.tls) {
+            (None, _) => self.tcp(&self.target).await?,
+            // Plain targets: the proxy takes absolute-form requests on its own connection.
+            (Some(proxy), None) => self.tcp(&proxy.uri).await.map_err(|e| HttpError::Proxy {
+                proxy: proxy.address(),
+                reason: error_chain(&e),
+            })?,
+            (Some(proxy), Some(_)) => Box::pin(self.tunnel(proxy)).await?,
         };
-        tcp.set_nodelay(true)?;
-        if let Some(time) = self.tcp_keepalive {
-            let keepalive = socket2::TcpKeepalive::new().with_time(time);
-            socket2::SockRef::from(&tcp).set_tcp_keepalive(&keepalive)?;
-        }
+        let tcp = tcp.into_inner();
         match &self.tls {
-            None => Ok(Connected::H1(Conn::new(Io::Plain(tcp)))),
+            None => Ok(Connected::H1(Conn::new(Io::Plain(Tcp::new(tcp))))),
             // Boxed: the TLS and HTTP/2 handshakes are large futures that plain connects
             // (10,000 at once at the start of a big local run) should not be sized for.
             Some((connector, name)) => Box::pin(self.secure(connector, name, tcp)).await,
         }
+    }
+
+    /// A TCP connection to `uri`'s host (Happy Eyeballs over its addresses).
+    async fn tcp(&self, uri: &http::Uri) -> Result<TokioIo<TcpStream>, HttpError> {
+        let mut connector = self.connector.clone();
+        let connected = connector.call(uri.clone()).await;
+        connected.map_err(|e| {
+            // The addresses may have changed: ask the resolver again next time.
+            *self.addrs.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            let host = uri.host().unwrap_or_default();
+            let port = uri.port_u16().unwrap_or(80);
+            HttpError::Connect {
+                addr: format!("{host}:{port}"),
+                reason: error_chain(&e),
+            }
+        })
+    }
+
+    /// A CONNECT tunnel through `proxy` to this route's host (hyper-util's `Tunnel`).
+    async fn tunnel(&self, proxy: &Proxy) -> Result<TokioIo<TcpStream>, HttpError> {
+        let mut tunnel = Tunnel::new(proxy.uri.clone(), self.connector.clone());
+        if let Some(auth) = &proxy.auth {
+            tunnel = tunnel.with_auth(auth.clone());
+        }
+        tunnel
+            .call(self.target.clone())
+            .await
+            .map_err(|e| HttpError::Proxy {
+                proxy: proxy.address(),
+                reason: format!(
+                    "CONNECT {}:{} failed: {}",
+                    self.host,
+                    self.port,
+                    error_chain(&e)
+                ),
+            })
     }
 
     /// TLS over `tcp`, then HTTP/2 if ALPN chose it.
@@ -627,7 +764,7 @@ impl Route {
         tcp: TcpStream,
     ) -> Result<Connected, HttpError> {
         let tls = connector
-            .connect(name.clone(), tcp)
+            .connect(name.clone(), Tcp::new(tcp))
             .await
             .map_err(|source| HttpError::Tls {
                 host: self.host.clone(),
@@ -649,46 +786,109 @@ impl Route {
         });
         Ok(Connected::H2(sender))
     }
+}
 
-    /// Move `good` to the front of the cached addresses (if they are still `tried`).
-    fn prefer(&self, tried: &Arc<[SocketAddr]>, good: Option<SocketAddr>) {
-        let Some(good) = good else { return };
-        let mut cache = self.addrs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((addrs, _)) = cache.as_mut().filter(|(a, _)| Arc::ptr_eq(a, tried)) {
-            let reordered: Vec<SocketAddr> = std::iter::once(good)
-                .chain(addrs.iter().copied().filter(|a| *a != good))
-                .collect();
-            *addrs = Arc::from(reordered);
-        }
-    }
+/// Held by the request opening a route's next HTTP/2 connection: when it is done (or dropped
+/// by a timeout), the others are told to look again.
+struct H2Connecting<'a>(&'a Route);
 
-    async fn resolve(&self) -> Result<Arc<[SocketAddr]>, HttpError> {
-        if let Ok(ip) = self.host.parse::<std::net::IpAddr>() {
-            return Ok(Arc::from([SocketAddr::new(ip, self.port)]));
-        }
-        if let Some((addrs, at)) = self
-            .addrs
+impl Drop for H2Connecting<'_> {
+    fn drop(&mut self) {
+        self.0
+            .h2
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        {
-            if at.elapsed() < DNS_TTL {
-                return Ok(addrs.clone());
-            }
-        }
-        let addrs: Arc<[SocketAddr]> = tokio::net::lookup_host((self.host.as_str(), self.port))
-            .await
-            .map_err(|source| HttpError::Resolve {
-                host: self.host.clone(),
-                source,
-            })?
-            .collect();
-        *self.addrs.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((addrs.clone(), Instant::now()));
-        Ok(addrs)
+            .connecting = false;
+        self.0.h2_changed.notify_waiters();
     }
 }
 
+/// A request that has been handed to a connection; [`Sent::answer`] reads the response head.
+pub(crate) struct Sent {
+    /// When the request was written: the first-byte timeout runs from here.
+    pub at: Instant,
+    inner: SentOn,
+}
+
+impl std::fmt::Debug for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on = match self.inner {
+            SentOn::H1 { .. } => "HTTP/1.1",
+            SentOn::H2 { .. } => "HTTP/2",
+        };
+        f.debug_struct("Sent").field("on", &on).finish()
+    }
+}
+
+type H2Response = std::pin::Pin<
+    Box<dyn Future<Output = hyper::Result<hyper::Response<hyper::body::Incoming>>> + Send>,
+>;
+
+enum SentOn {
+    H1 {
+        conn: Conn,
+        reused: bool,
+        route: Arc<Route>,
+    },
+    H2 {
+        response: H2Response,
+        stream: OpenStream,
+    },
+}
+
+impl Sent {
+    /// Wait for the response head; the body is read from the returned [`Answer`]. A connection
+    /// that ends before any response byte is [`HttpError::NoAnswer`]: never resent here.
+    pub async fn answer(self) -> Result<Answer, HttpError> {
+        match self.inner {
+            SentOn::H1 {
+                conn,
+                reused,
+                route,
+            } => match http1::Response::read_head(conn, false).await {
+                Ok(response) => Ok(Answer {
+                    status: response.head.status,
+                    content_type: response.head.content_type.clone(),
+                    retry_after: response.head.retry_after.clone(),
+                    generation_id: response.head.generation_id.clone(),
+                    location: response.head.location.clone(),
+                    body: Body::H1 {
+                        response: Some(response),
+                        route,
+                    },
+                }),
+                Err((e @ (HttpError::Closed | HttpError::Io(_)), false)) => {
+                    Err(HttpError::NoAnswer {
+                        reused,
+                        reason: e.to_string(),
+                    })
+                }
+                Err((e, _)) => Err(e),
+            },
+            SentOn::H2 { response, stream } => {
+                let response = response.await.map_err(|e| HttpError::h2(&e))?;
+                let header = |name: &str| {
+                    response
+                        .headers()
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(|v| v.trim().to_string())
+                };
+                Ok(Answer {
+                    status: response.status().as_u16(),
+                    content_type: header("content-type"),
+                    retry_after: header("retry-after"),
+                    generation_id: header("x-generation-id"),
+                    location: header("location"),
+                    body: Body::H2 {
+                        body: response.into_body(),
+                        _open: stream,
+                    },
+                })
+            }
+        }
+    }
+}
 /// A fresh connection: HTTP/1.1, or the sender of a new HTTP/2 connection (ALPN chose).
 enum Connected {
     H1(Conn),
@@ -705,8 +905,55 @@ pub(crate) struct Conn {
 
 #[derive(Debug)]
 enum Io {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Plain(Tcp),
+    Tls(Box<TlsStream<Tcp>>),
+}
+
+/// A TCP stream that counts the bytes the kernel took, so a failed write can tell whether any
+/// byte of the request left (below TLS: what the socket took, not what rustls buffered).
+#[derive(Debug)]
+struct Tcp {
+    stream: TcpStream,
+    written: u64,
+}
+
+impl Tcp {
+    fn new(stream: TcpStream) -> Tcp {
+        Tcp { stream, written: 0 }
+    }
+}
+
+impl AsyncRead for Tcp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Tcp {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = written {
+            this.written += n as u64;
+        }
+        written
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
 }
 
 impl Conn {
@@ -714,25 +961,52 @@ impl Conn {
         Conn { io, reused: false }
     }
 
-    fn tcp(&self) -> &TcpStream {
+    fn tcp(&self) -> &Tcp {
         match &self.io {
             Io::Plain(tcp) => tcp,
             Io::Tls(tls) => tls.get_ref().0,
         }
     }
 
+    fn tcp_mut(&mut self) -> &mut Tcp {
+        match &mut self.io {
+            Io::Plain(tcp) => tcp,
+            Io::Tls(tls) => tls.get_mut().0,
+        }
+    }
+
+    /// Bytes the kernel has taken since the last [`Conn::reset_written`].
+    fn written(&self) -> u64 {
+        self.tcp().written
+    }
+
+    fn reset_written(&mut self) {
+        self.tcp_mut().written = 0;
+    }
+
     /// Whether an idle connection can take a request: the server has not closed it (and, on a
-    /// plain one, sent nothing unasked). Looks only at readiness the runtime already has, so an
-    /// idle socket costs no system call.
-    fn looks_open(&self) -> bool {
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        let mut byte = [0u8; 1];
-        let mut buf = ReadBuf::new(&mut byte);
-        match self.tcp().poll_peek(&mut cx, &mut buf) {
-            Poll::Pending => true,
-            // TLS servers may send a session ticket after the handshake.
-            Poll::Ready(Ok(n)) => n > 0 && matches!(self.io, Io::Tls(_)),
-            Poll::Ready(Err(_)) => false,
+    /// plain one, sent nothing unasked). One non-blocking `recv(MSG_PEEK)` per request taken
+    /// from the pool — not the runtime's cached readiness, which may not have seen a FIN that
+    /// arrived a moment ago: a request written into a closed connection may not be resent.
+    fn still_open(&mut self) -> bool {
+        let mut byte = [MaybeUninit::<u8>::uninit(); 1];
+        match socket2::SockRef::from(&self.tcp().stream).peek(&mut byte) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
+            Err(_) | Ok(0) => false,
+            Ok(_) => match &mut self.io {
+                Io::Plain(_) => false,
+                // TLS servers may send a session ticket after the handshake (fine), or a
+                // close_notify before closing (not): let rustls read what is there.
+                Io::Tls(tls) => {
+                    let mut cx = Context::from_waker(std::task::Waker::noop());
+                    let mut byte = [0u8; 1];
+                    let mut buf = ReadBuf::new(&mut byte);
+                    matches!(
+                        Pin::new(tls.as_mut()).poll_read(&mut cx, &mut buf),
+                        Poll::Pending
+                    )
+                }
+            },
         }
     }
 }
@@ -784,6 +1058,8 @@ pub(crate) struct Answer {
     pub content_type: Option<String>,
     pub retry_after: Option<String>,
     pub generation_id: Option<String>,
+    /// `Location` (of a 3xx).
+    pub location: Option<String>,
     body: Body,
 }
 
@@ -850,6 +1126,12 @@ mod tests {
 
     /// A TLS server offering `alpn` that answers every request with JSON describing it.
     async fn tls_server(alpn: Vec<Vec<u8>>) -> u16 {
+        tls_server_serving(alpn, usize::MAX).await
+    }
+
+    /// [`tls_server`] that serves its first `served` connections; later ones are accepted and
+    /// never answered (a TLS handshake that hangs).
+    async fn tls_server_serving(alpn: Vec<Vec<u8>>, mut served: usize) -> u16 {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -865,10 +1147,16 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         tokio::spawn(async move {
+            let mut stalled = Vec::new();
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
                     return;
                 };
+                if served == 0 {
+                    stalled.push(tcp);
+                    continue;
+                }
+                served -= 1;
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
@@ -926,12 +1214,13 @@ mod tests {
             http1_only,
             referer: None,
             title: None,
+            proxies: Proxies::none(),
         };
         Transport::with_roots(settings, roots).unwrap()
     }
 
     async fn exchange(route: &Arc<Route>, request: Request<'_>) -> serde_json::Value {
-        let mut answer = route.send(request).await.unwrap();
+        let mut answer = route.send(request).await.unwrap().answer().await.unwrap();
         assert_eq!(answer.status, 200);
         let mut body = Vec::new();
         while answer.next(&mut body).await.unwrap() {}
@@ -987,50 +1276,122 @@ mod tests {
             .unwrap();
         let mut open = Vec::new();
         for _ in 0..2 * STREAMS_PER_H2_CONNECTION + 1 {
-            let answer = route.send(Request::Get("models")).await.unwrap();
+            let sent = route.send(Request::Get("models")).await.unwrap();
+            let answer = sent.answer().await.unwrap();
             assert_eq!(answer.status, 200);
             open.push(answer);
         }
-        assert_eq!(route.h2.lock().await.len(), 3);
+        assert_eq!(route.h2.lock().unwrap().connections.len(), 3);
         drop(open);
         for _ in 0..STREAMS_PER_H2_CONNECTION {
             exchange(&route, Request::Get("models")).await;
         }
-        assert_eq!(route.h2.lock().await.len(), 3);
+        assert_eq!(route.h2.lock().unwrap().connections.len(), 3);
     }
 
-    /// A host name whose first address does not answer (`localhost` as ::1 before 127.0.0.1,
-    /// with a server on IPv4 only) is reached through the one that does, first from then on.
+    /// No lock is held across a handshake: while one request waits on a new HTTP/2 connection
+    /// whose TLS handshake never ends, a request that finds a free stream on the existing
+    /// connection goes ahead.
     #[tokio::test]
-    async fn the_address_that_answered_is_tried_first() {
+    async fn a_hanging_handshake_does_not_hold_up_requests_with_a_free_stream() {
+        let port = tls_server_serving(vec![b"h2".to_vec()], 1).await;
+        let mut transport = transport(false);
+        // Long enough that waiting for it would hang the test.
+        transport.settings.connect_timeout = Duration::from_secs(3600);
+        let route = transport
+            .route(&format!("https://localhost:{port}/v1"), None)
+            .unwrap();
+        let mut open = Vec::new();
+        for _ in 0..STREAMS_PER_H2_CONNECTION {
+            let sent = route.send(Request::Get("models")).await.unwrap();
+            open.push(sent.answer().await.unwrap());
+        }
+        // Every stream is busy: this one opens a second connection, which hangs.
+        let stuck = tokio::spawn({
+            let route = route.clone();
+            async move { route.send(Request::Get("models")).await.map(|_| ()) }
+        });
+        while !route.h2.lock().unwrap().connecting {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(open.pop());
+        let answer = tokio::time::timeout(
+            Duration::from_secs(60),
+            exchange(&route, Request::Get("models")),
+        )
+        .await
+        .expect("the request waited behind the hanging handshake");
+        assert_eq!(answer["version"], "HTTP/2.0");
+        assert!(route.h2.lock().unwrap().connecting, "still connecting");
+        stuck.abort();
+    }
+
+    /// Happy Eyeballs: a host whose first address is black-holed (a loopback listener whose
+    /// backlog is full drops further SYNs: the connect hangs, as to an unreachable IPv6 route)
+    /// is reached through its other address instead of waiting out the connect timeout — and
+    /// one whose first address refuses (`localhost` as ::1 with a server on IPv4 only) too.
+    #[tokio::test]
+    async fn a_black_holed_first_address_does_not_fail_the_endpoint() {
+        if std::net::TcpListener::bind("[::1]:0").is_err() {
+            eprintln!(
+                "skipped: no IPv6 loopback here, so no second address family to fall back to"
+            );
+            return;
+        }
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         tokio::spawn(async move { while listener.accept().await.is_ok() {} });
-        let transport = transport(false);
+        let v4 = SocketAddr::from(([127, 0, 0, 1], port));
+
+        // The black hole, on [::1] and the server's port: listen with a backlog of zero, never
+        // accept, fill the queue.
+        let hole_addr = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port));
+        let hole =
+            socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::STREAM, None).unwrap();
+        hole.bind(&hole_addr.into()).unwrap();
+        hole.listen(0).unwrap();
+        let mut fillers = Vec::new();
+        let black_holed = loop {
+            // Once the queue is full a connect no longer completes.
+            let attempt =
+                tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(hole_addr))
+                    .await;
+            match attempt {
+                Ok(Ok(stream)) => fillers.push(stream),
+                Ok(Err(_)) => break false,
+                Err(_) => break true,
+            }
+            if fillers.len() > 16 {
+                break false;
+            }
+        };
+        if !black_holed {
+            eprintln!("skipped: this kernel answers SYNs to a full backlog; no black hole to test");
+            return;
+        }
+
+        let mut transport = transport(false);
+        // Far longer than the test may take: success means the other address was tried.
+        transport.settings.connect_timeout = Duration::from_secs(3600);
         let route = transport
             .route(&format!("http://localhost:{port}/v1"), None)
             .unwrap();
-        // As a resolver that lists ::1 first would give them (nothing listens there).
-        let v6 = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port));
-        let v4 = SocketAddr::from(([127, 0, 0, 1], port));
-        *route.addrs.lock().unwrap() = Some((Arc::from([v6, v4]), Instant::now()));
-        for _ in 0..2 {
-            assert!(matches!(route.connect().await, Ok(Connected::H1(_))));
-            let cached = route
-                .addrs
-                .lock()
-                .unwrap()
-                .as_ref()
-                .map(|(a, _)| a.to_vec());
-            assert_eq!(cached, Some(vec![v4, v6]));
+        let refusing = SocketAddr::from(([127, 0, 0, 3], port));
+        for addrs in [[hole_addr, v4], [refusing, v4]] {
+            *route.addrs.lock().unwrap() = Some((Arc::from(addrs), Instant::now()));
+            let connected = tokio::time::timeout(Duration::from_secs(120), route.connect())
+                .await
+                .unwrap_or_else(|_| panic!("{addrs:?}: stuck on the first address"));
+            assert!(matches!(connected, Ok(Connected::H1(_))), "{addrs:?}");
         }
+        drop(fillers);
     }
 
     /// A certificate no trusted root signed is refused.
     #[tokio::test]
     async fn https_refuses_an_untrusted_certificate() {
         let port = tls_server(vec![b"http/1.1".to_vec()]).await;
-        let transport = Transport::new(transport(false).settings.clone()).unwrap();
+        let transport = Transport::new(transport(false).settings.clone(), Vec::new()).unwrap();
         let route = transport
             .route(&format!("https://localhost:{port}/v1"), None)
             .unwrap();

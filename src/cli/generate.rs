@@ -96,27 +96,6 @@ pub struct Args {
     strict: bool,
 }
 
-/// draftgen's HTTP client connects directly (see `api::client`): say so rather than let a user
-/// behind a proxy wonder why every connect fails.
-fn warn_about_proxies() {
-    const PROXY_VARS: [&str; 6] = [
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ];
-    if let Some(var) = PROXY_VARS
-        .into_iter()
-        .find(|v| std::env::var_os(v).is_some_and(|value| !value.is_empty()))
-    {
-        tracing::warn!(
-            "{var} is set, but draftgen does not use proxies: requests go directly to the endpoints"
-        );
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut config = match &args.config {
         Some(path) => RunConfig::from_file(path).map_err(|e| UsageError(e.to_string()))?,
@@ -140,7 +119,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         force: args.force,
     });
     config.validate().map_err(|e| UsageError(e.to_string()))?;
-    warn_about_proxies();
     let prompts = if args.strict {
         engine::PromptList::read_jsonl_strict(&args.prompts)
     } else {

@@ -34,6 +34,8 @@ pub enum JournalError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("{path}: another process is writing this run ({}); wait for it to finish or stop it, or use another run directory", pid.map_or_else(|| "PID unknown".to_string(), |p| format!("PID {p}")))]
+    Locked { path: PathBuf, pid: Option<u32> },
     #[error("the journal writer has stopped (an earlier write failed); see the error it returned on close")]
     WriterGone,
 }

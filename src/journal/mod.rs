@@ -5,6 +5,7 @@
 //!   manifest.json   settings + fingerprint; a resume with other settings is refused unless --force
 //!   journal/        000001.jsonl, 000002.jsonl, …: one Record per line, append-only
 //!   summary.json    counts by status and error class, tokens, cost, timings
+//!   lock            flock'ed by the one process appending (its PID inside)
 //! ```
 //!
 //! The journal is the run's only source of truth: a prompt is finished when its record's line,
@@ -17,6 +18,7 @@ mod atomic;
 mod channel;
 mod error;
 mod index;
+mod lock;
 mod manifest;
 mod reader;
 pub mod record;
@@ -33,6 +35,7 @@ pub use index::{
     CorruptLine, Disposition, DuplicateSuccess, LineLocation, OpenReport, PromptState,
     RecordTotals, ResumeState, TornTail,
 };
+pub use lock::{RunLock, LOCK_FILE};
 pub use manifest::{Manifest, ServerShape};
 pub use reader::RecordReader;
 pub use record::{EncodedRecord, ErrorClass, Record, RecordMeta, RecordRef, Status};

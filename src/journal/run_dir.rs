@@ -8,7 +8,7 @@ use super::atomic::{atomic_write, sync_dir};
 use super::index::build_index;
 use super::segment::{list_segments, JOURNAL_DIR};
 use super::writer::JournalOptions;
-use super::{Journal, JournalError, Manifest, RecordReader, ResumeState, Summary};
+use super::{Journal, JournalError, Manifest, RecordReader, ResumeState, RunLock, Summary};
 
 /// File name of the manifest inside a run directory.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -44,6 +44,9 @@ impl RunDir {
 
     /// Start a new run at `path`, or resume the one there, with default [`JournalOptions`].
     ///
+    /// The returned journal holds the run's [`RunLock`]: while it lives, any other
+    /// `create_or_open` of the same directory (in this process or another) fails with
+    /// [`JournalError::Locked`] naming this process's PID.
     /// - New directory: `manifest` is written atomically and an empty journal created.
     /// - Existing run: its manifest must have the same fingerprint; otherwise
     ///   [`JournalError::SettingsChanged`] lists what changed — unless `force`, in which case the
@@ -69,6 +72,8 @@ impl RunDir {
         let mut manifest = manifest.clone();
         manifest.seal();
         fs::create_dir_all(run.journal_dir()).map_err(JournalError::io(run.journal_dir()))?;
+        // Before anything is read or repaired: a second writer must not cut the first's tail.
+        let lock = RunLock::acquire(run.root())?;
 
         match run.read_manifest()? {
             None => {
@@ -140,7 +145,8 @@ impl RunDir {
         let last = list_segments(&run.journal_dir())?
             .last()
             .map_or(1, |s| s.number);
-        let journal = Journal::open_segment(&run.journal_dir(), last, options)?;
+        let mut journal = Journal::open_segment(&run.journal_dir(), last, options)?;
+        journal.hold(lock);
         sync_dir(&run.journal_dir())?;
         Ok((journal, state))
     }

@@ -82,6 +82,8 @@ pub struct Journal {
     batch: Vec<u8>,
     batch_records: u32,
     stats: JournalStats,
+    /// The run's one-writer lock, released with the journal.
+    lock: Option<super::RunLock>,
 }
 
 impl Journal {
@@ -106,7 +108,13 @@ impl Journal {
             batch: Vec::new(),
             batch_records: 0,
             stats: JournalStats::default(),
+            lock: None,
         })
+    }
+
+    /// Keep `lock` for as long as this journal lives.
+    pub(crate) fn hold(&mut self, lock: super::RunLock) {
+        self.lock = Some(lock);
     }
 
     /// Never let `secret` reach the journal: any occurrence in a line is replaced by `[REDACTED]`.

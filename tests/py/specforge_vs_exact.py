@@ -94,23 +94,40 @@ def unmatched(a, b):
     return len(a) - sum(block.size for block in sm.get_matching_blocks())
 
 
-def reasons(case, tok, got_ids):
-    """Why the render differs, from what the conversation holds (checked, not guessed)."""
+def spans(mask):
+    """Contiguous runs of mask == 1 as (start, end)."""
+    out, start = [], None
+    for i, m in enumerate(mask + [0]):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            out.append((start, i))
+            start = None
+    return out
+
+
+def reasons(tok, ids, mask, true_ids, true_completion, case):
+    """Why SpecForge's sample differs, each checked on the two decoded samples."""
     why = []
-    msgs = case["request"]["messages"]
-    if msgs[0]["role"] != "system":
-        why.append("SpecForge inserts its template's system prompt")
-    if any(m.get("role") == "assistant" for m in msgs):
-        why.append("history re-rendered by the template")
-    ans = case["response"]["choices"][0]["message"]
-    for c in ans.get("tool_calls") or []:
-        a = c["function"]["arguments"]
-        if isinstance(a, str) and json.dumps(json.loads(a), ensure_ascii=False) != a:
-            why.append("tool arguments re-serialized (json.loads then the template's tojson)")
-            break
-    fr = case["response"]["choices"][0].get("finish_reason")
-    if fr == "length":
-        why.append("answer cut by max_tokens: SpecForge's render closes it with <|im_end|>")
+    sf_text, true_text = tok.decode(ids), tok.decode(true_ids)
+    if sf_text.startswith("<|im_start|>system\nYou are a helpful assistant.") and not true_text.startswith(
+            "<|im_start|>system\nYou are a helpful assistant."):
+        why.append("system prompt inserted by the SpecForge template entry")
+    runs = spans(mask)
+    if len(runs) > 1:
+        why.append("earlier assistant turns (not regenerated) supervised")
+    if runs:
+        last = tok.decode(ids[runs[-1][0]:runs[-1][1]])
+        if last.endswith("<|im_end|>\n"):
+            why.append("the newline after <|im_end|> supervised (the model never produces it)")
+        want = tok.decode(true_completion)
+        if "<think>\n\n</think>\n\n" in last and "<think>\n\n</think>\n\n" not in want:
+            why.append("the empty <think></think> of the prompt supervised as if generated")
+        if case["response"]["choices"][0]["message"].get("tool_calls") and last.rstrip("\n") != want.rstrip("\n") \
+                and last.replace("<think>\n\n</think>\n\n", "").rstrip("\n") != want.rstrip("\n"):
+            why.append("tool-call turn re-rendered differently from what the model wrote")
+        if case["response"]["choices"][0].get("finish_reason") == "length":
+            why.append("answer cut by max_tokens, closed with <|im_end|> by the render")
     return why
 
 
@@ -124,7 +141,7 @@ def main():
     for name in ("qwen3-thinking", "qwen3-instruct"):
         template = TEMPLATE_REGISTRY.get(name)
         parser = (ThinkingParser if template.parser_type == "thinking" else GeneralParser)(tok, template)
-        rows, differ_ids, differ_sup, tok_total, tok_wrong, sup_total, sup_wrong, errors = [], 0, 0, 0, 0, 0, 0, 0
+        rows, differ_ids, differ_sup, tok_total, tok_wrong, sup_total, sup_wrong, miss_total, errors = [], 0, 0, 0, 0, 0, 0, 0, 0
         for case in cases:
             row = conversation_row(case)
             true_prompt = case["expected"]["prompt_ids"]
@@ -137,34 +154,44 @@ def main():
                 rows.append({"case": case["name"], "error": f"{type(e).__name__}: {e}"})
                 continue
             ids, mask = ids.tolist(), mask.tolist()
-            # the ids SpecForge would train on: the last supervised span (the regenerated answer)
             supervised = [t for t, m in zip(ids, mask) if m == 1]
-            # the tail of SpecForge's supervision that corresponds to the last answer
-            last = supervised[-len(true_completion):] if true_completion else []
+            matched = len(supervised) - unmatched(supervised, true_completion)
+            extra = len(supervised) - matched          # trained on, never produced by the model
+            missing = len(true_completion) - matched   # produced, not trained on as produced
             same_ids = ids == true_ids
-            same_sup = last == true_completion
             differ_ids += not same_ids
-            differ_sup += not same_sup
+            differ_sup += bool(extra or missing)
             tok_total += len(true_ids)
-            tok_wrong += unmatched(true_ids, ids)
-            sup_total += len(true_completion)
-            sup_wrong += unmatched(true_completion, last)
+            tok_wrong += unmatched(ids, true_ids)
+            sup_total += len(supervised)
+            sup_wrong += extra
+            miss_total += missing
             rows.append({
-                "case": case["name"], "same_input_ids": same_ids, "same_supervised_answer": same_sup,
+                "case": case["name"], "same_input_ids": same_ids,
+                "supervised_not_produced": extra, "produced_not_supervised": missing,
                 "first_difference": first_difference(ids, true_ids),
                 "true_len": len(true_ids), "specforge_len": len(ids),
-                "reasons": [] if same_ids else reasons(case, tok, ids),
+                "reasons": reasons(tok, ids, mask, true_ids, true_completion, case),
             })
         report["templates"][name] = {
             "samples": len(cases), "refused": errors,
             "samples_input_ids_differ": differ_ids, "samples_answer_ids_differ": differ_sup,
-            "tokens": tok_total, "tokens_not_matching": tok_wrong,
-            "answer_tokens": sup_total, "answer_tokens_not_matching": sup_wrong,
+            "true_tokens": tok_total, "specforge_tokens_not_in_true_sample": tok_wrong,
+            "supervised_tokens": sup_total, "supervised_not_produced": sup_wrong,
+            "produced_not_supervised": miss_total,
+            "reason_counts": {},
             "rows": rows,
         }
+        counts = report["templates"][name]["reason_counts"]
+        for r in rows:
+            for why in r.get("reasons", []):
+                counts[why] = counts.get(why, 0) + 1
         print(f"{name}: {len(cases)} samples, {errors} refused; input_ids differ in {differ_ids}, "
-              f"the supervised answer differs in {differ_sup}; {tok_wrong}/{tok_total} tokens "
-              f"and {sup_wrong}/{sup_total} answer tokens not as the model produced them")
+              f"supervision differs in {differ_sup}; {sup_wrong} of {sup_total} supervised tokens were never "
+              f"produced by the model, {miss_total} produced tokens not supervised as produced; "
+              f"{tok_wrong} tokens of SpecForge's samples not in the true ones")
+        for why, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            print(f"    {n:3d}  {why}")
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")

@@ -92,11 +92,19 @@ fn write_build_dir(dir: &Path) {
         reasons.append(true);
     }
     let n = rows.len();
-    let prompt_len: Vec<u32> = rows.iter().map(|r| r.2.iter().filter(|&&m| m == 0).count() as u32).collect();
-    let completion_len: Vec<u32> = rows.iter().map(|r| r.2.iter().filter(|&&m| m == 1).count() as u32).collect();
+    let prompt_len: Vec<u32> = rows
+        .iter()
+        .map(|r| r.2.iter().filter(|&&m| m == 0).count() as u32)
+        .collect();
+    let completion_len: Vec<u32> = rows
+        .iter()
+        .map(|r| r.2.iter().filter(|&&m| m == 1).count() as u32)
+        .collect();
     let text = |v: &str| Arc::new(StringArray::from(vec![Some(v); n])) as ArrayRef;
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from(rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>())),
+        Arc::new(StringArray::from(
+            rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        )),
         Arc::new(ids.finish()),
         Arc::new(masks.finish()),
         Arc::new(UInt32Array::from(prompt_len)),
@@ -153,14 +161,42 @@ fn export_all() -> Exported {
         for n in ["8", "64"] {
             let dir = out.join(format!("vocab-{rule}-{n}"));
             draftgen(&[
-                "export", "vocab", "--samples", b, "--draft-vocab-size", n, "--rule", rule, "--out",
-                dir.to_str().unwrap(), "--coverage-sizes", "4,8,16,64,2000",
+                "export",
+                "vocab",
+                "--samples",
+                b,
+                "--draft-vocab-size",
+                n,
+                "--rule",
+                rule,
+                "--out",
+                dir.to_str().unwrap(),
+                "--coverage-sizes",
+                "4,8,16,64,2000",
             ]);
         }
     }
-    draftgen(&["export", "specforge", "--samples", b, "--out", out.join("specforge").to_str().unwrap()]);
-    draftgen(&["export", "speculators", "--samples", b, "--out", out.join("speculators").to_str().unwrap()]);
-    Exported { _tmp: tmp, build, out }
+    draftgen(&[
+        "export",
+        "specforge",
+        "--samples",
+        b,
+        "--out",
+        out.join("specforge").to_str().unwrap(),
+    ]);
+    draftgen(&[
+        "export",
+        "speculators",
+        "--samples",
+        b,
+        "--out",
+        out.join("speculators").to_str().unwrap(),
+    ]);
+    Exported {
+        _tmp: tmp,
+        build,
+        out,
+    }
 }
 
 fn read_json(path: &Path) -> serde_json::Value {
@@ -173,16 +209,26 @@ fn vocab_report_and_files() {
     let report = read_json(&e.out.join("vocab-specforge-64/vocab.json"));
     assert_eq!(report["draft_vocab_size"], 64);
     assert_eq!(report["target_vocab_size"], TARGET_VOCAB);
-    assert!(report["padded_ids"].as_u64().unwrap() > 0, "the 64-id case must exercise padding");
+    assert!(
+        report["padded_ids"].as_u64().unwrap() > 0,
+        "the 64-id case must exercise padding"
+    );
     let sizes: Vec<u64> = report["coverage_table"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| r["draft_vocab_size"].as_u64().unwrap())
         .collect();
-    assert_eq!(sizes, vec![4, 8, 16, 64], "sizes above the target vocabulary are left out");
+    assert_eq!(
+        sizes,
+        vec![4, 8, 16, 64],
+        "sizes above the target vocabulary are left out"
+    );
     let table = report["coverage_table"].as_array().unwrap();
-    assert_eq!(table.last().unwrap()["coverage"].as_f64().unwrap(), report["coverage"].as_f64().unwrap());
+    assert_eq!(
+        table.last().unwrap()["coverage"].as_f64().unwrap(),
+        report["coverage"].as_f64().unwrap()
+    );
     for f in ["vocab_mapping.pt", "vocab.safetensors"] {
         assert!(e.out.join("vocab-specforge-8").join(f).is_file(), "{f}");
     }
@@ -199,7 +245,10 @@ fn vocab_report_and_files() {
 fn trainer_files_have_every_row() {
     let e = export_all();
     let specforge = std::fs::read_to_string(e.out.join("specforge/specforge.jsonl")).unwrap();
-    let lines: Vec<serde_json::Value> = specforge.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = specforge
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), samples().len());
     for (line, (id, ids, mask)) in lines.iter().zip(samples()) {
         assert_eq!(line["id"], id);
@@ -207,9 +256,18 @@ fn trainer_files_have_every_row() {
         assert_eq!(line["loss_mask"], serde_json::json!(mask));
     }
     let spec = e.out.join("speculators");
-    assert_eq!(std::fs::read_to_string(spec.join("speculators.jsonl")).unwrap().lines().count(), samples().len());
+    assert_eq!(
+        std::fs::read_to_string(spec.join("speculators.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        samples().len()
+    );
     let state = read_json(&spec.join("prepared/state.json"));
-    assert_eq!(state["_data_files"][0]["filename"], "data-00000-of-00001.arrow");
+    assert_eq!(
+        state["_data_files"][0]["filename"],
+        "data-00000-of-00001.arrow"
+    );
     assert!(spec.join("prepared/token_freq.pt").is_file());
 }
 
@@ -217,7 +275,13 @@ fn trainer_files_have_every_row() {
 fn a_directory_without_shards_is_a_usage_error() {
     let tmp = tempfile::tempdir().unwrap();
     let output = Command::new(BIN)
-        .args(["export", "specforge", "--samples", tmp.path().to_str().unwrap(), "--out"])
+        .args([
+            "export",
+            "specforge",
+            "--samples",
+            tmp.path().to_str().unwrap(),
+            "--out",
+        ])
         .arg(tmp.path().join("out"))
         .output()
         .unwrap();
@@ -234,7 +298,10 @@ fn python() -> Option<&'static str> {
     if ok {
         return Some("python3");
     }
-    assert!(std::env::var_os("CI").is_none(), "CI needs python3 with pyarrow and numpy (.ci/run installs them)");
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI needs python3 with pyarrow and numpy (.ci/run installs them)"
+    );
     None
 }
 
@@ -246,9 +313,17 @@ fn trainers_own_code_reads_the_exports() {
     };
     let e = export_all();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/check_export.py");
-    let output = Command::new(py).arg(script).arg(&e.build).arg(&e.out).output().unwrap();
+    let output = Command::new(py)
+        .arg(script)
+        .arg(&e.build)
+        .arg(&e.out)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "check_export.py failed:\n{stdout}\n{stderr}");
+    assert!(
+        output.status.success(),
+        "check_export.py failed:\n{stdout}\n{stderr}"
+    );
     eprintln!("{stdout}");
 }

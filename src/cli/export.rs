@@ -84,7 +84,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let conv = specforge::export_conversations(&build, &run, &out).map_err(usage)?;
                 summary.conversations = Some(conv.written);
                 for missing in &conv.missing {
-                    eprintln!("warning: sample {missing}: no successful record in {}", run.display());
+                    eprintln!(
+                        "warning: sample {missing}: no successful record in {}",
+                        run.display()
+                    );
                 }
             }
             println!(
@@ -95,10 +98,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 out.join("specforge.jsonl").display()
             );
             if let Some(n) = summary.conversations {
-                println!("specforge: {n} conversations → {}", out.join("conversations.jsonl").display());
+                println!(
+                    "specforge: {n} conversations → {}",
+                    out.join("conversations.jsonl").display()
+                );
             }
         }
-        Format::Speculators { samples, out, max_length } => {
+        Format::Speculators {
+            samples,
+            out,
+            max_length,
+        } => {
             let build = open(&samples)?;
             let s = speculators::export(&build, &out, max_length).map_err(usage)?;
             println!(
@@ -170,7 +180,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             println!("{:>12}  {:>8}", "draft size", "coverage");
             for row in &table {
-                println!("{:>12}  {:>7.2}%", row.draft_vocab_size, row.coverage * 100.0);
+                println!(
+                    "{:>12}  {:>7.2}%",
+                    row.draft_vocab_size,
+                    row.coverage * 100.0
+                );
             }
         }
     }

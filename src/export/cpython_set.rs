@@ -55,7 +55,11 @@ impl IntSet {
                 }
             }
             perturb >>= PERTURB_SHIFT;
-            i = (i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb as usize)) & mask;
+            i = (i
+                .wrapping_mul(5)
+                .wrapping_add(1)
+                .wrapping_add(perturb as usize))
+                & mask;
         }
     }
 
@@ -91,7 +95,11 @@ impl IntSet {
 
 /// The ids of `set(range(n)) - existing` in the order CPython iterates them. `existing_len`
 /// is `len(existing)` (the number of distinct ids counted so far, any size).
-pub fn range_difference_order(n: u64, existing_len: usize, existing: impl Fn(u64) -> bool) -> Vec<u64> {
+pub fn range_difference_order(
+    n: u64,
+    existing_len: usize,
+    existing: impl Fn(u64) -> bool,
+) -> Vec<u64> {
     let missing = (0..n).filter(|&id| !existing(id));
     // `set(range(n))` itself iterates ascending: its table is always larger than n.
     if ((n as usize) >> 2) > existing_len {

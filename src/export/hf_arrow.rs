@@ -25,7 +25,8 @@ const WRITER_BATCH_SIZE: usize = 1000;
 const MAX_SHARD_BYTES: u64 = 500 * 1000 * 1000;
 
 fn features() -> serde_json::Value {
-    let list = serde_json::json!({"feature": {"dtype": "int64", "_type": "Value"}, "_type": "List"});
+    let list =
+        serde_json::json!({"feature": {"dtype": "int64", "_type": "Value"}, "_type": "List"});
     serde_json::json!({
         "input_ids": list,
         "loss_mask": list,
@@ -42,7 +43,10 @@ fn schema() -> Arc<Schema> {
             Field::new("loss_mask", DataType::List(item()), true),
             Field::new("seq_len", DataType::Int64, true),
         ])
-        .with_metadata(std::collections::HashMap::from([("huggingface".to_string(), meta)])),
+        .with_metadata(std::collections::HashMap::from([(
+            "huggingface".to_string(),
+            meta,
+        )])),
     )
 }
 
@@ -113,14 +117,18 @@ impl DatasetWriter {
         let batch = RecordBatch::try_new(self.schema.clone(), columns)
             .map_err(|e| ExportError::Invalid(format!("arrow batch: {e}")))?;
         if self.shard.is_none() {
-            let path = self.dir.join(format!("data-{:05}.arrow.partial", self.finished.len()));
+            let path = self
+                .dir
+                .join(format!("data-{:05}.arrow.partial", self.finished.len()));
             let file = File::create(&path).map_err(|e| ExportError::io(&path, e))?;
             let writer = StreamWriter::try_new(BufWriter::new(file), &self.schema)
                 .map_err(|e| ExportError::format(&path, e.to_string()))?;
             self.shard = Some((path, writer));
         }
         if let Some((path, writer)) = self.shard.as_mut() {
-            writer.write(&batch).map_err(|e| ExportError::format(&*path, e.to_string()))?;
+            writer
+                .write(&batch)
+                .map_err(|e| ExportError::format(&*path, e.to_string()))?;
         }
         if self.shard_bytes >= MAX_SHARD_BYTES {
             self.close_shard()?;
@@ -130,7 +138,9 @@ impl DatasetWriter {
 
     fn close_shard(&mut self) -> Result<(), ExportError> {
         if let Some((path, mut writer)) = self.shard.take() {
-            writer.finish().map_err(|e| ExportError::format(&path, e.to_string()))?;
+            writer
+                .finish()
+                .map_err(|e| ExportError::format(&path, e.to_string()))?;
             self.finished.push(path);
         }
         self.shard_bytes = 0;
@@ -147,7 +157,9 @@ impl DatasetWriter {
             let file = File::create(&path).map_err(|e| ExportError::io(&path, e))?;
             let mut writer = StreamWriter::try_new(BufWriter::new(file), &self.schema)
                 .map_err(|e| ExportError::format(&path, e.to_string()))?;
-            writer.finish().map_err(|e| ExportError::format(&path, e.to_string()))?;
+            writer
+                .finish()
+                .map_err(|e| ExportError::format(&path, e.to_string()))?;
             self.finished.push(path);
         }
         let n = self.finished.len();
@@ -173,7 +185,8 @@ impl DatasetWriter {
         });
         for (name, value) in [("dataset_info.json", info), ("state.json", state)] {
             let path = self.dir.join(name);
-            let text = serde_json::to_string_pretty(&value).map_err(|e| ExportError::Invalid(e.to_string()))?;
+            let text = serde_json::to_string_pretty(&value)
+                .map_err(|e| ExportError::Invalid(e.to_string()))?;
             std::fs::write(&path, text).map_err(|e| ExportError::io(&path, e))?;
         }
         Ok(self.rows)

@@ -59,9 +59,9 @@ impl BuildDir {
                 let mut found: Vec<PathBuf> = entries
                     .filter_map(|e| e.ok().map(|e| e.path()))
                     .filter(|p| {
-                        p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                            n.starts_with("samples-") && n.ends_with(".parquet")
-                        })
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("samples-") && n.ends_with(".parquet"))
                     })
                     .collect();
                 found.sort();
@@ -111,7 +111,8 @@ where
     F: FnMut(TokenRow<'_>) -> Result<(), ExportError>,
 {
     let file = File::open(path).map_err(|e| ExportError::io(path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(path, e))?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(path, e))?;
     let wanted = ["id", "input_ids", "loss_mask"];
     let schema = builder.parquet_schema();
     let roots: Vec<usize> = wanted
@@ -137,7 +138,12 @@ where
     Ok(row)
 }
 
-fn visit_batch<F>(path: &Path, first_row: u64, batch: &RecordBatch, f: &mut F) -> Result<u64, ExportError>
+fn visit_batch<F>(
+    path: &Path,
+    first_row: u64,
+    batch: &RecordBatch,
+    f: &mut F,
+) -> Result<u64, ExportError>
 where
     F: FnMut(TokenRow<'_>) -> Result<(), ExportError>,
 {
@@ -170,7 +176,10 @@ where
     for i in 0..batch.num_rows() {
         let at = || format!("row {}", first_row + i as u64);
         if ids.is_null(i) || input_ids.is_null(i) || loss_mask.is_null(i) {
-            return Err(ExportError::format(path, format!("{}: a null id, input_ids or loss_mask", at())));
+            return Err(ExportError::format(
+                path,
+                format!("{}: a null id, input_ids or loss_mask", at()),
+            ));
         }
         let ids_row = &id_values[id_offsets[i] as usize..id_offsets[i + 1] as usize];
         let mask_row = &mask_values[mask_offsets[i] as usize..mask_offsets[i + 1] as usize];
@@ -186,7 +195,10 @@ where
             ));
         }
         if let Some(bad) = mask_row.iter().find(|&&m| m > 1) {
-            return Err(ExportError::format(path, format!("{}: loss_mask value {bad} is not 0 or 1", at())));
+            return Err(ExportError::format(
+                path,
+                format!("{}: loss_mask value {bad} is not 0 or 1", at()),
+            ));
         }
         f(TokenRow {
             id: ids.value(i),

@@ -95,7 +95,11 @@ pub struct ConversationSummary {
 /// A sample's record is its prompt id's successful record; for multi-turn runs the one whose
 /// request carries the longest history (the last turn, whose history holds the earlier
 /// regenerated turns).
-pub fn export_conversations(build: &BuildDir, run: &Path, out: &Path) -> Result<ConversationSummary, ExportError> {
+pub fn export_conversations(
+    build: &BuildDir,
+    run: &Path,
+    out: &Path,
+) -> Result<ConversationSummary, ExportError> {
     use crate::journal::{RecordReader, Status, JOURNAL_DIR};
     use std::collections::HashMap;
 
@@ -111,7 +115,8 @@ pub fn export_conversations(build: &BuildDir, run: &Path, out: &Path) -> Result<
         .map_err(|e| ExportError::format(&journal_dir, e.to_string()))?;
     let mut best: HashMap<String, serde_json::Value> = HashMap::new();
     for item in reader {
-        let (location, record) = item.map_err(|e| ExportError::format(&journal_dir, e.to_string()))?;
+        let (location, record) =
+            item.map_err(|e| ExportError::format(&journal_dir, e.to_string()))?;
         let Ok(record) = record else {
             eprintln!("warning: {location:?}: unreadable journal line skipped");
             continue;
@@ -119,16 +124,23 @@ pub fn export_conversations(build: &BuildDir, run: &Path, out: &Path) -> Result<
         if record.status != Status::Success || !wanted.contains(record.id.as_str()) {
             continue;
         }
-        let Some(response) = record.response.as_ref() else { continue };
+        let Some(response) = record.response.as_ref() else {
+            continue;
+        };
         let conversation = match to_conversation(&record.id, &record.request, response) {
             Ok(c) => c,
             Err(message) => {
-                eprintln!("warning: {location:?}: record {}: {message}; skipped", record.id);
+                eprintln!(
+                    "warning: {location:?}: record {}: {message}; skipped",
+                    record.id
+                );
                 continue;
             }
         };
         let turns = |c: &serde_json::Value| c["conversations"].as_array().map_or(0, Vec::len);
-        let better = best.get(&record.id).is_none_or(|old| turns(&conversation) >= turns(old));
+        let better = best
+            .get(&record.id)
+            .is_none_or(|old| turns(&conversation) >= turns(old));
         if better {
             best.insert(record.id.clone(), conversation);
         }
@@ -141,7 +153,8 @@ pub fn export_conversations(build: &BuildDir, run: &Path, out: &Path) -> Result<
     for id in &order {
         match best.get(id) {
             Some(conversation) => {
-                serde_json::to_writer(&mut w, conversation).map_err(|e| ExportError::io(&path, e.into()))?;
+                serde_json::to_writer(&mut w, conversation)
+                    .map_err(|e| ExportError::io(&path, e.into()))?;
                 w.write_all(b"\n").map_err(|e| ExportError::io(&path, e))?;
                 summary.written += 1;
             }
@@ -153,7 +166,11 @@ pub fn export_conversations(build: &BuildDir, run: &Path, out: &Path) -> Result<
 }
 
 /// One SpecForge conversation row from a request and the server's answer.
-fn to_conversation(id: &str, request: &serde_json::Value, response: &serde_json::Value) -> Result<serde_json::Value, String> {
+fn to_conversation(
+    id: &str,
+    request: &serde_json::Value,
+    response: &serde_json::Value,
+) -> Result<serde_json::Value, String> {
     use crate::api::completion::{Arguments, Completion};
     use serde_json::{json, Map, Value};
 
@@ -164,8 +181,13 @@ fn to_conversation(id: &str, request: &serde_json::Value, response: &serde_json:
     for message in messages {
         let mut m = Map::new();
         m.insert("role".into(), message["role"].clone());
-        m.insert("content".into(), Value::String(text_of(&message["content"])));
-        let reasoning = message.get("reasoning_content").or_else(|| message.get("reasoning"));
+        m.insert(
+            "content".into(),
+            Value::String(text_of(&message["content"])),
+        );
+        let reasoning = message
+            .get("reasoning_content")
+            .or_else(|| message.get("reasoning"));
         if let Some(r) = reasoning.filter(|r| r.is_string()) {
             m.insert("reasoning_content".into(), r.clone());
         }
@@ -179,7 +201,10 @@ fn to_conversation(id: &str, request: &serde_json::Value, response: &serde_json:
     let completion = Completion::from_response(response).map_err(|e| e.to_string())?;
     let mut answer = Map::new();
     answer.insert("role".into(), json!("assistant"));
-    answer.insert("content".into(), json!(completion.content.clone().unwrap_or_default()));
+    answer.insert(
+        "content".into(),
+        json!(completion.content.clone().unwrap_or_default()),
+    );
     if let Some(reasoning) = &completion.reasoning {
         answer.insert("reasoning_content".into(), json!(reasoning));
     }

@@ -30,7 +30,11 @@ pub struct Summary {
     pub loss_tokens: u64,
 }
 
-pub fn export(build: &BuildDir, out: &Path, max_length: Option<usize>) -> Result<Summary, ExportError> {
+pub fn export(
+    build: &BuildDir,
+    out: &Path,
+    max_length: Option<usize>,
+) -> Result<Summary, ExportError> {
     std::fs::create_dir_all(out).map_err(|e| ExportError::io(out, e))?;
     let jsonl_path = out.join("speculators.jsonl");
     let file = std::fs::File::create(&jsonl_path).map_err(|e| ExportError::io(&jsonl_path, e))?;

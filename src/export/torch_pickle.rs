@@ -119,7 +119,8 @@ impl Pickle {
     }
     fn global(&mut self, module: &str, name: &str) {
         self.0.push(op::GLOBAL);
-        self.0.extend_from_slice(format!("{module}\n{name}\n").as_bytes());
+        self.0
+            .extend_from_slice(format!("{module}\n{name}\n").as_bytes());
     }
     fn finish(mut self) -> Vec<u8> {
         self.0.push(op::STOP);
@@ -162,7 +163,8 @@ fn write_archive(path: &Path, data_pkl: &[u8], storages: &[Vec<u8>]) -> Result<(
         .compression_method(CompressionMethod::Stored)
         .with_alignment(64);
     let put = |zip: &mut ZipWriter<_>, name: &str, bytes: &[u8]| -> Result<(), ExportError> {
-        zip.start_file(format!("archive/{name}"), options).map_err(zip_err)?;
+        zip.start_file(format!("archive/{name}"), options)
+            .map_err(zip_err)?;
         zip.write_all(bytes).map_err(|e| ExportError::io(path, e))
     };
     put(&mut zip, "data.pkl", data_pkl)?;

@@ -205,7 +205,12 @@ pub struct CoverageRow {
 }
 
 /// Coverage for each size (sizes above the target vocabulary are skipped).
-pub fn coverage_table(counts: &TokenCounts, sizes: &[usize], rule: Rule, target_vocab_size: usize) -> Vec<CoverageRow> {
+pub fn coverage_table(
+    counts: &TokenCounts,
+    sizes: &[usize],
+    rule: Rule,
+    target_vocab_size: usize,
+) -> Vec<CoverageRow> {
     sizes
         .iter()
         .filter(|&&n| n <= target_vocab_size)
@@ -258,7 +263,9 @@ fn write_safetensors(path: &Path, map: &VocabMap) -> Result<(), ExportError> {
     let d2t = TensorView::new(Dtype::I64, vec![map.d2t.len()], &d2t_bytes).map_err(invalid)?;
     let t2d = TensorView::new(Dtype::BOOL, vec![map.t2d.len()], &t2d_bytes).map_err(invalid)?;
     let tensors: HashMap<String, TensorView<'_>> =
-        [("d2t".to_string(), d2t), ("t2d".to_string(), t2d)].into_iter().collect();
+        [("d2t".to_string(), d2t), ("t2d".to_string(), t2d)]
+            .into_iter()
+            .collect();
     safetensors::serialize_to_file(&tensors, None, path).map_err(invalid)
 }
 
@@ -293,15 +300,24 @@ mod tests {
         // 7 distinct ids, N = 10, six of them below 10: SpecForge adds 8, 9, 6 (CPython set
         // order), speculators adds 6, 7, 8.
         let c = counts(&[&[0, 1, 2, 3, 4, 5, 100]]);
-        assert_eq!(c.select(10, Rule::Specforge), vec![0, 1, 2, 3, 4, 5, 6, 8, 9, 100]);
-        assert_eq!(c.select(10, Rule::Speculators), vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 100]);
+        assert_eq!(
+            c.select(10, Rule::Specforge),
+            vec![0, 1, 2, 3, 4, 5, 6, 8, 9, 100]
+        );
+        assert_eq!(
+            c.select(10, Rule::Speculators),
+            vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 100]
+        );
     }
 
     #[test]
     fn maps_are_offsets_and_membership() {
         let map = VocabMap::new(vec![1, 4, 7], 8).unwrap();
         assert_eq!(map.d2t, vec![1, 3, 5]);
-        assert_eq!(map.t2d, vec![false, true, false, false, true, false, false, true]);
+        assert_eq!(
+            map.t2d,
+            vec![false, true, false, false, true, false, false, true]
+        );
         assert!(VocabMap::new(vec![9], 8).is_err());
     }
 

@@ -289,14 +289,17 @@ fn a_directory_without_shards_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("samples-*.parquet"));
 }
 
-/// Python with pyarrow + numpy, or None (then the check is skipped outside CI).
-fn python() -> Option<&'static str> {
-    let ok = Command::new("python3")
+/// Python with pyarrow + numpy (`DRAFTGEN_EXPORT_PYTHON`, else `python3`), or None (then the
+/// check is skipped outside CI). Point it at an interpreter with torch to check with real
+/// `torch.load`.
+fn python() -> Option<String> {
+    let py = std::env::var("DRAFTGEN_EXPORT_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = Command::new(&py)
         .args(["-c", "import pyarrow, numpy"])
         .output()
         .is_ok_and(|o| o.status.success());
     if ok {
-        return Some("python3");
+        return Some(py);
     }
     assert!(
         std::env::var_os("CI").is_none(),
@@ -313,7 +316,7 @@ fn trainers_own_code_reads_the_exports() {
     };
     let e = export_all();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/check_export.py");
-    let output = Command::new(py)
+    let output = Command::new(&py)
         .arg(script)
         .arg(&e.build)
         .arg(&e.out)

@@ -120,7 +120,7 @@ fn write_build_dir(dir: &Path) {
     let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_max_row_group_size(16)
+        .set_max_row_group_row_count(Some(16))
         .build();
     let file = std::fs::File::create(dir.join("samples-00000.parquet")).unwrap();
     let mut writer = ArrowWriter::try_new(file, schema, Some(props)).unwrap();

@@ -47,11 +47,12 @@ impl IntSet {
                 return;
             }
             if i + LINEAR_PROBES <= mask {
-                for j in i + 1..=i + LINEAR_PROBES {
-                    if table[j].is_none() {
-                        table[j] = Some(key);
-                        return;
-                    }
+                if let Some(slot) = table[i + 1..=i + LINEAR_PROBES]
+                    .iter_mut()
+                    .find(|s| s.is_none())
+                {
+                    *slot = Some(key);
+                    return;
                 }
             }
             perturb >>= PERTURB_SHIFT;

@@ -122,7 +122,7 @@ impl TokenCounts {
             }
         }
         // most_common = heapq.nlargest(n, key=count): stable, so ties keep insertion order.
-        entries.sort_by(|a, b| b.1.cmp(&a.1));
+        entries.sort_by_key(|e| std::cmp::Reverse(e.1));
         entries.truncate(n);
         entries.into_iter().map(|(id, _)| id).collect()
     }

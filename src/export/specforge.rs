@@ -244,3 +244,30 @@ fn text_of(content: &serde_json::Value) -> String {
         _ => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_conversation_row_keeps_reasoning_tool_calls_and_tools() {
+        let request = json!({
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Weather?"}]}],
+            "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+        });
+        let response = json!({"choices": [{"finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null, "reasoning": "Call it.",
+            "tool_calls": [{"id": "functions.get_weather:0", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{\"city\":\"SF\"}"}}]}}]});
+        let row = super::to_conversation("p1", &request, &response).unwrap();
+        assert_eq!(
+            row,
+            json!({"id": "p1", "conversations": [
+                {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": "", "reasoning_content": "Call it.",
+                 "tool_calls": [{"id": "functions.get_weather:0", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\"city\":\"SF\"}"}}]}],
+                "tools": [{"type": "function", "function": {"name": "get_weather"}}]})
+        );
+    }
+}

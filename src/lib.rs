@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod dataset;
 pub mod engine;
+pub mod export;
 pub mod journal;
 pub mod model;
 pub mod reconstruct;

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod demo;
+mod export;
 mod generate;
 mod io;
 mod model_args;
@@ -42,6 +43,8 @@ enum Command {
     Sim(sim::Args),
     /// Run the whole pipeline on bundled samples against an in-process simulator.
     Demo(demo::Args),
+    /// Write trainer files (SpecForge, speculators) and the draft vocabulary from a build.
+    Export(export::Args),
 }
 
 /// An error caused by the user's input or flags: exit code 2.
@@ -61,6 +64,7 @@ pub fn main() -> ExitCode {
         Command::Generate(args) => generate::run(*args),
         Command::Sim(args) => sim::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Export(args) => export::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,51 @@
+//! Export: a `build` directory → files the trainers load as they are, and the draft vocabulary.
+//!
+//! One file per trainer format (`specforge`, `speculators`) and for the vocabulary map (`vocab`),
+//! plus the writers those formats need and no crate provides without Python or libtorch
+//! (`npy`, `torch_pickle`, `hf_arrow`). Every reader of the build output goes through `samples`,
+//! which streams shards batch by batch, so memory is bounded by a row group, not by the run.
+//! The exact format each file follows (and the source lines it was read from) is in each
+//! file's header; ANCHORS.md §0 has the summary.
+
+pub mod cpython_set;
+pub mod hf_arrow;
+pub mod npy;
+pub mod samples;
+pub mod specforge;
+pub mod speculators;
+pub mod torch_pickle;
+pub mod vocab;
+
+use std::path::PathBuf;
+
+/// Why an export stopped. Every variant names the file it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parquet { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    Format { path: PathBuf, message: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ExportError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        ExportError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+    pub(crate) fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        ExportError::Format {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}

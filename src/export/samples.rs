@@ -1,0 +1,210 @@
+//! Reading a `build` directory (FORMAT-samples.md): `build.json` and the `samples-NNNNN.parquet`
+//! shards, streamed one record batch at a time, in file order then row order — the order every
+//! export keeps, and the order SpecForge's vocabulary counter sees the rows in.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{UInt32Type, UInt8Type};
+use arrow_array::{Array, RecordBatch};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+
+use super::ExportError;
+
+/// Rows per record batch while reading: bounds memory (≈ batch × sample length × 5 bytes).
+const BATCH_ROWS: usize = 1024;
+
+/// A `build` output directory.
+#[derive(Debug, Clone)]
+pub struct BuildDir {
+    pub dir: PathBuf,
+    /// `build.json` as written by `build` (null when the file is absent).
+    pub build_json: serde_json::Value,
+    /// The Parquet shards, in order.
+    pub shards: Vec<PathBuf>,
+}
+
+/// One training sample as the exports need it.
+#[derive(Debug, Clone, Copy)]
+pub struct TokenRow<'a> {
+    pub id: &'a str,
+    pub input_ids: &'a [u32],
+    pub loss_mask: &'a [u8],
+}
+
+impl BuildDir {
+    /// Open `dir`: read `build.json` when present and find the shards (those `build.json`
+    /// lists, else every `samples-*.parquet`, sorted by name).
+    pub fn open(dir: &Path) -> Result<BuildDir, ExportError> {
+        let manifest = dir.join("build.json");
+        let build_json = match std::fs::read(&manifest) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| ExportError::format(&manifest, format!("not JSON: {e}")))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Value::Null,
+            Err(e) => return Err(ExportError::io(&manifest, e)),
+        };
+        let listed: Option<Vec<PathBuf>> = build_json["shards"].as_array().map(|shards| {
+            shards
+                .iter()
+                .filter_map(|s| s["file"].as_str())
+                .map(|f| dir.join(f))
+                .collect()
+        });
+        let shards = match listed {
+            Some(list) if !list.is_empty() => list,
+            _ => {
+                let entries = std::fs::read_dir(dir).map_err(|e| ExportError::io(dir, e))?;
+                let mut found: Vec<PathBuf> = entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("samples-") && n.ends_with(".parquet"))
+                    })
+                    .collect();
+                found.sort();
+                found
+            }
+        };
+        if shards.is_empty() {
+            return Err(ExportError::format(
+                dir,
+                "no samples-*.parquet shards: is this a `draftgen build` output directory?",
+            ));
+        }
+        Ok(BuildDir {
+            dir: dir.to_path_buf(),
+            build_json,
+            shards,
+        })
+    }
+
+    /// The target model's vocabulary size from `build.json` (`model.vocab_size`).
+    pub fn vocab_size(&self) -> Option<u64> {
+        self.build_json["model"]["vocab_size"].as_u64()
+    }
+
+    /// Call `f` on every sample, in shard order then row order.
+    pub fn for_each<F>(&self, mut f: F) -> Result<u64, ExportError>
+    where
+        F: FnMut(TokenRow<'_>) -> Result<(), ExportError>,
+    {
+        let mut rows = 0u64;
+        for shard in &self.shards {
+            rows += read_shard(shard, &mut f)?;
+        }
+        Ok(rows)
+    }
+}
+
+fn parquet_error(path: &Path, e: impl std::fmt::Display) -> ExportError {
+    ExportError::Parquet {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+fn read_shard<F>(path: &Path, f: &mut F) -> Result<u64, ExportError>
+where
+    F: FnMut(TokenRow<'_>) -> Result<(), ExportError>,
+{
+    let file = File::open(path).map_err(|e| ExportError::io(path, e))?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(path, e))?;
+    let wanted = ["id", "input_ids", "loss_mask"];
+    let schema = builder.parquet_schema();
+    let roots: Vec<usize> = wanted
+        .iter()
+        .map(|name| {
+            builder
+                .schema()
+                .index_of(name)
+                .map_err(|_| ExportError::format(path, format!("no `{name}` column")))
+        })
+        .collect::<Result<_, _>>()?;
+    let mask = ProjectionMask::roots(schema, roots);
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(|e| parquet_error(path, e))?;
+    let mut row = 0u64;
+    for batch in reader {
+        let batch = batch.map_err(|e| parquet_error(path, e))?;
+        row += visit_batch(path, row, &batch, f)?;
+    }
+    Ok(row)
+}
+
+fn visit_batch<F>(
+    path: &Path,
+    first_row: u64,
+    batch: &RecordBatch,
+    f: &mut F,
+) -> Result<u64, ExportError>
+where
+    F: FnMut(TokenRow<'_>) -> Result<(), ExportError>,
+{
+    let column = |name: &str| {
+        batch
+            .column_by_name(name)
+            .ok_or_else(|| ExportError::format(path, format!("no `{name}` column")))
+    };
+    let ids = column("id")?
+        .as_string_opt::<i32>()
+        .ok_or_else(|| ExportError::format(path, "`id` is not Utf8"))?;
+    let input_ids = column("input_ids")?
+        .as_list_opt::<i32>()
+        .ok_or_else(|| ExportError::format(path, "`input_ids` is not List<UInt32>"))?;
+    let loss_mask = column("loss_mask")?
+        .as_list_opt::<i32>()
+        .ok_or_else(|| ExportError::format(path, "`loss_mask` is not List<UInt8>"))?;
+    let id_values = input_ids
+        .values()
+        .as_primitive_opt::<UInt32Type>()
+        .ok_or_else(|| ExportError::format(path, "`input_ids` items are not UInt32"))?
+        .values();
+    let mask_values = loss_mask
+        .values()
+        .as_primitive_opt::<UInt8Type>()
+        .ok_or_else(|| ExportError::format(path, "`loss_mask` items are not UInt8"))?
+        .values();
+    let id_offsets = input_ids.value_offsets();
+    let mask_offsets = loss_mask.value_offsets();
+    for i in 0..batch.num_rows() {
+        let at = || format!("row {}", first_row + i as u64);
+        if ids.is_null(i) || input_ids.is_null(i) || loss_mask.is_null(i) {
+            return Err(ExportError::format(
+                path,
+                format!("{}: a null id, input_ids or loss_mask", at()),
+            ));
+        }
+        let ids_row = &id_values[id_offsets[i] as usize..id_offsets[i + 1] as usize];
+        let mask_row = &mask_values[mask_offsets[i] as usize..mask_offsets[i + 1] as usize];
+        if ids_row.len() != mask_row.len() {
+            return Err(ExportError::format(
+                path,
+                format!(
+                    "{}: input_ids has {} tokens but loss_mask {}",
+                    at(),
+                    ids_row.len(),
+                    mask_row.len()
+                ),
+            ));
+        }
+        if let Some(bad) = mask_row.iter().find(|&&m| m > 1) {
+            return Err(ExportError::format(
+                path,
+                format!("{}: loss_mask value {bad} is not 0 or 1", at()),
+            ));
+        }
+        f(TokenRow {
+            id: ids.value(i),
+            input_ids: ids_row,
+            loss_mask: mask_row,
+        })?;
+    }
+    Ok(batch.num_rows() as u64)
+}

@@ -1,0 +1,273 @@
+//! SpecForge (sgl-project/SpecForge @a6b6b02) training data.
+//!
+//! * `specforge.jsonl` — tokenized rows `{"id", "input_ids", "loss_mask"}` for `specforge train`'s
+//!   `data.prompts_path` (`config/schema.py`): `data/prompt_builder.py::prepare_prompt_tasks`
+//!   sees `input_ids` and `loss_mask` in the first record and takes the standard-library path
+//!   (`_prompt_from_record`: same lengths, non-empty, mask values 0/1, cut at
+//!   `data.max_length`, rows with fewer than `min_loss_tokens` masked tokens skipped); other keys
+//!   are ignored. These are the exact ids the target produced — no re-rendering.
+//! * `conversations.jsonl` (with a run directory) — `{"id", "conversations": [{"role",
+//!   "content", "reasoning_content"?, "tool_calls"?}], "tools"?}` rows that SpecForge's own
+//!   preprocessing (`data/preprocessing.py::preprocess_conversations`, a `TEMPLATE_REGISTRY`
+//!   chat template) reads, for users of its templates. SpecForge re-renders these itself, so
+//!   the ids it trains on can differ from what the model produced (README, "Why exact ids
+//!   matter").
+
+use std::io::Write;
+use std::path::Path;
+
+use super::samples::BuildDir;
+use super::ExportError;
+
+/// One `{"id"?, "input_ids", "loss_mask"}` line, written without building a JSON tree.
+pub(crate) fn write_token_line(
+    out: &mut impl Write,
+    id: Option<&str>,
+    input_ids: &[u32],
+    loss_mask: &[u8],
+) -> std::io::Result<()> {
+    let mut line = String::with_capacity(16 + input_ids.len() * 9);
+    line.push('{');
+    if let Some(id) = id {
+        line.push_str("\"id\":");
+        line.push_str(&serde_json::to_string(id).map_err(std::io::Error::other)?);
+        line.push(',');
+    }
+    line.push_str("\"input_ids\":[");
+    push_numbers(&mut line, input_ids.iter().map(|&v| v as u64));
+    line.push_str("],\"loss_mask\":[");
+    push_numbers(&mut line, loss_mask.iter().map(|&v| v as u64));
+    line.push_str("]}\n");
+    out.write_all(line.as_bytes())
+}
+
+fn push_numbers(line: &mut String, values: impl Iterator<Item = u64>) {
+    use std::fmt::Write as _;
+    for (i, v) in values.enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        let _ = write!(line, "{v}");
+    }
+}
+
+/// What [`export_tokens`] wrote.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Summary {
+    pub rows: u64,
+    pub loss_tokens: u64,
+    /// Rows without any loss-masked token (`specforge train` skips them at min_loss_tokens ≥ 1).
+    pub unsupervised: u64,
+    pub conversations: Option<u64>,
+}
+
+/// Write `specforge.jsonl` into `out`.
+pub fn export_tokens(build: &BuildDir, out: &Path) -> Result<Summary, ExportError> {
+    std::fs::create_dir_all(out).map_err(|e| ExportError::io(out, e))?;
+    let path = out.join("specforge.jsonl");
+    let file = std::fs::File::create(&path).map_err(|e| ExportError::io(&path, e))?;
+    let mut w = std::io::BufWriter::new(file);
+    let mut summary = Summary::default();
+    build.for_each(|row| {
+        write_token_line(&mut w, Some(row.id), row.input_ids, row.loss_mask)
+            .map_err(|e| ExportError::io(&path, e))?;
+        let masked = row.loss_mask.iter().filter(|&&m| m == 1).count() as u64;
+        summary.rows += 1;
+        summary.loss_tokens += masked;
+        summary.unsupervised += (masked == 0) as u64;
+        Ok(())
+    })?;
+    w.flush().map_err(|e| ExportError::io(&path, e))?;
+    Ok(summary)
+}
+
+/// What [`export_conversations`] wrote.
+#[derive(Debug, Clone, Default)]
+pub struct ConversationSummary {
+    pub written: u64,
+    /// Sample ids the run has no successful record for.
+    pub missing: Vec<String>,
+}
+
+/// Write `conversations.jsonl`: for every sample of the build, in build order, the request's
+/// messages followed by the answer as an assistant message, and the request's tools.
+///
+/// A sample's record is its prompt id's successful record; for multi-turn runs the one whose
+/// request carries the longest history (the last turn, whose history holds the earlier
+/// regenerated turns).
+pub fn export_conversations(
+    build: &BuildDir,
+    run: &Path,
+    out: &Path,
+) -> Result<ConversationSummary, ExportError> {
+    use crate::journal::{RecordReader, Status, JOURNAL_DIR};
+    use std::collections::HashMap;
+
+    let mut order: Vec<String> = Vec::new();
+    build.for_each(|row| {
+        order.push(row.id.to_string());
+        Ok(())
+    })?;
+    let wanted: std::collections::HashSet<&str> = order.iter().map(String::as_str).collect();
+
+    let journal_dir = run.join(JOURNAL_DIR);
+    let reader = RecordReader::open(&journal_dir)
+        .map_err(|e| ExportError::format(&journal_dir, e.to_string()))?;
+    let mut best: HashMap<String, serde_json::Value> = HashMap::new();
+    for item in reader {
+        let (location, record) =
+            item.map_err(|e| ExportError::format(&journal_dir, e.to_string()))?;
+        let Ok(record) = record else {
+            eprintln!("warning: {location:?}: unreadable journal line skipped");
+            continue;
+        };
+        if record.status != Status::Success || !wanted.contains(record.id.as_str()) {
+            continue;
+        }
+        let Some(response) = record.response.as_ref() else {
+            continue;
+        };
+        let conversation = match to_conversation(&record.id, &record.request, response) {
+            Ok(c) => c,
+            Err(message) => {
+                eprintln!(
+                    "warning: {location:?}: record {}: {message}; skipped",
+                    record.id
+                );
+                continue;
+            }
+        };
+        let turns = |c: &serde_json::Value| c["conversations"].as_array().map_or(0, Vec::len);
+        let better = best
+            .get(&record.id)
+            .is_none_or(|old| turns(&conversation) >= turns(old));
+        if better {
+            best.insert(record.id.clone(), conversation);
+        }
+    }
+
+    let path = out.join("conversations.jsonl");
+    let file = std::fs::File::create(&path).map_err(|e| ExportError::io(&path, e))?;
+    let mut w = std::io::BufWriter::new(file);
+    let mut summary = ConversationSummary::default();
+    for id in &order {
+        match best.get(id) {
+            Some(conversation) => {
+                serde_json::to_writer(&mut w, conversation)
+                    .map_err(|e| ExportError::io(&path, e.into()))?;
+                w.write_all(b"\n").map_err(|e| ExportError::io(&path, e))?;
+                summary.written += 1;
+            }
+            None => summary.missing.push(id.clone()),
+        }
+    }
+    w.flush().map_err(|e| ExportError::io(&path, e))?;
+    Ok(summary)
+}
+
+/// One SpecForge conversation row from a request and the server's answer.
+fn to_conversation(
+    id: &str,
+    request: &serde_json::Value,
+    response: &serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    use crate::api::completion::{Arguments, Completion};
+    use serde_json::{json, Map, Value};
+
+    let messages = request["messages"]
+        .as_array()
+        .ok_or("the request has no messages array")?;
+    let mut conversation: Vec<Value> = Vec::with_capacity(messages.len() + 1);
+    for message in messages {
+        let mut m = Map::new();
+        m.insert("role".into(), message["role"].clone());
+        m.insert(
+            "content".into(),
+            Value::String(text_of(&message["content"])),
+        );
+        let reasoning = message
+            .get("reasoning_content")
+            .or_else(|| message.get("reasoning"));
+        if let Some(r) = reasoning.filter(|r| r.is_string()) {
+            m.insert("reasoning_content".into(), r.clone());
+        }
+        for key in ["tool_calls", "tool_call_id", "name"] {
+            if let Some(v) = message.get(key).filter(|v| !v.is_null()) {
+                m.insert(key.into(), v.clone());
+            }
+        }
+        conversation.push(Value::Object(m));
+    }
+    let completion = Completion::from_response(response).map_err(|e| e.to_string())?;
+    let mut answer = Map::new();
+    answer.insert("role".into(), json!("assistant"));
+    answer.insert(
+        "content".into(),
+        json!(completion.content.clone().unwrap_or_default()),
+    );
+    if let Some(reasoning) = &completion.reasoning {
+        answer.insert("reasoning_content".into(), json!(reasoning));
+    }
+    if !completion.tool_calls.is_empty() {
+        let calls: Vec<Value> = completion
+            .tool_calls
+            .iter()
+            .map(|call| {
+                let arguments = match &call.arguments {
+                    Arguments::Raw(s) => s.clone(),
+                    Arguments::Object(v) => v.to_string(),
+                };
+                json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
+            })
+            .collect();
+        answer.insert("tool_calls".into(), Value::Array(calls));
+    }
+    conversation.push(Value::Object(answer));
+    let mut row = Map::new();
+    row.insert("id".into(), json!(id));
+    row.insert("conversations".into(), Value::Array(conversation));
+    if let Some(tools) = request.get("tools").filter(|t| t.is_array()) {
+        row.insert("tools".into(), tools.clone());
+    }
+    Ok(Value::Object(row))
+}
+
+/// A message's content as text: a string, or the text parts of a content array joined.
+fn text_of(content: &serde_json::Value) -> String {
+    match content {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .concat(),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_conversation_row_keeps_reasoning_tool_calls_and_tools() {
+        let request = json!({
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Weather?"}]}],
+            "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+        });
+        let response = json!({"choices": [{"finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null, "reasoning": "Call it.",
+            "tool_calls": [{"id": "functions.get_weather:0", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{\"city\":\"SF\"}"}}]}}]});
+        let row = super::to_conversation("p1", &request, &response).unwrap();
+        assert_eq!(
+            row,
+            json!({"id": "p1", "conversations": [
+                {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": "", "reasoning_content": "Call it.",
+                 "tool_calls": [{"id": "functions.get_weather:0", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\"city\":\"SF\"}"}}]}],
+                "tools": [{"type": "function", "function": {"name": "get_weather"}}]})
+        );
+    }
+}

@@ -1,0 +1,332 @@
+//! `draftgen export` end to end on a small build directory written here with the build output
+//! schema (FORMAT-samples.md), then checked by code nobody here wrote:
+//! `tests/py/check_export.py` recomputes the vocabulary maps from the Parquet file with each
+//! trainer's own rule (copied from their sources), loads every file with its trainer's loader
+//! (`numpy.load`, `torch.load` or a faithful copy of it, `datasets.load_from_disk`, SpecForge's
+//! `prompt_builder`), and compares. Without python3 + pyarrow + numpy that part is skipped
+//! locally and fails under CI (`CI` set), where `.ci/run` installs them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use arrow_array::builder::{ListBuilder, StringBuilder, UInt32Builder, UInt8Builder};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
+pub const TARGET_VOCAB: usize = 1000;
+
+/// A deterministic generator (xorshift), so the data needs no file.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Samples whose masked ids are skewed (a few frequent ids, a long tail up to 999, ties across
+/// samples) and few enough that a 64-id draft vocabulary needs padding.
+fn samples() -> Vec<(String, Vec<u32>, Vec<u8>)> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut out = Vec::new();
+    for s in 0..40 {
+        let prompt_len = 3 + (rng.next() % 6) as usize;
+        let completion_len = 1 + (rng.next() % 6) as usize;
+        let mut ids = Vec::new();
+        for _ in 0..prompt_len {
+            ids.push((rng.next() % TARGET_VOCAB as u64) as u32);
+        }
+        for _ in 0..completion_len {
+            let r = rng.next();
+            let id = match r % 8 {
+                0..=2 => 900 + (r >> 8) % 5, // frequent, above the draft sizes
+                3..=5 => (r >> 8) % 6,       // frequent low ids
+                _ => 10 + (r >> 8) % 980,    // the tail
+            };
+            ids.push(id as u32);
+        }
+        let mut mask = vec![0u8; prompt_len];
+        mask.extend(std::iter::repeat_n(1u8, completion_len));
+        out.push((format!("p{s:03}"), ids, mask));
+    }
+    // One sample with no supervised token (prompt only), as a cut answer can leave.
+    out.push(("p-empty".into(), vec![1, 2, 3], vec![0, 0, 0]));
+    out
+}
+
+/// Write `samples-00000.parquet` and `build.json` as `draftgen build` does.
+fn write_build_dir(dir: &Path) {
+    let rows = samples();
+    let list_u32 = DataType::List(Arc::new(Field::new("item", DataType::UInt32, true)));
+    let list_u8 = DataType::List(Arc::new(Field::new("item", DataType::UInt8, true)));
+    let list_utf8 = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("input_ids", list_u32, false),
+        Field::new("loss_mask", list_u8, false),
+        Field::new("prompt_len", DataType::UInt32, false),
+        Field::new("completion_len", DataType::UInt32, false),
+        Field::new("source", DataType::Utf8, true),
+        Field::new("provider", DataType::Utf8, true),
+        Field::new("finish_reason", DataType::Utf8, true),
+        Field::new("has_tool_calls", DataType::Boolean, false),
+        Field::new("fidelity_class", DataType::Utf8, false),
+        Field::new("fidelity_reasons", list_utf8, false),
+        Field::new("turns", DataType::UInt32, false),
+    ]));
+    let mut ids = ListBuilder::new(UInt32Builder::new());
+    let mut masks = ListBuilder::new(UInt8Builder::new());
+    let mut reasons = ListBuilder::new(StringBuilder::new());
+    for (_, i, m) in &rows {
+        ids.values().append_slice(i);
+        ids.append(true);
+        masks.values().append_slice(m);
+        masks.append(true);
+        reasons.append(true);
+    }
+    let n = rows.len();
+    let prompt_len: Vec<u32> = rows
+        .iter()
+        .map(|r| r.2.iter().filter(|&&m| m == 0).count() as u32)
+        .collect();
+    let completion_len: Vec<u32> = rows
+        .iter()
+        .map(|r| r.2.iter().filter(|&&m| m == 1).count() as u32)
+        .collect();
+    let text = |v: &str| Arc::new(StringArray::from(vec![Some(v); n])) as ArrayRef;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from(
+            rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        )),
+        Arc::new(ids.finish()),
+        Arc::new(masks.finish()),
+        Arc::new(UInt32Array::from(prompt_len)),
+        Arc::new(UInt32Array::from(completion_len)),
+        text("test"),
+        text("sim"),
+        text("stop"),
+        Arc::new(BooleanArray::from(vec![false; n])),
+        text("exact_by_server_ids"),
+        Arc::new(reasons.finish()),
+        Arc::new(UInt32Array::from(vec![1u32; n])),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_max_row_group_row_count(Some(16))
+        .build();
+    let file = std::fs::File::create(dir.join("samples-00000.parquet")).unwrap();
+    let mut writer = ArrowWriter::try_new(file, schema, Some(props)).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let build = serde_json::json!({
+        "draftgen_version": "test",
+        "model": {"name": "test", "vocab_size": TARGET_VOCAB},
+        "shards": [{"file": "samples-00000.parquet", "rows": n}],
+    });
+    std::fs::write(dir.join("build.json"), build.to_string()).unwrap();
+}
+
+fn draftgen(args: &[&str]) -> String {
+    let output = Command::new(BIN).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "draftgen {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+struct Exported {
+    _tmp: tempfile::TempDir,
+    build: PathBuf,
+    out: PathBuf,
+}
+
+fn export_all() -> Exported {
+    let tmp = tempfile::tempdir().unwrap();
+    let build = tmp.path().join("build");
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&build).unwrap();
+    write_build_dir(&build);
+    let b = build.to_str().unwrap();
+    for rule in ["specforge", "speculators"] {
+        for n in ["8", "64"] {
+            let dir = out.join(format!("vocab-{rule}-{n}"));
+            draftgen(&[
+                "export",
+                "vocab",
+                "--samples",
+                b,
+                "--draft-vocab-size",
+                n,
+                "--rule",
+                rule,
+                "--out",
+                dir.to_str().unwrap(),
+                "--coverage-sizes",
+                "4,8,16,64,2000",
+            ]);
+        }
+    }
+    draftgen(&[
+        "export",
+        "specforge",
+        "--samples",
+        b,
+        "--out",
+        out.join("specforge").to_str().unwrap(),
+    ]);
+    draftgen(&[
+        "export",
+        "speculators",
+        "--samples",
+        b,
+        "--out",
+        out.join("speculators").to_str().unwrap(),
+    ]);
+    Exported {
+        _tmp: tmp,
+        build,
+        out,
+    }
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn vocab_report_and_files() {
+    let e = export_all();
+    let report = read_json(&e.out.join("vocab-specforge-64/vocab.json"));
+    assert_eq!(report["draft_vocab_size"], 64);
+    assert_eq!(report["target_vocab_size"], TARGET_VOCAB);
+    assert!(
+        report["padded_ids"].as_u64().unwrap() > 0,
+        "the 64-id case must exercise padding"
+    );
+    let sizes: Vec<u64> = report["coverage_table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["draft_vocab_size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        sizes,
+        vec![4, 8, 16, 64],
+        "sizes above the target vocabulary are left out"
+    );
+    let table = report["coverage_table"].as_array().unwrap();
+    assert_eq!(
+        table.last().unwrap()["coverage"].as_f64().unwrap(),
+        report["coverage"].as_f64().unwrap()
+    );
+    for f in ["vocab_mapping.pt", "vocab.safetensors"] {
+        assert!(e.out.join("vocab-specforge-8").join(f).is_file(), "{f}");
+    }
+    for f in ["d2t.npy", "t2d.npy", "vocab.safetensors"] {
+        assert!(e.out.join("vocab-speculators-8").join(f).is_file(), "{f}");
+    }
+    // t2d.npy holds one byte per target id after its 128-byte header.
+    let t2d = std::fs::read(e.out.join("vocab-speculators-64/t2d.npy")).unwrap();
+    assert_eq!(t2d.len(), 128 + TARGET_VOCAB);
+    assert_eq!(t2d[128..].iter().filter(|&&b| b == 1).count(), 64);
+}
+
+#[test]
+fn trainer_files_have_every_row() {
+    let e = export_all();
+    let specforge = std::fs::read_to_string(e.out.join("specforge/specforge.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = specforge
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), samples().len());
+    for (line, (id, ids, mask)) in lines.iter().zip(samples()) {
+        assert_eq!(line["id"], id);
+        assert_eq!(line["input_ids"], serde_json::json!(ids));
+        assert_eq!(line["loss_mask"], serde_json::json!(mask));
+    }
+    let spec = e.out.join("speculators");
+    assert_eq!(
+        std::fs::read_to_string(spec.join("speculators.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        samples().len()
+    );
+    let state = read_json(&spec.join("prepared/state.json"));
+    assert_eq!(
+        state["_data_files"][0]["filename"],
+        "data-00000-of-00001.arrow"
+    );
+    assert!(spec.join("prepared/token_freq.pt").is_file());
+}
+
+#[test]
+fn a_directory_without_shards_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let output = Command::new(BIN)
+        .args([
+            "export",
+            "specforge",
+            "--samples",
+            tmp.path().to_str().unwrap(),
+            "--out",
+        ])
+        .arg(tmp.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("samples-*.parquet"));
+}
+
+/// Python with pyarrow + numpy (`DRAFTGEN_EXPORT_PYTHON`, else `python3`), or None (then the
+/// check is skipped outside CI). Point it at an interpreter with torch to check with real
+/// `torch.load`.
+fn python() -> Option<String> {
+    let py = std::env::var("DRAFTGEN_EXPORT_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = Command::new(&py)
+        .args(["-c", "import pyarrow, numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(py);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI needs python3 with pyarrow and numpy (.ci/run installs them)"
+    );
+    None
+}
+
+#[test]
+fn trainers_own_code_reads_the_exports() {
+    let Some(py) = python() else {
+        eprintln!("skipped: python3 with pyarrow and numpy not found");
+        return;
+    };
+    let e = export_all();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/check_export.py");
+    let output = Command::new(&py)
+        .arg(script)
+        .arg(&e.build)
+        .arg(&e.out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "check_export.py failed:\n{stdout}\n{stderr}"
+    );
+    eprintln!("{stdout}");
+}

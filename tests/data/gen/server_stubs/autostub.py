@@ -13,13 +13,14 @@ JSON) — so a stub can make the script fail, never make it silently produce a d
 
 from __future__ import annotations
 
+import abc
 import importlib.abc
 import importlib.machinery
 import sys
 import types
 
 
-class _StubMeta(type):
+class _StubMeta(abc.ABCMeta):
     def __getattr__(cls, name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
@@ -42,6 +43,12 @@ class _StubMeta(type):
 
     def __iter__(cls):
         return iter(())
+
+    def __contains__(cls, item):
+        return False
+
+    def __len__(cls):
+        return 0
 
     def __bool__(cls):
         return False
@@ -110,6 +117,18 @@ class _Stub(metaclass=_StubMeta):
     def __eq__(self, o):
         return self is o
 
+    def __iter__(self):
+        return iter(())
+
+    def __contains__(self, item):
+        return False
+
+    def __len__(self):
+        return 0
+
+    def __bool__(self):
+        return False
+
     def __enter__(self):
         return self
 
@@ -126,9 +145,13 @@ def _make(name: str) -> type:
     return _cache[name]
 
 
+# Device back ends probed with `hasattr(torch, ...)`: absent, as on a CPU-only torch build.
+ABSENT = {"npu", "xpu", "hpu", "musa", "mlu", "sdaa", "_npu"}
+
+
 class _StubModule(types.ModuleType):
     def __getattr__(self, name):
-        if name.startswith("__") and name.endswith("__"):
+        if (name.startswith("__") and name.endswith("__")) or name in ABSENT:
             raise AttributeError(name)
         full = f"{self.__name__}.{name}"
         if full in sys.modules:
@@ -143,7 +166,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.roots = set(roots)
 
     def find_spec(self, fullname, path, target=None):
-        if fullname.split(".")[0] in self.roots:
+        if any(fullname == r or fullname.startswith(r + ".") for r in self.roots):
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         return None
 

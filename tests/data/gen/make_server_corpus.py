@@ -609,6 +609,8 @@ def build_kimi(runner: Runner) -> list[dict]:
     sid = {t: enc._special_tokens[t] for t in ["</think>", SEC_B, SEC_E, CALL_B, ARG_B, CALL_E, IM_END]}
     specials = set(enc._special_tokens.values())
     alt_ids = [kimi_encode("x")[0], kimi_encode("7")[0]]
+    # single-byte tokens that start a 4-byte / 3-byte UTF-8 sequence
+    kimi_fragment_ids = [enc.encode_single_token(bytes([0xF0])), enc.encode_single_token(bytes([0xE6]))]
     fixtures = []
     counter: dict[str, int] = {}
 
@@ -647,6 +649,10 @@ def build_kimi(runner: Runner) -> list[dict]:
         if case.cut and case.cut != "mid_character":
             for t in substitution_twins(truth_ids, len(truth_ids), specials, alt_ids):
                 twin_sets.append((CUT_REASON.get(case.cut, "cut"), t, max_tokens))
+        if case.cut == "mid_character":
+            # the last token is a fragment of a character: other fragments read the same
+            for t in substitution_twins(truth_ids, len(truth_ids), specials, kimi_fragment_ids)[-len(kimi_fragment_ids):]:
+                twin_sets.append(("partial_character", t, max_tokens))
         seen = {tuple(truth_ids)}
         uniq = []
         for reason, t_ids, t_max in twin_sets:
@@ -901,6 +907,10 @@ def build_hf(fam: HFamily, runner: Runner) -> list[dict]:
     tok = hf_tokenizer(fam.family)
     specials = set(tok.get_added_vocab().values())
     alt_ids = [hf_encode(fam.family, "x")[0], hf_encode(fam.family, "7")[0]]
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    byte_char = bytes_to_unicode()   # byte-level BPE: the token for a lone lead byte
+    fragment_ids = [tok.convert_tokens_to_ids(byte_char[0xF0]), tok.convert_tokens_to_ids(byte_char[0xE6])]
     fixtures = []
     counter: dict[str, int] = {}
 
@@ -945,6 +955,9 @@ def build_hf(fam: HFamily, runner: Runner) -> list[dict]:
         if case.cut and case.cut != "mid_character":
             for t in substitution_twins(truth_ids, len(truth_ids), specials, alt_ids):
                 twins_in.append((HF_CUT_REASON.get(case.cut, "cut_inside_tool_section"), t))
+        if case.cut == "mid_character":
+            for t in substitution_twins(truth_ids, len(truth_ids), specials, fragment_ids)[-len(fragment_ids):]:
+                twins_in.append(("partial_character", t))
         seen, uniq = {tuple(truth_ids)}, []
         for reason, t in twins_in:
             if tuple(t) not in seen:

@@ -5,6 +5,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod build;
 mod demo;
 mod generate;
 mod io;
@@ -38,6 +39,8 @@ enum Command {
     Prepare(prepare::Args),
     /// Generate answers through an OpenAI-compatible endpoint into a run directory.
     Generate(Box<generate::Args>),
+    /// Build training samples (Parquet shards, build.json) from a run directory.
+    Build(Box<build::Args>),
     /// Run the built-in OpenAI-compatible simulator.
     Sim(sim::Args),
     /// Run the whole pipeline on bundled samples against an in-process simulator.
@@ -59,6 +62,7 @@ pub fn main() -> ExitCode {
         Command::Reconstruct(args) => reconstruct::run(args),
         Command::Prepare(args) => prepare::run(args),
         Command::Generate(args) => generate::run(*args),
+        Command::Build(args) => build::run(*args),
         Command::Sim(args) => sim::run(args),
         Command::Demo(args) => demo::run(args),
     };

@@ -252,3 +252,91 @@ fn bad_usage_exits_2() {
         stderr(&o)
     );
 }
+
+/// Loss masks against the reference renders of the parity corpus (`tests/data/build/masks_*.jsonl`,
+/// made by `tests/data/gen/make_build_masks.py` from `tests/data/parity/render_*.jsonl`): each line
+/// is a conversation ending in an assistant turn; the reference's ids up to the end-of-turn token
+/// are the expected `input_ids`, its prompt render's length is where the mask turns to 1.
+/// Every sample `build` writes must equal that exactly, or say in its fidelity class that it may
+/// not (never silently wrong) — and nearly all must be exact.
+#[test]
+fn loss_masks_match_the_reference_renders_of_the_parity_corpus() {
+    let assets = draftgen::model::assets::assets_root().expect("reference assets");
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/build");
+    for (family, model, profile) in [
+        ("qwen3", "qwen3", None),
+        ("deepseek_v3", "deepseek-v3", None),
+        ("kimi_k2", "kimi-k2.5", Some("kimi-k2")),
+        ("kimi_k2_thinking", "kimi-k2.5", Some("kimi-k2-thinking")),
+    ] {
+        let cases = lines(&data.join(format!("masks_{family}.jsonl")));
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("run/journal");
+        std::fs::create_dir_all(&journal).unwrap();
+        let mut text = String::new();
+        for (n, case) in cases.iter().enumerate() {
+            let record = serde_json::json!({
+                "id": format!("case-{n}"), "attempt": 1, "status": "success", "endpoint": "parity",
+                "started_at": "2026-01-01T00:00:00+00:00", "latency_ms": 0,
+                "request": case["request"], "response": case["response"],
+            });
+            text.push_str(&record.to_string());
+            text.push('\n');
+        }
+        std::fs::write(journal.join("000001.jsonl"), text).unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.args([
+            "build",
+            "--model",
+            model,
+            "--drop-class",
+            "none",
+            "--jsonl",
+            "--run",
+        ])
+        .arg(dir.path().join("run"))
+        .arg("--out")
+        .arg(dir.path().join("out"));
+        if let Some(profile) = profile {
+            cmd.args(["--profile", profile])
+                .arg("--chat-template")
+                .arg(assets.join(cases[0]["template"].as_str().expect("kimi template path")));
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{family}: {}", stderr(&o));
+        check_with_pyarrow(&dir.path().join("out"));
+        let samples = lines(&dir.path().join("out/samples.jsonl"));
+        assert_eq!(
+            samples.len(),
+            cases.len(),
+            "{family}: every case is a sample"
+        );
+        let mut exact = 0;
+        for (sample, case) in samples.iter().zip(&cases) {
+            let prompt_len = case["prompt_len"].as_u64().unwrap() as usize;
+            let expected_ids = case["input_ids"].as_array().unwrap();
+            let expected_mask: Vec<Value> = (0..expected_ids.len())
+                .map(|i| Value::from(u8::from(i >= prompt_len)))
+                .collect();
+            let same = sample["input_ids"].as_array().unwrap() == expected_ids
+                && sample["loss_mask"].as_array().unwrap() == &expected_mask
+                && sample["prompt_len"] == prompt_len;
+            let certain = matches!(
+                sample["fidelity_class"].as_str(),
+                Some("unique" | "exact_by_server_ids")
+            );
+            assert!(
+                same || !certain,
+                "{family} {}: ids or mask differ from the reference but the sample claims {}",
+                sample["id"],
+                sample["fidelity_class"]
+            );
+            exact += usize::from(same);
+        }
+        assert!(
+            exact * 10 >= cases.len() * 9,
+            "{family}: only {exact} of {} cases exact",
+            cases.len()
+        );
+    }
+}

@@ -13,6 +13,7 @@
 //! turn has not been read yet.
 
 pub mod conversation;
+pub mod import;
 mod info;
 mod lines;
 mod policy;

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 mod build;
 mod demo;
 mod generate;
+mod import;
 mod io;
 mod model_args;
 mod prepare;
@@ -41,6 +42,8 @@ enum Command {
     Generate(Box<generate::Args>),
     /// Build training samples (Parquet shards, build.json) from a run directory.
     Build(Box<build::Args>),
+    /// Record earlier local generations (with output ids) in a run directory as finished work.
+    Import(Box<import::Args>),
     /// Run the built-in OpenAI-compatible simulator.
     Sim(sim::Args),
     /// Run the whole pipeline on bundled samples against an in-process simulator.
@@ -63,6 +66,7 @@ pub fn main() -> ExitCode {
         Command::Prepare(args) => prepare::run(args),
         Command::Generate(args) => generate::run(*args),
         Command::Build(args) => build::run(*args),
+        Command::Import(args) => import::run(*args),
         Command::Sim(args) => sim::run(args),
         Command::Demo(args) => demo::run(args),
     };

@@ -11,7 +11,15 @@ reference alone:
     input_ids = line ids up to and including the first end-of-turn token after the prompt
     loss_mask = 0 on the first prompt_len ids, 1 on the rest
 
-and a journal record is written for it: the request (prompt messages, tools, kwargs) and the
+The template must also write the assistant message *verbatim*: its `content` (and
+`reasoning_content`, when it has one) must appear unchanged in the decoded completion text. A
+template that rewrites the message (strips leading newlines, splits `<think>` out of content,
+cuts at a special-token literal) renders tokens no model produced, so those lines say nothing
+about a model's answer and are left out (counted in the printout). So are lines whose content
+spells reasoning inline (`<think>…</think>` in `content`): K2-Thinking's template then writes an
+empty `<think></think>` before it, a stream no model writes either.
+
+For each kept line a journal record is written: the request (prompt messages, tools, kwargs) and the
 chat.completion a parser-free server would send for that assistant message (content,
 reasoning_content, tool_calls as the line has them; usage counts from the reference ids).
 
@@ -55,6 +63,14 @@ def end_token_id(family):
     if model is None:
         return KIMI_IM_END
     return hf_tokenizer(model).convert_tokens_to_ids(token)
+
+
+def decode(family, ids):
+    model, _ = FAMILIES[family]
+    if model is None:
+        from reference import kimi_encoding
+        return kimi_encoding().decode(ids)
+    return hf_tokenizer(model).decode(ids, skip_special_tokens=False)
 
 
 def response_for(assistant, completion_len, prompt_len):
@@ -101,6 +117,18 @@ def main():
                 why["no end-of-turn token"] = why.get("no end-of-turn token", 0) + 1
                 continue
             input_ids = ids[: stop + 1]
+            written = decode(family, input_ids[len(prompt):])
+            message = messages[-1]
+            content = message.get("content")
+            if isinstance(content, list):
+                content = "".join(part.get("text", "") for part in content)
+            pieces = [content or "", message.get("reasoning_content") or ""]
+            if "<think>" in (content or "") or "</think>" in (content or ""):
+                why["reasoning inline in content"] = why.get("reasoning inline in content", 0) + 1
+                continue
+            if any(piece not in written for piece in pieces):
+                why["the template rewrites the message"] = why.get("the template rewrites the message", 0) + 1
+                continue
             request = {"messages": messages[:-1]}
             if line.get("tools"):
                 request["tools"] = line["tools"]

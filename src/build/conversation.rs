@@ -23,27 +23,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde_json::Value;
-
 use super::row::{request_view, BuiltRow, Row};
 use crate::api::Completion;
 use crate::journal::Record;
 use crate::model::Profile;
 use crate::reconstruct::{reconstruct, Fidelity, Reason, ReconstructOptions, Request};
 
-/// The journal id of turn `turn` (1-based) of `of` for prompt `prompt`.
-pub fn turn_id(prompt: &str, turn: usize, of: usize) -> String {
-    format!("{prompt}:turn{turn}/{of}")
-}
-
-/// `(prompt, turn, of)` of a turn id; `None` for an ordinary prompt id.
-pub fn parse_turn_id(id: &str) -> Option<(&str, usize, usize)> {
-    let (prompt, rest) = id.rsplit_once(":turn")?;
-    let (turn, of) = rest.split_once('/')?;
-    let turn: usize = turn.parse().ok()?;
-    let of: usize = of.parse().ok()?;
-    (turn >= 1 && turn <= of && !prompt.is_empty()).then_some((prompt, turn, of))
-}
+pub use crate::engine::turns::{history_message, parse_turn_id, turn_id};
 
 /// A successful turn record waiting for its conversation.
 #[derive(Debug)]
@@ -228,55 +214,10 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// The assistant message to put in the history for an answer, as the family's template reads it
-/// back: `content`, `tool_calls` (arguments as the model wrote them) and the reasoning under
-/// `reasoning_content` — every template here reads that key and decides itself whether history
-/// shows it (see the module header).
-pub fn history_message(completion: &Completion) -> Value {
-    let mut message = serde_json::Map::new();
-    message.insert("role".into(), Value::from("assistant"));
-    message.insert(
-        "content".into(),
-        Value::from(completion.content.clone().unwrap_or_default()),
-    );
-    if let Some(reasoning) = completion.reasoning.as_ref().filter(|r| !r.is_empty()) {
-        message.insert("reasoning_content".into(), Value::from(reasoning.clone()));
-    }
-    if !completion.tool_calls.is_empty() {
-        let calls: Vec<Value> = completion
-            .tool_calls
-            .iter()
-            .map(|call| {
-                let arguments = match &call.arguments {
-                    crate::api::Arguments::Raw(text) => Value::from(text.clone()),
-                    crate::api::Arguments::Object(value) => value.clone(),
-                };
-                serde_json::json!({
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": arguments},
-                })
-            })
-            .collect();
-        message.insert("tool_calls".into(), Value::Array(calls));
-    }
-    Value::Object(message)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::reconstruct::FidelityClass;
-
-    #[test]
-    fn turn_ids_round_trip() {
-        let id = turn_id("abc123", 2, 3);
-        assert_eq!(id, "abc123:turn2/3");
-        assert_eq!(parse_turn_id(&id), Some(("abc123", 2, 3)));
-        assert_eq!(parse_turn_id("abc123"), None);
-        assert_eq!(parse_turn_id("abc:turn4/3"), None);
-        assert_eq!(parse_turn_id("abc:turn0/3"), None);
-    }
 
     fn turn(prompt: &[u32], completion: &[u32]) -> Turn {
         Turn {

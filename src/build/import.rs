@@ -33,7 +33,7 @@ use crate::model::{Profile, RenderInput};
 
 /// The endpoint label of a run directory created by `import` (the engine adopts such a run's
 /// manifest when `generate` first runs in it).
-pub const IMPORT_MANIFEST_ENDPOINT: &str = "import";
+pub use crate::engine::IMPORTED_RUN_ENDPOINT as IMPORT_MANIFEST_ENDPOINT;
 
 /// How import lines find their prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

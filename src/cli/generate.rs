@@ -80,6 +80,17 @@ pub struct Args {
     /// Print the run summary as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// `one`: answer each prompt once (after its last message). `all`: regenerate every assistant
+    /// turn of each conversation in order, each against the regenerated history (one journal
+    /// record per turn; `build` makes one sample per conversation).
+    #[arg(long, value_enum, default_value = "one")]
+    turns: Turns,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Turns {
+    One,
+    All,
 }
 
 /// draftgen's HTTP client connects directly (see `api::client`): say so rather than let a user
@@ -125,8 +136,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     config.validate().map_err(|e| UsageError(e.to_string()))?;
     warn_about_proxies();
-    let prompts =
-        engine::PromptList::read_jsonl(&args.prompts).map_err(|e| UsageError(e.to_string()))?;
+    let prompts = match args.turns {
+        Turns::One => Some(
+            engine::PromptList::read_jsonl(&args.prompts).map_err(|e| UsageError(e.to_string()))?,
+        ),
+        Turns::All => None,
+    };
+    let conversations = match args.turns {
+        Turns::All => {
+            engine::turns::read_prompts(&args.prompts).map_err(|e| UsageError(e.to_string()))?
+        }
+        Turns::One => Vec::new(),
+    };
 
     let shutdown = Shutdown::new();
     let options = RunOptions {
@@ -142,7 +163,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
         let signals = tokio::spawn(forward_ctrl_c(shutdown.clone()));
-        let result = engine::run_list(&config, prompts, &args.run, shutdown, options).await;
+        let result = match prompts {
+            Some(prompts) => engine::run_list(&config, prompts, &args.run, shutdown, options).await,
+            None => {
+                engine::turns::run_turns(&config, conversations, &args.run, shutdown, options).await
+            }
+        };
         signals.abort();
         result
     });

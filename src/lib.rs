@@ -5,6 +5,7 @@
 //! `cli` is the only module that knows them all; every other module is usable as a library.
 
 pub mod api;
+pub mod build;
 pub mod cli;
 pub mod config;
 pub mod dataset;

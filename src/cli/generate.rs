@@ -94,7 +94,19 @@ pub struct Args {
     /// (default: report each such line with file:line, skip it and run the rest).
     #[arg(long)]
     strict: bool,
+    /// `one`: answer each prompt once (after its last message). `all`: regenerate every assistant
+    /// turn of each conversation in order, each against the regenerated history (one journal
+    /// record per turn; `build` makes one sample per conversation).
+    #[arg(long, value_enum, default_value = "one")]
+    turns: Turns,
 }
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Turns {
+    One,
+    All,
+}
+
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut config = match &args.config {
@@ -119,15 +131,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         force: args.force,
     });
     config.validate().map_err(|e| UsageError(e.to_string()))?;
-    let prompts = if args.strict {
-        engine::PromptList::read_jsonl_strict(&args.prompts)
-    } else {
-        engine::PromptList::read_jsonl(&args.prompts)
-    }
-    .map_err(|e| UsageError(e.to_string()))?;
-    for line in prompts.skipped_lines() {
-        eprintln!("{line}");
-    }
+    let prompts = match args.turns {
+        Turns::One => {
+            let prompts = if args.strict {
+                engine::PromptList::read_jsonl_strict(&args.prompts)
+            } else {
+                engine::PromptList::read_jsonl(&args.prompts)
+            }
+            .map_err(|e| UsageError(e.to_string()))?;
+            for line in prompts.skipped_lines() {
+                eprintln!("{line}");
+            }
+            Some(prompts)
+        }
+        Turns::All => None,
+    };
+    let conversations = match args.turns {
+        Turns::All => {
+            engine::turns::read_prompts(&args.prompts).map_err(|e| UsageError(e.to_string()))?
+        }
+        Turns::One => Vec::new(),
+    };
 
     let shutdown = Shutdown::new();
     let options = RunOptions {
@@ -143,7 +167,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
         let signals = tokio::spawn(forward_ctrl_c(shutdown.clone()));
-        let result = engine::run_list(&config, prompts, &args.run, shutdown, options).await;
+        let result = match prompts {
+            Some(prompts) => engine::run_list(&config, prompts, &args.run, shutdown, options).await,
+            None => {
+                engine::turns::run_turns(&config, conversations, &args.run, shutdown, options).await
+            }
+        };
         signals.abort();
         result
     });

@@ -5,9 +5,11 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod build;
 mod demo;
 mod export;
 mod generate;
+mod import;
 mod io;
 mod model_args;
 mod prepare;
@@ -39,6 +41,10 @@ enum Command {
     Prepare(prepare::Args),
     /// Generate answers through an OpenAI-compatible endpoint into a run directory.
     Generate(Box<generate::Args>),
+    /// Build training samples (Parquet shards, build.json) from a run directory.
+    Build(Box<build::Args>),
+    /// Record earlier local generations (with output ids) in a run directory as finished work.
+    Import(Box<import::Args>),
     /// Run the built-in OpenAI-compatible simulator.
     Sim(sim::Args),
     /// Run the whole pipeline on bundled samples against an in-process simulator.
@@ -62,6 +68,8 @@ pub fn main() -> ExitCode {
         Command::Reconstruct(args) => reconstruct::run(args),
         Command::Prepare(args) => prepare::run(args),
         Command::Generate(args) => generate::run(*args),
+        Command::Build(args) => build::run(*args),
+        Command::Import(args) => import::run(*args),
         Command::Sim(args) => sim::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Export(args) => export::run(args),

@@ -22,6 +22,7 @@ mod prompts;
 mod retry;
 mod scheduler;
 mod shutdown;
+pub mod turns;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -185,6 +186,19 @@ pub async fn run_list(
     shutdown: Shutdown,
     options: RunOptions,
 ) -> Result<RunSummary, EngineError> {
+    run_list_as(config, prompts, run_dir, shutdown, options, None).await
+}
+
+/// [`run_list`] under a given manifest instead of one made from these prompts (multi-turn rounds
+/// run turn prompts under the manifest of the conversations, see [`turns`]).
+pub(crate) async fn run_list_as(
+    config: &RunConfig,
+    prompts: PromptList,
+    run_dir: &Path,
+    shutdown: Shutdown,
+    options: RunOptions,
+    manifest: Option<Manifest>,
+) -> Result<RunSummary, EngineError> {
     let started = Instant::now();
     config.validate()?;
     let skipped_lines = std::mem::take(&mut prompts.skipped);
@@ -207,8 +221,9 @@ pub async fn run_list(
     let mut keep = keep.into_iter();
     prompts.retain(|_| keep.next().unwrap_or(false));
 
-    let manifest = manifest_for(config, prompts.iter().map(|p| &*p.id));
-    let (mut journal, state) = RunDir::create_or_open(run_dir, &manifest, config.force)?;
+    let manifest = manifest.unwrap_or_else(|| manifest_for(config, prompts.iter().map(|p| &*p.id)));
+    let force = config.force || adopts_imported_manifest(run_dir);
+    let (mut journal, state) = RunDir::create_or_open(run_dir, &manifest, force)?;
     for key in &keys {
         journal.set_redact(key.expose());
     }
@@ -434,6 +449,19 @@ async fn check_credits(
         }
     }
     Ok(infos)
+}
+
+/// The endpoint label of the placeholder manifest `draftgen import` writes into a new run.
+pub const IMPORTED_RUN_ENDPOINT: &str = "import";
+
+/// A run created by `draftgen import` holds finished work under a placeholder manifest: the first
+/// `generate` in it records its own settings (the placeholder's fingerprint is kept in
+/// `previous_fingerprints`) instead of refusing them.
+fn adopts_imported_manifest(run_dir: &Path) -> bool {
+    matches!(
+        RunDir::new(run_dir).read_manifest(),
+        Ok(Some(m)) if m.endpoints == [IMPORTED_RUN_ENDPOINT]
+    )
 }
 
 /// The manifest of a run: the settings that shape requests, and the dataset's identity (a hash of

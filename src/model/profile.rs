@@ -11,6 +11,7 @@
 //! falling back to the template for any input the twin does not reproduce exactly.
 
 use serde_json::{Map, Value};
+use sha2::Digest;
 use std::path::{Path, PathBuf};
 
 use super::family::{deepseek_v3, kimi, qwen3, Family};
@@ -65,6 +66,8 @@ pub struct Profile {
     /// `bos_token`, `eos_token`, … as the template sees them.
     special_tokens: Map<String, Value>,
     end_of_turn: String,
+    /// Hex SHA-256 of the default template's source, so outputs can name the template they used.
+    pub template_sha256: String,
 }
 
 /// Where the template came from, before compiling.
@@ -117,6 +120,7 @@ impl Profile {
                 }
             },
         };
+        let template_sha256 = hex::encode(sha2::Sha256::digest(default_source.as_bytes()));
         let template = ChatTemplate::new(&default_source)?;
         let tool_use_template = tool_use_source
             .as_deref()
@@ -146,6 +150,7 @@ impl Profile {
             tool_use_native,
             special_tokens,
             end_of_turn,
+            template_sha256,
         })
     }
 

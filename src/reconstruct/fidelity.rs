@@ -98,6 +98,10 @@ pub enum Reason {
     ForwardMismatch,
     /// The last token is a partial UTF-8 character.
     PartialCharacter,
+    /// Multi-turn: the template re-renders an earlier turn differently from what the model
+    /// produced (it drops the turn's reasoning, say), so the history in the sample is not the
+    /// token stream the model saw when it wrote that turn.
+    HistoryRerenderDiffers,
 }
 
 /// A sample's certainty: the class and the reasons.

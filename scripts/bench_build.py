@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Benchmark `draftgen build` against the same work in Python.
+
+    python3 scripts/bench_build.py make RUN_DIR [--n 100000] [--tokens 2000]
+    python3 scripts/bench_build.py python RUN_DIR OUT_DIR [--limit N]
+    /usr/bin/time -v target/release/draftgen build --run RUN_DIR --model kimi-k2.5 --out OUT
+
+`make` writes a run directory whose journal holds N successful Kimi K2.5 records (one user
+message, an OpenRouter-shaped answer with reasoning and content) of about TOKENS tokens each,
+from a fixed seed. `python` does what a user would do in Python for the same samples: render the
+prompt with transformers' Jinja pipeline (`reference.kimi_render`, the K2.5-style template),
+tokenize prompt and completion with tiktoken and Kimi's pre-split (`reference.kimi_encode`),
+build the loss mask, and write zstd Parquet with pyarrow in batches of 1,024 rows; it prints
+samples/s and peak RSS as JSON.
+"""
+import json
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests/data/gen"))
+
+WORDS = ("the model answer data value server result check step number list simple compute "
+         "total first consider careful function input output string café résumé über 東京 模型 "
+         "données привет λόγος 数据 jalapeño façade Straße años").split()
+
+
+def text(rng, n_words):
+    return " ".join(rng.choice(WORDS) for _ in range(n_words)) + "."
+
+
+def make(run, n, tokens):
+    rng = random.Random(1)
+    journal = Path(run) / "journal"
+    journal.mkdir(parents=True, exist_ok=True)
+    with open(journal / "000001.jsonl", "w", encoding="utf-8") as f:
+        for i in range(n):
+            prompt = f"Question {i}: " + text(rng, tokens // 20)
+            reasoning = text(rng, tokens * 2 // 5)
+            content = text(rng, tokens * 2 // 5)
+            record = {
+                "id": f"{i:012x}", "attempt": 1, "status": "success", "endpoint": "bench",
+                "started_at": "2026-01-01T00:00:00+00:00", "latency_ms": 1,
+                "request": {"model": "moonshotai/kimi-k2.5", "messages": [{"role": "user", "content": prompt}]},
+                "response": {"id": f"gen-{i}", "object": "chat.completion", "choices": [{
+                    "index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content, "reasoning": reasoning}}]},
+            }
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def python(run, out, limit):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from reference import kimi_encode, kimi_render
+
+    schema = pa.schema([("id", pa.string()), ("input_ids", pa.list_(pa.uint32())),
+                        ("loss_mask", pa.list_(pa.uint8())), ("prompt_len", pa.uint32()),
+                        ("completion_len", pa.uint32())])
+    Path(out).mkdir(parents=True, exist_ok=True)
+    writer = pq.ParquetWriter(Path(out) / "samples.parquet", schema, compression="zstd")
+    batch, n, tokens = [], 0, 0
+    t0 = time.perf_counter()
+
+    def flush():
+        writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+        batch.clear()
+
+    with open(Path(run) / "journal" / "000001.jsonl", encoding="utf-8") as f:
+        for line in f:
+            if n == limit:
+                break
+            r = json.loads(line)
+            msg = r["response"]["choices"][0]["message"]
+            prompt = kimi_encode(kimi_render("templates/kimi-k2.5-style.jinja", r["request"]["messages"], None, True))
+            completion = kimi_encode((msg.get("reasoning") or "") + "</think>" + (msg.get("content") or "") + "<|im_end|>")
+            ids = prompt + completion
+            batch.append({"id": r["id"], "input_ids": ids, "loss_mask": [0] * len(prompt) + [1] * len(completion),
+                          "prompt_len": len(prompt), "completion_len": len(completion)})
+            n += 1
+            tokens += len(ids)
+            if len(batch) == 1024:
+                flush()
+    if batch:
+        flush()
+    writer.close()
+    wall = time.perf_counter() - t0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"samples": n, "tokens": tokens, "wall_s": round(wall, 2),
+                      "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+                      "samples_per_s": round(n / wall, 1), "peak_rss_mb": usage.ru_maxrss // 1024}))
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    opt = lambda name, default: int(args[args.index(name) + 1]) if name in args else default
+    if args[0] == "make":
+        make(args[1], opt("--n", 100_000), opt("--tokens", 2000))
+    elif args[0] == "python":
+        python(args[1], args[2], opt("--limit", None))

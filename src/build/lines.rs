@@ -1,0 +1,105 @@
+//! The journal's lines as raw bytes, in journal order, read in batches.
+//!
+//! [`RecordReader`](crate::journal::RecordReader) parses each line on the reading thread; `build`
+//! wants the parse on the worker threads with the reconstruction, so it reads lines only. The
+//! rules are the journal's: segments `NNNNNN.jsonl` in number order, a torn last line (no final
+//! newline) is never a record.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// One journal line (without its newline) and where it is.
+pub struct RawLine {
+    pub segment: usize,
+    pub line: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// Batches of raw lines from every segment of a journal directory.
+pub struct JournalLines {
+    segments: Vec<PathBuf>,
+    next_segment: usize,
+    current: Option<(usize, BufReader<File>, u64)>,
+}
+
+impl JournalLines {
+    pub fn open(journal_dir: &Path) -> std::io::Result<JournalLines> {
+        let mut segments: Vec<(u32, PathBuf)> = Vec::new();
+        let entries = match std::fs::read_dir(journal_dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(JournalLines {
+                    segments: Vec::new(),
+                    next_segment: 0,
+                    current: None,
+                })
+            }
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
+                continue;
+            };
+            if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            if let Ok(number) = stem.parse::<u32>() {
+                segments.push((number, entry.path()));
+            }
+        }
+        segments.sort();
+        Ok(JournalLines {
+            segments: segments.into_iter().map(|(_, p)| p).collect(),
+            next_segment: 0,
+            current: None,
+        })
+    }
+
+    /// The path of segment `index` (for locations in messages).
+    pub fn segment_path(&self, index: usize) -> &Path {
+        &self.segments[index]
+    }
+
+    /// Up to `max` further lines; empty at the end of the journal.
+    pub fn next_batch(&mut self, max: usize) -> std::io::Result<Vec<RawLine>> {
+        let mut batch = Vec::with_capacity(max);
+        while batch.len() < max {
+            if self.current.is_none() {
+                let Some(path) = self.segments.get(self.next_segment) else {
+                    break;
+                };
+                let file = File::open(path)?;
+                self.current = Some((
+                    self.next_segment,
+                    BufReader::with_capacity(1 << 20, file),
+                    0,
+                ));
+                self.next_segment += 1;
+            }
+            let Some((segment, reader, line_no)) = self.current.as_mut() else {
+                break;
+            };
+            let mut bytes = Vec::new();
+            let n = reader.read_until(b'\n', &mut bytes)?;
+            if n == 0 || bytes.last() != Some(&b'\n') {
+                // End of the segment, or a torn tail.
+                self.current = None;
+                continue;
+            }
+            *line_no += 1;
+            bytes.pop();
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            batch.push(RawLine {
+                segment: *segment,
+                line: *line_no,
+                bytes,
+            });
+        }
+        Ok(batch)
+    }
+}

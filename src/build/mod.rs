@@ -1,0 +1,471 @@
+//! `build`: a run directory → training samples (sharded Parquet, optional JSONL, `build.json`).
+//!
+//! Every successful journal record becomes one [`Row`] (multi-turn: every turn of a conversation
+//! together becomes one row, see [`conversation`]); the [`Policies`] decide which rows are kept;
+//! the summary ([`Counts`]) accounts for every record. The output contract (columns, types,
+//! `build.json`) is `tasks/FORMAT-samples.md`.
+//!
+//! Memory is bounded by a batch, not by the run: the journal is read `batch` lines at a time, a
+//! batch is parsed and reconstructed on all cores (rayon), and its rows go to a writer thread
+//! (Parquet encoding and zstd) through a queue of two batches, in journal order. What is held
+//! across batches: one 8-byte hash per written sample id (to drop duplicate successes), the
+//! prompt-id → source map when `--prompts` is given, and the turns of conversations whose last
+//! turn has not been read yet.
+
+pub mod conversation;
+pub mod import;
+mod info;
+mod lines;
+mod policy;
+mod row;
+mod shards;
+
+pub use info::{BuildInfo, Counts, FileHash, ModelInfo};
+pub use policy::{reason, LengthPolicy, OverLength, Policies, Verdict};
+pub use row::{request_view, row_of, BuiltRow, Row, RowMeta, IMPORT_ENDPOINT_PREFIX};
+pub use shards::{record_batch, schema, ShardInfo, ShardLimits};
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::hash::{Hash, Hasher};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::journal::{Record, Status, JOURNAL_DIR, MANIFEST_FILE};
+use crate::model::Profile;
+use crate::reconstruct::ReconstructOptions;
+
+/// File names in the output directory.
+pub const BUILD_JSON: &str = "build.json";
+pub const SAMPLES_JSONL: &str = "samples.jsonl";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}: not a run directory (no journal/ and no manifest.json)")]
+    NotARun(String),
+    #[error("{path}:{line}: {message}")]
+    BadInput {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    #[error("writing Parquet: {0}")]
+    Parquet(String),
+    #[error("the sample writer stopped: {0}")]
+    Writer(String),
+}
+
+impl BuildError {
+    pub fn io(path: &Path, source: std::io::Error) -> BuildError {
+        BuildError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// How the run's server shaped its text, from the run's `manifest.json` (fields read with
+/// defaults: a manifest written before they existed builds as a generic server).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// `request_options.server_kind` (or a top-level `server_kind`), when the manifest has one.
+    #[serde(default)]
+    pub server_kind: Option<String>,
+    /// The server puts a space on each side of special tokens (vLLM's
+    /// `spaces_between_special_tokens`): `spaces_around_special_tokens` at the manifest's top
+    /// level, under `reconstruct` or under `request_options`, or the `--spaces-around-special-tokens` flag.
+    #[serde(default)]
+    pub spaces_around_special_tokens: bool,
+}
+
+impl RunSettings {
+    /// Read what the manifest says; a missing manifest gives the defaults.
+    pub fn from_run(run: &Path) -> Result<RunSettings, BuildError> {
+        let path = run.join(MANIFEST_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RunSettings::default()),
+            Err(e) => return Err(BuildError::io(&path, e)),
+        };
+        let manifest: Value = serde_json::from_str(&text).map_err(|e| BuildError::BadInput {
+            path: path.display().to_string(),
+            line: e.line(),
+            message: e.to_string(),
+        })?;
+        let find = |key: &str| {
+            [
+                manifest.get(key),
+                manifest.pointer(&format!("/reconstruct/{key}")),
+                manifest.pointer(&format!("/request_options/{key}")),
+            ]
+            .into_iter()
+            .flatten()
+            .find(|v| !v.is_null())
+            .cloned()
+        };
+        Ok(RunSettings {
+            server_kind: find("server_kind").and_then(|v| v.as_str().map(str::to_string)),
+            spaces_around_special_tokens: find("spaces_around_special_tokens")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
+        })
+    }
+
+    pub fn reconstruct_options(&self) -> ReconstructOptions {
+        ReconstructOptions {
+            spaces_around_special_tokens: self.spaces_around_special_tokens,
+        }
+    }
+}
+
+/// Everything one build needs.
+pub struct BuildConfig<'a> {
+    pub profile: &'a Profile,
+    /// The resolved model directory and the `--model` argument, for `build.json`.
+    pub model_dir: &'a Path,
+    pub model_name: &'a str,
+    pub run: &'a Path,
+    pub out: &'a Path,
+    pub policies: Policies,
+    /// Force spaces-around-special-tokens on (the manifest may say so already).
+    pub spaces_around_special_tokens: bool,
+    /// `prompts.jsonl` to take each sample's `source` from.
+    pub prompts: Option<&'a Path>,
+    pub jsonl: bool,
+    /// Journal lines per batch.
+    pub batch: usize,
+    pub limits: ShardLimits,
+}
+
+/// What a build did: the counts written to `build.json`, plus the first problems in detail.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BuildSummary {
+    pub out: PathBuf,
+    pub counts: Counts,
+    pub shards: Vec<ShardInfo>,
+    /// Records that could not be built and unreadable journal lines, `FILE:LINE (id …): why`
+    /// (the first 100; `counts.dropped_by_reason` has them all).
+    pub problems: Vec<String>,
+    /// Journal lines that were neither built nor a policy drop (see `problems`).
+    pub failures: u64,
+}
+
+impl BuildSummary {
+    /// No record failed to build and no journal line was unreadable.
+    pub fn all_ok(&self) -> bool {
+        self.failures == 0
+    }
+}
+
+const MAX_PROBLEMS: usize = 100;
+
+/// What one journal line became.
+enum Outcome {
+    /// Not a success (failed or skipped attempt): nothing to build.
+    NotSuccess,
+    Corrupt(String),
+    Failed(String),
+    Built(BuiltRow),
+    /// One turn of a multi-turn conversation, waiting for its conversation's other turns.
+    Turn(conversation::TurnRecord),
+}
+
+/// Build the samples of a run.
+pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
+    let journal_dir = config.run.join(JOURNAL_DIR);
+    if !journal_dir.is_dir() && !config.run.join(MANIFEST_FILE).is_file() {
+        return Err(BuildError::NotARun(config.run.display().to_string()));
+    }
+    let mut settings = RunSettings::from_run(config.run)?;
+    settings.spaces_around_special_tokens |= config.spaces_around_special_tokens;
+    let options = settings.reconstruct_options();
+    let sources = match config.prompts {
+        Some(path) => read_sources(path)?,
+        None => HashMap::new(),
+    };
+    std::fs::create_dir_all(config.out).map_err(|e| BuildError::io(config.out, e))?;
+    let model = ModelInfo::of(config.profile, config.model_dir, config.model_name)
+        .map_err(|e| BuildError::io(config.model_dir, e))?;
+
+    let mut lines =
+        lines::JournalLines::open(&journal_dir).map_err(|e| BuildError::io(&journal_dir, e))?;
+    let (to_writer, from_builder) = mpsc::sync_channel::<Vec<Row>>(2);
+    let writer = spawn_writer(config.out, config.limits, config.jsonl, from_builder)?;
+
+    let mut summary = BuildSummary {
+        out: config.out.to_path_buf(),
+        ..BuildSummary::default()
+    };
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut pending = conversation::Pending::default();
+    let result = (|| -> Result<(), BuildError> {
+        loop {
+            let batch = lines
+                .next_batch(config.batch.max(1))
+                .map_err(|e| BuildError::io(&journal_dir, e))?;
+            if batch.is_empty() {
+                break;
+            }
+            let outcomes: Vec<(String, Outcome)> = batch
+                .par_iter()
+                .map(|raw| {
+                    let location =
+                        format!("{}:{}", lines.segment_path(raw.segment).display(), raw.line);
+                    let outcome =
+                        outcome_of(config.profile, &options, &sources, &raw.bytes, &location);
+                    (location, outcome)
+                })
+                .collect();
+            drop(batch);
+            let mut built: Vec<BuiltRow> = Vec::with_capacity(outcomes.len());
+            for (location, outcome) in outcomes {
+                match outcome {
+                    Outcome::NotSuccess => {}
+                    Outcome::Corrupt(reason) => {
+                        summary.failures += 1;
+                        summary.counts.drop(reason::CORRUPT_LINE);
+                        note(&mut summary, format!("{location}: {reason}"));
+                    }
+                    Outcome::Failed(reason) => {
+                        summary.counts.records += 1;
+                        summary.failures += 1;
+                        summary.counts.drop(reason::NOT_BUILT);
+                        note(&mut summary, reason);
+                    }
+                    Outcome::Built(row) => {
+                        summary.counts.records += 1;
+                        built.push(row);
+                    }
+                    Outcome::Turn(turn) => {
+                        summary.counts.records += 1;
+                        pending.add(turn);
+                    }
+                }
+            }
+            // Conversations whose turns are all in: one row each, on all cores.
+            let complete = pending.take_complete();
+            let conversations: Vec<Result<BuiltRow, String>> = complete
+                .into_par_iter()
+                .map(|turns| conversation::row_of(config.profile, &options, &sources, turns))
+                .collect();
+            for result in conversations {
+                match result {
+                    Ok(row) => built.push(row),
+                    Err(reason) => {
+                        summary.failures += 1;
+                        summary.counts.drop(reason::NOT_BUILT);
+                        note(&mut summary, reason);
+                    }
+                }
+            }
+            let rows = keep(config, &mut summary, &mut seen, built);
+            if !rows.is_empty() && to_writer.send(rows).is_err() {
+                break;
+            }
+        }
+        for incomplete in pending.incomplete() {
+            summary.counts.drop(reason::INCOMPLETE_CONVERSATION);
+            note(
+                &mut summary,
+                format!("conversation {incomplete}: not every turn succeeded yet; no sample (resume the run to finish it)"),
+            );
+        }
+        Ok(())
+    })();
+    drop(to_writer);
+    let written = writer
+        .join()
+        .map_err(|_| BuildError::Writer("the writer thread panicked".into()))?;
+    result?;
+    let (shards, jsonl) = written?;
+    summary.shards = shards;
+
+    let info = BuildInfo {
+        draftgen_version: env!("CARGO_PKG_VERSION").to_string(),
+        created: chrono::Utc::now().to_rfc3339(),
+        run: config.run.display().to_string(),
+        run_settings: settings,
+        model,
+        policies: config.policies.clone(),
+        counts: summary.counts.clone(),
+        shards: summary.shards.clone(),
+        jsonl,
+    };
+    let path = config.out.join(BUILD_JSON);
+    let mut text =
+        serde_json::to_vec_pretty(&info).map_err(|e| BuildError::Writer(e.to_string()))?;
+    text.push(b'\n');
+    crate::journal::atomic_write(&path, &text).map_err(|e| BuildError::Writer(e.to_string()))?;
+    Ok(summary)
+}
+
+fn note(summary: &mut BuildSummary, problem: String) {
+    if summary.problems.len() < MAX_PROBLEMS {
+        summary.problems.push(problem);
+    }
+}
+
+/// Parse one journal line and build what it holds.
+fn outcome_of(
+    profile: &Profile,
+    options: &ReconstructOptions,
+    sources: &HashMap<String, String>,
+    bytes: &[u8],
+    location: &str,
+) -> Outcome {
+    let record: Record = match serde_json::from_slice(bytes) {
+        Ok(record) => record,
+        Err(e) => return Outcome::Corrupt(e.to_string()),
+    };
+    if record.status != Status::Success {
+        return Outcome::NotSuccess;
+    }
+    if let Some(turn) = conversation::TurnRecord::of(&record, location) {
+        return Outcome::Turn(turn);
+    }
+    let source = sources.get(&record.id).cloned();
+    match row_of(profile, options, &record, source) {
+        Ok(row) => Outcome::Built(row),
+        Err(e) => Outcome::Failed(format!("{location} (id {}): {e}", record.id)),
+    }
+}
+
+/// Apply the policies and drop duplicate successes; count what is kept.
+fn keep(
+    config: &BuildConfig,
+    summary: &mut BuildSummary,
+    seen: &mut HashSet<u64>,
+    built: Vec<BuiltRow>,
+) -> Vec<Row> {
+    let counts = &mut summary.counts;
+    let mut rows = Vec::with_capacity(built.len());
+    for BuiltRow {
+        mut row,
+        server_ids,
+    } in built
+    {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        row.id.hash(&mut hasher);
+        if !seen.insert(hasher.finish()) {
+            counts.drop("duplicate_success");
+            continue;
+        }
+        match config.policies.apply(&mut row) {
+            Verdict::Drop(reason) => {
+                counts.drop(&reason);
+                continue;
+            }
+            Verdict::Cut => counts.cut += 1,
+            Verdict::Keep => {}
+        }
+        counts.samples += 1;
+        *counts
+            .per_fidelity_class
+            .entry(row.fidelity_class.name().to_string())
+            .or_default() += 1;
+        if server_ids {
+            counts.with_server_ids += 1;
+        } else {
+            counts.rebuilt_from_text += 1;
+        }
+        if row.turns > 1 {
+            counts.multi_turn += 1;
+        }
+        counts.prompt_tokens += u64::from(row.prompt_len);
+        counts.completion_tokens += u64::from(row.completion_len);
+        rows.push(row);
+    }
+    rows
+}
+
+type Written = Result<(Vec<ShardInfo>, Option<FileHash>), BuildError>;
+
+/// The writer thread: Parquet shards and the optional JSONL, in the order rows arrive.
+fn spawn_writer(
+    out: &Path,
+    limits: ShardLimits,
+    jsonl: bool,
+    rows: mpsc::Receiver<Vec<Row>>,
+) -> Result<std::thread::JoinHandle<Written>, BuildError> {
+    let out = out.to_path_buf();
+    std::thread::Builder::new()
+        .name("build-writer".into())
+        .spawn(move || {
+            let mut shards = shards::ShardWriter::new(&out, limits);
+            let jsonl_path = out.join(SAMPLES_JSONL);
+            let jsonl_partial = out.join(format!("{SAMPLES_JSONL}.partial"));
+            let mut jsonl_writer = if jsonl {
+                let file =
+                    File::create(&jsonl_partial).map_err(|e| BuildError::io(&jsonl_partial, e))?;
+                Some(BufWriter::with_capacity(1 << 20, file))
+            } else {
+                None
+            };
+            for batch in rows {
+                shards.write(&batch)?;
+                if let Some(w) = jsonl_writer.as_mut() {
+                    for row in &batch {
+                        serde_json::to_writer(&mut *w, row)
+                            .map_err(|e| BuildError::Writer(e.to_string()))?;
+                        w.write_all(b"\n")
+                            .map_err(|e| BuildError::io(&jsonl_partial, e))?;
+                    }
+                }
+            }
+            let shards = shards.finish()?;
+            let jsonl = match jsonl_writer {
+                Some(mut w) => {
+                    w.flush().map_err(|e| BuildError::io(&jsonl_partial, e))?;
+                    drop(w);
+                    std::fs::rename(&jsonl_partial, &jsonl_path)
+                        .map_err(|e| BuildError::io(&jsonl_path, e))?;
+                    Some(FileHash {
+                        file: SAMPLES_JSONL.to_string(),
+                        sha256: info::sha256_file(&jsonl_path)
+                            .map_err(|e| BuildError::io(&jsonl_path, e))?,
+                    })
+                }
+                None => None,
+            };
+            Ok((shards, jsonl))
+        })
+        .map_err(|e| BuildError::Writer(e.to_string()))
+}
+
+/// `prompts.jsonl` → prompt id → source.
+pub fn read_sources(path: &Path) -> Result<HashMap<String, String>, BuildError> {
+    #[derive(Deserialize)]
+    struct Line {
+        id: String,
+        #[serde(default)]
+        source: Option<String>,
+    }
+    let file = File::open(path).map_err(|e| BuildError::io(path, e))?;
+    let mut sources = HashMap::new();
+    for (index, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| BuildError::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: Line = serde_json::from_str(&line).map_err(|e| BuildError::BadInput {
+            path: path.display().to_string(),
+            line: index + 1,
+            message: format!("{e} (expected a prompt line with an `id`)"),
+        })?;
+        if let Some(source) = parsed.source {
+            sources.insert(parsed.id, source);
+        }
+    }
+    Ok(sources)
+}

@@ -1,0 +1,197 @@
+//! [`Row`]: one training sample as `build` writes it (the output contract in
+//! `tasks/FORMAT-samples.md`), and how one journal record becomes one.
+//!
+//! A record from `generate` goes through [`reconstruct`](crate::reconstruct::reconstruct), which
+//! renders the prompt and rebuilds the completion, and takes the server's own ids when the record
+//! has them. A record written by `draftgen import` already holds the model's ids (an earlier
+//! local generation): its ids are taken as they are, with no render involved.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::api::Completion;
+use crate::journal::Record;
+use crate::model::Profile;
+use crate::reconstruct::{
+    reconstruct, Fidelity, FidelityClass, Reason, ReconstructOptions, Request,
+};
+
+/// Endpoint label of records written by `draftgen import` (`import:FILE`).
+pub const IMPORT_ENDPOINT_PREFIX: &str = "import:";
+
+/// One sample, in the column order of the Parquet schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// The prompt id (multi-turn: the conversation's prompt id, one row per conversation).
+    pub id: String,
+    /// Prompt + completion (multi-turn: the whole conversation).
+    pub input_ids: Vec<u32>,
+    /// 0 on prompt, history and tool results; 1 on every model-produced token, end token included.
+    pub loss_mask: Vec<u8>,
+    /// Tokens before the first masked token.
+    pub prompt_len: u32,
+    /// Number of 1s in `loss_mask`.
+    pub completion_len: u32,
+    pub source: Option<String>,
+    pub provider: Option<String>,
+    pub finish_reason: Option<String>,
+    pub has_tool_calls: bool,
+    pub fidelity_class: FidelityClass,
+    pub fidelity_reasons: Vec<Reason>,
+    /// Assistant turns in the sample (1 unless multi-turn).
+    pub turns: u32,
+}
+
+impl Row {
+    /// A single-turn row: `prompt` then `completion`, masked on the completion.
+    pub fn single(
+        id: String,
+        prompt: Vec<u32>,
+        completion: &[u32],
+        fidelity: Fidelity,
+        meta: RowMeta,
+    ) -> Row {
+        let prompt_len = prompt.len();
+        let mut input_ids = prompt;
+        input_ids.extend_from_slice(completion);
+        let mut loss_mask = vec![0u8; prompt_len];
+        loss_mask.resize(input_ids.len(), 1);
+        Row {
+            id,
+            input_ids,
+            loss_mask,
+            prompt_len: prompt_len as u32,
+            completion_len: completion.len() as u32,
+            source: meta.source,
+            provider: meta.provider,
+            finish_reason: meta.finish_reason,
+            has_tool_calls: meta.has_tool_calls,
+            fidelity_class: fidelity.class,
+            fidelity_reasons: fidelity.reasons,
+            turns: 1,
+        }
+    }
+
+    /// Keep the first `max_len` tokens, ids and mask together, and recount the lengths.
+    pub fn cut(&mut self, max_len: usize) {
+        self.input_ids.truncate(max_len);
+        self.loss_mask.truncate(max_len);
+        self.recount();
+    }
+
+    /// `prompt_len` and `completion_len` from the mask.
+    pub fn recount(&mut self) {
+        self.prompt_len = self
+            .loss_mask
+            .iter()
+            .position(|&m| m == 1)
+            .unwrap_or(self.loss_mask.len()) as u32;
+        self.completion_len = self.loss_mask.iter().filter(|&&m| m == 1).count() as u32;
+    }
+}
+
+/// The descriptive columns of a row.
+#[derive(Debug, Clone, Default)]
+pub struct RowMeta {
+    pub source: Option<String>,
+    pub provider: Option<String>,
+    pub finish_reason: Option<String>,
+    pub has_tool_calls: bool,
+}
+
+/// A built row and where its ids came from.
+#[derive(Debug)]
+pub struct BuiltRow {
+    pub row: Row,
+    /// The completion ids are the server's own (returned with the answer, or imported).
+    pub server_ids: bool,
+}
+
+/// One successful record → one row. Errors are short reasons; the caller adds the location.
+pub fn row_of(
+    profile: &Profile,
+    options: &ReconstructOptions,
+    record: &Record,
+    source: Option<String>,
+) -> Result<BuiltRow, String> {
+    let response = record.response.as_ref().ok_or("no response body")?;
+    let completion = Completion::from_response(response).map_err(|e| e.to_string())?;
+    let meta = RowMeta {
+        source,
+        provider: record.provider.clone().or(completion.provider.clone()),
+        finish_reason: completion.finish_reason.clone(),
+        has_tool_calls: !completion.tool_calls.is_empty(),
+    };
+    if record.endpoint.starts_with(IMPORT_ENDPOINT_PREFIX) {
+        return imported_row(record, completion, meta);
+    }
+    let request: Request = serde_json::from_value(request_view(&record.request))
+        .map_err(|e| format!("request: {e}"))?;
+    let server_ids = completion.completion_token_ids.is_some();
+    let r = reconstruct(profile, &request, response, options).map_err(|e| e.to_string())?;
+    let row = Row::single(
+        record.id.clone(),
+        r.prompt_ids,
+        &r.completion_ids,
+        r.fidelity,
+        meta,
+    );
+    Ok(BuiltRow { row, server_ids })
+}
+
+/// An imported generation: the ids as recorded, nothing rebuilt.
+fn imported_row(
+    record: &Record,
+    completion: Completion,
+    meta: RowMeta,
+) -> Result<BuiltRow, String> {
+    let prompt = completion
+        .prompt_token_ids
+        .ok_or("imported record without prompt_token_ids")?;
+    let answer = completion
+        .completion_token_ids
+        .ok_or("imported record without completion token ids")?;
+    let mut fidelity = Fidelity::new(FidelityClass::ExactByServerIds);
+    fidelity.because(Reason::ServerIds);
+    let row = Row::single(record.id.clone(), prompt, &answer, fidelity, meta);
+    Ok(BuiltRow {
+        row,
+        server_ids: true,
+    })
+}
+
+/// The request as the server rendered it: the body's messages, its `tools` parameter (tools left
+/// in the system prompt were never declared to the template) and `chat_template_kwargs`.
+pub fn request_view(body: &Value) -> Value {
+    let mut view = serde_json::Map::new();
+    for key in ["messages", "tools", "chat_template_kwargs"] {
+        if let Some(value) = body.get(key).filter(|v| !v.is_null()) {
+            view.insert(key.to_string(), value.clone());
+        }
+    }
+    Value::Object(view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_truncates_ids_and_mask_together() {
+        let mut row = Row::single(
+            "a".into(),
+            vec![1, 2, 3],
+            &[4, 5, 6, 7],
+            Fidelity::new(FidelityClass::Unique),
+            RowMeta::default(),
+        );
+        assert_eq!(row.loss_mask, vec![0, 0, 0, 1, 1, 1, 1]);
+        assert_eq!((row.prompt_len, row.completion_len), (3, 4));
+        row.cut(5);
+        assert_eq!(row.input_ids, vec![1, 2, 3, 4, 5]);
+        assert_eq!(row.loss_mask, vec![0, 0, 0, 1, 1]);
+        assert_eq!((row.prompt_len, row.completion_len), (3, 2));
+        row.cut(2);
+        assert_eq!((row.prompt_len, row.completion_len), (2, 0));
+    }
+}

@@ -1,0 +1,186 @@
+//! `draftgen build`: a run directory → Parquet shards (+ `--jsonl`) and `build.json`.
+//!
+//! Exit codes: 0 every successful record became a sample or was dropped by a policy; 1 some
+//! records could not be built or journal lines were unreadable (the rest is written, the summary
+//! names them); 2 bad flags, no such run or model.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::model_args::ModelArgs;
+use super::UsageError;
+use crate::build::{
+    self, BuildConfig, BuildError, BuildSummary, LengthPolicy, OverLength, Policies, ShardLimits,
+};
+use crate::model::assets;
+
+#[derive(clap::Args)]
+#[command(after_help = "\
+Defaults: answers cut by max_tokens (finish_reason length) are kept; samples of fidelity class
+inconsistent are dropped and every other class kept; no maximum length.")]
+pub struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// The run directory written by `generate` (or `import`).
+    #[arg(long)]
+    run: PathBuf,
+    /// Output directory (created): samples-NNNNN.parquet, build.json, samples.jsonl with --jsonl.
+    #[arg(long)]
+    out: PathBuf,
+    /// Also write samples.jsonl (the same fields, one object per line).
+    #[arg(long)]
+    jsonl: bool,
+    /// prompts.jsonl of the run, to fill each sample's `source`.
+    #[arg(long)]
+    prompts: Option<PathBuf>,
+    /// Answers cut by max_tokens: keep or drop.
+    #[arg(long, value_enum, default_value = "keep")]
+    length: LengthPolicy,
+    /// Fidelity classes to drop, comma-separated (`none` keeps all): exact_by_server_ids, unique,
+    /// truncated_mid_character, ambiguous, lossy, inconsistent.
+    #[arg(long, default_value = "inconsistent")]
+    drop_class: String,
+    /// Maximum total tokens per sample (prompt + completion).
+    #[arg(long)]
+    max_len: Option<usize>,
+    /// Samples over --max-len: drop, or cut (ids and mask cut together).
+    #[arg(long, value_enum, default_value = "drop")]
+    over_length: OverLength,
+    /// The server put a space on each side of special tokens (when the run's manifest does not say).
+    #[arg(long)]
+    spaces_around_special_tokens: bool,
+    /// Journal records per batch (memory is bounded by a batch).
+    #[arg(long, default_value_t = 1024)]
+    batch: usize,
+    /// Rows per Parquet shard.
+    #[arg(long, default_value_t = 200_000)]
+    shard_rows: usize,
+    /// Rows per Parquet row group.
+    #[arg(long, default_value_t = 1024)]
+    row_group_rows: usize,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let drop_classes = Policies::parse_classes(&args.drop_class).map_err(UsageError)?;
+    if args.max_len == Some(0) || args.shard_rows == 0 || args.row_group_rows == 0 {
+        return Err(UsageError(
+            "--max-len, --shard-rows and --row-group-rows must be at least 1".into(),
+        )
+        .into());
+    }
+    let model_dir =
+        assets::resolve_model(&args.model.model).map_err(|e| UsageError(e.to_string()))?;
+    let profile = args.model.load()?;
+    let config = BuildConfig {
+        profile: &profile,
+        model_dir: &model_dir,
+        model_name: &args.model.model,
+        run: &args.run,
+        out: &args.out,
+        policies: Policies {
+            length: args.length,
+            drop_classes,
+            max_len: args.max_len,
+            over_length: args.over_length,
+        },
+        spaces_around_special_tokens: args.spaces_around_special_tokens,
+        prompts: args.prompts.as_deref(),
+        jsonl: args.jsonl,
+        batch: args.batch,
+        limits: ShardLimits {
+            rows_per_shard: args.shard_rows,
+            rows_per_group: args.row_group_rows,
+            ..ShardLimits::default()
+        },
+    };
+    let summary = match build::build(&config) {
+        Ok(summary) => summary,
+        Err(e @ (BuildError::NotARun(_) | BuildError::BadInput { .. })) => {
+            return Err(UsageError(e.to_string()).into())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    print_human(&summary, &config.policies);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    }
+    Ok(if summary.all_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_human(s: &BuildSummary, policies: &Policies) {
+    let c = &s.counts;
+    let dropped: u64 = c.dropped_by_reason.values().sum();
+    eprintln!(
+        "build: {} sample(s) from {} successful record(s), {} dropped; {} prompt + {} completion tokens",
+        c.samples, c.records, dropped, c.prompt_tokens, c.completion_tokens
+    );
+    if !c.dropped_by_reason.is_empty() {
+        let reasons: Vec<String> = c
+            .dropped_by_reason
+            .iter()
+            .map(|(reason, n)| format!("{reason}={n}"))
+            .collect();
+        eprintln!("  dropped: {}", reasons.join(" "));
+    }
+    let classes: Vec<String> = c
+        .per_fidelity_class
+        .iter()
+        .map(|(class, n)| format!("{class}={n}"))
+        .collect();
+    eprintln!("  kept by fidelity class: {}", classes.join(" "));
+    let dropped_classes: Vec<&str> = policies.drop_classes.iter().map(|c| c.name()).collect();
+    eprintln!(
+        "  policies: length answers {}, fidelity classes dropped: {}, max length {}",
+        match policies.length {
+            LengthPolicy::Keep => "kept",
+            LengthPolicy::Drop => "dropped",
+        },
+        if dropped_classes.is_empty() {
+            "none (all kept)".to_string()
+        } else {
+            format!("{} (all others kept)", dropped_classes.join(","))
+        },
+        match policies.max_len {
+            None => "none".to_string(),
+            Some(n) => format!(
+                "{n} ({} over it; {} cut)",
+                match policies.over_length {
+                    OverLength::Drop => "drop",
+                    OverLength::Cut => "cut",
+                },
+                c.cut
+            ),
+        }
+    );
+    if c.samples > 0 && c.with_server_ids == 0 {
+        eprintln!("  no record has server token ids: every sample was rebuilt from text");
+    } else if c.samples > 0 {
+        eprintln!(
+            "  {} sample(s) with the server's own ids, {} rebuilt from text",
+            c.with_server_ids, c.rebuilt_from_text
+        );
+    }
+    if c.multi_turn > 0 {
+        eprintln!("  {} multi-turn sample(s)", c.multi_turn);
+    }
+    for problem in &s.problems {
+        eprintln!("  error: {problem}");
+    }
+    if s.failures as usize > s.problems.len() {
+        eprintln!("  … and {} more", s.failures as usize - s.problems.len());
+    }
+    let files: Vec<&str> = s.shards.iter().map(|sh| sh.file.as_str()).collect();
+    eprintln!(
+        "  wrote {} ({}) and {}",
+        s.out.display(),
+        files.join(", "),
+        build::BUILD_JSON
+    );
+}

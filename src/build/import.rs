@@ -248,6 +248,7 @@ fn record_of(
         error: None,
         endpoint: endpoint.to_string(),
         http_status: None,
+        not_before_ms: None,
         provider: None,
         cost_usd: None,
         started_at: chrono::Utc::now().to_rfc3339(),

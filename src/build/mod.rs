@@ -34,9 +34,9 @@ use std::sync::mpsc;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::journal::{Record, Status, JOURNAL_DIR, MANIFEST_FILE};
+use crate::api::ServerKind;
+use crate::journal::{Record, RunDir, Status, JOURNAL_DIR, MANIFEST_FILE};
 use crate::model::Profile;
 use crate::reconstruct::ReconstructOptions;
 
@@ -75,56 +75,53 @@ impl BuildError {
     }
 }
 
-/// How the run's server shaped its text, from the run's `manifest.json` (fields read with
-/// defaults: a manifest written before they existed builds as a generic server).
+/// How the run's server shaped its text, as the run's `manifest.json` records it
+/// ([`crate::journal::Manifest::reconstruct_options`]: a manifest written before servers were
+/// recorded builds as a generic server).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
-    /// `request_options.server_kind` (or a top-level `server_kind`), when the manifest has one.
+    /// The server kind of the run's (first) endpoint.
     #[serde(default)]
-    pub server_kind: Option<String>,
+    pub server_kind: ServerKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
     /// The server puts a space on each side of special tokens (vLLM's
-    /// `spaces_between_special_tokens`): `spaces_around_special_tokens` at the manifest's top
-    /// level, under `reconstruct` or under `request_options`, or the `--spaces-around-special-tokens` flag.
+    /// `spaces_between_special_tokens`), as recorded, or the `--spaces-around-special-tokens` flag.
     #[serde(default)]
     pub spaces_around_special_tokens: bool,
+    /// The run's endpoints shape text differently; the first one's shape is used.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mixed_server_shapes: bool,
 }
 
 impl RunSettings {
     /// Read what the manifest says; a missing manifest gives the defaults.
     pub fn from_run(run: &Path) -> Result<RunSettings, BuildError> {
-        let path = run.join(MANIFEST_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RunSettings::default()),
-            Err(e) => return Err(BuildError::io(&path, e)),
+        let manifest = RunDir::new(run)
+            .read_manifest()
+            .map_err(|e| BuildError::BadInput {
+                path: run.join(MANIFEST_FILE).display().to_string(),
+                line: 0,
+                message: e.to_string(),
+            })?;
+        let Some(manifest) = manifest else {
+            return Ok(RunSettings::default());
         };
-        let manifest: Value = serde_json::from_str(&text).map_err(|e| BuildError::BadInput {
-            path: path.display().to_string(),
-            line: e.line(),
-            message: e.to_string(),
-        })?;
-        let find = |key: &str| {
-            [
-                manifest.get(key),
-                manifest.pointer(&format!("/reconstruct/{key}")),
-                manifest.pointer(&format!("/request_options/{key}")),
-            ]
-            .into_iter()
-            .flatten()
-            .find(|v| !v.is_null())
-            .cloned()
-        };
+        let options = manifest.reconstruct_options();
         Ok(RunSettings {
-            server_kind: find("server_kind").and_then(|v| v.as_str().map(str::to_string)),
-            spaces_around_special_tokens: find("spaces_around_special_tokens")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false),
+            server_kind: options.kind,
+            server_version: options.server_version,
+            spaces_around_special_tokens: options.spaces_around_special_tokens,
+            mixed_server_shapes: manifest.mixed_server_shapes(),
         })
     }
 
     pub fn reconstruct_options(&self) -> ReconstructOptions {
         ReconstructOptions {
             spaces_around_special_tokens: self.spaces_around_special_tokens,
+            kind: self.server_kind,
+            server_version: self.server_version.clone(),
+            ..ReconstructOptions::default()
         }
     }
 }

@@ -181,7 +181,7 @@ pub async fn run_with(
 /// [`run_with`] for prompts already compacted (the CLI reads them straight into a [`PromptList`]).
 pub async fn run_list(
     config: &RunConfig,
-    mut prompts: PromptList,
+    prompts: PromptList,
     run_dir: &Path,
     shutdown: Shutdown,
     options: RunOptions,
@@ -193,7 +193,7 @@ pub async fn run_list(
 /// run turn prompts under the manifest of the conversations, see [`turns`]).
 pub(crate) async fn run_list_as(
     config: &RunConfig,
-    prompts: PromptList,
+    mut prompts: PromptList,
     run_dir: &Path,
     shutdown: Shutdown,
     options: RunOptions,

@@ -2,6 +2,8 @@
 //! independent Python reference (`tests/data/prepare/expected.py`), malformed inputs, strict
 //! mode, sharding, limits, Parquet, and the CLI contract.
 
+mod common;
+
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,15 +14,7 @@ use draftgen::dataset::{
 };
 use serde_json::{json, Value};
 
-/// The shared sample datasets: `$DRAFTGEN_DATASETS`, else `datasets/` beside the shared assets.
-fn datasets() -> PathBuf {
-    if let Some(dir) = std::env::var_os("DRAFTGEN_DATASETS") {
-        return PathBuf::from(dir);
-    }
-    let assets = draftgen::model::assets::assets_root()
-        .expect("shared assets not found: set DRAFTGEN_ASSETS=/path/to/shared/assets");
-    assets.parent().unwrap().join("datasets")
-}
+use common::datasets;
 
 fn malformed_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/malformed")

@@ -12,9 +12,11 @@
 //! text). Every other difference is a failure. Where the server sends its ids, draftgen must use
 //! them and say that the text disagreed.
 
+mod common;
+
 use std::path::Path;
 
-use draftgen::model::{assets, LoadOptions, Profile};
+use draftgen::model::{LoadOptions, Profile};
 use draftgen::reconstruct::{reconstruct, ReconstructOptions, Request};
 use serde::Deserialize;
 use serde_json::Value;
@@ -43,8 +45,7 @@ fn exchanges() -> Vec<Exchange> {
 }
 
 fn smollm2() -> Profile {
-    let root =
-        assets::assets_root().expect("reference assets (DRAFTGEN_ASSETS or ../shared/assets)");
+    let root = common::assets();
     Profile::load(&root.join("smollm2-135m-instruct"), &LoadOptions::default())
         .expect("SmolLM2 profile")
 }

@@ -2,10 +2,12 @@
 //! (`tests/data/gen/make_reconstruct_cases.py`: tiktoken with the Kimi ranks, jinja2 renders of
 //! the real templates, transformers), in every response shape the servers send.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use draftgen::model::{assets, LoadOptions, Profile};
+use draftgen::model::{LoadOptions, Profile};
 use draftgen::reconstruct::{reconstruct, ReconstructOptions, Request};
 use serde::Deserialize;
 use serde_json::Value;
@@ -40,8 +42,7 @@ fn data_dir() -> PathBuf {
 }
 
 fn check_family(file: &str) {
-    let root =
-        assets::assets_root().expect("reference assets (DRAFTGEN_ASSETS or ../shared/assets)");
+    let root = common::assets();
     let text = std::fs::read_to_string(data_dir().join(file)).expect("case file");
     let mut profiles: HashMap<(String, String, Option<String>), Profile> = HashMap::new();
     let mut failures = Vec::new();
@@ -148,7 +149,7 @@ fn deepseek_v3() {
 /// input line, in order; a bad line gets an error line naming file:line and exit code 2.
 #[test]
 fn cli_reconstruct_contract() {
-    let root = assets::assets_root().expect("reference assets");
+    let root = common::assets();
     let text = std::fs::read_to_string(data_dir().join("kimi_k25.jsonl")).expect("cases");
     let cases: Vec<Case> = text
         .lines()

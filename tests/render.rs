@@ -5,7 +5,8 @@
 //! templates must render them through their native twins (`model/native.rs`), which a property
 //! test also holds to minijinja's output on random conversations.
 
-use draftgen::model::assets::assets_root;
+mod common;
+
 use draftgen::model::{
     Json, JsonRenderInput, LoadOptions, Profile, RenderInput, RenderPath, Tools,
 };
@@ -13,10 +14,7 @@ use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn assets() -> PathBuf {
-    assets_root()
-        .expect("shared assets not found: set DRAFTGEN_ASSETS or put them at ../shared/assets")
-}
+use common::assets;
 
 fn load(dir: &Path, profile: &str, template: Option<PathBuf>) -> Profile {
     Profile::load(
@@ -413,11 +411,12 @@ fn cli_render_reads_crlf_lines_and_reports_invalid_utf8() {
 /// A template that is not byte-identical to a known one renders through minijinja.
 #[test]
 fn other_templates_keep_the_template_path() {
-    let style = load(
-        &assets().join("kimi-k2.5"),
-        "kimi-k2.5",
-        Some(assets().join("templates/kimi-k2.5-style.jinja")),
-    );
+    // The Kimi K2 template with one more trailing newline: a template no native twin knows.
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("kimi-other.jinja");
+    let k2 = std::fs::read_to_string(assets().join("templates/kimi-k2.jinja")).unwrap();
+    std::fs::write(&other, format!("{k2}\n")).unwrap();
+    let style = load(&assets().join("kimi-k2.5"), "kimi-k2.5", Some(other));
     assert_eq!(style.native_renderer(), None);
     let messages = vec![json!({"role": "user", "content": "hi"})];
     let input = RenderInput {
@@ -434,7 +433,6 @@ fn other_templates_keep_the_template_path() {
         &std::fs::read_to_string(assets().join("qwen3/tokenizer_config.json")).unwrap(),
     )
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
     let edited = dir.path().join("qwen3.jinja");
     let source = config["chat_template"].as_str().unwrap();
     std::fs::write(&edited, format!("{source}\n")).unwrap();

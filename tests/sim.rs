@@ -2,6 +2,8 @@
 //! determinism by seed, schema-valid tool calls numbered across history, `max_tokens`, token ids,
 //! faults at their rates, and the account endpoints.
 
+mod common;
+
 use std::path::PathBuf;
 
 use draftgen::model::{LoadOptions, Profile, RenderInput, Tokenizer};
@@ -9,9 +11,7 @@ use draftgen::sim::{spawn, FaultKind, FaultRates, Flavor, SimConfig, SimHandle};
 use serde_json::{json, Value};
 
 fn kimi_dir() -> PathBuf {
-    draftgen::model::assets::assets_root()
-        .expect("shared assets (set DRAFTGEN_ASSETS or place ../shared/assets)")
-        .join("kimi-k2.5")
+    common::assets().join("kimi-k2.5")
 }
 
 fn weather_tools() -> Value {

@@ -3,16 +3,16 @@
 //! `tiktoken` / `tokenizers` (`tests/data/parity/`, made by `scripts/` on the refdata branch).
 //! Plus encode/decode round-trip properties and the `draftgen tokenize` CLI contract.
 
-use draftgen::model::{assets::assets_root, Tokenizer};
+mod common;
+
+use draftgen::model::Tokenizer;
 use proptest::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 
-fn assets() -> PathBuf {
-    assets_root().expect("shared assets not found: set DRAFTGEN_ASSETS")
-}
+use common::assets;
 
 fn load(name: &str) -> &'static Tokenizer {
     static KIMI: OnceLock<Tokenizer> = OnceLock::new();

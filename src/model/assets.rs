@@ -1,5 +1,11 @@
-//! Finding model directories: `DRAFTGEN_ASSETS`, then `../shared/assets`, then the Hugging Face
-//! hub cache, then a download from the hub.
+//! Finding model directories: `DRAFTGEN_ASSETS`, then `../shared/assets`, then (for the Kimi
+//! names) the Kimi K2.5 tokenizer built into the binary, then the Hugging Face hub cache, then a
+//! download from the hub.
+//!
+//! The Kimi K2.5 files (`assets/kimi-k2.5/`, Moonshot's Modified MIT licence) are embedded with
+//! `include_bytes!` so that `draftgen demo` and `--model kimi-k2.5` work offline on any machine;
+//! they are written once to `<cache>/draftgen/kimi-k2.5-<sha>/` because the loaders read
+//! directories.
 //!
 //! `--model` accepts a directory or a name, so users can write `--model kimi-k2.5` or
 //! `--model Qwen/Qwen3-8B` without knowing where the files live. Downloads go into the standard
@@ -12,22 +18,78 @@ use std::time::Duration;
 
 use super::ModelError;
 
-/// The directory holding the project's reference tokenizer files, if one is present:
-/// `$DRAFTGEN_ASSETS`, else `../shared/assets` beside the working directory or the crate.
+/// The directory holding the tests' reference tokenizer files, if one is present:
+/// `$DRAFTGEN_ASSETS`, else the cache `scripts/test` fills from the package registries
+/// ([`test_assets_cache`]`/assets`, once complete).
 pub fn assets_root() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("DRAFTGEN_ASSETS") {
-        let dir = PathBuf::from(dir);
-        if dir.is_dir() {
-            return Some(dir);
-        }
+    if let Some(dir) = std::env::var_os("DRAFTGEN_ASSETS").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir)).filter(|d| d.is_dir());
     }
-    let candidates = [
-        std::env::current_dir()
-            .ok()
-            .map(|d| d.join("../shared/assets")),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/assets")),
-    ];
-    candidates.into_iter().flatten().find(|d| d.is_dir())
+    let cached = test_assets_cache()?.join("assets");
+    cached.join(COMPLETE_STAMP).is_file().then_some(cached)
+}
+
+/// Where `scripts/test` keeps the reference files it fetches: `$DRAFTGEN_TEST_ASSETS_CACHE`,
+/// else `~/.cache/draftgen-test-assets` (`$XDG_CACHE_HOME` honoured). Holds `packages/` (the
+/// registry downloads), `assets/` and `datasets/` (the files the tests read).
+pub fn test_assets_cache() -> Option<PathBuf> {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    env("DRAFTGEN_TEST_ASSETS_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            env("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| dirs::home_dir().map(|home| home.join(".cache")))
+                .map(|cache| cache.join("draftgen-test-assets"))
+        })
+}
+
+/// Written last by `scripts/fetch_test_assets.py`, after every file's sha256 was checked.
+pub const COMPLETE_STAMP: &str = ".complete";
+
+/// The Kimi K2.5 tokenizer files built into the binary (`assets/kimi-k2.5/`, see its
+/// `SOURCE.md`): Moonshot's `tiktoken.model`, `tokenizer_config.json`, `config.json` and licence.
+const EMBEDDED_KIMI: &[(&str, &[u8])] = &[
+    (
+        "tiktoken.model",
+        include_bytes!("../../assets/kimi-k2.5/tiktoken.model"),
+    ),
+    (
+        "tokenizer_config.json",
+        include_bytes!("../../assets/kimi-k2.5/tokenizer_config.json"),
+    ),
+    (
+        "config.json",
+        include_bytes!("../../assets/kimi-k2.5/config.json"),
+    ),
+    ("LICENSE", include_bytes!("../../assets/kimi-k2.5/LICENSE")),
+];
+
+/// The embedded Kimi files as a directory under `cache` (`kimi-k2.5-<sha256 prefix>/`), written
+/// on first use; files already there with the right bytes are kept, others are replaced
+/// atomically, so concurrent first runs do not see half-written files.
+pub fn embedded_kimi_dir(cache: &Path) -> Result<PathBuf, String> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (name, bytes) in EMBEDDED_KIMI {
+        hasher.update(name.as_bytes());
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    let digest = hex::encode(hasher.finalize());
+    let dir = cache.join(format!("kimi-k2.5-{}", &digest[..16]));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for (name, bytes) in EMBEDDED_KIMI {
+        let path = dir.join(name);
+        if std::fs::read(&path).is_ok_and(|on_disk| on_disk == *bytes) {
+            continue;
+        }
+        let partial = dir.join(format!(".{name}.{}.partial", std::process::id()));
+        std::fs::write(&partial, bytes)
+            .and_then(|()| std::fs::rename(&partial, &path))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(dir)
 }
 
 /// A model name this project knows: its short names, its folder under the assets root and its
@@ -84,6 +146,9 @@ pub fn known_repo(name: &str) -> Option<&'static str> {
         .map(|m| m.repo)
 }
 
+/// The asset folder the embedded Kimi files stand in for.
+const EMBEDDED_KIMI_DIR: &str = "kimi-k2.5";
+
 /// Files a model directory needs (those the repository has are downloaded).
 const MODEL_FILES: &[&str] = &[
     "tokenizer_config.json",
@@ -104,6 +169,9 @@ pub struct Locations {
     pub endpoint: String,
     /// `HF_TOKEN`, sent as a bearer token for gated repositories; never printed.
     pub token: Option<String>,
+    /// Where the embedded Kimi files are written out (`None`: the Kimi names are not served from
+    /// the binary).
+    pub embedded_cache: Option<PathBuf>,
 }
 
 impl Locations {
@@ -133,18 +201,25 @@ impl Locations {
             .filter(|e| !e.is_empty())
             .unwrap_or_else(|| "https://huggingface.co".to_string());
         let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
+        let embedded_cache = Some(
+            dirs::cache_dir()
+                .unwrap_or_else(std::env::temp_dir)
+                .join("draftgen"),
+        );
         Self {
             asset_roots,
             hub_cache,
             endpoint: endpoint.trim_end_matches('/').to_string(),
             token,
+            embedded_cache,
         }
     }
 }
 
 /// Resolve `--model`: an existing path is itself; a known short name (`kimi-k2.5`, `qwen3`, …)
 /// or a Hugging Face repo id (`Qwen/Qwen3-8B`, optionally `@REVISION`) is looked up in the
-/// asset roots, then the hub cache, then downloaded into the hub cache.
+/// asset roots, then (Kimi names) the embedded Kimi K2.5 files, then the hub cache, then
+/// downloaded into the hub cache.
 pub fn resolve_model(spec: &str) -> Result<PathBuf, ModelError> {
     resolve_model_in(spec, &Locations::from_env())
 }
@@ -172,6 +247,18 @@ pub fn resolve_model_in(spec: &str, locations: &Locations) -> Result<PathBuf, Mo
         let shown = candidate.display().to_string();
         if !looked_in.contains(&shown) {
             looked_in.push(shown);
+        }
+    }
+    // Kimi K2, K2-Thinking and K2.5 share one vocabulary: the embedded files serve all three
+    // offline (only the full-precision hub repos would add a chat template, which draftgen's
+    // Kimi profiles do not need).
+    if let (Some(cache), Some(true)) = (
+        &locations.embedded_cache,
+        known.map(|m| m.asset_dir == EMBEDDED_KIMI_DIR),
+    ) {
+        match embedded_kimi_dir(cache) {
+            Ok(dir) => return Ok(dir),
+            Err(why) => looked_in.push(format!("the built-in Kimi files ({why})")),
         }
     }
     let repo = match known {
@@ -372,6 +459,7 @@ mod tests {
             hub_cache: Some(dir.join("hub")),
             endpoint: format!("http://127.0.0.1:{port}"),
             token: Some("hf_secret_test_token".into()),
+            embedded_cache: None,
         }
     }
 
@@ -432,6 +520,46 @@ mod tests {
         assert!(err.contains("HF_TOKEN"), "{err}");
         assert!(err.contains("acme/NoSuchModel"), "{err}");
         assert!(!err.contains("hf_secret_test_token"), "{err}");
+    }
+
+    /// With nothing on disk and no hub, the Kimi names come from the binary: the very files in
+    /// `assets/kimi-k2.5/`, written once and reused.
+    #[test]
+    fn kimi_names_resolve_to_the_embedded_files_offline() {
+        let dir = tempfile::tempdir().unwrap();
+        let locations = Locations {
+            embedded_cache: Some(dir.path().join("embedded")),
+            ..offline(dir.path())
+        };
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/kimi-k2.5");
+        let mut first = None;
+        for name in [
+            "kimi-k2.5",
+            "kimi-k2",
+            "kimi-k2-thinking",
+            "moonshotai/Kimi-K2.5",
+        ] {
+            let got = resolve_model_in(name, &locations).unwrap();
+            assert!(
+                got.starts_with(dir.path().join("embedded")),
+                "{name}: {got:?}"
+            );
+            for file in [
+                "tiktoken.model",
+                "tokenizer_config.json",
+                "config.json",
+                "LICENSE",
+            ] {
+                assert_eq!(
+                    std::fs::read(got.join(file)).unwrap(),
+                    std::fs::read(repo.join(file)).unwrap(),
+                    "{name}: {file}"
+                );
+            }
+            assert_eq!(first.get_or_insert_with(|| got.clone()), &got);
+        }
+        // Not the other families: they still need their files.
+        assert!(resolve_model_in("qwen3", &locations).is_err());
     }
 
     #[test]

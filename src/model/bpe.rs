@@ -20,6 +20,7 @@
 use regex_automata::util::pool::Pool;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tokenizers::{NormalizedString, Normalizer as _};
 use unicode_normalization_alignments::{
@@ -267,71 +268,138 @@ impl FastBpe {
     }
 }
 
-/// Hugging Face's `Word::merge_all` without dropout: a heap of candidate merges ordered by
-/// (rank, position), stale entries skipped when the pair at their position changed. With
-/// `merges` = every split of a tiktoken token into two tokens → (its rank, its id), this is
-/// also tiktoken's byte-pair merge (lowest-rank adjacent pair first, leftmost on ties).
-/// `O(n log n)`, and pairs of ids hash far faster than tiktoken-rs's byte slices.
+/// The byte-pair merge of a long piece: repeatedly merge the adjacent pair of lowest rank,
+/// leftmost on ties — Hugging Face's `Word::merge_all` without dropout, and with `merges` =
+/// every split of a tiktoken token into two tokens → (its rank, its id), tiktoken's merge.
+///
+/// `O(n log n)` over a linked list of symbols and a min-heap of packed `(rank, position)` keys
+/// (8 bytes each). Each position remembers the rank and result of its current candidate, so a
+/// popped key is stale exactly when that rank changed, and no map lookup is needed to tell.
+/// Lookups go through a small direct-mapped [`PairCache`] first: the long pieces (runs of one
+/// character, whitespace, repeated words) ask for the same few pairs thousands of times, and
+/// the full pair map, megabytes large, misses the CPU cache on every lookup.
 pub(crate) fn merge_long(
     symbols: &[u32],
     merges: &FxHashMap<(u32, u32), (u32, u32)>,
     ids: &mut Vec<u32>,
 ) {
-    #[derive(PartialEq, Eq)]
-    struct Candidate {
-        rank: u32,
-        pos: usize,
-        merged: u32,
-    }
-    impl Ord for Candidate {
-        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-            // Max-heap: the lowest rank, then the lowest position, on top.
-            other.rank.cmp(&self.rank).then(other.pos.cmp(&self.pos))
-        }
-    }
-    impl PartialOrd for Candidate {
-        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-            Some(self.cmp(other))
-        }
-    }
+    const NONE: u32 = u32::MAX;
     let n = symbols.len();
-    let mut id: Vec<u32> = symbols.to_vec();
-    let mut alive = vec![true; n];
-    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-    let mut next: Vec<usize> = (1..=n).collect();
-    let mut heap = BinaryHeap::with_capacity(n);
-    let candidate = |pos: usize, left: u32, right: u32| {
-        merges
-            .get(&(left, right))
-            .map(|&(rank, merged)| Candidate { rank, pos, merged })
+    let Ok(n32) = u32::try_from(n) else {
+        // Four billion symbols in one piece: never from a real text; keep the answer exact.
+        return merge_long_plain(symbols, merges, ids);
     };
-    for i in 0..n - 1 {
-        heap.extend(candidate(i, id[i], id[i + 1]));
+    if n < 2 {
+        ids.extend_from_slice(symbols);
+        return;
     }
-    while let Some(top) = heap.pop() {
-        let right = next[top.pos];
-        if !alive[top.pos] || right >= n {
-            continue;
-        }
-        // Stale if the pair there now merges into something else.
-        if merges.get(&(id[top.pos], id[right])).map(|m| m.1) != Some(top.merged) {
-            continue;
-        }
-        id[top.pos] = top.merged;
-        alive[right] = false;
-        next[top.pos] = next[right];
-        if next[right] < n {
-            prev[next[right]] = top.pos;
-        }
-        let left = prev[top.pos];
-        if left < n {
-            heap.extend(candidate(left, id[left], id[top.pos]));
-        }
-        if next[top.pos] < n {
-            heap.extend(candidate(top.pos, id[top.pos], id[next[top.pos]]));
+    let mut id = symbols.to_vec();
+    // Neighbours in the list (`n32`: none on the right, `NONE`: none on the left).
+    let mut next: Vec<u32> = (1..=n32).collect();
+    let mut prev: Vec<u32> = (0..n32).map(|i| i.wrapping_sub(1)).collect();
+    // The candidate merge of the pair starting at each live position: rank (`NONE`: none) and
+    // the merged id.
+    let mut rank = vec![NONE; n];
+    let mut merged = vec![0u32; n];
+    let mut cache = PairCache::new(merges);
+    let mut heap: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(n);
+    let key = |rank: u32, pos: usize| Reverse((u64::from(rank) << 32) | pos as u64);
+
+    for pos in 0..n - 1 {
+        if let Some((r, m)) = cache.get(id[pos], id[pos + 1]) {
+            rank[pos] = r;
+            merged[pos] = m;
+            heap.push(key(r, pos));
         }
     }
-    ids.extend((0..n).filter(|&i| alive[i]).map(|i| id[i]));
+    while let Some(Reverse(top)) = heap.pop() {
+        let (top_rank, pos) = ((top >> 32) as u32, (top & u64::from(u32::MAX)) as usize);
+        if rank[pos] != top_rank {
+            continue; // stale: the pair at `pos` changed (or `pos` was merged away)
+        }
+        // Merge `pos` with its right neighbour, which exists since `pos` has a candidate.
+        let right = next[pos] as usize;
+        id[pos] = merged[pos];
+        rank[right] = NONE;
+        let after = next[right];
+        next[pos] = after;
+        if after < n32 {
+            prev[after as usize] = pos as u32;
+        }
+        // The pairs that changed: (pos, after) and (left, pos).
+        for at in [pos as u32, prev[pos]] {
+            if at == NONE {
+                continue;
+            }
+            let at = at as usize;
+            let right = next[at];
+            rank[at] = NONE;
+            if right < n32 {
+                if let Some((r, m)) = cache.get(id[at], id[right as usize]) {
+                    rank[at] = r;
+                    merged[at] = m;
+                    heap.push(key(r, at));
+                }
+            }
+        }
+    }
+    let mut pos = 0;
+    while pos < n {
+        ids.push(id[pos]);
+        pos = next[pos] as usize;
+    }
+}
+
+/// The quadratic merge (the rule [`merge_long`] implements, and what it is tested against).
+fn merge_long_plain(
+    symbols: &[u32],
+    merges: &FxHashMap<(u32, u32), (u32, u32)>,
+    ids: &mut Vec<u32>,
+) {
+    let mut symbols = symbols.to_vec();
+    loop {
+        let best = symbols
+            .windows(2)
+            .enumerate()
+            .filter_map(|(i, pair)| merges.get(&(pair[0], pair[1])).map(|&(r, m)| (r, i, m)))
+            .min();
+        let Some((_, i, merged)) = best else { break };
+        symbols[i] = merged;
+        symbols.remove(i + 1);
+    }
+    ids.extend_from_slice(&symbols);
+}
+
+/// A direct-mapped cache in front of the pair map: 1,024 entries (16 KiB, in L1), each the
+/// last pair that hashed there and its answer. Exact: a miss asks the map.
+struct PairCache<'m> {
+    merges: &'m FxHashMap<(u32, u32), (u32, u32)>,
+    /// `(left << 32 | right, answer)`; `u64::MAX` marks an empty slot (no id is `u32::MAX`
+    /// twice over: ids index vocabularies far smaller).
+    slots: Vec<(u64, Option<(u32, u32)>)>,
+}
+
+impl<'m> PairCache<'m> {
+    const BITS: u32 = 10;
+
+    fn new(merges: &'m FxHashMap<(u32, u32), (u32, u32)>) -> Self {
+        Self {
+            merges,
+            slots: vec![(u64::MAX, None); 1 << Self::BITS],
+        }
+    }
+
+    #[inline]
+    fn get(&mut self, left: u32, right: u32) -> Option<(u32, u32)> {
+        let pair = (u64::from(left) << 32) | u64::from(right);
+        // Fibonacci hashing: the top bits of the product.
+        let slot = (pair.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - Self::BITS)) as usize;
+        let entry = &mut self.slots[slot];
+        if entry.0 != pair {
+            *entry = (pair, self.merges.get(&(left, right)).copied());
+        }
+        entry.1
+    }
 }
 
 /// What a thread keeps between encodes with one encoder: the word cache and merge scratch.
@@ -426,9 +494,11 @@ fn split_patterns(pre: &Value) -> Option<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
+    use super::{merge_long, merge_long_plain};
     use crate::model::assets::assets_root;
     use crate::model::Tokenizer;
     use proptest::prelude::*;
+    use rustc_hash::FxHashMap;
     use std::sync::OnceLock;
 
     /// Qwen3 (NFC, one split) and DeepSeek-V3 (three splits, normalized added tokens); `None`
@@ -477,6 +547,57 @@ mod tests {
             "'s 'T 'Re can't I'LL",
         ] {
             same_as_hf_crate(text);
+        }
+    }
+
+    /// A merge table over a 4-symbol alphabet where every pair and many longer runs merge,
+    /// with ranks chosen so ties, overlaps and chains all happen.
+    fn toy_merges() -> FxHashMap<(u32, u32), (u32, u32)> {
+        let mut merges = FxHashMap::default();
+        for (rank, (left, right)) in [
+            (0, 0),
+            (1, 1),
+            (0, 1),
+            (4, 4),
+            (2, 3),
+            (5, 5),
+            (3, 3),
+            (4, 0),
+            (1, 0),
+            (6, 2),
+            (8, 8),
+            (7, 1),
+            (0, 2),
+            (9, 3),
+            (2, 2),
+            (5, 6),
+            (10, 4),
+            (12, 12),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let rank = rank as u32;
+            merges.insert((left, right), (rank * 7 % 19, 4 + rank));
+        }
+        merges
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// The heap merge (with its pair cache) equals the plain quadratic merge.
+        #[test]
+        fn merge_long_equals_the_plain_merge(
+            symbols in prop::collection::vec(0u32..4, 0..200),
+            run in 0usize..300,
+        ) {
+            let merges = toy_merges();
+            let mut symbols = symbols;
+            symbols.extend(std::iter::repeat_n(0, run));
+            let (mut fast, mut plain) = (Vec::new(), Vec::new());
+            merge_long(&symbols, &merges, &mut fast);
+            merge_long_plain(&symbols, &merges, &mut plain);
+            prop_assert_eq!(fast, plain);
         }
     }
 

@@ -196,6 +196,7 @@ fn looked_in_lists_each_folder_once() {
         hub_cache: None,
         endpoint: "http://127.0.0.1:9".into(),
         token: None,
+        embedded_cache: None,
     };
     let err = resolve_model_in("qwen3", &locations)
         .unwrap_err()

@@ -107,7 +107,6 @@ enum Turns {
     All,
 }
 
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut config = match &args.config {
         Some(path) => RunConfig::from_file(path).map_err(|e| UsageError(e.to_string()))?,

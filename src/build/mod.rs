@@ -175,7 +175,7 @@ enum Outcome {
     Failed(String),
     Built(BuiltRow),
     /// One turn of a multi-turn conversation, waiting for its conversation's other turns.
-    Turn(conversation::TurnRecord),
+    Turn(Box<conversation::TurnRecord>),
 }
 
 /// Build the samples of a run.
@@ -246,7 +246,7 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
                     }
                     Outcome::Turn(turn) => {
                         summary.counts.records += 1;
-                        pending.add(turn);
+                        pending.add(*turn);
                     }
                 }
             }
@@ -329,7 +329,7 @@ fn outcome_of(
         return Outcome::NotSuccess;
     }
     if let Some(turn) = conversation::TurnRecord::of(&record, location) {
-        return Outcome::Turn(turn);
+        return Outcome::Turn(Box::new(turn));
     }
     let source = sources.get(&record.id).cloned();
     match row_of(profile, options, &record, source) {

@@ -4,7 +4,7 @@
 //! Merging rules (the ones OpenAI's SDKs and K2-Vendor-Verifier use, generalized so a server's own
 //! fields survive): string fields of `delta` are concatenated under the name the server used
 //! (`content`, `reasoning` or `reasoning_content`, `refusal`); `tool_calls` are accumulated per
-//! `index` with `arguments` concatenated and `id`/`name`/`type` taken as sent; `reasoning_details`
+//! `index` (kept on each call) with `arguments` concatenated and `id`/`name`/`type` taken as sent; `reasoning_details`
 //! are merged by their `index` with `text`/`summary`/`data` concatenated; per-choice `token_ids`
 //! (vLLM) and `logprobs` lists are concatenated; `finish_reason`, `native_finish_reason` and other
 //! choice fields keep their last non-null value; top-level fields (`id`, `model`, `provider`,
@@ -223,8 +223,11 @@ fn merge_tool_call(acc: &mut Map<String, Value>, call: &Value) {
     };
     for (key, value) in obj {
         match key.as_str() {
-            // Position is implied by order in the assembled list, as in a non-streamed answer.
-            "index" => {}
+            // Kept as the server first sent it (the list is in index order anyway): an audit
+            // of the stream checks each call's numbering.
+            "index" => {
+                acc.entry("index").or_insert_with(|| value.clone());
+            }
             "function" => {
                 let function = acc
                     .entry("function")
@@ -323,8 +326,8 @@ mod tests {
         assert_eq!(
             out["choices"][0]["message"]["tool_calls"],
             json!([
-                {"id": "functions.a:0", "type": "function", "function": {"name": "a", "arguments": "{\"x\": 1}"}},
-                {"id": "functions.b:1", "type": "function", "function": {"name": "b", "arguments": "{}"}}
+                {"index": 0, "id": "functions.a:0", "type": "function", "function": {"name": "a", "arguments": "{\"x\": 1}"}},
+                {"index": 1, "id": "functions.b:1", "type": "function", "function": {"name": "b", "arguments": "{}"}}
             ])
         );
         assert_eq!(out["choices"][0]["finish_reason"], "tool_calls");

@@ -145,7 +145,16 @@ pub fn check_completion(response: &Value) -> Result<(), ApiError> {
     // fell where the server shows nothing yet (SGLang inside the tool section answers
     // `content: ""`, no calls, finish `length`). Retrying would bill the same cut again; the
     // reconstruction says how certain its ids are.
-    if is_empty_answer(message) && finish_reason != Some("length") {
+    // Likewise an answer of one token that stopped: the model sampled its end-of-turn token
+    // first (vLLM then answers `content: ""`, finish `stop`, `completion_tokens: 1`; seen in the
+    // corpus made with vLLM's own code). Only a single token: more tokens with nothing shown are
+    // hidden or lost output, which a retry may get.
+    let ended_at_once = finish_reason == Some("stop")
+        && response
+            .pointer("/usage/completion_tokens")
+            .and_then(Value::as_u64)
+            == Some(1);
+    if is_empty_answer(message) && finish_reason != Some("length") && !ended_at_once {
         let finish = choice
             .get("finish_reason")
             .map_or_else(|| "none".to_string(), Value::to_string);
@@ -248,6 +257,23 @@ pub fn quote(s: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// vLLM 0.33.0's own answer when the model's first token is its end token
+    /// (tests/data/server_shapes/deepseek_v3.jsonl, `random_mix/002`): a real answer. The same
+    /// with more tokens, or none counted, stays a retryable empty answer.
+    #[test]
+    fn an_answer_of_only_the_end_token_is_not_empty_answer() {
+        let answer = |tokens: u64| {
+            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": ""},
+                                "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 16, "completion_tokens": tokens}})
+        };
+        assert!(check_completion(&answer(1)).is_ok());
+        for tokens in [0, 2, 500] {
+            let err = check_completion(&answer(tokens)).unwrap_err();
+            assert_eq!(err.class, ErrorClass::EmptyAnswer, "{tokens}");
+        }
+    }
 
     #[test]
     fn statuses_map_to_classes() {

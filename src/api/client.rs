@@ -95,6 +95,9 @@ pub struct RawChatOutcome {
     pub latency_ms: u64,
     /// OpenRouter `X-Generation-Id`, if sent.
     pub generation_id: Option<String>,
+    /// A streamed answer's SSE `data` payloads as received (key scrubbed), when the client keeps
+    /// them ([`ClientConfig::keep_stream_chunks`]); `[DONE]` is not among them.
+    pub chunks: Option<Vec<String>>,
 }
 
 /// How the shared client is built.
@@ -118,6 +121,8 @@ pub struct ClientConfig {
     pub proxies: Proxies,
     /// PEM certificates trusted as roots besides the webpki ones (a private CA).
     pub extra_ca_pem: Option<Vec<u8>>,
+    /// Keep each streamed answer's raw chunks in [`RawChatOutcome::chunks`] (`--keep-stream`).
+    pub keep_stream_chunks: bool,
 }
 
 impl Default for ClientConfig {
@@ -133,6 +138,7 @@ impl Default for ClientConfig {
             title: None,
             proxies: Proxies::from_env(),
             extra_ca_pem: None,
+            keep_stream_chunks: false,
         }
     }
 }
@@ -152,6 +158,7 @@ pub enum BuildError {
 #[derive(Clone, Debug)]
 pub struct Client {
     transport: Arc<Transport>,
+    keep_stream_chunks: bool,
 }
 
 impl Client {
@@ -181,6 +188,7 @@ impl Client {
                     .map_err(|e| BuildError::Ca(e.to_string()))?
             }
         };
+        let keep_stream_chunks = config.keep_stream_chunks;
         let transport = Transport::new(
             Settings {
                 user_agent: config.user_agent,
@@ -197,6 +205,7 @@ impl Client {
         )?;
         Ok(Client {
             transport: Arc::new(transport),
+            keep_stream_chunks,
         })
     }
 
@@ -354,15 +363,23 @@ impl Client {
         }
 
         let key = endpoint.api_key.as_ref();
+        let mut chunks = None;
         let (response, facts, first_byte_at) = if is_stream {
+            let mut kept = self.keep_stream_chunks.then(Vec::new);
             // Boxed: the decoder and assembler should not size every request's future.
-            let (mut value, first) = Box::pin(read_stream(&mut answer, &deadlines))
+            let (mut value, first) = Box::pin(read_stream(&mut answer, &deadlines, kept.as_mut()))
                 .await
                 .map_err(|e| e.with_status(status))?;
             drop(answer);
             if let Some(key) = key {
                 key.scrub_json(&mut value);
+                for chunk in kept.iter_mut().flatten() {
+                    if let Some(scrubbed) = key.scrub_json_bytes(chunk.as_bytes()) {
+                        *chunk = String::from_utf8_lossy(&scrubbed).into_owned();
+                    }
+                }
             }
+            chunks = kept;
             classify::check_completion(&value).map_err(|e| {
                 e.with_status(status)
                     .with_retry_after(None)
@@ -393,6 +410,7 @@ impl Client {
             first_byte_ms: Some(millis(first_byte_at - start)),
             latency_ms: millis(start.elapsed()),
             generation_id,
+            chunks,
         })
     }
 }
@@ -536,9 +554,11 @@ async fn read_all(answer: &mut Answer, deadlines: &Deadlines) -> Result<Vec<u8>,
 }
 
 /// Decode an SSE body into one assembled completion; also returns when the first data event came.
+/// With `kept`, every chunk's `data` payload is also kept there as received.
 async fn read_stream(
     answer: &mut Answer,
     deadlines: &Deadlines,
+    mut kept: Option<&mut Vec<String>>,
 ) -> Result<(Value, Instant), ApiError> {
     let mut decoder = SseDecoder::new();
     let mut assembler = ChunkAssembler::new();
@@ -597,6 +617,9 @@ async fn read_stream(
                 .with_body(partial(&assembler))
             })?;
             assembler.push(&chunk);
+            if let Some(kept) = kept.as_deref_mut() {
+                kept.push(data.to_string());
+            }
             if chunk.get("error").is_some_and(|e| !e.is_null()) {
                 let so_far = partial(&assembler);
                 return Err(classify::mid_stream_error(&chunk, so_far.as_ref()).with_body(so_far));

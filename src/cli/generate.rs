@@ -71,6 +71,11 @@ pub struct Args {
     /// Stream answers (SSE).
     #[arg(long)]
     stream: bool,
+    /// With streaming: also keep each answer's raw SSE chunks, compressed, in the run's
+    /// streams.zst (one zstd frame per answer, keyed by prompt id and attempt; `zstd -dc` gives
+    /// JSON lines), for auditing what the stream itself looked like.
+    #[arg(long)]
+    keep_stream: bool,
     /// Store the server's own completion ids with each record (vLLM/SGLang `return_token_ids`,
     /// llama.cpp `return_tokens` + `verbose`; SGLang and llama.cpp only without --stream).
     #[arg(long)]
@@ -156,6 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = RunOptions {
         progress: args.progress,
         plain_every: Duration::from_secs_f64(args.progress_every.max(0.1)),
+        keep_stream: args.keep_stream,
     };
     // One thread drives every request: they mostly wait, and a second runtime worker only added
     // futex wake-ups and work stealing (0.36 vs 0.46 CPU-s for 10,000 requests, BENCHMARKS.md).

@@ -2,12 +2,15 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::model_args::{implied_profile, request_model_name};
 use crate::cli::UsageError;
 use crate::model::assets;
-use crate::sim::{CapacityConfig, FaultKind, FaultRates, Flavor, Latency, SimConfig, Simulator};
+use crate::sim::{
+    CapacityConfig, FaultKind, FaultRates, Flavor, Latency, Replay, SimConfig, Simulator,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -84,6 +87,16 @@ pub struct Args {
     /// second's worth), 429 + Retry-After beyond.
     #[arg(long, value_name = "R")]
     capacity_rps: Option<f64>,
+    /// Answer every chat completion with a recorded response instead of writing one: a JSONL
+    /// file of recorded exchanges (tests/data/server_shapes/*.jsonl: `request` plus the server's
+    /// `response` or stream `chunks`), matched on messages, tools, chat_template_kwargs, stream,
+    /// spaces_between_special_tokens and return_token_ids; 404 when nothing matches.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<PathBuf>,
+    /// With --replay: only the recordings of this server shape, e.g. vllm-0.33.0/stream/spaces
+    /// (kind-version/stream|nonstream/spaces|nospaces[/token_ids]).
+    #[arg(long, value_name = "NAME", requires = "replay")]
+    replay_shape: Option<String>,
 }
 
 impl Args {
@@ -153,8 +166,28 @@ impl Args {
             hang: Duration::from_secs(self.hang_secs),
             retry_after_secs: self.retry_after,
             capacity: self.capacity()?,
+            replay: self.replay()?,
             ..SimConfig::default()
         })
+    }
+
+    fn replay(&self) -> Result<Option<Arc<Replay>>, UsageError> {
+        let Some(path) = &self.replay else {
+            return Ok(None);
+        };
+        let replay = Replay::load(path, self.replay_shape.as_deref())
+            .map_err(|e| UsageError(e.to_string()))?;
+        eprintln!(
+            "draftgen sim: replaying {} recorded answer(s) from {} (shapes: {}){}",
+            replay.len(),
+            path.display(),
+            replay.shapes().join(", "),
+            match replay.repeated() {
+                0 => String::new(),
+                n => format!("; {n} recording(s) repeat an earlier request: such requests are answered in turn, in file order"),
+            }
+        );
+        Ok(Some(Arc::new(replay)))
     }
 
     fn capacity(&self) -> Result<Option<CapacityConfig>, UsageError> {

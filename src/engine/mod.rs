@@ -93,6 +93,8 @@ pub struct RunOptions {
     pub progress: ProgressMode,
     /// Interval of plain progress lines.
     pub plain_every: Duration,
+    /// Keep every streamed answer's raw chunks in the run's `streams.zst` (`--keep-stream`).
+    pub keep_stream: bool,
 }
 
 impl Default for RunOptions {
@@ -100,6 +102,7 @@ impl Default for RunOptions {
         RunOptions {
             progress: ProgressMode::Auto,
             plain_every: Duration::from_secs(10),
+            keep_stream: false,
         }
     }
 }
@@ -270,9 +273,23 @@ pub(crate) async fn run_list_as(
 
     let client = Client::new(ClientConfig {
         connect_timeout: Duration::from_secs_f64(config.timeouts.connect_s),
+        keep_stream_chunks: options.keep_stream,
         ..ClientConfig::default()
     })
     .map_err(|e| EngineError::Client(e.to_string()))?;
+    let streams = if options.keep_stream {
+        let log = crate::journal::streams::StreamLog::open(run_dir).map_err(|e| {
+            EngineError::Runtime(format!(
+                "cannot open {}: {e}",
+                run_dir
+                    .join(crate::journal::streams::STREAMS_FILE)
+                    .display()
+            ))
+        })?;
+        Some(log)
+    } else {
+        None
+    };
 
     let mut prices = PriceTable::from_config(&config.budget);
     if prices.is_none() && config.budget.max_cost_usd.is_some() && !pending.is_empty() {
@@ -352,6 +369,7 @@ pub(crate) async fn run_list_as(
         shutdown: shutdown.clone(),
         records: writer.sender(),
         keys: keys.clone(),
+        streams,
     });
     scheduler::schedule(ctx.clone(), pending, config.grace()).await;
     let limiter_end = (ctx.limiter.limit(), ctx.limiter.decreases());

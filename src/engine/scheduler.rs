@@ -57,6 +57,8 @@ pub(crate) struct Ctx {
     pub records: RecordSender,
     /// Every key of the run, to scrub from anything shown to the user.
     pub keys: Vec<ApiKey>,
+    /// `--keep-stream`: where streamed answers' raw chunks go.
+    pub streams: Option<crate::journal::streams::StreamLog>,
 }
 
 /// A prompt to run and the `attempt` number its first try this session carries.
@@ -254,7 +256,15 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
             started_at: started_at.to_rfc3339(),
         };
         let (encoded, next) = match result {
-            Ok(outcome) => (success_record(&ctx, &head, outcome), None),
+            Ok(mut outcome) => {
+                if let (Some(log), Some(chunks)) = (&ctx.streams, outcome.chunks.take()) {
+                    // Auditing data only: a failed write is said, never fatal to the run.
+                    if let Err(e) = log.append(head.id, head.attempt, &chunks) {
+                        tracing::warn!("--keep-stream: cannot append to streams.zst: {e}");
+                    }
+                }
+                (success_record(&ctx, &head, outcome), None)
+            }
             Err(err) => {
                 let next = ctx.retry.next(err.class, n, err.retry_after);
                 let record = failure_record(&ctx, &head, &err, latency_ms);

@@ -199,8 +199,12 @@ impl Manifest {
 // fields are coming); each new field that a `ServerShape` knows belongs here.
 #[allow(clippy::needless_update)]
 fn reconstruct_options_for(server: &ServerShape) -> ReconstructOptions {
+    // All of the shape: without the kind and version, `build` checked every answer against the
+    // generic shape (found by tests/replay_e2e.rs: vLLM cuts classed `unique`, wrong).
     ReconstructOptions {
         spaces_around_special_tokens: server.spaces_around_special_tokens,
+        kind: server.kind,
+        server_version: server.version.clone(),
         ..ReconstructOptions::default()
     }
 }
@@ -266,6 +270,11 @@ mod tests {
         };
         let one = manifest(0.6).with_servers(vec![shape("a", true)]);
         assert!(one.reconstruct_options().spaces_around_special_tokens);
+        assert_eq!(one.reconstruct_options().kind, ServerKind::Vllm);
+        assert_eq!(
+            one.reconstruct_options().server_version.as_deref(),
+            Some("0.11.0")
+        );
         assert!(!one.mixed_server_shapes());
         let two = manifest(0.6).with_servers(vec![shape("a", true), shape("b", false)]);
         assert!(two.mixed_server_shapes());

@@ -25,6 +25,7 @@ pub mod record;
 mod run_dir;
 mod scan;
 mod segment;
+pub mod streams;
 mod summary;
 mod writer;
 

@@ -168,6 +168,8 @@ pub struct SimConfig {
     pub behaviour: Behaviour,
     /// A provider's finite capacity (see [`super::capacity`]); `None`: unlimited.
     pub capacity: Option<super::capacity::CapacityConfig>,
+    /// Answer from recorded responses instead of writing them (see [`super::replay`]).
+    pub replay: Option<std::sync::Arc<super::replay::Replay>>,
 }
 
 impl Default for SimConfig {
@@ -190,6 +192,7 @@ impl Default for SimConfig {
             provider_name: "DraftgenSim".to_string(),
             behaviour: Behaviour::default(),
             capacity: None,
+            replay: None,
         }
     }
 }

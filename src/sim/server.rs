@@ -298,6 +298,9 @@ async fn chat_completions(
         shared.counters.rejected();
         return error_response(StatusCode::UNAUTHORIZED, "No auth credentials found");
     }
+    if let Some(replay) = &shared.config.replay {
+        return replay.respond(&body);
+    }
     // Beyond the provider's capacity: turned away at once. The slot is held until the answer is
     // written (for a stream: until its head is).
     let _slot = match shared

@@ -275,10 +275,88 @@ async fn http_targets_go_through_the_proxy_in_absolute_form() {
         );
     }
 
-    // The proxy refuses (tinyproxy answers 401, others 407): the request never left it.
+    // The proxy refuses (tinyproxy answers 401 with an HTML page, others 407): the request never
+    // left it, and that is the proxy's credentials, not a bad API key.
     let wrong = client_err(&proxy, base_url).await;
     assert!(matches!(wrong.http_status, Some(401 | 407)), "{wrong}");
+    assert_eq!(wrong.class, ErrorClass::ProxyAuth, "{wrong}");
+    assert!(wrong.message.contains("proxy"), "{}", wrong.message);
     assert_eq!(heads_len(&heads_seen), 2);
+
+    // A target that refuses connections behind a working proxy: tinyproxy answers 500 "Unable
+    // to connect", a server error the retry policy retries.
+    let closed = closed_port().await;
+    let err = client
+        .chat(
+            &endpoint(format!("http://127.0.0.1:{closed}/v1")),
+            &body(),
+            &timeouts(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.class, ErrorClass::ServerError, "{err}");
+    assert!(err.class.is_transient());
+}
+
+/// A port nothing listens on (bound, then closed).
+async fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A proxy that answers everything with 407 (as Squid does without credentials).
+async fn proxy_wanting_credentials() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = socket
+                    .write_all(
+                        b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"proxy\"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+            });
+        }
+    });
+    port
+}
+
+/// A 407 is the proxy's refusal, for plain targets (absolute form) and for CONNECT tunnels alike:
+/// its own class, a message that names the proxy (never a password), and the run stops (every
+/// request would get the same).
+#[tokio::test]
+async fn a_407_is_the_proxys_refusal_not_a_bad_api_key() {
+    let port = proxy_wanting_credentials().await;
+    let url = format!("http://{USER}:{PASSWORD}@127.0.0.1:{port}");
+    for (rules, target) in [
+        (
+            Proxies::from_rules("", &url, "", ""),
+            "http://127.0.0.1:9/v1",
+        ),
+        (
+            Proxies::from_rules("", "", &url, ""),
+            "https://localhost:9/v1",
+        ),
+    ] {
+        let err = client(rules)
+            .chat(&endpoint(target.to_string()), &body(), &timeouts())
+            .await
+            .unwrap_err();
+        let shown = format!("{err} {err:?}");
+        assert_eq!(err.class, ErrorClass::ProxyAuth, "{target}: {shown}");
+        assert!(!err.class.is_transient());
+        assert!(shown.contains(&format!("127.0.0.1:{port}")), "{shown}");
+        assert!(!shown.contains(PASSWORD), "{shown}");
+    }
 }
 
 fn heads_len(heads: &Mutex<Vec<String>>) -> usize {
@@ -323,10 +401,26 @@ async fn https_targets_go_through_a_connect_tunnel() {
     }
     assert_eq!(*answered.lock().unwrap(), 3);
 
-    // The tunnel really is the proxy's: without its credentials there is none.
+    // The tunnel really is the proxy's: without its credentials there is none. tinyproxy refuses
+    // a CONNECT with 401, not 407, which hyper-util's tunnel does not tell apart from any other
+    // refusal (a 407 is `proxy_auth`: the test above): a connect failure, retried.
     let wrong = client_err(&proxy, base_url).await;
     assert_eq!(wrong.class, ErrorClass::Network, "{wrong}");
     assert!(wrong.message.contains("proxy"), "{}", wrong.message);
+
+    // A refused CONNECT (proxy up, target refused): a connect failure, retried by the policy.
+    let closed = closed_port().await;
+    let err = client
+        .chat(
+            &endpoint(format!("https://localhost:{closed}/v1")),
+            &body(),
+            &timeouts(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.class, ErrorClass::Network, "{err}");
+    assert!(err.class.is_transient());
+    assert!(err.message.contains("CONNECT"), "{}", err.message);
 }
 
 /// `generate` takes its proxy from the environment (`HTTP_PROXY` with credentials), and the

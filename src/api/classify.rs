@@ -50,6 +50,24 @@ pub fn http_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> ApiErr
         .with_body(json)
 }
 
+/// An error status that came through a forwarding proxy (`proxy`: its address): the proxy's own
+/// refusal when it is 407 (only proxies send it) or a 401 whose body is not JSON (an
+/// OpenAI-compatible server's 401 is a JSON error; tinyproxy, for one, answers a wrong password
+/// with 401 and an HTML page). Then the class is [`ErrorClass::ProxyAuth`], not a bad API key.
+pub fn proxy_refusal(err: ApiError, status: u16, body: &[u8], proxy: &str) -> ApiError {
+    let is_json = serde_json::from_slice::<Value>(body).is_ok();
+    if status == 407 || (status == 401 && !is_json) {
+        return ApiError::new(
+            ErrorClass::ProxyAuth,
+            format!(
+                "the proxy {proxy} refused the request (HTTP {status}; the request never reached the server): the user and password in the proxy URL are missing or wrong"
+            ),
+        )
+        .with_status(status);
+    }
+    err
+}
+
 /// `Retry-After`: delay seconds (integer or decimal) or an HTTP date (then relative to `now`, zero
 /// if already past). `None` when unparseable.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
@@ -239,6 +257,7 @@ fn is_empty_answer(message: &Value) -> bool {
 pub(crate) fn transport_error(err: &HttpError) -> ApiError {
     let class = match err {
         HttpError::ConnectTimeout(_) => ErrorClass::Timeout,
+        HttpError::ProxyAuth { .. } => ErrorClass::ProxyAuth,
         _ => ErrorClass::Network,
     };
     ApiError::new(class, error_chain(err))

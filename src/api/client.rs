@@ -359,7 +359,11 @@ impl Client {
         }
         if !(200..300).contains(&status) {
             let bytes = read_all(&mut answer, &deadlines).await.unwrap_or_default();
-            return Err(classify::http_error(status, retry_after.as_deref(), &bytes));
+            let err = classify::http_error(status, retry_after.as_deref(), &bytes);
+            return Err(match route.forwarding_proxy() {
+                Some(proxy) => classify::proxy_refusal(err, status, &bytes, &proxy),
+                None => err,
+            });
         }
 
         let key = endpoint.api_key.as_ref();

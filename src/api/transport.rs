@@ -81,6 +81,9 @@ pub(crate) enum HttpError {
     Connect { addr: String, reason: String },
     #[error("proxy {proxy}: {reason}")]
     Proxy { proxy: String, reason: String },
+    /// The proxy answered the CONNECT with 407 (its credentials are missing or wrong).
+    #[error("proxy {proxy} refused the CONNECT tunnel to {target}: 407 proxy authentication required (the user and password in the proxy URL are missing or wrong)")]
+    ProxyAuth { proxy: String, target: String },
     #[error("connect timeout ({0:?}) reached")]
     ConnectTimeout(Duration),
     #[error("TLS handshake with {host} failed: {source}")]
@@ -377,6 +380,16 @@ impl std::fmt::Debug for Route {
 }
 
 impl Route {
+    /// The proxy (its address, never its credentials) that forwards this route's requests in
+    /// absolute form, so that an HTTP status may be the proxy's own; `None` when the answer can
+    /// only be the server's (direct, or inside a CONNECT tunnel).
+    pub(crate) fn forwarding_proxy(&self) -> Option<String> {
+        self.via
+            .as_ref()
+            .filter(|_| !self.target_prefix.is_empty())
+            .map(Proxy::address)
+    }
+
     fn new(
         base_url: &str,
         key: Option<&ApiKey>,
@@ -742,10 +755,17 @@ impl Route {
         if let Some(auth) = &proxy.auth {
             tunnel = tunnel.with_auth(auth.clone());
         }
-        tunnel
-            .call(self.target.clone())
-            .await
-            .map_err(|e| HttpError::Proxy {
+        tunnel.call(self.target.clone()).await.map_err(|e| {
+            // hyper-util does not export its `TunnelError`; its text is the only way to tell a
+            // 407 from every other refusal (which a proxy may also give for a target that
+            // refused: those stay connect failures, retried by the policy).
+            if e.to_string().contains("proxy authorization required") {
+                return HttpError::ProxyAuth {
+                    proxy: proxy.address(),
+                    target: format!("{}:{}", self.host, self.port),
+                };
+            }
+            HttpError::Proxy {
                 proxy: proxy.address(),
                 reason: format!(
                     "CONNECT {}:{} failed: {}",
@@ -753,7 +773,8 @@ impl Route {
                     self.port,
                     error_chain(&e)
                 ),
-            })
+            }
+        })
     }
 
     /// TLS over `tcp`, then HTTP/2 if ALPN chose it.

@@ -51,11 +51,14 @@ pub struct Args {
     /// File holding the API key (first line).
     #[arg(long)]
     api_key_file: Option<PathBuf>,
-    /// Initial requests in flight (also raises the ceiling to at least this).
-    #[arg(long)]
+    /// Requests in flight to start from: the first 8 go out at once, doubling every round trip
+    /// up to N; from there the number adapts to what the server accepts (down when it turns
+    /// requests away with 429/503, back up while it does not), never above --max-concurrency,
+    /// which is raised to at least N.
+    #[arg(long, value_name = "N")]
     concurrency: Option<usize>,
-    /// Ceiling for adaptive concurrency.
-    #[arg(long)]
+    /// Most requests ever in flight, however well the server keeps up.
+    #[arg(long, value_name = "N")]
     max_concurrency: Option<usize>,
     /// Requests per minute, all endpoints together.
     #[arg(long)]

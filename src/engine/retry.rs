@@ -83,7 +83,7 @@ impl RetryPolicy {
 pub fn is_fatal(class: ErrorClass) -> bool {
     matches!(
         class,
-        ErrorClass::Unauthorized | ErrorClass::PaymentRequired
+        ErrorClass::Unauthorized | ErrorClass::PaymentRequired | ErrorClass::ProxyAuth
     )
 }
 

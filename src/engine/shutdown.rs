@@ -66,6 +66,13 @@ impl StopReason {
                 "endpoint {endpoint:?} rejected the API key (401: {message}); check OPENROUTER_API_KEY / --api-key-file, then resume"
             ),
             StopReason::Fatal {
+                class: ErrorClass::ProxyAuth,
+                endpoint,
+                message,
+            } => format!(
+                "the proxy refused the requests to endpoint {endpoint:?} ({message}); check the user and password in HTTPS_PROXY / HTTP_PROXY / ALL_PROXY, then resume"
+            ),
+            StopReason::Fatal {
                 class: ErrorClass::PaymentRequired,
                 endpoint,
                 message,

@@ -43,6 +43,9 @@ pub enum ErrorClass {
     Forbidden,
     /// 404 and other 4xx
     ClientError,
+    /// The proxy (HTTPS_PROXY / HTTP_PROXY / ALL_PROXY) refused: 407, or its own 401; the request
+    /// never reached the server. Not the API key's fault, and not transient.
+    ProxyAuth,
 }
 
 impl ErrorClass {

@@ -418,7 +418,7 @@ struct Small<'a> {
 
 /// `ErrorClass` names as serde writes them (`rename_all = "snake_case"`); a test checks each
 /// against serde so a new or renamed class cannot silently fall off the table.
-const ERROR_CLASSES: [(&[u8], ErrorClass); 13] = [
+const ERROR_CLASSES: [(&[u8], ErrorClass); 14] = [
     (b"timeout", ErrorClass::Timeout),
     (b"rate_limited", ErrorClass::RateLimited),
     (b"server_error", ErrorClass::ServerError),
@@ -432,6 +432,7 @@ const ERROR_CLASSES: [(&[u8], ErrorClass); 13] = [
     (b"payment_required", ErrorClass::PaymentRequired),
     (b"forbidden", ErrorClass::Forbidden),
     (b"client_error", ErrorClass::ClientError),
+    (b"proxy_auth", ErrorClass::ProxyAuth),
 ];
 
 /// Deepest nesting [`Cursor::skip_value`] follows inside a usage object before giving up (and

@@ -5,8 +5,10 @@
 //! prompts against it, `draftgen build` builds the run, and every built sample's completion ids
 //! are compared with the ids the model sampled (the fixture's `truth`, from the reference
 //! encoder). The rule: **no sample is wrong while classed exact** (`unique` or
-//! `exact_by_server_ids`), and every fixture sent becomes a sample. The counts per class and
-//! shape are printed (BENCHMARKS.md / issue 7).
+//! `exact_by_server_ids`), and every fixture sent becomes a sample. Each sample must also get the
+//! ids and class `reconstruct` gives the fixture when told its shape directly (as
+//! tests/server_shapes.rs does): the run must carry the shape to `build` whole. The counts per
+//! class and shape are printed (BENCHMARKS.md / issue 7).
 //!
 //! This proves what `tests/server_shapes.rs` (which calls `reconstruct` directly) cannot: that the
 //! engine journals the answer as the server sent it, that the manifest records the server shape
@@ -29,15 +31,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+use draftgen::api::assemble::ChunkAssembler;
+use draftgen::api::ServerKind;
 use draftgen::dataset::canonical::canonical_json;
 use draftgen::dataset::Prompt;
+use draftgen::model::{LoadOptions, Profile};
+use draftgen::reconstruct::{reconstruct, ReconstructOptions, Request};
 use draftgen::sim::{self, Replay, SimConfig};
 use serde_json::{json, Value};
-
-/// Samples wrong while classed exact, known when this test was written (one DeepSeek-V3 stream,
-/// `random_mix/010`, listed as `SILENTLY WRONG` in the output; reconstruction's to fix, issue 7).
-/// The rule is zero; this ratchet may only go down.
-const SILENT_AT_MOST: usize = 1;
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
 
@@ -310,6 +311,43 @@ fn run_one(run: &Run<'_>, dir: &Path, rt: &tokio::runtime::Runtime) -> Built {
         .collect()
 }
 
+type Profiles = HashMap<(String, Option<PathBuf>), Profile>;
+
+/// `reconstruct` on the fixture itself, told its server shape (kind, version, spaces, stream) as
+/// tests/server_shapes.rs does: what `build` must agree with once the run has recorded the shape.
+fn direct(f: &Fixture, profiles: &mut Profiles) -> (Vec<u32>, String) {
+    let v: Value = serde_json::from_str(&f.line).unwrap();
+    let profile = profiles
+        .entry((f.profile.clone(), f.template_file()))
+        .or_insert_with(|| {
+            let options = LoadOptions {
+                profile: Some(f.profile.clone()),
+                chat_template: f.template_file(),
+            };
+            Profile::load(&common::assets().join(&f.model), &options).expect("profile")
+        });
+    let answer = match v.get("response") {
+        Some(body) => body.clone(),
+        None => {
+            let mut assembler = ChunkAssembler::new();
+            for chunk in v["chunks"].as_array().unwrap() {
+                assembler.push(chunk);
+            }
+            assembler.finish()
+        }
+    };
+    let request: Request = serde_json::from_value(v["request"].clone()).unwrap();
+    let options = ReconstructOptions {
+        spaces_around_special_tokens: f.spaces,
+        kind: ServerKind::Vllm,
+        server_version: Some(f.version.clone()),
+        stream: Some(f.stream),
+    };
+    let r = reconstruct(profile, &request, &answer, &options).expect("reconstruct");
+    let class = serde_json::to_value(r.fidelity.class).unwrap();
+    (r.completion_ids, class.as_str().unwrap().to_string())
+}
+
 #[test]
 fn generate_and_build_on_the_servers_own_answers() {
     let fixtures = fixtures();
@@ -363,6 +401,7 @@ fn generate_and_build_on_the_servers_own_answers() {
             .collect()
     });
     let mut table: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut profiles = HashMap::new();
     let mut silent = Vec::new();
     let mut failures = Vec::new();
     for (i, result) in results {
@@ -396,6 +435,16 @@ fn generate_and_build_on_the_servers_own_answers() {
                 tally.exact += usize::from(right && exact_class);
                 tally.wrong_flagged += usize::from(!right && !exact_class);
                 tally.missed += usize::from(f.determined && !(right && exact_class));
+                // The pipeline must judge as `reconstruct` does when told the shape directly.
+                let direct = direct(f, &mut profiles);
+                if (direct.0.as_slice(), direct.1.as_str()) != (completion, class.as_str()) {
+                    failures.push(format!(
+                        "{}: generate + build gave class {class}, reconstruct with the fixture's own server shape gave {}{}",
+                        f.name,
+                        direct.1,
+                        if direct.0.as_slice() == completion { "" } else { " and other ids" }
+                    ));
+                }
                 if !right && exact_class {
                     silent.push(format!(
                         "{}: classed {class} but ids differ from the model's (reasons {})",
@@ -416,16 +465,13 @@ fn generate_and_build_on_the_servers_own_answers() {
             t.samples, t.right, t.exact, t.wrong_flagged, t.missed, t.by_class, t.cuts
         );
     }
-    for line in &silent {
-        eprintln!("SILENTLY WRONG {line}");
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
-        silent.len() <= SILENT_AT_MOST,
-        "{} sample(s) silently wrong (at most {SILENT_AT_MOST} known):\n{}",
+        silent.is_empty(),
+        "{} sample(s) silently wrong:\n{}",
         silent.len(),
         silent.join("\n")
     );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// `draftgen sim --replay FILE --replay-shape NAME` as a user runs it: the recorded answer for a

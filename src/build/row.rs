@@ -164,7 +164,9 @@ fn imported_row(
 /// in the system prompt were never declared to the template) and `chat_template_kwargs`.
 pub fn request_view(body: &Value) -> Value {
     let mut view = serde_json::Map::new();
-    for key in ["messages", "tools", "chat_template_kwargs"] {
+    // `stream` too: a streamed answer is checked against the server's streaming shape (without
+    // it, build took every streamed vLLM answer for a non-streamed one; tests/replay_e2e.rs).
+    for key in ["messages", "tools", "chat_template_kwargs", "stream"] {
         if let Some(value) = body.get(key).filter(|v| !v.is_null()) {
             view.insert(key.to_string(), value.clone());
         }

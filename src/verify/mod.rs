@@ -18,6 +18,7 @@ pub mod figures;
 pub mod html;
 mod reference;
 mod sample;
+mod svg;
 pub mod timeline;
 
 pub use compare::{compare, Comparison, Divergence};

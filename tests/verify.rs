@@ -335,3 +335,307 @@ fn streamed_answers_without_ids_are_checked_by_their_usage() {
     assert_eq!(report["by_source"]["(unknown)"]["samples"], json!(21));
     assert_eq!(report["samples"]["total"], json!(42));
 }
+
+/// The fixture case of `tests/data/reconstruct/FILE` named `name`.
+fn reconstruct_case(file: &str, name: &str) -> Value {
+    std::fs::read_to_string(data(&format!("reconstruct/{file}")))
+        .expect("cases")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("case"))
+        .find(|c| c["name"] == json!(name))
+        .unwrap_or_else(|| panic!("no case {name}"))
+}
+
+#[test]
+fn each_fidelity_class_from_constructed_cases() {
+    // SmolLM2 behind llama.cpp: the real answer with its ids, without them, with a wrong count,
+    // and a length cut ending in U+FFFD (how a server shows a character cut in half).
+    let exchanges = exchanges();
+    let labels = expected();
+    let plain = |label: &str| {
+        exchanges
+            .iter()
+            .find(|ex| {
+                ex["stream"] == json!(false)
+                    && labels["server_ids"][ex["id"].as_str().unwrap()] == json!(label)
+            })
+            .expect("an exchange with that label")
+    };
+    let exact = plain("exact");
+    let cut = plain("truncated_mid_character");
+    let strip = |ex: &Value| {
+        let mut ex = ex.clone();
+        ex["response"]
+            .as_object_mut()
+            .expect("body")
+            .remove("__verbose");
+        ex
+    };
+    let mut miscounted = strip(exact);
+    let n = miscounted["response"]["usage"]["completion_tokens"]
+        .as_u64()
+        .expect("count");
+    miscounted["response"]["usage"]["completion_tokens"] = json!(n + 7);
+    let mut replaced = strip(cut);
+    let content = replaced["response"]["choices"][0]["message"]["content"]
+        .as_str()
+        .expect("content")
+        .to_string();
+    replaced["response"]["choices"][0]["message"]["content"] = json!(format!("{content}\u{FFFD}"));
+    replaced["response"]["usage"]
+        .as_object_mut()
+        .expect("usage")
+        .remove("completion_tokens");
+    let records = [
+        record("a-server-ids", 0, exact, "p", Some("s")),
+        record("b-text-only", 1, &strip(exact), "p", Some("s")),
+        record("c-miscounted", 2, &miscounted, "p", Some("s")),
+        record("d-cut-character", 3, &replaced, "p", Some("s")),
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = run_dir(dir.path(), "generic", &records);
+    let (o, report) = verify(&smollm2(), &run, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "inconsistent fails: {}",
+        stderr(&o)
+    );
+    let classes = &report["samples"]["by_fidelity"];
+    for (class, n) in [
+        ("exact_by_server_ids", 1),
+        ("unique", 1),
+        ("inconsistent", 1),
+        ("truncated_mid_character", 1),
+        ("ambiguous", 0),
+        ("lossy", 0),
+    ] {
+        assert_eq!(classes[class], json!(n), "{class}: {classes}");
+    }
+
+    // Kimi K2.5 through OpenRouter (cases made by tests/data/gen/make_reconstruct_cases.py):
+    // OpenRouter replaces the model's tool-call ids (lossy); a length cut with no usage that the
+    // generator marked ambiguous; a plain answer whose count settles it (unique).
+    let kimi: Vec<Value> = [
+        "kimi_k25/openrouter/single_call/18",
+        "kimi_k25/openrouter/non_ascii+length_mid_reasoning+no_usage/86",
+        "kimi_k25/openrouter/no_tools_simple/0",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(n, name)| {
+        let case = reconstruct_case("kimi_k25.jsonl", name);
+        record(&format!("kimi-{n}"), n, &case, "Moonshot AI", Some("kimi"))
+    })
+    .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = run_dir(dir.path(), "generic", &kimi);
+    let (o, report) = verify("kimi-k2.5", &run, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let classes = &report["samples"]["by_fidelity"];
+    for (class, n) in [("lossy", 1), ("ambiguous", 1), ("unique", 1)] {
+        assert_eq!(classes[class], json!(n), "{class}: {classes}");
+    }
+    assert_eq!(report["reference"]["source"], json!("none"));
+}
+
+#[test]
+fn bad_input_exit_codes_and_bad_reference_lines() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (o, _) = verify(&smollm2(), dir.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "not a run: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("neither a run directory"),
+        "{}",
+        stderr(&o)
+    );
+
+    let (records, _) = plain_records();
+    let run = run_dir(dir.path(), "llama_cpp", &records[..2]);
+    let (o, _) = verify(&smollm2(), &run, &["--reference", "/nonexistent/ids.jsonl"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/nonexistent/ids.jsonl"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A bad reference line is named by file:line and the rest is still compared.
+    let reference = dir.path().join("ids.jsonl");
+    let ids = |r: &Value| r["response"]["__verbose"]["tokens"].clone();
+    std::fs::write(
+        &reference,
+        format!(
+            "{}\n{{\"id\": \"x\", \"output_ids\": \"nope\"}}\n{}\n",
+            json!({"id": records[0]["id"], "output_ids": ids(&records[0])}),
+            json!({"id": records[1]["id"], "output_ids": ids(&records[1])}),
+        ),
+    )
+    .expect("write");
+    let (o, report) = verify(
+        &smollm2(),
+        &run,
+        &["--reference", reference.to_str().unwrap()],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "an unreadable line fails the gate: {}",
+        stderr(&o)
+    );
+    assert_eq!(report["reference"]["compared"], json!(2));
+    let problems = report["problems"].to_string();
+    assert!(problems.contains("ids.jsonl:2 (id x)"), "{problems}");
+}
+
+/// Start the built-in simulator on its own thread; returns its base URL.
+fn start_sim(config: draftgen::sim::SimConfig) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let sim = draftgen::sim::spawn(config).await.expect("sim");
+            tx.send(sim.base_url()).expect("send");
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().expect("sim url")
+}
+
+fn sha256_hex(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).expect("read")))
+}
+
+#[test]
+fn sim_run_with_two_sources_needs_only_the_run_directory() {
+    use draftgen::sim::{Flavor, SimConfig};
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Two datasets, prepared into one prompts file.
+    let mut files = Vec::new();
+    for (name, n) in [("alpha", 5), ("beta", 3)] {
+        let path = dir.path().join(format!("{name}.jsonl"));
+        let lines: String = (0..n)
+            .map(|i| {
+                json!({"messages": [{"role": "user", "content": format!("{name} question {i}?")}]})
+                    .to_string()
+                    + "\n"
+            })
+            .collect();
+        std::fs::write(&path, lines).expect("dataset");
+        files.push(path);
+    }
+    let prompts = dir.path().join("prompts.jsonl");
+    let o = Command::new(BIN)
+        .arg("prepare")
+        .args(&files)
+        .arg("--out")
+        .arg(&prompts)
+        .output()
+        .expect("prepare");
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The expected figures: prompts per source, as prepare wrote them.
+    let mut per_source: BTreeMap<String, u64> = BTreeMap::new();
+    for line in std::fs::read_to_string(&prompts).expect("prompts").lines() {
+        let p: Value = serde_json::from_str(line).expect("prompt");
+        *per_source
+            .entry(p["source"].as_str().expect("source").to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(per_source.len(), 2, "{per_source:?}");
+
+    let base_url = start_sim(SimConfig {
+        flavor: Flavor::OpenRouter,
+        seed: 3,
+        ..SimConfig::default()
+    });
+    let run = dir.path().join("run");
+    let o = Command::new(BIN)
+        .args(["generate", "--prompts"])
+        .arg(&prompts)
+        .arg("--run")
+        .arg(&run)
+        .args([
+            "--base-url",
+            &base_url,
+            "--model",
+            "kimi-k2.5",
+            "--kind",
+            "openrouter",
+        ])
+        .args(["--progress", "none", "--max-tokens", "64"])
+        .env("OPENROUTER_API_KEY", "sk-or-v1-verify-test-key")
+        .output()
+        .expect("generate");
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // The manifest records the kind actually used, and the prompts file with its hash.
+    let manifest: draftgen::journal::Manifest =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).expect("manifest"))
+            .expect("manifest JSON");
+    assert_eq!(
+        manifest.servers.first().map(|s| s.kind),
+        Some(draftgen::api::ServerKind::OpenRouter),
+        "--kind openrouter must not be recorded as generic"
+    );
+    let recorded = manifest.prompts.expect("prompts file recorded");
+    assert_eq!(
+        Path::new(&recorded.path),
+        std::fs::canonicalize(&prompts).expect("canonical")
+    );
+    assert_eq!(recorded.sha256, sha256_hex(&prompts));
+
+    let check = |report: &Value| {
+        for (source, n) in &per_source {
+            assert_eq!(
+                report["by_source"][source]["samples"],
+                json!(n),
+                "{source}: {}",
+                report["by_source"]
+            );
+        }
+        let providers: u64 = report["by_provider"]
+            .as_object()
+            .expect("providers")
+            .values()
+            .map(|g| g["samples"].as_u64().expect("n"))
+            .sum();
+        assert_eq!(providers, 8);
+        assert!(
+            report["by_provider"].get("(unknown)").is_none(),
+            "{}",
+            report["by_provider"]
+        );
+    };
+    let (o, report) = verify("kimi-k2.5", &run, &[]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    check(&report);
+
+    // An older journal without `source`: the manifest's prompts file (hash unchanged) fills in.
+    let segment = run.join("journal/000001.jsonl");
+    let lines: String = std::fs::read_to_string(&segment)
+        .expect("journal")
+        .lines()
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).expect("record");
+            assert!(r["source"].is_string(), "records carry their source");
+            r.as_object_mut().expect("record").remove("source");
+            r.to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(&segment, lines).expect("rewrite");
+    let (_, report) = verify("kimi-k2.5", &run, &[]);
+    check(&report);
+
+    // A prompts file that changed since is not trusted, and says so.
+    std::fs::write(&prompts, "").expect("truncate");
+    let (_, report) = verify("kimi-k2.5", &run, &[]);
+    assert_eq!(report["by_source"]["(unknown)"]["samples"], json!(8));
+    assert!(report["problems"]
+        .to_string()
+        .contains("changed since the run recorded it"));
+}

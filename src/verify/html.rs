@@ -550,3 +550,76 @@ fn problems(s: &mut String, r: &VerifyReport) {
     }
     s.push_str("</div>");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::figures::DivergentSample;
+    use crate::verify::{audit, Gate, Timeline};
+
+    fn report() -> VerifyReport {
+        let mut by_source = BTreeMap::new();
+        by_source.insert("<img onerror=x>".to_string(), GroupFigures::default());
+        VerifyReport {
+            draftgen_version: "0".into(),
+            run: "/r<un>".into(),
+            input: "run",
+            model: "m&m".into(),
+            samples: Default::default(),
+            reference: Default::default(),
+            usage: Default::default(),
+            prompt_lengths: Default::default(),
+            completion_lengths: Default::default(),
+            by_source,
+            by_provider: BTreeMap::new(),
+            tool_calls: audit::ToolAudit::default(),
+            attempts: Timeline::default(),
+            run_settings: None,
+            problems: vec!["f:1: <bad>".into()],
+            unchecked: 1,
+            gate: Gate {
+                ok: false,
+                reasons: vec!["<why>".into()],
+            },
+        }
+    }
+
+    #[test]
+    fn everything_from_the_run_is_escaped() {
+        let mut r = report();
+        r.reference.divergent = 1;
+        r.reference.divergent_samples.push(DivergentSample {
+            id: "<id>".into(),
+            source: Some("<s>".into()),
+            provider: Some("<prov>".into()),
+            position: 3,
+            ours: "</pre><script>alert(1)</script>".into(),
+            reference: "\"quoted\" & <bold>".into(),
+        });
+        let html = render(&r);
+        for raw in [
+            "<script", "<img", "<id>", "<s>", "<prov>", "<bad>", "<why>", "<bold>", "<un>",
+        ] {
+            assert!(!html.contains(raw), "{raw} reached the page unescaped");
+        }
+        assert!(html.contains("&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(html.contains("m&amp;m"));
+    }
+
+    #[test]
+    fn time_buckets_cover_the_whole_span() {
+        let mut t = Timeline::default();
+        for minute in [0i64, 1, 100, 200] {
+            t.minutes.insert(
+                minute,
+                Minute {
+                    attempts: 1,
+                    ..Minute::default()
+                },
+            );
+        }
+        let b = buckets(&t);
+        assert!(b.len() as i64 <= MAX_TIME_BARS);
+        assert_eq!(b.iter().map(|(_, _, m)| m.attempts).sum::<u64>(), 4);
+    }
+}

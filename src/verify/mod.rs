@@ -152,6 +152,14 @@ impl VerifyReport {
         }
     }
 
+    /// The reference file's unreadable lines count as unchecked (the gate sees them).
+    fn note_reference(&mut self, reference: Option<&ReferenceFile>) {
+        if let Some(reference) = reference {
+            self.problems.extend(reference.problems.iter().cloned());
+            self.unchecked += reference.bad_lines;
+        }
+    }
+
     fn note(&mut self, problem: String) {
         self.unchecked += 1;
         if self.problems.len() < MAX_PROBLEMS {
@@ -222,7 +230,7 @@ impl VerifyReport {
 /// Verify a run or build directory.
 pub fn verify(config: &VerifyConfig) -> Result<VerifyReport, VerifyError> {
     let reference = config.reference.map(ReferenceFile::open).transpose()?;
-    let mut report = if config.input.join(JOURNAL_DIR).is_dir()
+    let report = if config.input.join(JOURNAL_DIR).is_dir()
         || config.input.join(MANIFEST_FILE).is_file()
     {
         verify_run(config, reference.as_ref())?
@@ -234,12 +242,6 @@ pub fn verify(config: &VerifyConfig) -> Result<VerifyReport, VerifyError> {
             config.input.display()
         )));
     };
-    if let Some(reference) = &reference {
-        for problem in &reference.problems {
-            report.problems.push(problem.clone());
-        }
-        report.unchecked += reference.bad_lines;
-    }
     Ok(report)
 }
 
@@ -292,6 +294,7 @@ fn verify_run(
     reference: Option<&ReferenceFile>,
 ) -> Result<VerifyReport, VerifyError> {
     let mut report = VerifyReport::new(config, "run");
+    report.note_reference(reference);
     let settings =
         RunSettings::from_run(config.input).map_err(|e| VerifyError::Input(e.to_string()))?;
     let options = settings.reconstruct_options();
@@ -389,6 +392,7 @@ fn verify_build(
     reference: Option<&ReferenceFile>,
 ) -> Result<VerifyReport, VerifyError> {
     let mut report = VerifyReport::new(config, "build");
+    report.note_reference(reference);
     let bar = progress_bar(config.progress, "rows");
     let mut overall = GroupFigures::default();
     build_rows::for_each_batch(config.input, |rows| {

@@ -41,7 +41,7 @@ h3 { font-size: 14px; margin: 12px 0 6px; color: var(--muted); font-weight: 600;
 .card { background: var(--card); border: 1px solid var(--border); border-radius: 8px; padding: 10px 14px; min-width: 150px; }
 .card b { display: block; font-size: 22px; } .card span { color: var(--muted); font-size: 12px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 16px; }
-.panel { background: var(--card); border: 1px solid var(--border); border-radius: 8px; padding: 10px 12px; overflow: hidden; }
+.panel { background: var(--card); border: 1px solid var(--border); border-radius: 8px; padding: 10px 12px; overflow-x: auto; }
 svg.chart { max-width: 100%; height: auto; display: block; font-size: 11px; }
 svg.chart .grid { stroke: var(--grid); stroke-width: 1; }
 svg.chart text { fill: var(--muted); } svg.chart text.label { fill: var(--fg); }

@@ -299,7 +299,7 @@ fn length_chart(title: &str, h: &LengthHistogram, colour: &str) -> String {
     let items: Vec<(String, f64)> = h
         .buckets
         .iter()
-        .map(|(k, n)| (format!("{}", svg::short(*k as f64)), *n as f64))
+        .map(|(k, n)| (svg::short(*k as f64), *n as f64))
         .collect();
     svg::bars(title, &items, colour, "samples")
 }

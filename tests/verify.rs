@@ -639,3 +639,54 @@ fn sim_run_with_two_sources_needs_only_the_run_directory() {
         .to_string()
         .contains("changed since the run recorded it"));
 }
+
+#[test]
+fn a_build_directory_verifies_from_its_rows() {
+    // `build` takes the server's ids; against the reference file (the server's ids, with one
+    // answer re-split and one replaced, see the generator) they are exact except those two.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (records, ids) = plain_records();
+    let run = run_dir(dir.path(), "llama_cpp", &records);
+    let out = dir.path().join("build");
+    let o = Command::new(BIN)
+        .args(["build", "--model", &smollm2(), "--run"])
+        .arg(&run)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("build");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let reference = data("verify/verify_reference.jsonl");
+    let (o, report) = verify(
+        &smollm2(),
+        &out,
+        &["--reference", reference.to_str().expect("path")],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(report["input"], json!("build"));
+    assert_eq!(
+        report["samples"]["by_fidelity"]["exact_by_server_ids"],
+        json!(ids.len())
+    );
+    let r = &report["reference"];
+    assert_eq!(
+        (
+            r["compared"].clone(),
+            r["exact"].clone(),
+            r["bpe_benign"].clone(),
+            r["divergent"].clone()
+        ),
+        (json!(ids.len()), json!(ids.len() - 2), json!(1), json!(1)),
+        "{r}"
+    );
+    // The rows carry the journal's sources.
+    for source in ["set-a", "set-b"] {
+        let n = ids.iter().filter(|id| source_of(id) == source).count();
+        assert_eq!(
+            report["by_source"][source]["samples"],
+            json!(n),
+            "{}",
+            report["by_source"]
+        );
+    }
+}

@@ -17,6 +17,7 @@ mod reconstruct;
 mod render;
 mod sim;
 mod tokenize;
+mod verify;
 
 #[derive(Parser)]
 #[command(
@@ -51,6 +52,8 @@ enum Command {
     Demo(demo::Args),
     /// Write trainer files (SpecForge, speculators) and the draft vocabulary from a build.
     Export(export::Args),
+    /// Check a run's token fidelity, usage and tool calls; write verify.json and report.html.
+    Verify(Box<verify::Args>),
 }
 
 /// An error caused by the user's input or flags: exit code 2.
@@ -73,6 +76,7 @@ pub fn main() -> ExitCode {
         Command::Sim(args) => sim::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Export(args) => export::run(args),
+        Command::Verify(args) => verify::run(*args),
     };
     match result {
         Ok(code) => code,

@@ -16,3 +16,4 @@ pub mod model;
 pub mod reconstruct;
 pub mod server;
 pub mod sim;
+pub mod verify;

@@ -175,6 +175,12 @@ fn trigger_f1_and_schema_accuracy_on_a_hand_computed_case() {
     assert!((s.schema_accuracy.unwrap() - 0.4).abs() < 1e-12);
     let r = audit.reference.as_ref().unwrap();
     assert_eq!((r.paired, r.only_here, r.only_in_reference), (10, 1, 0));
+    // The records' own `source` names the dataset; its figures are the provider's here.
+    assert_eq!(audit.source_from, "journal");
+    assert_eq!(
+        audit.by_source["d"].trigger_similarity,
+        p.trigger_similarity
+    );
     // Our own findings: one each.
     assert_eq!(p.count(Problem::InvalidJson), 1);
     assert_eq!(p.count(Problem::SchemaViolation), 1);
@@ -199,4 +205,339 @@ fn check_renders(audit: &ToolAudit) {
         "self-contained"
     );
     serde_json::to_value(audit).unwrap();
+}
+
+const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
+
+fn start_sim(config: draftgen::sim::SimConfig) -> draftgen::sim::SimHandle {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            tx.send(draftgen::sim::spawn(config).await.unwrap())
+                .unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// Every answer with tools calls exactly one tool, with nothing around it: any finding then
+/// comes from an injected defect.
+fn plain_behaviour() -> draftgen::sim::Behaviour {
+    draftgen::sim::Behaviour {
+        tool_call_rate: 1.0,
+        parallel_rate: 0.0,
+        section_in_reasoning_rate: 0.0,
+        content_with_tools_rate: 0.0,
+    }
+}
+
+fn generate(prompts: &Path, run: &Path, base_url: &str, config: Option<&Path>) {
+    let mut command = std::process::Command::new(BIN);
+    command
+        .args(["generate", "--prompts"])
+        .arg(prompts)
+        .arg("--run")
+        .arg(run)
+        .args([
+            "--base-url",
+            base_url,
+            "--kind",
+            "openrouter",
+            "--model",
+            "m",
+        ])
+        .args(["--progress", "none"])
+        .env_remove("OPENROUTER_API_KEY");
+    if let Some(config) = config {
+        command.arg("--config").arg(config);
+    }
+    let o = command.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn weather_tool() -> Value {
+    json!({"type": "function", "function": {"name": "get_weather", "description": "Weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+        "days": {"type": "integer"}}, "required": ["city"]}}})
+}
+
+/// (provider, flavour, defect, the problem the audit must report for it)
+const PROVIDERS: [(&str, &str, &str, Option<Problem>); 10] = [
+    ("Clean", "vllm", "", None),
+    ("CleanRouter", "openrouter", "", None),
+    (
+        "Undeclared",
+        "vllm",
+        "undeclared",
+        Some(Problem::UndeclaredName),
+    ),
+    ("BadJson", "sglang", "badjson", Some(Problem::InvalidJson)),
+    ("Schema", "vllm", "schema", Some(Problem::SchemaViolation)),
+    ("BadId", "vllm", "badid", Some(Problem::IdMalformed)),
+    (
+        "Markers",
+        "vllm",
+        "markers",
+        Some(Problem::MarkersInContent),
+    ),
+    (
+        "InReasoning",
+        "vllm",
+        "inreasoning",
+        Some(Problem::CallInReasoning),
+    ),
+    (
+        "Finish",
+        "openrouter",
+        "finish",
+        Some(Problem::FinishReasonDisagreement),
+    ),
+    ("Never", "vllm", "nocall", None),
+];
+
+/// Three prompts with tools per provider (routed with the prompt's own `provider.only`), two
+/// plain prompts and one with `tool_choice: "none"` on the clean provider. Each provider has
+/// one defect at rate 1: the audit finds it on each of the provider's three answers, in the
+/// provider's row and in the dataset's, and nothing else anywhere.
+#[test]
+fn injected_defects_are_found_per_provider_and_dataset_and_nothing_else() {
+    let providers = PROVIDERS
+        .iter()
+        .map(|(name, flavor, defect, _)| {
+            let spec = if defect.is_empty() {
+                format!("{name}:{flavor}")
+            } else {
+                format!("{name}:{flavor}:{defect}=1")
+            };
+            spec.parse().unwrap()
+        })
+        .collect();
+    let sim = start_sim(draftgen::sim::SimConfig {
+        seed: 11,
+        behaviour: plain_behaviour(),
+        providers,
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().join("prompts.jsonl");
+    let mut lines = Vec::new();
+    for (name, ..) in PROVIDERS {
+        for k in 0..3 {
+            let mut p = draftgen::dataset::Prompt::new(
+                "tools.jsonl",
+                vec![json!({"role": "user", "content": format!("Weather {k} for {name}?")})],
+                Some(vec![weather_tool()]),
+                Value::Null,
+            );
+            p.request_options = Some(Box::new(draftgen::dataset::PromptOptions {
+                provider: Some(json!({"only": [name]})),
+                ..Default::default()
+            }));
+            lines.push(serde_json::to_string(&p).unwrap());
+        }
+    }
+    for k in 0..2 {
+        let mut p = draftgen::dataset::Prompt::new(
+            "chat.jsonl",
+            vec![json!({"role": "user", "content": format!("Hello {k}")})],
+            None,
+            Value::Null,
+        );
+        p.request_options = Some(Box::new(draftgen::dataset::PromptOptions {
+            provider: Some(json!({"only": ["Clean"]})),
+            ..Default::default()
+        }));
+        lines.push(serde_json::to_string(&p).unwrap());
+    }
+    let mut none = draftgen::dataset::Prompt::new(
+        "none.jsonl",
+        vec![json!({"role": "user", "content": "Do not call anything."})],
+        Some(vec![weather_tool()]),
+        Value::Null,
+    );
+    none.request_options = Some(Box::new(draftgen::dataset::PromptOptions {
+        tool_choice: Some(json!("none")),
+        provider: Some(json!({"only": ["Clean"]})),
+        ..Default::default()
+    }));
+    lines.push(serde_json::to_string(&none).unwrap());
+    std::fs::write(&prompts, lines.join("\n") + "\n").unwrap();
+    let run = dir.path().join("run");
+    generate(&prompts, &run, &sim.base_url(), None);
+
+    // The prompt's own options went out in its request.
+    let journal = std::fs::read_to_string(run.join("journal/000001.jsonl")).unwrap();
+    let sent: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let none_request = sent
+        .iter()
+        .find(|r| r["id"] == none.id.as_str())
+        .map(|r| &r["request"])
+        .unwrap();
+    assert_eq!(none_request["tool_choice"], "none");
+    assert_eq!(none_request["provider"], json!({"only": ["Clean"]}));
+
+    let audit = audit_run(
+        &run,
+        &kimi(),
+        &AuditOptions {
+            reference_run: None,
+        },
+    )
+    .unwrap();
+    let mut expected_total: std::collections::BTreeMap<Problem, u64> = Default::default();
+    for (name, _, _, problem) in PROVIDERS {
+        let f = &audit.by_provider[name];
+        let expect_calls = !matches!(name, "InReasoning" | "Never");
+        let clean_extra = if name == "Clean" { 3 } else { 0 }; // chat ×2 + none ×1
+        assert_eq!(f.answers, 3 + clean_extra, "{name}");
+        assert_eq!(f.declaring_tools, 3 + u64::from(name == "Clean"), "{name}");
+        assert_eq!(f.calls, if expect_calls { 3 } else { 0 }, "{name}");
+        assert_eq!(f.triggered, if expect_calls { 3 } else { 0 }, "{name}");
+        for p in Problem::ALL {
+            let want = if Some(p) == problem { 3 } else { 0 };
+            assert_eq!(
+                f.count(p),
+                want,
+                "provider {name}, problem {}: {:?}",
+                p.name(),
+                audit.examples
+            );
+        }
+        if let Some(p) = problem {
+            *expected_total.entry(p).or_insert(0) += 3;
+        }
+        // Ids: the model's own through vLLM/SGLang, minted `call_…` through OpenRouter.
+        if expect_calls && name != "BadId" {
+            let (native, rewritten) = if name.ends_with("Router") || name == "Finish" {
+                (0, 3)
+            } else {
+                (3, 0)
+            };
+            assert_eq!(
+                (f.ids_native, f.ids_rewritten),
+                (native, rewritten),
+                "{name}"
+            );
+        }
+    }
+    // Red: the three providers whose calls fail K2-Vendor-Verifier's schema check; no dataset
+    // (every dataset that declares tools got calls).
+    let mut flags = audit.red_flags();
+    flags.sort();
+    assert_eq!(flags.len(), 3, "{flags:?}");
+    for (flag, name) in flags.iter().zip(["BadJson", "Schema", "Undeclared"]) {
+        assert!(
+            flag.starts_with(&format!("provider {name}: ToolCall-Schema Accuracy 0.00%")),
+            "{flag}"
+        );
+    }
+    check_renders(&audit);
+
+    // Per dataset: journal records carry the prompt's `source` (helper `verify`'s change to
+    // `journal::Record`); a journal without it (older runs, or this branch before that merge)
+    // leaves the dataset unknown, and the audit says so rather than guessing.
+    if sent.iter().all(|r| r.get("source").is_none()) {
+        assert_eq!(audit.source_from, "none");
+        assert_eq!(audit.by_source.keys().collect::<Vec<_>>(), ["(unknown)"]);
+        eprintln!("journal records carry no `source` yet: per-dataset figures not checked");
+        return;
+    }
+    let tools = &audit.by_source["tools.jsonl"];
+    assert_eq!(tools.answers, 30);
+    assert_eq!(tools.tools_as_parameter, 30);
+    for p in Problem::ALL {
+        assert_eq!(
+            tools.count(p),
+            expected_total.get(&p).copied().unwrap_or(0),
+            "{}",
+            p.name()
+        );
+        assert_eq!(audit.by_source["chat.jsonl"].count(p), 0);
+        assert_eq!(audit.by_source["none.jsonl"].count(p), 0);
+    }
+    assert_eq!(audit.by_source["none.jsonl"].triggered, 0);
+    assert_eq!(audit.source_from, "journal");
+}
+
+/// The seed's blind spot, for real: glaive-v2 rows prepared and sent with
+/// `tools_as_parameter = false` go out with the dataset's system text (function JSON in the
+/// system message) and no `tools` field; the simulated server (like a real one without a tools
+/// parameter) never calls, and the audit calls the dataset out in red.
+#[test]
+fn glaive_prompts_keep_their_system_text_and_a_dataset_that_never_triggers_is_red() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = dir.path().join("glaive.jsonl");
+    let system = "SYSTEM: You are a helpful assistant with access to the following functions. Use them if required -\n{\n    \"name\": \"get_exchange_rate\",\n    \"description\": \"Get the exchange rate between two currencies\",\n    \"parameters\": {\n        \"type\": \"object\",\n        \"properties\": {\n            \"base_currency\": {\"type\": \"string\"},\n            \"target_currency\": {\"type\": \"string\"}\n        },\n        \"required\": [\"base_currency\", \"target_currency\"]\n    }\n}\n";
+    let text: String = (0..3)
+        .map(|k| {
+            json!({"system": system, "chat": format!("USER: How many euros is {k}00 dollars?\n\n\nASSISTANT: <functioncall> {{\"name\": \"get_exchange_rate\", \"arguments\": '{{\"base_currency\": \"USD\", \"target_currency\": \"EUR\"}}'}} <|endoftext|>\n")})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(&rows, text).unwrap();
+    let prompts = dir.path().join("prompts.jsonl");
+    let o = std::process::Command::new(BIN)
+        .args(["prepare", "--format", "glaive-v2", "--out"])
+        .arg(&prompts)
+        .arg(&rows)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let config = dir.path().join("run.toml");
+    std::fs::write(&config, "[request]\ntools_as_parameter = false\n").unwrap();
+    let sim = start_sim(draftgen::sim::SimConfig {
+        seed: 3,
+        behaviour: plain_behaviour(),
+        ..Default::default()
+    });
+    let run = dir.path().join("run");
+    generate(&prompts, &run, &sim.base_url(), Some(&config));
+
+    let journal = std::fs::read_to_string(run.join("journal/000001.jsonl")).unwrap();
+    let records: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 3);
+    for r in &records {
+        let request = &r["request"];
+        assert!(
+            request.get("tools").is_none(),
+            "no tools parameter: {request}"
+        );
+        assert_eq!(request["messages"][0]["role"], "system");
+        assert_eq!(
+            request["messages"][0]["content"],
+            system.trim().strip_prefix("SYSTEM: ").unwrap(),
+            "the dataset's system text as it was"
+        );
+    }
+
+    let audit = audit_run(
+        &run,
+        &kimi(),
+        &AuditOptions {
+            reference_run: None,
+        },
+    )
+    .unwrap();
+    let f = audit.by_source.values().next().unwrap();
+    assert_eq!(
+        (f.answers, f.tools_in_system_prompt, f.triggered),
+        (3, 3, 0)
+    );
+    let flags = audit.red_flags();
+    assert_eq!(flags.len(), 1, "{flags:?}");
+    assert!(flags[0].contains("3 prompts declare tools (0 as the tools parameter, 3 only in the system prompt) but no answer called a tool"), "{}", flags[0]);
+    assert!(audit.html_section().contains("ta-flag"));
 }

@@ -84,6 +84,12 @@ pub struct Args {
     /// second's worth), 429 + Retry-After beyond.
     #[arg(long, value_name = "R")]
     capacity_rps: Option<f64>,
+    /// Answer as a named provider (repeatable): its own flavour and tool-call defect rates, e.g.
+    /// `Chutes:vllm:inreasoning=0.2,badjson=0.05`. Defects: undeclared, badjson, schema, badid,
+    /// markers, inreasoning, finish, nocall (a bare name means rate 1). Requests pick one with
+    /// OpenRouter's `provider.only`, else are spread over them; answers name it in `provider`.
+    #[arg(long = "provider", value_name = "NAME:FLAVOR[:DEFECT=RATE,...]")]
+    providers: Vec<String>,
 }
 
 impl Args {
@@ -153,6 +159,11 @@ impl Args {
             hang: Duration::from_secs(self.hang_secs),
             retry_after_secs: self.retry_after,
             capacity: self.capacity()?,
+            providers: self
+                .providers
+                .iter()
+                .map(|spec| spec.parse().map_err(UsageError))
+                .collect::<Result<_, _>>()?,
             ..SimConfig::default()
         })
     }

@@ -168,6 +168,9 @@ pub struct SimConfig {
     pub behaviour: Behaviour,
     /// A provider's finite capacity (see [`super::capacity`]); `None`: unlimited.
     pub capacity: Option<super::capacity::CapacityConfig>,
+    /// Named providers, each with its own flavour and tool-call defects ([`super::providers`]);
+    /// empty: one provider, `flavor` and `provider_name`.
+    pub providers: Vec<super::providers::NamedProvider>,
 }
 
 impl Default for SimConfig {
@@ -190,6 +193,7 @@ impl Default for SimConfig {
             provider_name: "DraftgenSim".to_string(),
             behaviour: Behaviour::default(),
             capacity: None,
+            providers: Vec::new(),
         }
     }
 }

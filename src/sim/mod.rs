@@ -28,6 +28,7 @@ pub mod counters;
 pub mod faults;
 pub mod flavor;
 pub mod prompt;
+pub mod providers;
 pub mod request;
 pub mod seed;
 pub mod server;
@@ -37,7 +38,8 @@ pub mod words;
 pub use capacity::{CapacityConfig, CapacitySnapshot};
 pub use config::{Behaviour, Flavor, Latency, Prices, SimConfig};
 pub use counters::{CounterSnapshot, Counters};
-pub use faults::{FaultKind, FaultRates};
+pub use faults::{FaultKind, FaultRates, ToolDefect, ToolDefectRates};
+pub use providers::NamedProvider;
 pub use server::{serve, spawn, SimHandle, Simulator};
 
 /// Why the simulator could not start or stopped with an error.

@@ -541,3 +541,100 @@ fn glaive_prompts_keep_their_system_text_and_a_dataset_that_never_triggers_is_re
     assert!(flags[0].contains("3 prompts declare tools (0 as the tools parameter, 3 only in the system prompt) but no answer called a tool"), "{}", flags[0]);
     assert!(audit.html_section().contains("ta-flag"));
 }
+
+/// Constructed answers for the checks the simulator does not inject, each found alone.
+#[test]
+fn constructed_answers_each_show_their_one_problem() {
+    let with_calls = |calls: Value, finish: &str| {
+        json!({"choices": [{"index": 0, "finish_reason": finish,
+            "message": {"role": "assistant", "content": "", "tool_calls": calls}}]})
+    };
+    let call = |id: &str, args: &str| json!([{"id": id, "type": "function", "function": {"name": "f", "arguments": args}}]);
+    let mut none_request = tool_request();
+    none_request["tool_choice"] = json!("none");
+    // A history with one earlier call: this answer's call is number 1.
+    let mut history = tool_request();
+    history["messages"] = json!([
+        {"role": "user", "content": "add"},
+        {"role": "assistant", "content": "", "tool_calls": call("functions.f:0", r#"{"a": 1}"#)},
+        {"role": "tool", "tool_call_id": "functions.f:0", "content": "2"},
+        {"role": "user", "content": "again"}]);
+    let cases: Vec<(&str, Value, Value, Option<Problem>)> = vec![
+        (
+            "clean",
+            tool_request(),
+            with_calls(call("functions.f:0", r#"{"a": 1}"#), "tool_calls"),
+            None,
+        ),
+        (
+            "clean-history",
+            history.clone(),
+            with_calls(call("functions.f:1", r#"{"a": 1}"#), "tool_calls"),
+            None,
+        ),
+        (
+            "none",
+            none_request,
+            with_calls(call("functions.f:0", r#"{"a": 1}"#), "tool_calls"),
+            Some(Problem::CallsDespiteToolChoiceNone),
+        ),
+        (
+            "misnumbered",
+            history,
+            with_calls(call("functions.f:0", r#"{"a": 1}"#), "tool_calls"),
+            Some(Problem::IdMisnumbered),
+        ),
+        (
+            "no-finish",
+            tool_request(),
+            with_calls(call("functions.f:0", r#"{"a": 1}"#), "stop"),
+            Some(Problem::CallsWithoutFinish),
+        ),
+        (
+            "no-calls",
+            tool_request(),
+            json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": "hm"}}]}),
+            Some(Problem::FinishWithoutCalls),
+        ),
+        (
+            "reasoning-marker",
+            tool_request(),
+            json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "ok", "reasoning": "done<|tool_calls_section_end|>"}}]}),
+            Some(Problem::MarkersInReasoning),
+        ),
+        // Arguments holding a marker: the native text cuts the call there, so the training
+        // tokens would not say what the API said.
+        (
+            "round-trip",
+            tool_request(),
+            with_calls(
+                call("functions.f:0", r#"{"a": 1, "b": "<|tool_call_end|>"}"#),
+                "tool_calls",
+            ),
+            Some(Problem::RoundTrip),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Value> = cases
+        .iter()
+        .map(|(id, request, response, _)| record(id, "d", id, request.clone(), response.clone()))
+        .collect();
+    write_run(dir.path(), &records);
+    let audit = audit_run(
+        dir.path(),
+        &kimi(),
+        &AuditOptions {
+            reference_run: None,
+        },
+    )
+    .unwrap();
+    for (id, _, _, problem) in &cases {
+        let f = &audit.by_provider[*id];
+        for p in Problem::ALL {
+            let want = u64::from(Some(p) == *problem);
+            assert_eq!(f.count(p), want, "{id}: {}: {:?}", p.name(), audit.examples);
+        }
+    }
+}

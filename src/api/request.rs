@@ -666,6 +666,50 @@ mod tests {
         }
     }
 
+    /// A prompt's own options and the dataset's system text: the same bytes on both paths, the
+    /// prompt's `provider` replacing the run's in place, and the system text (tool JSON included)
+    /// sent only when tools are not a parameter.
+    #[test]
+    fn prompt_options_and_system_text_on_both_body_paths() {
+        let mut p = prompt(Some(vec![weather_tool()]));
+        p.messages
+            .insert(0, json!({"role": "system", "content": "Be brief."}));
+        p.system_with_tools = Some("Be brief. {\"name\": \"get_weather\"}".into());
+        p.request_options = Some(Box::new(crate::dataset::PromptOptions {
+            tool_choice: Some(json!("none")),
+            parallel_tool_calls: Some(false),
+            provider: Some(json!({"only": ["B"]})),
+        }));
+        for tools_as_parameter in [true, false] {
+            let opts = RequestOptions {
+                model: "m".into(),
+                tools_as_parameter,
+                provider: Some(json!({"only": ["A"]})),
+                server_kind: ServerKind::OpenRouter,
+                ..Default::default()
+            };
+            let body = build_body(&p, &opts);
+            let messages =
+                serde_json::value::to_raw_value(&p.messages_to_send(tools_as_parameter)).unwrap();
+            let tools = serde_json::value::to_raw_value(p.tools.as_ref().unwrap()).unwrap();
+            let own = p.request_options.as_ref().unwrap().fields();
+            let raw = BodyFields::new(&opts)
+                .serialize_with(&messages, Some(&tools), Some(&own))
+                .unwrap();
+            assert_eq!(raw.get(), serde_json::to_string(&body).unwrap());
+            assert_eq!(body["provider"], json!({"only": ["B"]}));
+            assert_eq!(body["tool_choice"], "none");
+            assert_eq!(body["parallel_tool_calls"], false);
+            let system = body["messages"][0]["content"].as_str().unwrap();
+            assert_eq!(body.get("tools").is_some(), tools_as_parameter);
+            assert_eq!(
+                system.contains("get_weather"),
+                !tools_as_parameter,
+                "{system}"
+            );
+        }
+    }
+
     #[test]
     fn tools_stay_out_when_the_system_prompt_carries_them() {
         let opts = RequestOptions {

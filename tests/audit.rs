@@ -442,6 +442,17 @@ fn injected_defects_are_found_per_provider_and_dataset_and_nothing_else() {
     }
     check_renders(&audit);
 
+    let finish = &audit.by_provider["Finish"];
+    assert_eq!(
+        finish.finish_reasons,
+        [("tool_calls".to_string(), 3)].into_iter().collect()
+    );
+    assert_eq!(
+        finish.native_finish_reasons,
+        [("stop".to_string(), 3)].into_iter().collect()
+    );
+    assert_eq!(audit.all.declaring_tools, 31);
+
     // Per dataset: journal records carry the prompt's `source` (helper `verify`'s change to
     // `journal::Record`); a journal without it (older runs, or this branch before that merge)
     // leaves the dataset unknown, and the audit says so rather than guessing.

@@ -55,6 +55,8 @@ pub struct Figures {
     pub answers: u64,
     /// Prompts that declare tools, either way.
     pub declaring_tools: u64,
+    /// `declaring_tools / answers`.
+    pub declaring_share: Option<f64>,
     pub tools_as_parameter: u64,
     /// Tools only in the system prompt (glaive style).
     pub tools_in_system_prompt: u64,
@@ -65,6 +67,10 @@ pub struct Figures {
     pub finish_tool_calls: u64,
     /// Answers that carry `native_finish_reason` (OpenRouter).
     pub with_native_finish_reason: u64,
+    /// Answers by `finish_reason` (`(none)` when absent).
+    pub finish_reasons: BTreeMap<String, u64>,
+    /// Answers by `native_finish_reason`, where sent.
+    pub native_finish_reasons: BTreeMap<String, u64>,
     pub calls: u64,
     /// Ids in the family's native form (Kimi `functions.NAME:IDX`).
     pub ids_native: u64,
@@ -86,12 +92,15 @@ impl Default for Figures {
         Figures {
             answers: 0,
             declaring_tools: 0,
+            declaring_share: None,
             tools_as_parameter: 0,
             tools_in_system_prompt: 0,
             triggered: 0,
             trigger_rate: None,
             finish_tool_calls: 0,
             with_native_finish_reason: 0,
+            finish_reasons: BTreeMap::new(),
+            native_finish_reasons: BTreeMap::new(),
             calls: 0,
             ids_native: 0,
             ids_rewritten: 0,
@@ -115,6 +124,14 @@ impl Figures {
         self.triggered += u64::from(a.triggered);
         self.finish_tool_calls += u64::from(a.finish_reason.as_deref() == Some("tool_calls"));
         self.with_native_finish_reason += u64::from(a.native_finish_reason.is_some());
+        let finish = a.finish_reason.as_deref().unwrap_or("(none)");
+        *self.finish_reasons.entry(finish.to_string()).or_insert(0) += 1;
+        if let Some(native) = &a.native_finish_reason {
+            *self
+                .native_finish_reasons
+                .entry(native.clone())
+                .or_insert(0) += 1;
+        }
         self.calls += a.calls as u64;
         self.ids_native += a.ids_native as u64;
         self.ids_rewritten += a.ids_rewritten as u64;
@@ -128,6 +145,8 @@ impl Figures {
     }
 
     fn finish(&mut self) {
+        self.declaring_share =
+            (self.answers > 0).then(|| self.declaring_tools as f64 / self.answers as f64);
         self.trigger_rate =
             (self.declaring_tools > 0).then(|| self.triggered as f64 / self.declaring_tools as f64);
         self.schema_accuracy.finish();

@@ -63,7 +63,8 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
-    let mut out = String::from("Tool calls\n");
+    // No heading: `verify` prints its own above the table.
+    let mut out = String::new();
     for r in &rows {
         let cells: Vec<String> = r
             .iter()

@@ -476,6 +476,8 @@ fn injected_defects_are_found_per_provider_and_dataset_and_nothing_else() {
         assert_eq!(audit.by_source["none.jsonl"].count(p), 0);
     }
     assert_eq!(audit.by_source["none.jsonl"].triggered, 0);
+    // `tool_choice: "none"` forbids calls: that dataset is not expected to trigger (no red flag).
+    assert_eq!(audit.by_source["none.jsonl"].callable, 0);
     assert_eq!(audit.source_from, "journal");
 }
 

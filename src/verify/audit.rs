@@ -57,12 +57,15 @@ pub struct Figures {
     pub declaring_tools: u64,
     /// `declaring_tools / answers`.
     pub declaring_share: Option<f64>,
+    /// Prompts that declare tools and do not forbid calls (`tool_choice` not `"none"`): the
+    /// ones that can trigger.
+    pub callable: u64,
     pub tools_as_parameter: u64,
     /// Tools only in the system prompt (glaive style).
     pub tools_in_system_prompt: u64,
     /// Answers with `finish_reason == "tool_calls"` or calls present.
     pub triggered: u64,
-    /// `triggered / declaring_tools`.
+    /// `triggered / callable`.
     pub trigger_rate: Option<f64>,
     pub finish_tool_calls: u64,
     /// Answers that carry `native_finish_reason` (OpenRouter).
@@ -93,6 +96,7 @@ impl Default for Figures {
             answers: 0,
             declaring_tools: 0,
             declaring_share: None,
+            callable: 0,
             tools_as_parameter: 0,
             tools_in_system_prompt: 0,
             triggered: 0,
@@ -121,6 +125,7 @@ impl Figures {
             None => {}
         }
         self.declaring_tools += u64::from(a.declared_in.is_some());
+        self.callable += u64::from(a.declared_in.is_some() && !a.tool_choice_none);
         self.triggered += u64::from(a.triggered);
         self.finish_tool_calls += u64::from(a.finish_reason.as_deref() == Some("tool_calls"));
         self.with_native_finish_reason += u64::from(a.native_finish_reason.is_some());
@@ -148,7 +153,7 @@ impl Figures {
         self.declaring_share =
             (self.answers > 0).then(|| self.declaring_tools as f64 / self.answers as f64);
         self.trigger_rate =
-            (self.declaring_tools > 0).then(|| self.triggered as f64 / self.declaring_tools as f64);
+            (self.callable > 0).then(|| self.triggered as f64 / self.callable as f64);
         self.schema_accuracy.finish();
         if let Some(t) = &mut self.trigger_similarity {
             t.finish();
@@ -521,7 +526,8 @@ impl ToolAudit {
     pub fn red_flags(&self) -> Vec<String> {
         let mut flags = Vec::new();
         for (source, f) in &self.by_source {
-            if f.declaring_tools > 0 && f.triggered == 0 {
+            // Prompts whose request forbids calls (`tool_choice: "none"`) are not expected to.
+            if f.callable > 0 && f.triggered == 0 {
                 flags.push(format!(
                     "dataset {source}: {} prompts declare tools ({} as the tools parameter, {} only in the system prompt) but no answer called a tool: it tests no tool calling",
                     f.declaring_tools, f.tools_as_parameter, f.tools_in_system_prompt

@@ -129,6 +129,8 @@ pub struct K2vvAnswer {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AnswerAudit {
     pub declared_in: Option<DeclaredIn>,
+    /// The request said `tool_choice: "none"`.
+    pub tool_choice_none: bool,
     pub finish_reason: Option<String>,
     pub native_finish_reason: Option<String>,
     /// `finish_reason == "tool_calls"` or calls present.
@@ -202,6 +204,7 @@ pub fn audit_answer(
         }
     }
     let choice_none = request.get("tool_choice").and_then(Value::as_str) == Some("none");
+    audit.tool_choice_none = choice_none;
     if choice_none && !calls.is_empty() {
         found(
             Problem::CallsDespiteToolChoiceNone,

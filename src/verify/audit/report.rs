@@ -141,7 +141,7 @@ fn table(out: &mut String, title: &str, groups: &[(String, &Figures)], audit: &T
     }
     out.push_str("</tr></thead><tbody>");
     for (name, f) in groups {
-        let never = f.declaring_tools > 0 && f.triggered == 0;
+        let never = f.callable > 0 && f.triggered == 0;
         let _ = write!(
             out,
             "<tr{}><td>{}</td><td>{}</td><td>{} ({} / {})</td><td>{} {}</td><td>{}</td>",

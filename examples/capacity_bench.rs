@@ -40,6 +40,7 @@ fn prompts(n: usize) -> Vec<Prompt> {
             messages: vec![json!({"role": "user", "content": format!("question {i}")})],
             tools: None,
             meta: serde_json::Value::Null,
+            ..Prompt::default()
         })
         .collect()
 }

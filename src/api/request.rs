@@ -369,7 +369,8 @@ impl RequestOptions {
     }
 }
 
-/// The chat-completions body for one prompt. `extra_body` is merged last (top-level keys replace).
+/// The chat-completions body for one prompt. `extra_body` is merged after the run's options
+/// (top-level keys replace), the prompt's own options ([`Prompt::request_options`]) last.
 pub fn build_body(prompt: &Prompt, opts: &RequestOptions) -> Value {
     let tools = prompt
         .tools
@@ -378,10 +379,17 @@ pub fn build_body(prompt: &Prompt, opts: &RequestOptions) -> Value {
     let mut body = body_fields(opts, tools.is_some());
     // Fill the placeholders `body_fields` reserved (unless `extra_body` replaced them).
     if let Some(slot @ Value::Null) = body.get_mut("messages") {
-        *slot = Value::Array(prompt.messages.clone());
+        *slot = Value::Array(
+            prompt
+                .messages_to_send(opts.tools_as_parameter)
+                .into_owned(),
+        );
     }
     if let (Some(tools), Some(slot @ Value::Null)) = (tools, body.get_mut("tools")) {
         *slot = Value::Array(tools.clone());
+    }
+    if let Some(own) = &prompt.request_options {
+        body.extend(own.fields());
     }
     Value::Object(body)
 }
@@ -416,11 +424,28 @@ impl BodyFields {
         }
     }
 
+    /// Whether tools go out as the `tools` parameter (else the dataset's system text carries them).
+    pub fn tools_as_parameter(&self) -> bool {
+        self.tools_as_parameter
+    }
+
     /// The body for `messages` and `tools`, byte-identical to [`serialize_body`].
     pub fn serialize(
         &self,
         messages: &RawValue,
         tools: Option<&RawValue>,
+    ) -> serde_json::Result<Box<RawValue>> {
+        self.serialize_with(messages, tools, None)
+    }
+
+    /// [`BodyFields::serialize`] with a prompt's own options (`Prompt::request_options` fields):
+    /// they replace the run's value of the same key in place, others follow at the end — the
+    /// same body as [`build_body`].
+    pub fn serialize_with(
+        &self,
+        messages: &RawValue,
+        tools: Option<&RawValue>,
+        own: Option<&Map<String, Value>>,
     ) -> serde_json::Result<Box<RawValue>> {
         // Tools not sent as a parameter have no placeholder; an `extra_body` "tools" stays as given.
         let tools = tools.filter(|_| self.tools_as_parameter);
@@ -433,6 +458,7 @@ impl BodyFields {
             fields,
             messages,
             tools,
+            own,
         })
     }
 }
@@ -443,17 +469,28 @@ struct RawBody<'a> {
     fields: &'a Map<String, Value>,
     messages: &'a RawValue,
     tools: Option<&'a RawValue>,
+    /// The prompt's own options, written over the run's.
+    own: Option<&'a Map<String, Value>>,
 }
 
 impl Serialize for RawBody<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.fields.len()))?;
+        let mut map = serializer.serialize_map(None)?;
         for (k, v) in self.fields {
+            if let Some(own) = self.own.and_then(|own| own.get(k)) {
+                map.serialize_entry(k, own)?;
+                continue;
+            }
             match (k.as_str(), v, self.tools) {
                 ("messages", Value::Null, _) => map.serialize_entry(k, self.messages)?,
                 ("tools", Value::Null, Some(tools)) => map.serialize_entry(k, tools)?,
                 _ => map.serialize_entry(k, v)?,
+            }
+        }
+        for (k, v) in self.own.into_iter().flatten() {
+            if !self.fields.contains_key(k) {
+                map.serialize_entry(k, v)?;
             }
         }
         map.end()
@@ -537,6 +574,7 @@ mod tests {
             messages: vec![json!({"role": "user", "content": "hi"})],
             tools,
             meta: Value::Null,
+            ..Prompt::default()
         }
     }
 
@@ -625,6 +663,50 @@ mod tests {
                     serde_json::to_string(&build_body(&p, opts)).unwrap()
                 );
             }
+        }
+    }
+
+    /// A prompt's own options and the dataset's system text: the same bytes on both paths, the
+    /// prompt's `provider` replacing the run's in place, and the system text (tool JSON included)
+    /// sent only when tools are not a parameter.
+    #[test]
+    fn prompt_options_and_system_text_on_both_body_paths() {
+        let mut p = prompt(Some(vec![weather_tool()]));
+        p.messages
+            .insert(0, json!({"role": "system", "content": "Be brief."}));
+        p.system_with_tools = Some("Be brief. {\"name\": \"get_weather\"}".into());
+        p.request_options = Some(Box::new(crate::dataset::PromptOptions {
+            tool_choice: Some(json!("none")),
+            parallel_tool_calls: Some(false),
+            provider: Some(json!({"only": ["B"]})),
+        }));
+        for tools_as_parameter in [true, false] {
+            let opts = RequestOptions {
+                model: "m".into(),
+                tools_as_parameter,
+                provider: Some(json!({"only": ["A"]})),
+                server_kind: ServerKind::OpenRouter,
+                ..Default::default()
+            };
+            let body = build_body(&p, &opts);
+            let messages =
+                serde_json::value::to_raw_value(&p.messages_to_send(tools_as_parameter)).unwrap();
+            let tools = serde_json::value::to_raw_value(p.tools.as_ref().unwrap()).unwrap();
+            let own = p.request_options.as_ref().unwrap().fields();
+            let raw = BodyFields::new(&opts)
+                .serialize_with(&messages, Some(&tools), Some(&own))
+                .unwrap();
+            assert_eq!(raw.get(), serde_json::to_string(&body).unwrap());
+            assert_eq!(body["provider"], json!({"only": ["B"]}));
+            assert_eq!(body["tool_choice"], "none");
+            assert_eq!(body["parallel_tool_calls"], false);
+            let system = body["messages"][0]["content"].as_str().unwrap();
+            assert_eq!(body.get("tools").is_some(), tools_as_parameter);
+            assert_eq!(
+                system.contains("get_weather"),
+                !tools_as_parameter,
+                "{system}"
+            );
         }
     }
 

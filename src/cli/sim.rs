@@ -97,6 +97,12 @@ pub struct Args {
     /// (kind-version/stream|nonstream/spaces|nospaces[/token_ids]).
     #[arg(long, value_name = "NAME", requires = "replay")]
     replay_shape: Option<String>,
+    /// Answer as a named provider (repeatable): its own flavour and tool-call defect rates, e.g.
+    /// `Chutes:vllm:inreasoning=0.2,badjson=0.05`. Defects: undeclared, badjson, schema, badid,
+    /// markers, inreasoning, finish, nocall (a bare name means rate 1). Requests pick one with
+    /// OpenRouter's `provider.only`, else are spread over them; answers name it in `provider`.
+    #[arg(long = "provider", value_name = "NAME:FLAVOR[:DEFECT=RATE,...]")]
+    providers: Vec<String>,
 }
 
 impl Args {
@@ -167,6 +173,11 @@ impl Args {
             retry_after_secs: self.retry_after,
             capacity: self.capacity()?,
             replay: self.replay()?,
+            providers: self
+                .providers
+                .iter()
+                .map(|spec| spec.parse().map_err(UsageError))
+                .collect::<Result<_, _>>()?,
             ..SimConfig::default()
         })
     }

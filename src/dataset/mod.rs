@@ -19,4 +19,4 @@ pub use format::Format;
 pub use prepare::{
     prepare, prepare_into, read_prompts, PrepareOptions, PrepareReport, Shard, SourceReport,
 };
-pub use prompt::Prompt;
+pub use prompt::{Prompt, PromptOptions};

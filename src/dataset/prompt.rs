@@ -1,13 +1,15 @@
 //! [`Prompt`]: one conversation to send, with a content-hash id so reruns and resumes agree.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::canonical::canonical_json;
 
 /// One prompt: the conversation up to its last user turn, plus tools and metadata.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Prompt {
     /// Hex content hash of the canonical messages + tools.
     pub id: String,
@@ -19,6 +21,48 @@ pub struct Prompt {
     /// The dataset's own answer and anything else worth keeping; never sent.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub meta: Value,
+    /// The dataset's system text as it was, tool definitions included (glaive: function JSON in
+    /// the system prompt, which `tools` holds parsed and `messages` holds without). Sent as the
+    /// system message when tools are not sent as a parameter (`tools_as_parameter = false`), so
+    /// the model still sees the tools, as the dataset meant. Not part of the id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_with_tools: Option<String>,
+    /// Request options of this prompt's own, sent in its request over the run's (`tool_choice`,
+    /// `parallel_tool_calls`, OpenRouter `provider` routing). Not part of the id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_options: Option<Box<PromptOptions>>,
+}
+
+/// The request options a prompt may carry (anything else in the prompts file is an error naming
+/// the line, not silently dropped).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptOptions {
+    /// `"auto"`, `"none"`, `"required"` or `{"type": "function", "function": {"name": …}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// OpenRouter `provider` routing for this prompt (replaces the run's), e.g. `{"only": ["X"]}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<Value>,
+}
+
+impl PromptOptions {
+    /// The options as body fields (in a fixed order), for merging into a request body.
+    pub fn fields(&self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        if let Some(v) = &self.tool_choice {
+            fields.insert("tool_choice".into(), v.clone());
+        }
+        if let Some(v) = self.parallel_tool_calls {
+            fields.insert("parallel_tool_calls".into(), v.into());
+        }
+        if let Some(v) = &self.provider {
+            fields.insert("provider".into(), v.clone());
+        }
+        fields
+    }
 }
 
 impl Prompt {
@@ -38,6 +82,17 @@ impl Prompt {
             messages,
             tools,
             meta,
+            ..Self::default()
+        }
+    }
+
+    /// The messages a request sends: with tools not sent as a parameter and the dataset's system
+    /// text known ([`Prompt::system_with_tools`]), that text is the system message (replacing the
+    /// first one, or first if there was none); otherwise `messages` as they are.
+    pub fn messages_to_send(&self, tools_as_parameter: bool) -> Cow<'_, [Value]> {
+        match (&self.system_with_tools, tools_as_parameter) {
+            (Some(system), false) => Cow::Owned(with_system_text(&self.messages, system)),
+            _ => Cow::Borrowed(&self.messages),
         }
     }
 
@@ -60,6 +115,21 @@ impl Prompt {
         let head = self.id.get(..16).unwrap_or("0");
         u64::from_str_radix(head, 16).unwrap_or(0) % count.max(1)
     }
+}
+
+/// `messages` with `system` as the first system message's content (or a system message first).
+fn with_system_text(messages: &[Value], system: &str) -> Vec<Value> {
+    let mut out = messages.to_vec();
+    let first_system = out
+        .iter_mut()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("system"));
+    match first_system {
+        Some(Value::Object(message)) => {
+            message.insert("content".into(), Value::from(system));
+        }
+        _ => out.insert(0, json!({"role": "system", "content": system})),
+    }
+    out
 }
 
 #[cfg(test)]

@@ -279,6 +279,7 @@ mod tests {
             messages: vec![json!({"role": "user", "content": text})],
             tools: None,
             meta: Value::Null,
+            ..Prompt::default()
         }
     }
 

@@ -26,6 +26,11 @@ pub(crate) struct CompactPrompt {
     pub messages: Box<RawValue>,
     /// `None` for no tools (or an empty list).
     pub tools: Option<Box<RawValue>>,
+    /// The messages with the dataset's own system text (`Prompt::system_with_tools`), sent
+    /// instead of `messages` when tools are not sent as a parameter.
+    pub messages_with_system_tools: Option<Box<RawValue>>,
+    /// The prompt's own request options (`Prompt::request_options`).
+    pub options: Option<Box<serde_json::Map<String, serde_json::Value>>>,
 }
 
 impl CompactPrompt {
@@ -33,6 +38,17 @@ impl CompactPrompt {
     /// serde_json's serialization of the messages and tools, so request bodies are byte-identical
     /// to serializing [`crate::api::build_body`].
     fn new(prompt: Prompt) -> serde_json::Result<Self> {
+        let messages_with_system_tools = match &prompt.system_with_tools {
+            Some(_) => Some(serde_json::value::to_raw_value(
+                &prompt.messages_to_send(false),
+            )?),
+            None => None,
+        };
+        let options = prompt
+            .request_options
+            .as_ref()
+            .map(|o| Box::new(o.fields()))
+            .filter(|o| !o.is_empty());
         let tools = match prompt.tools.filter(|t| !t.is_empty()) {
             Some(tools) => Some(serde_json::value::to_raw_value(&tools)?),
             None => None,
@@ -40,9 +56,19 @@ impl CompactPrompt {
         Ok(CompactPrompt {
             messages: serde_json::value::to_raw_value(&prompt.messages)?,
             tools,
+            messages_with_system_tools,
+            options,
             id: prompt.id.into_boxed_str(),
             source: prompt.source.into_boxed_str(),
         })
+    }
+
+    /// The messages to send through an endpoint that sends tools as a parameter or not.
+    pub fn messages_for(&self, tools_as_parameter: bool) -> &RawValue {
+        match (&self.messages_with_system_tools, tools_as_parameter) {
+            (Some(messages), false) => messages,
+            _ => &self.messages,
+        }
     }
 
     /// Same as [`prompt_tokens_estimate`](super::budget::prompt_tokens_estimate) of the prompt:

@@ -226,7 +226,11 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
             return;
         };
         // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
-        let request = match body_fields.serialize(&prompt.messages, prompt.tools.as_deref()) {
+        let request = match body_fields.serialize_with(
+            prompt.messages_for(body_fields.tools_as_parameter()),
+            prompt.tools.as_deref(),
+            prompt.options.as_deref(),
+        ) {
             Ok(request) => request,
             Err(e) => {
                 // Raw JSON and `Value`s always serialize; if that ever changed, stop rather than

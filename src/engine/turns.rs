@@ -224,6 +224,8 @@ fn next_turn(conversation: &Prompt, answers: &HashMap<String, Value>) -> Option<
         messages,
         tools: conversation.tools.clone(),
         meta: Value::Null,
+        system_with_tools: conversation.system_with_tools.clone(),
+        request_options: conversation.request_options.clone(),
     })
 }
 
@@ -283,6 +285,7 @@ mod tests {
             ],
             tools: None,
             meta: Value::Null,
+            ..Prompt::default()
         };
         assert_eq!(turn_points(&conversation.messages), vec![1, 3]);
         let mut answers = HashMap::new();

@@ -170,6 +170,9 @@ pub struct SimConfig {
     pub capacity: Option<super::capacity::CapacityConfig>,
     /// Answer from recorded responses instead of writing them (see [`super::replay`]).
     pub replay: Option<std::sync::Arc<super::replay::Replay>>,
+    /// Named providers, each with its own flavour and tool-call defects ([`super::providers`]);
+    /// empty: one provider, `flavor` and `provider_name`.
+    pub providers: Vec<super::providers::NamedProvider>,
 }
 
 impl Default for SimConfig {
@@ -193,6 +196,7 @@ impl Default for SimConfig {
             behaviour: Behaviour::default(),
             capacity: None,
             replay: None,
+            providers: Vec::new(),
         }
     }
 }

@@ -201,3 +201,118 @@ mod tests {
         assert!(first.iter().any(|f| f.is_some()));
     }
 }
+
+/// A tool-call defect a provider injects into an answer that is otherwise fine (issue 11: what
+/// the tool-call audit must find). Unlike [`FaultKind`]s, defects are not exclusive and depend on
+/// the request only, not the attempt: a retry gets the same defective answer, as from a provider
+/// whose parser or model is wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ToolDefect {
+    /// The first call names a tool the request did not declare (its native id follows the name).
+    UndeclaredName,
+    /// The first call's arguments lose their last character: not JSON any more.
+    InvalidJson,
+    /// The first call's arguments become `[]`: JSON, but not the object the schema declares.
+    SchemaViolation,
+    /// The first call's id is sanitized to `functions_NAME_N` (a client's rewrite, exo #2281).
+    /// Only visible on flavours that pass the model's ids through (not `openrouter`, which mints
+    /// `call_…` ids).
+    WrongIdFormat,
+    /// A stray `<|tool_calls_section_end|>` is left in `content` of an answer with calls.
+    MarkersInContent,
+    /// The calls are written into the reasoning as native text instead of being parsed
+    /// (`finish_reason` `stop`, no `tool_calls`), as seen from Chutes (FACTS §D4).
+    CallInReasoning,
+    /// `native_finish_reason` is `stop` where `finish_reason` is `tool_calls` (vLLM PR #43155);
+    /// only the `openrouter` flavour sends `native_finish_reason`.
+    FinishDisagreement,
+    /// The model never calls a tool, although tools are declared.
+    NeverCalls,
+}
+
+impl ToolDefect {
+    pub const ALL: [ToolDefect; 8] = [
+        ToolDefect::UndeclaredName,
+        ToolDefect::InvalidJson,
+        ToolDefect::SchemaViolation,
+        ToolDefect::WrongIdFormat,
+        ToolDefect::MarkersInContent,
+        ToolDefect::CallInReasoning,
+        ToolDefect::FinishDisagreement,
+        ToolDefect::NeverCalls,
+    ];
+
+    /// The name in `--provider NAME:FLAVOR:DEFECT=RATE,…`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ToolDefect::UndeclaredName => "undeclared",
+            ToolDefect::InvalidJson => "badjson",
+            ToolDefect::SchemaViolation => "schema",
+            ToolDefect::WrongIdFormat => "badid",
+            ToolDefect::MarkersInContent => "markers",
+            ToolDefect::CallInReasoning => "inreasoning",
+            ToolDefect::FinishDisagreement => "finish",
+            ToolDefect::NeverCalls => "nocall",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ToolDefect> {
+        ToolDefect::ALL.into_iter().find(|d| d.name() == name)
+    }
+}
+
+/// Per-defect rates, each 0..1 of answers, drawn independently.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ToolDefectRates {
+    rates: [f64; 8],
+}
+
+impl ToolDefectRates {
+    pub fn get(&self, defect: ToolDefect) -> f64 {
+        self.rates[defect as usize]
+    }
+
+    pub fn set(&mut self, defect: ToolDefect, rate: f64) {
+        self.rates[defect as usize] = rate;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rates.iter().all(|r| clamp(*r) == 0.0)
+    }
+
+    /// The defects the answer to request `key` gets (same for every attempt).
+    pub fn decide(&self, seed: u64, key: u64) -> Vec<ToolDefect> {
+        ToolDefect::ALL
+            .into_iter()
+            .filter(|d| {
+                let rate = clamp(self.get(*d));
+                rate > 0.0 && {
+                    let draw: f64 = seed::rng(seed, key, Purpose::Defect, *d as u32).random();
+                    draw < rate
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod defect_tests {
+    use super::*;
+
+    #[test]
+    fn defects_are_per_request_and_at_their_rate() {
+        let mut rates = ToolDefectRates::default();
+        rates.set(ToolDefect::InvalidJson, 1.0);
+        rates.set(ToolDefect::NeverCalls, 0.5);
+        let n = 4000;
+        let mut never = 0;
+        for key in 0..n {
+            let d = rates.decide(1, key);
+            assert!(d.contains(&ToolDefect::InvalidJson));
+            never += usize::from(d.contains(&ToolDefect::NeverCalls));
+            assert_eq!(d, rates.decide(1, key));
+        }
+        assert!((never as f64 / n as f64 - 0.5).abs() < 0.05);
+        assert!(ToolDefectRates::default().decide(1, 2).is_empty());
+    }
+}

@@ -28,6 +28,7 @@ pub mod counters;
 pub mod faults;
 pub mod flavor;
 pub mod prompt;
+pub mod providers;
 pub mod replay;
 pub mod request;
 pub mod seed;
@@ -38,7 +39,8 @@ pub mod words;
 pub use capacity::{CapacityConfig, CapacitySnapshot};
 pub use config::{Behaviour, Flavor, Latency, Prices, SimConfig};
 pub use counters::{CounterSnapshot, Counters};
-pub use faults::{FaultKind, FaultRates};
+pub use faults::{FaultKind, FaultRates, ToolDefect, ToolDefectRates};
+pub use providers::NamedProvider;
 pub use replay::{Replay, ReplayError};
 pub use server::{serve, spawn, SimHandle, Simulator};
 

@@ -25,6 +25,8 @@ pub struct ChatRequest {
     pub return_token_ids: bool,
     /// llama.cpp `return_tokens` + `verbose` (`__verbose.tokens`).
     pub llama_verbose_tokens: bool,
+    /// OpenRouter `provider.only`: the providers allowed to answer.
+    pub provider_only: Vec<String>,
 }
 
 impl ChatRequest {
@@ -76,6 +78,18 @@ impl ChatRequest {
             exclude_reasoning: flag(obj.get("reasoning").and_then(|r| r.get("exclude"))),
             return_token_ids: flag(obj.get("return_token_ids")),
             llama_verbose_tokens: flag(obj.get("return_tokens")) && flag(obj.get("verbose")),
+            provider_only: obj
+                .get("provider")
+                .and_then(|p| p.get("only"))
+                .and_then(Value::as_array)
+                .map(|names| {
+                    names
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 }

@@ -29,6 +29,8 @@ pub enum Purpose {
     Answer,
     Fault,
     Ids,
+    /// Tool-call defects of named providers (`faults::ToolDefectRates`).
+    Defect,
 }
 
 /// A generator for one purpose of one request (and attempt, for per-attempt choices).

@@ -337,6 +337,13 @@ async fn chat_completions(
         &Value::Array(request.tools.clone()),
         request.seed,
     );
+    let provider = match super::providers::route(&config.providers, &request.provider_only, key) {
+        Ok(provider) => provider,
+        Err(super::providers::NoProvider(message)) => {
+            shared.counters.rejected();
+            return error_response(StatusCode::NOT_FOUND, &message);
+        }
+    };
     let attempt = shared.attempts.next(key);
     let fault = config.faults.decide(config.seed, key, attempt);
     if let Some(kind) = fault {
@@ -361,6 +368,7 @@ async fn chat_completions(
         key,
         attempt,
         fault == Some(FaultKind::Empty),
+        provider,
     );
     let latency = config.latency.base + config.latency.per_token * turn.completion_tokens as u32;
     if fault.is_none() || fault == Some(FaultKind::Empty) {
@@ -370,13 +378,23 @@ async fn chat_completions(
         stream_response(shared.clone(), &turn, fault, latency)
     } else {
         tokio::time::sleep(latency).await;
-        plain_response(&shared, &turn, fault)
+        plain_response(&turn, fault)
     }
 }
 
 /// Write, sample and count the answer to `request`.
-fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, empty: bool) -> Turn {
+fn make_turn(
+    shared: &Shared,
+    request: &ChatRequest,
+    key: u64,
+    attempt: u32,
+    empty: bool,
+    provider: Option<&super::providers::NamedProvider>,
+) -> Turn {
     let config = &shared.config;
+    let flavor = provider.map_or(config.flavor, |p| p.flavor);
+    let defects = provider.map_or_else(Vec::new, |p| p.defects.decide(config.seed, key));
+    let never_calls = defects.contains(&super::faults::ToolDefect::NeverCalls);
     let tokens = &shared.tokens;
     // Non-Kimi families think by their own switch (Qwen3 `enable_thinking`; DeepSeek-V3 never).
     let family = tokens.profile().filter(|p| !p.family.is_kimi());
@@ -390,10 +408,16 @@ fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, emp
     let written = if empty {
         None
     } else {
+        // A model that never calls: as if every request said `tool_choice: "none"`.
+        let none = Value::from("none");
         let prompted = Prompted {
             messages: &request.messages,
             tools: &request.tools,
-            tool_choice: request.tool_choice.as_ref(),
+            tool_choice: if never_calls {
+                Some(&none)
+            } else {
+                request.tool_choice.as_ref()
+            },
             thinking,
         };
         let mut rng = seed::rng(config.seed, key, Purpose::Answer, 0);
@@ -431,7 +455,7 @@ fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, emp
     let cost = prompt_tokens as f64 * config.prices.prompt
         + completion_tokens as f64 * config.prices.completion;
     let mut ids_rng = seed::rng(config.seed, key, Purpose::Ids, attempt);
-    let id = match config.flavor {
+    let id = match flavor {
         Flavor::OpenRouter => format!(
             "gen-{}-{}",
             1_700_000_000 + u64::from(attempt),
@@ -467,13 +491,16 @@ fn make_turn(shared: &Shared, request: &ChatRequest, key: u64, attempt: u32, emp
         tools_declared: !request.tools.is_empty(),
         cost,
         minted_call_ids,
-        provider: config.provider_name.clone(),
+        provider: provider.map_or_else(|| config.provider_name.clone(), |p| p.name.clone()),
+        flavor,
+        defects,
+        provider_in_body: provider.is_some(),
         spaces_around_special_tokens: config.spaces_around_special_tokens,
         stream_chunk_chars: config.stream_chunk_chars,
         exclude_reasoning: request.exclude_reasoning,
         return_token_ids: request.return_token_ids,
         llama_verbose_tokens: request.llama_verbose_tokens,
-        include_usage: request.include_usage || config.flavor == Flavor::OpenRouter,
+        include_usage: request.include_usage || flavor == Flavor::OpenRouter,
         history_calls: answer::prior_tool_calls(&request.messages),
         syntax,
     }
@@ -531,8 +558,8 @@ fn json_bytes_response(status: StatusCode, body: Body, generation_id: &str) -> R
     response
 }
 
-fn plain_response(shared: &Shared, turn: &Turn, fault: Option<FaultKind>) -> Response {
-    let flavor = shared.config.flavor;
+fn plain_response(turn: &Turn, fault: Option<FaultKind>) -> Response {
+    let flavor = turn.flavor;
     match fault {
         Some(FaultKind::ErrorIn200) => {
             let body = json!({"error": {
@@ -596,7 +623,7 @@ fn stream_response(
     fault: Option<FaultKind>,
     latency: Duration,
 ) -> Response {
-    let mut events = flavor::events(shared.config.flavor, turn);
+    let mut events = flavor::events(turn.flavor, turn);
     let end = match fault {
         Some(FaultKind::MidStream) => StreamEnd::ErrorChunk,
         Some(FaultKind::Malformed) => StreamEnd::Malformed,

@@ -5,7 +5,9 @@
 //! "arguments": '{...}'}`.
 //!
 //! The functions become OpenAI `tools` (duplicates by name dropped, first kept), the text before
-//! them stays the system message, and calls are read leniently by [`super::call`]. A call that
+//! them stays the system message, and calls are read leniently by [`super::call`]. The system
+//! text as the dataset wrote it (function JSON included, `SYSTEM:` label removed) is kept too, for
+//! runs that leave tools in the system prompt (`tools_as_parameter = false`): the glaive scenario. A call that
 //! cannot be read (the real data has truncated ones) cuts the conversation before it, with a
 //! warning: what came earlier is still a good prompt.
 
@@ -138,6 +140,9 @@ fn read_system(system: &str, conversation: &mut Conversation) {
         }
     }
     conversation.tools = Some(tools).filter(|t| !t.is_empty());
+    if conversation.tools.is_some() {
+        conversation.system_with_tools = Some(body.to_string());
+    }
 }
 
 #[cfg(test)]
@@ -164,6 +169,11 @@ mod tests {
             ])
         );
         assert_eq!(c.warnings, ["system: duplicate function \"f\" dropped"]);
+        assert_eq!(
+            c.system_with_tools.as_deref(),
+            Some(&system["SYSTEM: ".len()..]),
+            "the dataset's system text, function JSON included"
+        );
         assert_eq!(
             c.messages,
             [

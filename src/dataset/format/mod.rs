@@ -187,6 +187,9 @@ pub struct Conversation {
     pub meta: Map<String, Value>,
     /// Problems that did not stop the record (a truncated call that was cut off, ...).
     pub warnings: Vec<String>,
+    /// The system text as the dataset wrote it, tool definitions included, when `tools` was
+    /// parsed out of it (glaive): see `Prompt::system_with_tools`.
+    pub system_with_tools: Option<String>,
 }
 
 impl Conversation {
@@ -210,12 +213,9 @@ impl Conversation {
             let warnings = self.warnings.into_iter().map(Value::from).collect();
             self.meta.insert("warnings".into(), Value::Array(warnings));
         }
-        Ok(Prompt::new(
-            source,
-            self.messages,
-            self.tools,
-            Value::Object(self.meta),
-        ))
+        let mut prompt = Prompt::new(source, self.messages, self.tools, Value::Object(self.meta));
+        prompt.system_with_tools = self.system_with_tools;
+        Ok(prompt)
     }
 }
 

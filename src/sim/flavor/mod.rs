@@ -13,7 +13,8 @@ pub mod vllm;
 use serde_json::{json, Value};
 
 use super::config::Flavor;
-use crate::server::{self, ForwardInput, Parsed, ServerShape};
+use super::faults::ToolDefect;
+use crate::server::{self, kimi, ForwardInput, Parsed, ServerShape};
 
 /// One answer, ready to be shaped: what the model sampled and what the server counted.
 #[derive(Debug, Clone)]
@@ -48,6 +49,12 @@ pub struct Turn {
     pub history_calls: usize,
     /// The family syntax of `text` (which parsers the server runs).
     pub syntax: server::Syntax,
+    /// The flavour answering (the simulator's, or the named provider's).
+    pub flavor: Flavor,
+    /// Tool-call defects injected into this answer ([`super::faults::ToolDefect`]).
+    pub defects: Vec<ToolDefect>,
+    /// A named provider answers: every flavour names it in a top-level `provider`.
+    pub provider_in_body: bool,
 }
 
 /// The fields `shape` sends for this turn (streamed or not).
@@ -75,7 +82,71 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
                 .unwrap_or_else(|| format!("chatcmpl-tool-{i:024}"));
         }
     }
+    inject_defects(&mut parsed, turn);
     parsed
+}
+
+/// Make a correct answer wrong the ways `turn.defects` say (each only where it applies: an
+/// answer with calls). See [`ToolDefect`] for what each one does.
+fn inject_defects(parsed: &mut Parsed, turn: &Turn) {
+    if parsed.calls.is_empty() {
+        return;
+    }
+    for defect in &turn.defects {
+        let Some(first) = parsed.calls.first_mut() else {
+            return;
+        };
+        match defect {
+            ToolDefect::UndeclaredName => {
+                let wrong = "undeclared_tool";
+                if let Some((_, index)) = first.id.rsplit_once(':') {
+                    if first.id.starts_with(&format!("functions.{}:", first.name)) {
+                        first.id = format!("functions.{wrong}:{index}");
+                    }
+                }
+                first.name = wrong.to_string();
+            }
+            ToolDefect::InvalidJson => {
+                first.arguments.pop();
+            }
+            ToolDefect::SchemaViolation => first.arguments = "[]".to_string(),
+            ToolDefect::WrongIdFormat => first.id = first.id.replace(['.', ':'], "_"),
+            ToolDefect::MarkersInContent => {
+                parsed
+                    .content
+                    .get_or_insert_with(String::new)
+                    .push_str(kimi::SECTION_END);
+            }
+            ToolDefect::CallInReasoning => {
+                let calls = std::mem::take(&mut parsed.calls);
+                let reasoning = parsed.reasoning.get_or_insert_with(String::new);
+                reasoning.push_str(kimi::SECTION_BEGIN);
+                for call in &calls {
+                    reasoning.push_str(kimi::CALL_BEGIN);
+                    reasoning.push_str(&call.id);
+                    reasoning.push_str(kimi::ARGUMENT_BEGIN);
+                    reasoning.push_str(&call.arguments);
+                    reasoning.push_str(kimi::CALL_END);
+                }
+                reasoning.push_str(kimi::SECTION_END);
+                if parsed.finish_reason == "tool_calls" {
+                    parsed.finish_reason = "stop";
+                }
+                return;
+            }
+            // Read by the openrouter flavour (`native_finish_reason`); decided in `answer`.
+            ToolDefect::FinishDisagreement | ToolDefect::NeverCalls => {}
+        }
+    }
+}
+
+/// `native_finish_reason` for `finish_reason` (the same, unless the answer's provider disagrees).
+pub fn native_finish_reason<'a>(turn: &Turn, finish: &'a str) -> &'a str {
+    if finish == "tool_calls" && turn.defects.contains(&ToolDefect::FinishDisagreement) {
+        "stop"
+    } else {
+        finish
+    }
 }
 
 /// The reasoning field's name in `shape`'s answers.
@@ -108,21 +179,36 @@ impl Event {
 
 /// The non-streaming response body.
 pub fn response(flavor: Flavor, turn: &Turn) -> Value {
-    match flavor {
+    let mut body = match flavor {
         Flavor::OpenRouter => openrouter::response(turn),
         Flavor::Vllm | Flavor::Vllm011 => vllm::response(flavor.shape(), turn),
         Flavor::Sglang => sglang::response(turn),
         Flavor::LlamaCpp | Flavor::Raw => raw::response(turn),
-    }
+    };
+    name_provider(turn, &mut body);
+    body
 }
 
 /// The streaming response events.
 pub fn events(flavor: Flavor, turn: &Turn) -> Vec<Event> {
-    match flavor {
+    let mut events = match flavor {
         Flavor::OpenRouter => openrouter::events(turn),
         Flavor::Vllm | Flavor::Vllm011 => vllm::events(flavor.shape(), turn),
         Flavor::Sglang => sglang::events(turn),
         Flavor::LlamaCpp | Flavor::Raw => raw::events(turn),
+    };
+    for event in &mut events {
+        if let Event::Data(chunk) = event {
+            name_provider(turn, chunk);
+        }
+    }
+    events
+}
+
+/// Behind the named-provider router every answer says who answered, as OpenRouter's do.
+fn name_provider(turn: &Turn, body: &mut Value) {
+    if let (true, Value::Object(map)) = (turn.provider_in_body, body) {
+        map.insert("provider".into(), Value::from(turn.provider.as_str()));
     }
 }
 

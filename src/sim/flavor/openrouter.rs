@@ -81,7 +81,7 @@ pub fn response(turn: &Turn) -> Value {
         "choices": [{
             "logprobs": null,
             "finish_reason": finish,
-            "native_finish_reason": finish,
+            "native_finish_reason": super::native_finish_reason(turn, finish),
             "index": 0,
             "message": message,
         }],
@@ -100,7 +100,7 @@ fn chunk(turn: &Turn, delta: Value, finish: Option<&str>) -> Event {
             "index": 0,
             "delta": delta,
             "finish_reason": finish,
-            "native_finish_reason": finish,
+            "native_finish_reason": finish.map(|f| super::native_finish_reason(turn, f)),
             "logprobs": null,
         }],
     }))

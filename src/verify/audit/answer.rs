@@ -1,0 +1,399 @@
+//! The audit of one answer: its request's declared tools against the calls that came back.
+//!
+//! Every check reads only the request as sent and the response as received (the journal's
+//! `request` and `response`), plus the model profile for the family's markers, id rule and native
+//! rendering (the round trip, [`super::round_trip`]).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::declared::{Declared, DeclaredIn};
+use super::round_trip;
+use super::schema::{k2vv_call_valid, CallVerdict, Schemas};
+use crate::api::{Completion, ToolCall};
+use crate::model::Profile;
+use crate::server::{kimi, Syntax};
+
+/// One kind of defect the audit can find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Problem {
+    /// A call names a tool the request did not declare.
+    UndeclaredName,
+    /// A call's arguments are not valid JSON.
+    InvalidJson,
+    /// A call's arguments do not fit the declared tool's JSON schema.
+    SchemaViolation,
+    /// The declared tool's schema is itself not a valid JSON schema.
+    UnusableSchema,
+    /// A call id in neither the family's native form nor a known minted form (`call_…`).
+    IdMalformed,
+    /// A native id (`functions.NAME:IDX`) whose NAME or IDX is not the call's own.
+    IdMisnumbered,
+    /// Tool-call markers in `content`: a call the server did not parse.
+    MarkersInContent,
+    /// Tool-call markers in the reasoning (other than a call opened there).
+    MarkersInReasoning,
+    /// A tool call (section or call begin marker) opened inside the reasoning.
+    CallInReasoning,
+    /// Calls in an answer whose request said `tool_choice: "none"`.
+    CallsDespiteToolChoiceNone,
+    /// `finish_reason` and `native_finish_reason` disagree on whether the answer called tools.
+    FinishReasonDisagreement,
+    /// `finish_reason` is `tool_calls` and there are no calls.
+    FinishWithoutCalls,
+    /// Calls are present and `finish_reason` is neither `tool_calls` nor `length`.
+    CallsWithoutFinish,
+    /// The family's native rendering of the calls does not parse back to the same calls.
+    RoundTrip,
+}
+
+impl Problem {
+    pub const ALL: [Problem; 14] = [
+        Problem::UndeclaredName,
+        Problem::InvalidJson,
+        Problem::SchemaViolation,
+        Problem::UnusableSchema,
+        Problem::IdMalformed,
+        Problem::IdMisnumbered,
+        Problem::MarkersInContent,
+        Problem::MarkersInReasoning,
+        Problem::CallInReasoning,
+        Problem::CallsDespiteToolChoiceNone,
+        Problem::FinishReasonDisagreement,
+        Problem::FinishWithoutCalls,
+        Problem::CallsWithoutFinish,
+        Problem::RoundTrip,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Problem::UndeclaredName => "undeclared_name",
+            Problem::InvalidJson => "invalid_json",
+            Problem::SchemaViolation => "schema_violation",
+            Problem::UnusableSchema => "unusable_schema",
+            Problem::IdMalformed => "id_malformed",
+            Problem::IdMisnumbered => "id_misnumbered",
+            Problem::MarkersInContent => "markers_in_content",
+            Problem::MarkersInReasoning => "markers_in_reasoning",
+            Problem::CallInReasoning => "call_in_reasoning",
+            Problem::CallsDespiteToolChoiceNone => "calls_despite_tool_choice_none",
+            Problem::FinishReasonDisagreement => "finish_reason_disagreement",
+            Problem::FinishWithoutCalls => "finish_without_calls",
+            Problem::CallsWithoutFinish => "calls_without_finish",
+            Problem::RoundTrip => "round_trip",
+        }
+    }
+
+    /// A short column label for the terminal table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Problem::UndeclaredName => "undecl",
+            Problem::InvalidJson => "badjson",
+            Problem::SchemaViolation => "schema",
+            Problem::UnusableSchema => "badschema",
+            Problem::IdMalformed => "id-bad",
+            Problem::IdMisnumbered => "id-num",
+            Problem::MarkersInContent => "mk-cont",
+            Problem::MarkersInReasoning => "mk-reas",
+            Problem::CallInReasoning => "call-reas",
+            Problem::CallsDespiteToolChoiceNone => "ch-none",
+            Problem::FinishReasonDisagreement => "fin-native",
+            Problem::FinishWithoutCalls => "fin-nocall",
+            Problem::CallsWithoutFinish => "call-nofin",
+            Problem::RoundTrip => "roundtrip",
+        }
+    }
+}
+
+/// One finding: the problem, which call (if it is about one), and what exactly.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Found {
+    pub problem: Problem,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<usize>,
+    pub detail: String,
+}
+
+/// K2-Vendor-Verifier's view of one answer (only for requests with the `tools` parameter, as
+/// all of its requests have).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct K2vvAnswer {
+    /// `finish_reason == "tool_calls"`.
+    pub finish_tool_calls: bool,
+    /// Its `tool_calls_valid`: calls present and every one valid.
+    pub calls_valid: bool,
+}
+
+/// Everything the audit learned from one answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AnswerAudit {
+    pub declared_in: Option<DeclaredIn>,
+    /// The request said `tool_choice: "none"`.
+    pub tool_choice_none: bool,
+    pub finish_reason: Option<String>,
+    pub native_finish_reason: Option<String>,
+    /// `finish_reason == "tool_calls"` or calls present.
+    pub triggered: bool,
+    pub calls: usize,
+    pub ids_native: usize,
+    /// Ids a server minted (`call_…`): not the model's, but a known form.
+    pub ids_rewritten: usize,
+    pub round_trip_checked: bool,
+    pub k2vv: Option<K2vvAnswer>,
+    pub found: Vec<Found>,
+}
+
+/// Audit one answer. `Err` when the response is not a readable chat completion.
+pub fn audit_answer(
+    request: &Value,
+    response: &Value,
+    profile: &Profile,
+    schemas: &mut Schemas,
+) -> Result<AnswerAudit, String> {
+    let completion = Completion::from_response(response).map_err(|e| e.to_string())?;
+    let choice = response.pointer("/choices/0");
+    let text = |key: &str| {
+        choice
+            .and_then(|c| c.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let declared = Declared::of(request);
+    let calls = &completion.tool_calls;
+    let mut audit = AnswerAudit {
+        declared_in: declared.place,
+        finish_reason: text("finish_reason"),
+        native_finish_reason: text("native_finish_reason"),
+        calls: calls.len(),
+        ..AnswerAudit::default()
+    };
+    let finish_tool_calls = audit.finish_reason.as_deref() == Some("tool_calls");
+    audit.triggered = finish_tool_calls || !calls.is_empty();
+    let mut found = |problem, call: Option<usize>, detail: String| {
+        audit.found.push(Found {
+            problem,
+            call,
+            detail,
+        })
+    };
+
+    // finish_reason against the calls and against the provider's own value.
+    if finish_tool_calls && calls.is_empty() {
+        found(
+            Problem::FinishWithoutCalls,
+            None,
+            "finish_reason \"tool_calls\" with no tool_calls".into(),
+        );
+    }
+    let finish = audit.finish_reason.as_deref().unwrap_or("");
+    if !calls.is_empty() && finish != "tool_calls" && finish != "length" {
+        found(
+            Problem::CallsWithoutFinish,
+            None,
+            format!("{} calls with finish_reason {finish:?}", calls.len()),
+        );
+    }
+    if let Some(native) = audit.native_finish_reason.clone() {
+        if native_calls_tools(&native) != finish_tool_calls {
+            found(
+                Problem::FinishReasonDisagreement,
+                None,
+                format!("finish_reason {finish:?}, native_finish_reason {native:?}"),
+            );
+        }
+    }
+    let choice_none = request.get("tool_choice").and_then(Value::as_str) == Some("none");
+    audit.tool_choice_none = choice_none;
+    if choice_none && !calls.is_empty() {
+        found(
+            Problem::CallsDespiteToolChoiceNone,
+            None,
+            format!("{} calls although tool_choice is \"none\"", calls.len()),
+        );
+    }
+
+    // Markers where text should be.
+    let syntax = Syntax::of(profile.family);
+    let markers = syntax.map(markers_of).unwrap_or(&[]);
+    let openers = syntax.map(openers_of).unwrap_or(&[]);
+    if let Some(marker) = first_marker(completion.content.as_deref(), markers) {
+        found(
+            Problem::MarkersInContent,
+            None,
+            format!("content contains {marker}"),
+        );
+    }
+    if let Some(marker) = first_marker(completion.reasoning.as_deref(), openers) {
+        found(
+            Problem::CallInReasoning,
+            None,
+            format!("reasoning opens a call with {marker}"),
+        );
+    } else if let Some(marker) = first_marker(completion.reasoning.as_deref(), markers) {
+        found(
+            Problem::MarkersInReasoning,
+            None,
+            format!("reasoning contains {marker}"),
+        );
+    }
+
+    // Every call: name, JSON, schema, id.
+    let history = prior_tool_calls(request);
+    let ids_in_stream = syntax.is_some_and(Syntax::ids_in_stream);
+    let mut all_valid_k2vv = !calls.is_empty();
+    for (i, call) in calls.iter().enumerate() {
+        match schemas.check(&declared, &call.name, &call.arguments) {
+            CallVerdict::Valid => {}
+            CallVerdict::UndeclaredName => found(
+                Problem::UndeclaredName,
+                Some(i),
+                format!("{:?} is not declared", call.name),
+            ),
+            CallVerdict::InvalidJson(e) => found(Problem::InvalidJson, Some(i), e),
+            CallVerdict::SchemaViolation(e) => found(
+                Problem::SchemaViolation,
+                Some(i),
+                format!("{}: {e}", call.name),
+            ),
+            CallVerdict::UnusableSchema(e) => found(
+                Problem::UnusableSchema,
+                Some(i),
+                format!("{}: {e}", call.name),
+            ),
+        }
+        if declared.place == Some(DeclaredIn::Parameter) {
+            all_valid_k2vv &= k2vv_call_valid(schemas, request, &call.name, &call.arguments);
+        }
+        if ids_in_stream {
+            match id_form(call, history + i) {
+                IdForm::Native => audit.ids_native += 1,
+                IdForm::Rewritten => audit.ids_rewritten += 1,
+                IdForm::Misnumbered(id) => {
+                    audit.ids_native += 1;
+                    found(
+                        Problem::IdMisnumbered,
+                        Some(i),
+                        format!(
+                            "id {id:?} for call {} of the conversation ({})",
+                            history + i,
+                            call.name
+                        ),
+                    )
+                }
+                IdForm::Malformed(id) => found(Problem::IdMalformed, Some(i), format!("id {id:?}")),
+            }
+        }
+    }
+    if declared.place == Some(DeclaredIn::Parameter) {
+        audit.k2vv = Some(K2vvAnswer {
+            finish_tool_calls,
+            calls_valid: finish_tool_calls && all_valid_k2vv,
+        });
+    }
+
+    // The round trip through the family's native syntax.
+    if !calls.is_empty() && syntax.is_some() {
+        audit.round_trip_checked = true;
+        if let Err(why) = round_trip::check(request, calls, history, profile) {
+            found(Problem::RoundTrip, None, why);
+        }
+    }
+    Ok(audit)
+}
+
+/// Provider-native finish reasons that mean "called tools" (OpenAI `tool_calls`, Anthropic
+/// `tool_use`, the older OpenAI `function_call`).
+fn native_calls_tools(native: &str) -> bool {
+    matches!(
+        native.to_ascii_lowercase().as_str(),
+        "tool_calls" | "tool_use" | "function_call"
+    )
+}
+
+/// Every tool-call marker of the family.
+fn markers_of(syntax: Syntax) -> &'static [&'static str] {
+    match syntax {
+        Syntax::Kimi => &[
+            kimi::SECTION_BEGIN,
+            "<|tool_call_section_begin|>",
+            kimi::CALL_BEGIN,
+            kimi::ARGUMENT_BEGIN,
+            kimi::CALL_END,
+            kimi::SECTION_END,
+        ],
+        Syntax::Hermes => &["<tool_call>", "</tool_call>"],
+        Syntax::DeepseekV3 => &[
+            "<｜tool▁calls▁begin｜>",
+            "<｜tool▁call▁begin｜>",
+            "<｜tool▁sep｜>",
+            "<｜tool▁call▁end｜>",
+            "<｜tool▁calls▁end｜>",
+        ],
+    }
+}
+
+/// The markers that open a call.
+fn openers_of(syntax: Syntax) -> &'static [&'static str] {
+    match syntax {
+        Syntax::Kimi => &[
+            kimi::SECTION_BEGIN,
+            "<|tool_call_section_begin|>",
+            kimi::CALL_BEGIN,
+        ],
+        Syntax::Hermes => &["<tool_call>"],
+        Syntax::DeepseekV3 => &["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
+    }
+}
+
+fn first_marker(text: Option<&str>, markers: &[&'static str]) -> Option<&'static str> {
+    let text = text?;
+    markers.iter().copied().find(|m| text.contains(m))
+}
+
+/// Tool calls made by the assistant turns of the request (the numbering continues from there).
+pub fn prior_tool_calls(request: &Value) -> usize {
+    request
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+        .filter_map(|m| m.get("tool_calls").and_then(Value::as_array))
+        .map(Vec::len)
+        .sum()
+}
+
+enum IdForm {
+    Native,
+    Rewritten,
+    Misnumbered(String),
+    Malformed(String),
+}
+
+/// Kimi's id rule: `functions.NAME:IDX` (official histories also write `NAME:IDX`), IDX the
+/// call's number in the conversation. Minted ids (`call_…`, `chatcmpl-tool-…`, `toolu_…`) are a
+/// known server habit, not the model's; anything else is malformed (e.g. a client's sanitized
+/// `functions_NAME_1`).
+fn id_form(call: &ToolCall, expected_index: usize) -> IdForm {
+    let id = call.id.as_deref().unwrap_or("");
+    if crate::model::family::kimi::is_native_tool_call_id(id) {
+        let (head, index) = id.rsplit_once(':').unwrap_or((id, ""));
+        let name = head.strip_prefix("functions.").unwrap_or(head);
+        if name == call.name && index.parse::<usize>().ok() == Some(expected_index) {
+            return IdForm::Native;
+        }
+        return IdForm::Misnumbered(id.to_string());
+    }
+    const MINTED: [&str; 5] = ["call_", "call-", "chatcmpl-tool-", "toolu_", "fc_"];
+    let minted = MINTED.iter().any(|prefix| {
+        id.strip_prefix(prefix).is_some_and(|rest| {
+            !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+    });
+    if minted {
+        IdForm::Rewritten
+    } else {
+        IdForm::Malformed(id.to_string())
+    }
+}

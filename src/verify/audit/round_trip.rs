@@ -1,0 +1,140 @@
+//! The round trip: the family's native rendering of an answer's calls (what the model would have
+//! written: `profile.completion_text`, the same writer `build` uses) parsed back by the family's
+//! server parser (`crate::server`, vLLM's parsers as measured) must give the same calls — names,
+//! arguments (byte for byte where the family keeps them raw, as JSON values where its parser
+//! re-serializes) and, for families with ids in the stream, ids. A call that does not come back
+//! is one whose training tokens would not say what the API said.
+
+use serde_json::Value;
+
+use super::schema::parse_arguments;
+use crate::api::{Arguments, ToolCall};
+use crate::model::profile::AssistantTurn;
+use crate::model::{Profile, RenderInput};
+use crate::server::{self, CallIds, ForwardInput, ServerShape, Syntax};
+
+/// vLLM 0.33's parsers without the server's own edits (no stripping, no coercion, no spaces):
+/// exactly what the model's text says.
+const PARSER: ServerShape = ServerShape {
+    strips_arguments: false,
+    strips_streamed_arguments: false,
+    coerces_arguments: false,
+    call_ids: CallIds::Verbatim,
+    spaces_default: false,
+    ..server::vllm::SHAPE
+};
+
+/// `Err` says what did not come back.
+pub fn check(
+    request: &Value,
+    calls: &[ToolCall],
+    history: usize,
+    profile: &Profile,
+) -> Result<(), String> {
+    let Some(syntax) = Syntax::of(profile.family) else {
+        return Ok(());
+    };
+    let Some(section) = profile.tool_section_begin() else {
+        return Ok(());
+    };
+    let ids_in_stream = syntax.ids_in_stream();
+    // The ids the model writes: its own when the server kept them, else the native rule's.
+    let written: Vec<ToolCall> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| ToolCall {
+            id: match &call.id {
+                Some(id) if profile.is_native_tool_call_id(id) => Some(id.clone()),
+                _ => profile.native_tool_call_id(&call.name, history + i),
+            },
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        })
+        .collect();
+    let messages: Vec<Value> = request
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let tools: Option<Vec<Value>> = request.get("tools").and_then(Value::as_array).cloned();
+    let kwargs = request
+        .get("chat_template_kwargs")
+        .and_then(Value::as_object);
+    let input = RenderInput {
+        messages: &messages,
+        tools: tools.as_deref(),
+        add_generation_prompt: true,
+        chat_template_kwargs: kwargs,
+    };
+    let turn = AssistantTurn {
+        reasoning: None,
+        reasoning_closed: true,
+        content: String::new(),
+        tool_calls: written.clone(),
+        end_of_turn: true,
+    };
+    let text = profile
+        .completion_text(&input, &turn)
+        .map_err(|e| format!("the calls cannot be rendered: {e}"))?;
+    let Some(at) = text.find(section) else {
+        return Err("the native rendering has no tool section".into());
+    };
+    let mut text = &text[at..];
+    let end = profile.end_of_turn();
+    if let Some(cut) = text.rfind(end).filter(|_| !end.is_empty()) {
+        text = &text[..cut];
+    }
+    let parsed = server::forward(
+        &PARSER,
+        &ForwardInput {
+            text,
+            cut: false,
+            stream: false,
+            spaces: false,
+            thinking: false,
+            tools_declared: true,
+            history_calls: history,
+            syntax,
+        },
+    );
+    if parsed.calls.len() != written.len() {
+        return Err(format!(
+            "{} calls rendered, {} parsed back",
+            written.len(),
+            parsed.calls.len()
+        ));
+    }
+    for (i, (call, back)) in written.iter().zip(&parsed.calls).enumerate() {
+        if back.name != call.name {
+            return Err(format!(
+                "call {i}: name {:?} came back as {:?}",
+                call.name, back.name
+            ));
+        }
+        let same_arguments = match (&call.arguments, ids_in_stream) {
+            // Kimi keeps the model's argument text: byte for byte.
+            (Arguments::Raw(raw), true) => *raw == back.arguments,
+            // Re-serialized (or sent as an object): the same JSON value.
+            (arguments, _) => {
+                let ours = parse_arguments(arguments).ok();
+                let theirs = serde_json::from_str::<Value>(&back.arguments).ok();
+                ours.is_some() && ours == theirs
+            }
+        };
+        if !same_arguments {
+            return Err(format!(
+                "call {i} ({}): arguments came back as {:?}",
+                call.name, back.arguments
+            ));
+        }
+        if ids_in_stream && call.id.as_deref() != Some(back.id.as_str()) {
+            return Err(format!(
+                "call {i} ({}): id {:?} came back as {:?}",
+                call.name,
+                call.id.as_deref().unwrap_or(""),
+                back.id
+            ));
+        }
+    }
+    Ok(())
+}

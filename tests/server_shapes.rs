@@ -207,6 +207,15 @@ fn corpus_of_the_servers_own_answers() {
                     class.name(),
                     fixture.name
                 );
+                if std::env::var_os("DRAFTGEN_SHAPES_VERBOSE").is_some() {
+                    eprintln!(
+                        "   reasons {:?}\n   got  {:?}\n   want {:?}\n   warnings {:?}",
+                        got.fidelity.reasons,
+                        profile.tokenizer.decode(&got.completion_ids),
+                        profile.tokenizer.decode(&fixture.truth.completion_ids),
+                        got.warnings,
+                    );
+                }
             }
             let problem = if !right && !flagged {
                 Some("WRONG WITHOUT A FLAG")

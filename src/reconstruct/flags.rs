@@ -18,16 +18,35 @@ use super::synth::Synthesis;
 /// (after the last call — on the section's end, or the next call's begin —, inside the last
 /// call's arguments — a streamed answer shows what was sent —, right after the section opener).
 pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> {
-    let (section_begin, call_end, section_end, next_call): (&str, &str, &str, &[&str]) =
+    // The section's opener, what the grammar puts right after it, a call's close, what closes
+    // its arguments before that, the section's close, what may follow a call.
+    type Grammar<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str, &'a [&'a str]);
+    let (section_begin, first_call, call_end, arguments_end, section_end, next_call): Grammar =
         match syntax {
-            Syntax::Kimi => (SECTION_BEGIN, CALL_END, SECTION_END, &[CALL_BEGIN]),
+            Syntax::Kimi => (
+                SECTION_BEGIN,
+                CALL_BEGIN,
+                CALL_END,
+                "",
+                SECTION_END,
+                &[CALL_BEGIN],
+            ),
             Syntax::DeepseekV3 => (
                 "<｜tool▁calls▁begin｜>",
+                "<｜tool▁call▁begin｜>",
                 "<｜tool▁call▁end｜>",
+                "\n```",
                 "<｜tool▁calls▁end｜>",
                 &["\n", "\n<｜tool▁call▁begin｜>"],
             ),
-            Syntax::Hermes => ("<tool_call>", "</tool_call>", "", &["\n", "\n<tool_call>"]),
+            Syntax::Hermes => (
+                "<tool_call>",
+                "",
+                "</tool_call>",
+                "}\n",
+                "",
+                &["\n", "\n<tool_call>"],
+            ),
         };
     let mut out = Vec::with_capacity(texts.len() * 4);
     for text in texts {
@@ -47,9 +66,21 @@ pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> 
                 }
                 if let Some(in_call) = open.strip_suffix(call_end) {
                     variants.push(in_call.to_string());
+                    // Cut inside the arguments: what closes them was not written either.
+                    if let Some(in_arguments) = in_call
+                        .strip_suffix(arguments_end)
+                        .filter(|_| !arguments_end.is_empty())
+                    {
+                        variants.push(in_arguments.to_string());
+                    }
                 }
             }
-            _ if !text.contains(section_begin) => variants.push(format!("{text}{section_begin}")),
+            _ if !text.contains(section_begin) => {
+                variants.push(format!("{text}{section_begin}"));
+                if !first_call.is_empty() {
+                    variants.push(format!("{text}{section_begin}{first_call}"));
+                }
+            }
             _ => {}
         }
         for v in variants {
@@ -172,20 +203,6 @@ fn fallback(profile: &Profile, texts: &[String], completion: &Completion) -> Vec
         .or(encoded.first())
         .cloned()
         .unwrap_or_default()
-}
-
-/// A `length` cut after tool calls: what followed the last call the server showed (the
-/// section's end, the next call's begin or a separator, part of an id or of arguments the
-/// parser held back) is not in the answer, and a token count cannot say which token it was.
-pub(super) fn cut_with_calls(fidelity: &mut Fidelity, warnings: &mut Vec<String>) {
-    if fidelity.class.is_exact() {
-        fidelity.at_most(FidelityClass::Lossy);
-        fidelity.because(Reason::CutAfterToolCall);
-        warnings.push(
-            "lossy: cut by max_tokens inside the tool section; the tokens after the last call the server showed cannot be told from the answer (rebuilt as the most likely ones)"
-                .to_string(),
-        );
-    }
 }
 
 /// What the server destroyed that nothing in the answer settles.

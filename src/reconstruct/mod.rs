@@ -194,9 +194,6 @@ pub fn reconstruct(
         }
         (chosen.ids, fidelity)
     };
-    if synthesized && cut && !completion.tool_calls.is_empty() {
-        flags::cut_with_calls(&mut fidelity, &mut warnings);
-    }
     flags::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
     flags::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
     flags::partial_character(cut, &completion, &mut fidelity, &mut warnings);

@@ -303,7 +303,9 @@ impl Parsed {
                     serde_json::from_str::<Value>(&mine.arguments).ok().as_ref() == Some(value)
                 }
             };
-            if !same_args && !shape.coerces_arguments {
+            let coerced =
+                shape.coerces_arguments && coerced_alike(&mine.arguments, &theirs.arguments);
+            if !same_args && !coerced {
                 return Err(Mismatch(format!("tool call {i} arguments")));
             }
             let derived = shape.call_ids != CallIds::Minted && !mine.id.is_empty();
@@ -317,6 +319,38 @@ impl Parsed {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether the server's arguments can be the model's coerced to a schema and re-serialized:
+/// the same JSON shape, every scalar equal or a string spelling the other's JSON
+/// (`"3"` and `3`, `"false"` and `false`). Which values a schema coerces is not known here; what
+/// is known is that coercion changes types, never keys, lengths or spellings of values.
+fn coerced_alike(mine: &str, theirs: &Arguments) -> bool {
+    fn alike(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| alike(v, w)))
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(v, w)| alike(v, w))
+            }
+            (Value::String(s), other) | (other, Value::String(s)) if !other.is_string() => {
+                !other.is_array()
+                    && !other.is_object()
+                    && serde_json::from_str::<Value>(s).ok().as_ref() == Some(other)
+            }
+            _ => a == b,
+        }
+    }
+    let Ok(mine) = serde_json::from_str::<Value>(mine) else {
+        return false;
+    };
+    match theirs {
+        Arguments::Raw(text) => {
+            serde_json::from_str::<Value>(text).is_ok_and(|theirs| alike(&mine, &theirs))
+        }
+        Arguments::Object(value) => alike(&mine, value),
     }
 }
 
@@ -366,6 +400,17 @@ mod tests {
         assert_eq!(v.calls[0].arguments, " {\"a\":1} ");
         // vLLM 0.33 holds back the reasoning's trailing whitespace in a stream too.
         assert_eq!(v.reasoning.as_deref(), Some("why"));
+    }
+
+    #[test]
+    fn coercion_changes_types_never_keys_or_spellings() {
+        // kimi_k25/vllm-0.33.0/nonstream/nospaces/schema_mismatch/001: the model wrote
+        // `{"count": "3"}`, vLLM 0.33 answered `{"count": 3}`.
+        let answered = Arguments::Raw("{\"count\": 3}".into());
+        assert!(coerced_alike("{\"count\": \"3\"}", &answered));
+        assert!(!coerced_alike("{\"count\": \"4\"}", &answered));
+        assert!(!coerced_alike("{\"amount\": \"3\"}", &answered));
+        assert!(!coerced_alike("{\"count\": \"3", &answered));
     }
 
     #[test]

@@ -183,14 +183,13 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
     };
     let cut = cx.completion.finish_reason.as_deref() == Some("length");
     let mut partial_candidates: Vec<Vec<u32>> = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut shortest_gap: Option<usize> = None;
     let mut any_longer_or_equal = false;
     for text in texts {
-        if seen.contains(text) {
+        if !seen.insert(text.as_str()) {
             continue;
         }
-        seen.push(text.clone());
         if let Err(m) = cx.agrees(text) {
             out.mismatch.get_or_insert(m);
             continue;

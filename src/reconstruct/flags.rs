@@ -92,6 +92,37 @@ pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> 
     out
 }
 
+/// The id text the model had written when a `length` cut fell inside its last call's id, if the
+/// answer's last call is the one vLLM makes of that (`kimi::unfinished_call`): named after the
+/// id text so far, id `functions.{that text}:N`, no arguments. With spaces around added tokens
+/// the text so far starts with the joining space, which the model did not write.
+pub(super) fn bogus_call_header(
+    shape: &ServerShape,
+    completion: &Completion,
+    spaces: bool,
+) -> Option<String> {
+    if shape.cut_in_call_id != crate::server::CutInCallId::BogusCall {
+        return None;
+    }
+    let last = completion.tool_calls.last()?;
+    let no_arguments = match &last.arguments {
+        Arguments::Raw(a) => a.is_empty() || a == "{}",
+        Arguments::Object(v) => v.as_object().is_some_and(|o| o.is_empty()),
+    };
+    let header = last
+        .id
+        .as_deref()?
+        .strip_prefix("functions.")?
+        .rsplit_once(':')?
+        .0;
+    let header = if spaces {
+        header.strip_prefix(' ').unwrap_or(header)
+    } else {
+        header
+    };
+    (no_arguments && !header.is_empty() && header.trim() == last.name).then(|| header.to_string())
+}
+
 fn reported(completion: &Completion) -> Option<usize> {
     completion
         .usage
@@ -107,8 +138,12 @@ pub(super) fn classify(
     completion: &Completion,
     found: Synthesis,
     shape: &ServerShape,
+    syntax: Syntax,
     warnings: &mut Vec<String>,
 ) -> (Vec<u32>, Fidelity) {
+    // vLLM's deepseek_v3 and hermes parsers are regexes over finished calls: an unfinished
+    // one is never sent whole, whatever the shape does with Kimi's.
+    let drops_unfinished_call = shape.drops_incomplete_call || syntax != Syntax::Kimi;
     let server = shape.describe();
     if let Some(partial) = &found.partial {
         let warning = "truncated mid-character: the length cut may have split a multi-byte character, whose partial-byte ids the text cannot show";
@@ -156,7 +191,7 @@ pub(super) fn classify(
             let ids = fallback(profile, texts, completion);
             let mut fidelity = Fidelity::new(FidelityClass::Inconsistent);
             match (found.short_by, found.fields_agree) {
-                (Some(gap), _) if shape.drops_incomplete_call => {
+                (Some(gap), _) if drops_unfinished_call => {
                     fidelity = Fidelity::new(FidelityClass::Lossy);
                     fidelity.because(Reason::CutInsideToolSection);
                     warnings.push(format!(

@@ -162,6 +162,22 @@ pub fn reconstruct(
     if syntax == Some(server::Syntax::Hermes) && synthesized && !stream {
         spellings_settled = with_argument_spellings(&mut texts, &turns);
     }
+    if synthesized && cut && syntax == Some(server::Syntax::Kimi) {
+        let spaces = options.spaces_around_special_tokens;
+        if let Some(header) = flags::bogus_call_header(shape, &completion, spaces) {
+            let cut_in_id: Vec<String> = texts
+                .iter()
+                .filter_map(|t| {
+                    let at = t.rfind(server::kimi::CALL_BEGIN)?;
+                    Some(format!(
+                        "{}{header}",
+                        &t[..at + server::kimi::CALL_BEGIN.len()]
+                    ))
+                })
+                .collect();
+            texts.splice(0..0, cut_in_id);
+        }
+    }
     if let (true, true, true, Some(syntax)) = (synthesized, cut, tools_declared, syntax) {
         texts = flags::with_cut_tails(texts, syntax);
     }
@@ -179,7 +195,15 @@ pub fn reconstruct(
             syntax: syntax.unwrap_or_default(),
         };
         let found = synth::synthesize(&cx, &texts);
-        flags::classify(profile, &texts, &completion, found, shape, &mut warnings)
+        flags::classify(
+            profile,
+            &texts,
+            &completion,
+            found,
+            shape,
+            cx.syntax,
+            &mut warnings,
+        )
     } else {
         let chosen = choose::by_usage(profile, &texts, &completion, &mut warnings);
         let mut fidelity = Fidelity::new(if chosen.ambiguous {

@@ -93,8 +93,10 @@ pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> 
 }
 
 /// The id text the model had written when a `length` cut fell inside its last call's id, if the
-/// answer's last call is the one vLLM makes of that (`kimi::unfinished_call`): named after the
-/// id text so far, id `functions.{that text}:N`, no arguments. With spaces around added tokens
+/// answer's last call can be the one vLLM makes of that (`kimi::unfinished_call`): named after
+/// the id text so far, id `functions.{that text}:N`, no arguments. (A call cut right after its
+/// argument opener looks the same when the id text was `NAME`: the candidate is added, never
+/// substituted, and the count and the forward check decide.) With spaces around added tokens
 /// the text so far starts with the joining space, which the model did not write.
 pub(super) fn bogus_call_header(
     shape: &ServerShape,
@@ -383,6 +385,65 @@ pub(super) fn partial_character(
         warnings.push(
             "truncated mid-character: the length cut split a multi-byte character; the last token is a partial-byte id the text cannot show"
                 .to_string(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const DS_CALL: &str = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"query\": \"umbrella\"}\n```<｜tool▁call▁end｜>";
+
+    #[test]
+    fn cut_tails_hold_the_grammar_forced_opener_and_the_unclosed_arguments() {
+        // deepseek_v3/vllm-0.33.0/*/cut_tool_section_opener/001: the truth is the content and
+        // the two markers that always open a DeepSeek-V3 tool section.
+        let tails = with_cut_tails(vec!["Let me check.".into()], Syntax::DeepseekV3);
+        assert!(tails.contains(&"Let me check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>".into()));
+        // …/stream/…/cut_arguments/002: cut inside the arguments, fence and close never written.
+        let closed = format!("<｜tool▁calls▁begin｜>{DS_CALL}<｜tool▁calls▁end｜>");
+        let tails = with_cut_tails(vec![closed], Syntax::DeepseekV3);
+        assert!(tails.contains(
+            &"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"query\": \"umbrella\"}".into()
+        ));
+    }
+
+    fn answer(call: Value) -> Completion {
+        Completion::from_response(&json!({
+            "choices": [{"index": 0, "finish_reason": "length",
+                "message": {"role": "assistant", "content": "Let me check.", "tool_calls": [call]}}],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_bogus_call_of_a_cut_id_gives_back_the_id_text() {
+        // kimi_k25/vllm-0.33.0/nonstream/{nospaces,spaces}/cut_call_id/001: the model had
+        // written `functions` after `<|tool_call_begin|>`.
+        let vllm = &crate::server::vllm::SHAPE;
+        let plain = answer(json!({"id": "functions.functions:0", "type": "function",
+            "function": {"name": "functions", "arguments": "{}"}}));
+        assert_eq!(
+            bogus_call_header(vllm, &plain, false).as_deref(),
+            Some("functions")
+        );
+        let spaced = answer(json!({"id": "functions. functions:0", "type": "function",
+            "function": {"name": "functions", "arguments": "{}"}}));
+        assert_eq!(
+            bogus_call_header(vllm, &spaced, true).as_deref(),
+            Some("functions")
+        );
+        // A call with arguments is not one; one without could be either (the id text
+        // `get_weather`, or a call cut right after its argument opener): both are candidates.
+        let real = answer(json!({"id": "functions.get_weather:0", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Tokyo"}}));
+        assert_eq!(bogus_call_header(vllm, &real, false), None);
+        // SGLang drops such a call instead.
+        assert_eq!(
+            bogus_call_header(&crate::server::sglang::SHAPE, &plain, false),
+            None
         );
     }
 }

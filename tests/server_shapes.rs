@@ -78,7 +78,8 @@ struct Row {
 /// Fixtures marked `determined` that are flagged instead of rebuilt; it may only go down. The
 /// generator's twins vary one destroyed thing at a time, so these 15 have a same-count twin it
 /// did not try, found by sending draftgen's candidates through vLLM 0.33's parsers (as read in
-/// its source; `src/server/`) — each is flagged `ambiguous`/`lossy`, never passed as exact:
+/// its source; `src/server/`; `tests/data/gen/check_missed_twins.py` runs five of them through
+/// vLLM's own code: same answer, same count) — each is flagged `ambiguous`/`lossy`, never exact:
 /// - deepseek_v3 stream cut_between_calls/001, cut_between_calls_nocontent/001,
 ///   cut_tool_section_opener_nocontent/002: vLLM streams the `\n` after a call as content;
 ///   assembled from the chunks (as `generate` journals it) the content cannot say whether that

@@ -75,10 +75,26 @@ struct Row {
     missed: usize,
 }
 
-/// Fixtures the answer determines that are not yet rebuilt exactly (all flagged: partial-byte
-/// tails, cuts after a tool call, a few Qwen3/DeepSeek-V3 count disagreements). The rule "exact
-/// where determined" is held to this ratchet; it may only go down.
-const MISSED_AT_MOST: usize = 57;
+/// Fixtures marked `determined` that are flagged instead of rebuilt; it may only go down. The
+/// generator's twins vary one destroyed thing at a time, so these 15 have a same-count twin it
+/// did not try, found by sending draftgen's candidates through vLLM 0.33's parsers (as read in
+/// its source; `src/server/`; `tests/data/gen/check_missed_twins.py` runs five of them through
+/// vLLM's own code: same answer, same count) — each is flagged `ambiguous`/`lossy`, never exact:
+/// - deepseek_v3 stream cut_between_calls/001, cut_between_calls_nocontent/001,
+///   cut_tool_section_opener_nocontent/002: vLLM streams the `\n` after a call as content;
+///   assembled from the chunks (as `generate` journals it) the content cannot say whether that
+///   `\n` came before the section or after a call, and both streams have the same count.
+/// - deepseek_v3 non-stream cut_before_end/001, cut_before_end_nocontent/001: after the last
+///   call, `<｜tool▁calls▁end｜>` and the next call's `\n` are one token each and neither is shown.
+/// - qwen3 non-stream single_call/006, nested_args/001, random_mix/006: another spelling of the
+///   arguments (`\uXXXX` escapes with compact separators; the spaces moved between calls) has
+///   the same count, and hermes re-serializes every spelling to the same answer.
+/// - qwen3 non-stream cut_after_call_end/001, /002, cut_after_call_end_nocontent/001, /002,
+///   cut_before_end/001, cut_before_end_nocontent/001, random_mix/001: a spelling one token
+///   longer without the closing `</tool_call>` (vLLM's regex takes an unclosed call whose body
+///   is complete JSON), or one token shorter plus the hidden `\n` before a next call, gives the
+///   same answer and count.
+const MISSED_AT_MOST: usize = 15;
 
 fn fixture_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/server_shapes");
@@ -207,6 +223,15 @@ fn corpus_of_the_servers_own_answers() {
                     class.name(),
                     fixture.name
                 );
+                if std::env::var_os("DRAFTGEN_SHAPES_VERBOSE").is_some() {
+                    eprintln!(
+                        "   reasons {:?}\n   got  {:?}\n   want {:?}\n   warnings {:?}",
+                        got.fidelity.reasons,
+                        profile.tokenizer.decode(&got.completion_ids),
+                        profile.tokenizer.decode(&fixture.truth.completion_ids),
+                        got.warnings,
+                    );
+                }
             }
             let problem = if !right && !flagged {
                 Some("WRONG WITHOUT A FLAG")

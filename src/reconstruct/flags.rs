@@ -18,16 +18,35 @@ use super::synth::Synthesis;
 /// (after the last call — on the section's end, or the next call's begin —, inside the last
 /// call's arguments — a streamed answer shows what was sent —, right after the section opener).
 pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> {
-    let (section_begin, call_end, section_end, next_call): (&str, &str, &str, &[&str]) =
+    // The section's opener, what the grammar puts right after it, a call's close, what closes
+    // its arguments before that, the section's close, what may follow a call.
+    type Grammar<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str, &'a [&'a str]);
+    let (section_begin, first_call, call_end, arguments_end, section_end, next_call): Grammar =
         match syntax {
-            Syntax::Kimi => (SECTION_BEGIN, CALL_END, SECTION_END, &[CALL_BEGIN]),
+            Syntax::Kimi => (
+                SECTION_BEGIN,
+                CALL_BEGIN,
+                CALL_END,
+                "",
+                SECTION_END,
+                &[CALL_BEGIN],
+            ),
             Syntax::DeepseekV3 => (
                 "<｜tool▁calls▁begin｜>",
+                "<｜tool▁call▁begin｜>",
                 "<｜tool▁call▁end｜>",
+                "\n```",
                 "<｜tool▁calls▁end｜>",
                 &["\n", "\n<｜tool▁call▁begin｜>"],
             ),
-            Syntax::Hermes => ("<tool_call>", "</tool_call>", "", &["\n", "\n<tool_call>"]),
+            Syntax::Hermes => (
+                "<tool_call>",
+                "",
+                "</tool_call>",
+                "}\n",
+                "",
+                &["\n", "\n<tool_call>"],
+            ),
         };
     let mut out = Vec::with_capacity(texts.len() * 4);
     for text in texts {
@@ -47,9 +66,21 @@ pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> 
                 }
                 if let Some(in_call) = open.strip_suffix(call_end) {
                     variants.push(in_call.to_string());
+                    // Cut inside the arguments: what closes them was not written either.
+                    if let Some(in_arguments) = in_call
+                        .strip_suffix(arguments_end)
+                        .filter(|_| !arguments_end.is_empty())
+                    {
+                        variants.push(in_arguments.to_string());
+                    }
                 }
             }
-            _ if !text.contains(section_begin) => variants.push(format!("{text}{section_begin}")),
+            _ if !text.contains(section_begin) => {
+                variants.push(format!("{text}{section_begin}"));
+                if !first_call.is_empty() {
+                    variants.push(format!("{text}{section_begin}{first_call}"));
+                }
+            }
             _ => {}
         }
         for v in variants {
@@ -59,6 +90,39 @@ pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> 
         }
     }
     out
+}
+
+/// The id text the model had written when a `length` cut fell inside its last call's id, if the
+/// answer's last call can be the one vLLM makes of that (`kimi::unfinished_call`): named after
+/// the id text so far, id `functions.{that text}:N`, no arguments. (A call cut right after its
+/// argument opener looks the same when the id text was `NAME`: the candidate is added, never
+/// substituted, and the count and the forward check decide.) With spaces around added tokens
+/// the text so far starts with the joining space, which the model did not write.
+pub(super) fn bogus_call_header(
+    shape: &ServerShape,
+    completion: &Completion,
+    spaces: bool,
+) -> Option<String> {
+    if shape.cut_in_call_id != crate::server::CutInCallId::BogusCall {
+        return None;
+    }
+    let last = completion.tool_calls.last()?;
+    let no_arguments = match &last.arguments {
+        Arguments::Raw(a) => a.is_empty() || a == "{}",
+        Arguments::Object(v) => v.as_object().is_some_and(|o| o.is_empty()),
+    };
+    let header = last
+        .id
+        .as_deref()?
+        .strip_prefix("functions.")?
+        .rsplit_once(':')?
+        .0;
+    let header = if spaces {
+        header.strip_prefix(' ').unwrap_or(header)
+    } else {
+        header
+    };
+    (no_arguments && !header.is_empty() && header.trim() == last.name).then(|| header.to_string())
 }
 
 fn reported(completion: &Completion) -> Option<usize> {
@@ -76,8 +140,12 @@ pub(super) fn classify(
     completion: &Completion,
     found: Synthesis,
     shape: &ServerShape,
+    syntax: Syntax,
     warnings: &mut Vec<String>,
 ) -> (Vec<u32>, Fidelity) {
+    // vLLM's deepseek_v3 and hermes parsers are regexes over finished calls: an unfinished
+    // one is never sent whole, whatever the shape does with Kimi's.
+    let drops_unfinished_call = shape.drops_incomplete_call || syntax != Syntax::Kimi;
     let server = shape.describe();
     if let Some(partial) = &found.partial {
         let warning = "truncated mid-character: the length cut may have split a multi-byte character, whose partial-byte ids the text cannot show";
@@ -125,7 +193,7 @@ pub(super) fn classify(
             let ids = fallback(profile, texts, completion);
             let mut fidelity = Fidelity::new(FidelityClass::Inconsistent);
             match (found.short_by, found.fields_agree) {
-                (Some(gap), _) if shape.drops_incomplete_call => {
+                (Some(gap), _) if drops_unfinished_call => {
                     fidelity = Fidelity::new(FidelityClass::Lossy);
                     fidelity.because(Reason::CutInsideToolSection);
                     warnings.push(format!(
@@ -172,20 +240,6 @@ fn fallback(profile: &Profile, texts: &[String], completion: &Completion) -> Vec
         .or(encoded.first())
         .cloned()
         .unwrap_or_default()
-}
-
-/// A `length` cut after tool calls: what followed the last call the server showed (the
-/// section's end, the next call's begin or a separator, part of an id or of arguments the
-/// parser held back) is not in the answer, and a token count cannot say which token it was.
-pub(super) fn cut_with_calls(fidelity: &mut Fidelity, warnings: &mut Vec<String>) {
-    if fidelity.class.is_exact() {
-        fidelity.at_most(FidelityClass::Lossy);
-        fidelity.because(Reason::CutAfterToolCall);
-        warnings.push(
-            "lossy: cut by max_tokens inside the tool section; the tokens after the last call the server showed cannot be told from the answer (rebuilt as the most likely ones)"
-                .to_string(),
-        );
-    }
 }
 
 /// What the server destroyed that nothing in the answer settles.
@@ -331,6 +385,65 @@ pub(super) fn partial_character(
         warnings.push(
             "truncated mid-character: the length cut split a multi-byte character; the last token is a partial-byte id the text cannot show"
                 .to_string(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const DS_CALL: &str = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"query\": \"umbrella\"}\n```<｜tool▁call▁end｜>";
+
+    #[test]
+    fn cut_tails_hold_the_grammar_forced_opener_and_the_unclosed_arguments() {
+        // deepseek_v3/vllm-0.33.0/*/cut_tool_section_opener/001: the truth is the content and
+        // the two markers that always open a DeepSeek-V3 tool section.
+        let tails = with_cut_tails(vec!["Let me check.".into()], Syntax::DeepseekV3);
+        assert!(tails.contains(&"Let me check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>".into()));
+        // …/stream/…/cut_arguments/002: cut inside the arguments, fence and close never written.
+        let closed = format!("<｜tool▁calls▁begin｜>{DS_CALL}<｜tool▁calls▁end｜>");
+        let tails = with_cut_tails(vec![closed], Syntax::DeepseekV3);
+        assert!(tails.contains(
+            &"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"query\": \"umbrella\"}".into()
+        ));
+    }
+
+    fn answer(call: Value) -> Completion {
+        Completion::from_response(&json!({
+            "choices": [{"index": 0, "finish_reason": "length",
+                "message": {"role": "assistant", "content": "Let me check.", "tool_calls": [call]}}],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_bogus_call_of_a_cut_id_gives_back_the_id_text() {
+        // kimi_k25/vllm-0.33.0/nonstream/{nospaces,spaces}/cut_call_id/001: the model had
+        // written `functions` after `<|tool_call_begin|>`.
+        let vllm = &crate::server::vllm::SHAPE;
+        let plain = answer(json!({"id": "functions.functions:0", "type": "function",
+            "function": {"name": "functions", "arguments": "{}"}}));
+        assert_eq!(
+            bogus_call_header(vllm, &plain, false).as_deref(),
+            Some("functions")
+        );
+        let spaced = answer(json!({"id": "functions. functions:0", "type": "function",
+            "function": {"name": "functions", "arguments": "{}"}}));
+        assert_eq!(
+            bogus_call_header(vllm, &spaced, true).as_deref(),
+            Some("functions")
+        );
+        // A call with arguments is not one; one without could be either (the id text
+        // `get_weather`, or a call cut right after its argument opener): both are candidates.
+        let real = answer(json!({"id": "functions.get_weather:0", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Tokyo"}}));
+        assert_eq!(bogus_call_header(vllm, &real, false), None);
+        // SGLang drops such a call instead.
+        assert_eq!(
+            bogus_call_header(&crate::server::sglang::SHAPE, &plain, false),
+            None
         );
     }
 }

@@ -11,6 +11,7 @@ pub mod despace;
 pub mod fidelity;
 mod flags;
 mod sample;
+mod spellings;
 mod synth;
 mod turn;
 
@@ -156,6 +157,27 @@ pub fn reconstruct(
             }
         }
     }
+    // hermes re-serializes non-streamed arguments: every spelling of each value is a candidate.
+    let mut spellings_settled = true;
+    if syntax == Some(server::Syntax::Hermes) && synthesized && !stream {
+        spellings_settled = with_argument_spellings(&mut texts, &turns);
+    }
+    if synthesized && cut && syntax == Some(server::Syntax::Kimi) {
+        let spaces = options.spaces_around_special_tokens;
+        if let Some(header) = flags::bogus_call_header(shape, &completion, spaces) {
+            let cut_in_id: Vec<String> = texts
+                .iter()
+                .filter_map(|t| {
+                    let at = t.rfind(server::kimi::CALL_BEGIN)?;
+                    Some(format!(
+                        "{}{header}",
+                        &t[..at + server::kimi::CALL_BEGIN.len()]
+                    ))
+                })
+                .collect();
+            texts.splice(0..0, cut_in_id);
+        }
+    }
     if let (true, true, true, Some(syntax)) = (synthesized, cut, tools_declared, syntax) {
         texts = flags::with_cut_tails(texts, syntax);
     }
@@ -173,7 +195,15 @@ pub fn reconstruct(
             syntax: syntax.unwrap_or_default(),
         };
         let found = synth::synthesize(&cx, &texts);
-        flags::classify(profile, &texts, &completion, found, shape, &mut warnings)
+        flags::classify(
+            profile,
+            &texts,
+            &completion,
+            found,
+            shape,
+            cx.syntax,
+            &mut warnings,
+        )
     } else {
         let chosen = choose::by_usage(profile, &texts, &completion, &mut warnings);
         let mut fidelity = Fidelity::new(if chosen.ambiguous {
@@ -194,8 +224,13 @@ pub fn reconstruct(
         }
         (chosen.ids, fidelity)
     };
-    if synthesized && cut && !completion.tool_calls.is_empty() {
-        flags::cut_with_calls(&mut fidelity, &mut warnings);
+    if !spellings_settled && fidelity.class.is_exact() {
+        fidelity.at_most(FidelityClass::Ambiguous);
+        fidelity.because(Reason::ArgumentsReserialized);
+        warnings.push(
+            "ambiguous: the server re-serialized the tool-call arguments and not every spelling the model may have written could be tried (too many separators)"
+                .to_string(),
+        );
     }
     flags::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
     flags::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
@@ -225,6 +260,74 @@ pub fn reconstruct(
         ambiguous,
         fidelity,
     })
+}
+
+/// Most candidate texts the argument spellings may add for one answer.
+const MOST_SPELLINGS: usize = 4096;
+
+/// Add, for each candidate with tool calls, the texts with every spelling of each call's
+/// arguments (spliced where the template wrote them). False when some value had too many
+/// spellings to try: the count then cannot settle the spelling.
+fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -> bool {
+    let mut settled = true;
+    let mut added = Vec::new();
+    'candidates: for (text, candidate) in texts.iter().zip(turns) {
+        let mut spans = Vec::new();
+        let mut from = 0;
+        let mut per_call = Vec::new();
+        for call in &candidate.turn.tool_calls {
+            // As the template wrote them: a string verbatim, an object with `tojson`.
+            let (raw, value) = match &call.arguments {
+                crate::api::Arguments::Raw(raw) => (raw.clone(), serde_json::from_str(raw).ok()),
+                crate::api::Arguments::Object(value) => (
+                    crate::model::pyjson::dumps_json(
+                        value,
+                        &crate::model::pyjson::DumpOptions::default(),
+                    ),
+                    Some(value.clone()),
+                ),
+            };
+            let Some(at) = text[from..].find(raw.as_str()).map(|at| from + at) else {
+                // This candidate's text does not write the calls (reasoning left open).
+                continue 'candidates;
+            };
+            let value: Option<Value> = value;
+            match value.as_ref().and_then(spellings::spellings) {
+                Some(options) => per_call.push(options),
+                None => {
+                    settled = false;
+                    per_call.push(vec![raw.clone()]);
+                }
+            }
+            spans.push((at, at + raw.len()));
+            from = at + raw.len();
+        }
+        let total = per_call
+            .iter()
+            .try_fold(1usize, |acc, o| acc.checked_mul(o.len()))
+            .filter(|&n| n <= MOST_SPELLINGS);
+        let Some(total) = total.filter(|_| spans.len() == per_call.len()) else {
+            settled = false;
+            continue;
+        };
+        for k in 0..total {
+            let mut rest = k;
+            let mut out = String::with_capacity(text.len() + 16);
+            let mut last = 0;
+            for ((start, end), options) in spans.iter().zip(&per_call) {
+                out.push_str(&text[last..*start]);
+                out.push_str(&options[rest % options.len()]);
+                rest /= options.len();
+                last = *end;
+            }
+            out.push_str(&text[last..]);
+            if out != *text {
+                added.push(out);
+            }
+        }
+    }
+    texts.extend(added);
+    settled
 }
 
 fn has_count(completion: &Completion) -> bool {

@@ -183,14 +183,13 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
     };
     let cut = cx.completion.finish_reason.as_deref() == Some("length");
     let mut partial_candidates: Vec<Vec<u32>> = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut shortest_gap: Option<usize> = None;
     let mut any_longer_or_equal = false;
     for text in texts {
-        if seen.contains(text) {
+        if !seen.insert(text.as_str()) {
             continue;
         }
-        seen.push(text.clone());
         if let Err(m) = cx.agrees(text) {
             out.mismatch.get_or_insert(m);
             continue;
@@ -300,7 +299,68 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         // The arithmetic promised a variant the re-check refused: trust neither.
         out.consistent = 0;
     }
+    if let (true, Some(ids)) = (cut, &out.ids) {
+        let hidden = hidden_tail_tokens(cx, ids);
+        if hidden > 0 {
+            out.consistent = out.consistent.saturating_add(hidden);
+            let reason = if ends_inside_a_call(cx, ids) {
+                Reason::CutInsideToolSection
+            } else {
+                Reason::CutAfterToolCall
+            };
+            if !out.open.contains(&reason) {
+                out.open.push(reason);
+            }
+        }
+    }
     out
+}
+
+/// How many ordinary tokens the cut tail of `ids` can hold that the answer does not show: each
+/// of the last [`TAIL_PROBED`] ordinary tokens is swapped for another token and the stream sent
+/// forward again; a swap that gives the same answer (with the same count, by construction) is a
+/// stream the answer cannot tell from this one. Special tokens are not swapped: the family's
+/// tool grammar fixes them (after a section opener comes a call opener), and the candidate
+/// tails already hold every structural token that may follow a call.
+fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
+    let tokenizer = &cx.profile.tokenizer;
+    let probes: Vec<u32> = ["x", "7"]
+        .iter()
+        .filter_map(|p| tokenizer.encode(p).first().copied())
+        .collect();
+    let mut hidden = 0;
+    for at in ids.len().saturating_sub(TAIL_PROBED)..ids.len() {
+        if tokenizer.is_special(ids[at]) {
+            continue;
+        }
+        for &probe in probes.iter().filter(|&&p| p != ids[at]) {
+            let mut twin = ids.to_vec();
+            twin[at] = probe;
+            if cx.agrees(&tokenizer.decode(&twin)).is_ok() {
+                hidden += 1;
+            }
+        }
+    }
+    hidden
+}
+
+/// How far back a cut may hide ordinary tokens (a parser holds back a partial marker, an
+/// unfinished call's header, the text between two calls).
+const TAIL_PROBED: usize = 4;
+
+/// The stream ends inside an unfinished call (after the last call opener, no call close).
+fn ends_inside_a_call(cx: &Context, ids: &[u32]) -> bool {
+    let text = cx.profile.tokenizer.decode(ids);
+    let (open, close) = match cx.syntax {
+        Syntax::Kimi => (CALL_BEGIN, CALL_END),
+        Syntax::Hermes => ("<tool_call>", "</tool_call>"),
+        Syntax::DeepseekV3 => ("<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>"),
+    };
+    match (text.rfind(open), text.rfind(close)) {
+        (Some(o), Some(c)) => o > c,
+        (Some(_), None) => true,
+        _ => false,
+    }
 }
 
 /// How many choices (one option per site) sum to `target`, and the first of them (options in

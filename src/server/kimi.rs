@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use fancy_regex::Regex;
 
-use super::{ForwardInput, Parsed, ParsedCall, ServerShape};
+use super::{CutInCallId, ForwardInput, Parsed, ParsedCall, ServerShape};
 
 pub const THINK_END: &str = "</think>";
 pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
@@ -47,6 +47,19 @@ const ADDED_TOKENS: [&str; 7] = [
     CALL_END,
 ];
 
+/// What becomes of a call a `length` cut left unfinished.
+#[derive(Debug, Clone, Copy, Default)]
+struct UnfinishedCall {
+    /// It is sent with its arguments so far (a stream sent them before the cut; vLLM 0.33's
+    /// parser engine also keeps it unstreamed: arguments stripped, `{}` when there are none).
+    kept: bool,
+    streamed: bool,
+    /// Cut inside its id: vLLM 0.33 sends the id text so far as the call's name, with a minted
+    /// id `functions.{id text}:{calls in history}` and arguments `{}` (`""` streamed).
+    bogus_when_cut_in_id: bool,
+    history_calls: usize,
+}
+
 /// Run the reasoning parser, then (with tools declared) the tool parser, as `shape` runs them.
 pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
     let strip = if input.stream {
@@ -54,8 +67,19 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
     } else {
         shape.strips_arguments
     };
-    let partial = input.stream && input.cut;
-    parse_with(text, input.thinking, input.tools_declared, strip, partial)
+    let unfinished = input.cut.then_some(UnfinishedCall {
+        kept: input.stream || !shape.drops_incomplete_call,
+        streamed: input.stream,
+        bogus_when_cut_in_id: shape.cut_in_call_id == CutInCallId::BogusCall,
+        history_calls: input.history_calls,
+    });
+    parse_with(
+        text,
+        input.thinking,
+        input.tools_declared,
+        strip,
+        unfinished,
+    )
 }
 
 fn parse_with(
@@ -63,7 +87,7 @@ fn parse_with(
     thinking: bool,
     tools_declared: bool,
     strip: bool,
-    partial_last_call: bool,
+    unfinished: Option<UnfinishedCall>,
 ) -> Parsed {
     let (reasoning, content) = if thinking {
         split_reasoning(text)
@@ -78,7 +102,7 @@ fn parse_with(
     };
     if tools_declared {
         if let Some(content) = parsed.content.take() {
-            let (before, calls) = extract_tool_calls(&content, strip, partial_last_call);
+            let (before, calls) = extract_tool_calls(&content, strip, unfinished);
             parsed.content = before;
             parsed.calls = calls;
         }
@@ -113,7 +137,7 @@ fn split_reasoning(text: &str) -> (Option<String>, Option<String>) {
 fn extract_tool_calls(
     content: &str,
     strip: bool,
-    partial_last_call: bool,
+    unfinished: Option<UnfinishedCall>,
 ) -> (Option<String>, Vec<ParsedCall>) {
     let start = content
         .find(SECTION_BEGIN)
@@ -132,20 +156,15 @@ fn extract_tool_calls(
             Some(call(id, arguments.to_string()))
         })
         .collect();
-    if partial_last_call {
-        // The text after the last complete call: a call that got its id and some arguments out.
+    if let Some(unfinished) = unfinished {
+        // The text after the last complete call: a call the cut left unfinished.
         let tail_from = content
             .rfind(CALL_END)
             .map_or(start, |at| at + CALL_END.len());
         let tail = &content[tail_from..];
         if let Some(begin) = tail.find(CALL_BEGIN) {
             let rest = &tail[begin + CALL_BEGIN.len()..];
-            if let Some((id, args)) = rest.split_once(ARGUMENT_BEGIN) {
-                let id = id.trim();
-                if is_id(id) {
-                    calls.push(call(id.to_string(), args.to_string()));
-                }
-            }
+            calls.extend(unfinished_call(rest, unfinished));
         }
     }
     if calls.is_empty() {
@@ -153,6 +172,42 @@ fn extract_tool_calls(
     }
     let before = &content[..start];
     ((!before.is_empty()).then(|| before.to_string()), calls)
+}
+
+/// What the parser sends for a call cut after its `<|tool_call_begin|>` (`rest`: the text
+/// after it). vLLM 0.33 (`vllm/parser/kimi_k2.py` on `parser/engine/parser_engine.py`): the id
+/// counts once `(?P<id>.+:\d+)` matches the stripped header; until then the header is all the
+/// parser has, and `_build_extracted_result` / `_handle_tool_end` send it as the name
+/// (stripped) with `make_tool_call_id("kimi_k2", header, history count)` as the id.
+fn unfinished_call(rest: &str, unfinished: UnfinishedCall) -> Option<ParsedCall> {
+    let (header, arguments) = match rest.split_once(ARGUMENT_BEGIN) {
+        Some((header, arguments)) => (header, Some(arguments)),
+        None => (rest, None),
+    };
+    let id = header.trim();
+    let no_arguments = if unfinished.streamed { "" } else { "{}" };
+    match arguments {
+        Some(arguments) if unfinished.kept && is_id(id) => {
+            let arguments = if unfinished.streamed {
+                arguments
+            } else {
+                arguments.trim()
+            };
+            let arguments = if arguments.is_empty() {
+                no_arguments
+            } else {
+                arguments
+            };
+            Some(call(id.to_string(), arguments.to_string()))
+        }
+        None if unfinished.kept && is_id(id) => Some(call(id.to_string(), no_arguments.into())),
+        None if unfinished.bogus_when_cut_in_id && !id.is_empty() => Some(ParsedCall {
+            id: format!("functions.{header}:{}", unfinished.history_calls),
+            name: id.to_string(),
+            arguments: no_arguments.to_string(),
+        }),
+        _ => None,
+    }
 }
 
 /// The arguments between `<|tool_call_argument_begin|>` and `<|tool_call_end|>` of one matched
@@ -220,14 +275,14 @@ mod tests {
 
     #[test]
     fn reasoning_ends_at_think_end() {
-        let p = parse_with("hmm</think>Four.", true, false, true, false);
+        let p = parse_with("hmm</think>Four.", true, false, true, None);
         assert_eq!(p.reasoning.as_deref(), Some("hmm"));
         assert_eq!(p.content.as_deref(), Some("Four."));
     }
 
     #[test]
     fn no_end_marker_means_all_reasoning() {
-        let p = parse_with("still thinking", true, false, true, false);
+        let p = parse_with("still thinking", true, false, true, None);
         assert_eq!(p.reasoning.as_deref(), Some("still thinking"));
         assert_eq!(p.content, None);
     }
@@ -239,7 +294,7 @@ mod tests {
             true,
             true,
             true,
-            false,
+            None,
         );
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content.as_deref(), Some("Let me look."));
@@ -255,7 +310,7 @@ mod tests {
 
     #[test]
     fn a_section_inside_reasoning_ends_it() {
-        let p = parse_with(&format!("why{CALL}"), true, true, true, false);
+        let p = parse_with(&format!("why{CALL}"), true, true, true, None);
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content, None);
         assert_eq!(p.calls.len(), 1);
@@ -280,11 +335,72 @@ mod tests {
             true,
             true,
             true,
-            false,
+            None,
         );
         assert_eq!(p.reasoning.as_deref(), Some("why "));
         assert_eq!(p.content.as_deref(), Some(" "));
         assert_eq!(p.calls[0].id, "functions.get_weather:3");
         assert_eq!(p.calls[0].arguments, "{\"city\": \"Paris\"}");
+    }
+
+    fn vllm_cut(text: &str, stream: bool, spaces: bool) -> Parsed {
+        let shape = &crate::server::vllm::SHAPE;
+        let input = ForwardInput {
+            text,
+            cut: true,
+            stream,
+            spaces,
+            thinking: true,
+            tools_declared: true,
+            history_calls: 0,
+            syntax: crate::server::Syntax::Kimi,
+        };
+        crate::server::forward(shape, &input)
+    }
+
+    // The answers below are vLLM 0.33.0's own, in tests/data/server_shapes/kimi_k25.jsonl.
+    const OPEN: &str = "The user wants the weather. I should call the tool.</think>Let me check.<|tool_calls_section_begin|><|tool_call_begin|>";
+
+    #[test]
+    fn vllm_sends_a_call_cut_in_its_id_as_a_bogus_call() {
+        // kimi_k25/vllm-0.33.0/{nonstream,stream}/nospaces/cut_call_id/001
+        let text = format!("{OPEN}functions");
+        let p = vllm_cut(&text, false, false);
+        assert_eq!(
+            p.calls,
+            vec![ParsedCall {
+                id: "functions.functions:0".into(),
+                name: "functions".into(),
+                arguments: "{}".into(),
+            }]
+        );
+        assert_eq!(p.content.as_deref(), Some("Let me check."));
+        assert_eq!(vllm_cut(&text, true, false).calls[0].arguments, "");
+        // …/nonstream/spaces/cut_call_id/001: the header keeps the joining space.
+        let p = vllm_cut(&text, false, true);
+        assert_eq!(p.calls[0].id, "functions. functions:0");
+        assert_eq!(p.calls[0].name, "functions");
+    }
+
+    #[test]
+    fn vllm_keeps_a_cut_call_unstreamed() {
+        // kimi_k25/vllm-0.33.0/nonstream/nospaces/cut_arguments/001 and cut_after_arg_begin/001
+        let p = vllm_cut(
+            &format!(
+                "{OPEN}functions.get_weather:0<|tool_call_argument_begin|>{{\"city\": \"Tokyo"
+            ),
+            false,
+            false,
+        );
+        assert_eq!(p.calls[0].id, "functions.get_weather:0");
+        assert_eq!(p.calls[0].arguments, "{\"city\": \"Tokyo");
+        let p = vllm_cut(
+            &format!("{OPEN}functions.get_weather:0<|tool_call_argument_begin|>"),
+            false,
+            false,
+        );
+        assert_eq!(p.calls[0].arguments, "{}");
+        // …/nonstream/nospaces/cut_after_call_begin/001: nothing of the call is sent.
+        assert!(vllm_cut(OPEN, false, false).calls.is_empty());
     }
 }

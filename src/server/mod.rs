@@ -227,7 +227,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
     }
     let mut parsed = match input.syntax {
         Syntax::Kimi => kimi::parse(shape, text, input),
-        Syntax::Hermes => hermes::parse(text, input.thinking, input.tools_declared),
+        Syntax::Hermes => hermes::parse(text, input.thinking, input.tools_declared, input.stream),
         Syntax::DeepseekV3 => deepseek::parse(text, input.tools_declared, input.stream),
     };
     // The stripping was measured on vLLM's Kimi parser (FACTS §B6); the qwen3 and deepseek
@@ -303,7 +303,9 @@ impl Parsed {
                     serde_json::from_str::<Value>(&mine.arguments).ok().as_ref() == Some(value)
                 }
             };
-            if !same_args && !shape.coerces_arguments {
+            let coerced =
+                shape.coerces_arguments && coerced_alike(&mine.arguments, &theirs.arguments);
+            if !same_args && !coerced {
                 return Err(Mismatch(format!("tool call {i} arguments")));
             }
             let derived = shape.call_ids != CallIds::Minted && !mine.id.is_empty();
@@ -318,6 +320,45 @@ impl Parsed {
         }
         Ok(())
     }
+}
+
+/// Whether the server's arguments can be the model's coerced to a schema and re-serialized:
+/// the same JSON shape, every scalar equal or a string spelling the other's JSON (`"3"` and `3`,
+/// `"false"` and `false`), and at least one such change (without one the server sends the
+/// model's text as it was). Which values a schema coerces is not known here; what is known is
+/// that coercion changes types, never keys, lengths or the values themselves.
+fn coerced_alike(mine: &str, theirs: &Arguments) -> bool {
+    /// `None`: not alike; `Some(changed)`: alike, with or without a type change.
+    fn alike(a: &Value, b: &Value) -> Option<bool> {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) if x.len() == y.len() => {
+                x.iter().try_fold(false, |changed, (k, v)| {
+                    Some(changed | alike(v, y.get(k)?)?)
+                })
+            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+                .iter()
+                .zip(y)
+                .try_fold(false, |changed, (v, w)| Some(changed | alike(v, w)?)),
+            (Value::String(s), other) | (other, Value::String(s))
+                if !other.is_string() && !other.is_array() && !other.is_object() =>
+            {
+                (serde_json::from_str::<Value>(s).ok().as_ref() == Some(other)).then_some(true)
+            }
+            _ => (a == b).then_some(false),
+        }
+    }
+    let Ok(mine) = serde_json::from_str::<Value>(mine) else {
+        return false;
+    };
+    let theirs = match theirs {
+        Arguments::Raw(text) => match serde_json::from_str::<Value>(text) {
+            Ok(value) => value,
+            Err(_) => return false,
+        },
+        Arguments::Object(value) => value.clone(),
+    };
+    alike(&mine, &theirs) == Some(true)
 }
 
 #[cfg(test)]
@@ -366,6 +407,19 @@ mod tests {
         assert_eq!(v.calls[0].arguments, " {\"a\":1} ");
         // vLLM 0.33 holds back the reasoning's trailing whitespace in a stream too.
         assert_eq!(v.reasoning.as_deref(), Some("why"));
+    }
+
+    #[test]
+    fn coercion_changes_types_never_keys_or_spellings() {
+        // kimi_k25/vllm-0.33.0/nonstream/nospaces/schema_mismatch/001: the model wrote
+        // `{"count": "3"}`, vLLM 0.33 answered `{"count": 3}`.
+        let answered = Arguments::Raw("{\"count\": 3}".into());
+        assert!(coerced_alike("{\"count\": \"3\"}", &answered));
+        assert!(!coerced_alike("{\"count\": \"4\"}", &answered));
+        assert!(!coerced_alike("{\"amount\": \"3\"}", &answered));
+        assert!(!coerced_alike("{\"count\": \"3", &answered));
+        // No type changed: the server would have sent the model's own text.
+        assert!(!coerced_alike("{\"count\":3}", &answered));
     }
 
     #[test]

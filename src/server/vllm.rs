@@ -4,7 +4,10 @@
 //! 0.33: reasoning in `message.reasoning`, its trailing whitespace stripped in a non-streamed
 //! answer; whitespace-only content before the tool calls → `null`; ids verbatim; arguments raw
 //! but stripped when not streamed, coerced to the schema and re-serialized when a value's type
-//! does not match it; a cut inside a call's id gives a bogus call; `finish_reason` `tool_calls`
+//! does not match it; a call cut before its `<|tool_call_end|>` is still sent (arguments so far,
+//! stripped, `{}` when none), and one cut inside its id becomes a bogus call named after the id
+//! text so far (`functions` → name `functions`, id `functions.functions:0`: vLLM 0.33's
+//! `make_tool_call_id("kimi_k2", header, history count)`; `kimi::unfinished_call`); `finish_reason` `tool_calls`
 //! when a finished answer has calls; one space around every added token by default
 //! (`spaces_between_special_tokens=True` with Kimi's slow tokenizer, vLLM #33457).
 //!
@@ -31,7 +34,8 @@ pub const SHAPE: ServerShape = ServerShape {
     coerces_arguments: true,
     call_ids: CallIds::Verbatim,
     cut_in_call_id: CutInCallId::BogusCall,
-    drops_incomplete_call: true,
+    // 0.33's parser engine keeps a cut call, not streamed too (`_build_extracted_result`).
+    drops_incomplete_call: false,
     spaces_default: true,
     finish_tool_calls: true,
     calls_have_index: false,
@@ -41,6 +45,7 @@ pub const SHAPE_0_11: ServerShape = ServerShape {
     version: "0.11-0.2x",
     reasoning_field: ReasoningField::ReasoningContent,
     coerces_arguments: false,
+    drops_incomplete_call: true,
     ..SHAPE
 };
 

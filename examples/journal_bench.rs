@@ -8,7 +8,8 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use draftgen::journal::{ErrorClass, Manifest, Record, RunDir, Status};
+use draftgen::api::ErrorClass;
+use draftgen::journal::{Manifest, Record, RunDir, Status};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use draftgen::api::ErrorClass;
 use draftgen::journal::{
-    segment_file_name, Disposition, ErrorClass, JournalError, JournalOptions, JournalWriter,
-    Manifest, Record, RunDir, Status, Summary, JOURNAL_DIR, REDACTED,
+    segment_file_name, Disposition, JournalError, JournalOptions, JournalWriter, Manifest, Record,
+    RunDir, Status, Summary, JOURNAL_DIR, REDACTED,
 };
 use serde_json::json;
 

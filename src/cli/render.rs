@@ -20,8 +20,9 @@ use std::str::Utf8Error;
 use super::io::Output;
 use super::model_args::ModelArgs;
 use super::UsageError;
+use crate::json::Json;
 use crate::model::family::Family;
-use crate::model::{Json, JsonRenderInput, Tools};
+use crate::model::{JsonRenderInput, Tools};
 
 #[derive(clap::Args)]
 pub struct Args {

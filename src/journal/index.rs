@@ -21,7 +21,8 @@ use rustc_hash::FxBuildHasher;
 
 use super::scan::{IndexLine, LineParser};
 use super::segment::{list_segments, Segment};
-use super::{ErrorClass, JournalError, Record, RecordMeta, Status};
+use super::{JournalError, Record, RecordMeta, Status};
+use crate::api::ErrorClass;
 
 /// A line of the journal: segment file and 1-based line number.
 #[derive(Debug, Clone, PartialEq, Eq)]

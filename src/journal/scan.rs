@@ -42,7 +42,8 @@ use memchr::memmem;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::{ErrorClass, Status};
+use super::Status;
+use crate::api::ErrorClass;
 
 /// The resume-relevant fields of one journal line.
 #[derive(Debug, Deserialize)]

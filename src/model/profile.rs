@@ -15,10 +15,10 @@ use sha2::Digest;
 use std::path::{Path, PathBuf};
 
 use super::family::{deepseek_v3, kimi, qwen3, Family};
-use super::json::Json;
 use super::native::{JsonRenderInput, NativeTemplate, RenderPath, Renderer, Tools};
 use super::{ChatTemplate, ModelError, Tokenizer};
-use crate::api::{Arguments, ToolCall};
+use crate::completion::{Arguments, ToolCall};
+use crate::json::Json;
 
 /// How to load a profile.
 #[derive(Debug, Clone, Default)]

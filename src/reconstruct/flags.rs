@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use crate::api::{Arguments, Completion};
-use crate::model::pyjson::{self, DumpOptions};
+use crate::completion::{Arguments, Completion};
 use crate::model::Profile;
+use crate::pyjson::{self, DumpOptions};
 use crate::server::kimi::{CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
 use crate::server::{CallIds, ServerShape, Syntax};
 
@@ -244,7 +244,7 @@ pub(super) fn server_losses(
 }
 
 /// `json.dumps` with its default separators gives back exactly this text.
-fn looks_reserialized(call: &crate::api::ToolCall) -> bool {
+fn looks_reserialized(call: &crate::completion::ToolCall) -> bool {
     match &call.arguments {
         Arguments::Raw(text) => serde_json::from_str::<Value>(text)
             .map(|v| pyjson::dumps_json(&v, &DumpOptions::default()) == *text)

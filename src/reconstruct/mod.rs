@@ -21,7 +21,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::api::{Completion, CompletionError, ServerKind};
+use crate::api::ServerKind;
+use crate::completion::{Completion, CompletionError};
 use crate::model::{ModelError, Profile, RenderInput};
 use crate::server::{self, ServerShape};
 

@@ -23,7 +23,8 @@ pub mod vllm;
 
 use serde_json::Value;
 
-use crate::api::{Arguments, Completion, ServerKind};
+use crate::api::ServerKind;
+use crate::completion::{Arguments, Completion};
 
 /// Which message field carries the reasoning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,9 +14,9 @@
 use serde_json::Value;
 
 use super::FamilySpec;
-use crate::api::{Arguments, ToolCall};
+use crate::completion::{Arguments, ToolCall};
 use crate::model::native::{self, Request, Role};
-use crate::model::pyjson::{dumps_json, DumpOptions};
+use crate::pyjson::{dumps_json, DumpOptions};
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "deepseek-v3",

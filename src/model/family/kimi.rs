@@ -28,9 +28,9 @@
 use serde_json::{Map, Value};
 
 use super::{kimi_tools_ts, Family, FamilySpec};
-use crate::api::{Arguments, ToolCall};
-use crate::model::pyjson::{self, DumpOptions};
+use crate::completion::{Arguments, ToolCall};
 use crate::model::ModelError;
+use crate::pyjson::{self, DumpOptions};
 
 pub const K2: FamilySpec = FamilySpec {
     name: "kimi-k2",

@@ -13,10 +13,10 @@
 //!   native twin (see `model/native.rs`).
 
 use super::FamilySpec;
-use crate::api::{Arguments, ToolCall};
-use crate::model::json::Json;
+use crate::completion::{Arguments, ToolCall};
+use crate::json::Json;
 use crate::model::native::{self, Message, Request, Role};
-use crate::model::pyjson::{dumps_json, write_json, DumpOptions};
+use crate::pyjson::{dumps_json, write_json, DumpOptions};
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "qwen3",

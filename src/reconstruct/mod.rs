@@ -10,12 +10,13 @@ mod choose;
 pub mod despace;
 pub mod fidelity;
 mod flags;
-mod sample;
 mod synth;
 mod turn;
 
 pub use fidelity::{Fidelity, FidelityClass, Reason};
-pub use sample::{build_samples, BuildError, BuildReport, Sample};
+// Old path, kept for one round while other branches still use it (the JSONL sample writer reads
+// the journal, so it moved to `crate::build::jsonl_samples`); the module-graph test lists this shim.
+pub use crate::build::jsonl_samples::{build_samples, BuildError, BuildReport, Sample};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};

@@ -199,7 +199,8 @@ pub(super) fn server_losses(
     if completion.tool_calls.is_empty() {
         return;
     }
-    if profile.family.is_kimi() {
+    let syntax = profile.family.syntax();
+    if syntax.is_some_and(Syntax::ids_in_stream) {
         let renumbered = completion.tool_calls.iter().any(|c| {
             !c.id
                 .as_deref()
@@ -223,9 +224,7 @@ pub(super) fn server_losses(
                     .to_string(),
             );
         }
-    } else if crate::server::Syntax::of(profile.family) == Some(crate::server::Syntax::Hermes)
-        && shape.parses
-    {
+    } else if syntax == Some(Syntax::Hermes) && shape.parses {
         // hermes (Qwen3) parses the arguments and writes them with json.dumps, and mints random
         // call ids (not part of the family's token stream). deepseek_v3 keeps the raw
         // arguments: nothing lost there. Where the forward check and the count confirmed the

@@ -124,7 +124,7 @@ pub fn reconstruct(
     // detokenizer; fast tokenizers (Qwen3, DeepSeek-V3) do not insert them.
     let options = &ReconstructOptions {
         spaces_around_special_tokens: options.spaces_around_special_tokens
-            && profile.family.is_kimi(),
+            && profile.family.spec().detokenizer_spaces,
         ..options.clone()
     };
     let turns = turn::candidates(profile, request, &completion, options, &mut warnings);
@@ -139,7 +139,7 @@ pub fn reconstruct(
     let shape = options.shape();
     let cut = completion.finish_reason.as_deref() == Some("length");
     let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
-    let syntax = server::Syntax::of(profile.family);
+    let syntax = profile.family.syntax();
     let synthesized = shape.known && syntax.is_some();
     let stream = options.stream.or(request.stream).unwrap_or(false);
     if syntax == Some(server::Syntax::DeepseekV3) && stream && !completion.tool_calls.is_empty() {

@@ -2,10 +2,9 @@
 //! and the render alone, through the native twin of the template and through minijinja.
 //! `scripts/bench_render.py` compares render + tokenize with transformers' `apply_chat_template`.
 
+use draftgen::json::Json;
 use draftgen::model::assets::assets_root;
-use draftgen::model::{
-    Json, JsonRenderInput, LoadOptions, Profile, RenderInput, RenderPath, Tools,
-};
+use draftgen::model::{JsonRenderInput, LoadOptions, Profile, RenderInput, RenderPath, Tools};
 use serde_json::Value;
 use std::path::Path;
 

@@ -16,11 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use draftgen::api::{Client, ClientConfig, Endpoint, Timeouts};
+use draftgen::api::{Client, ClientConfig, Endpoint, ErrorClass, Timeouts};
 use draftgen::config::{EndpointKind, Overrides, RunConfig};
 use draftgen::dataset::Prompt;
 use draftgen::engine::{self, Shutdown};
-use draftgen::journal::ErrorClass;
 use draftgen::sim::{spawn, CapacityConfig, Latency, SimConfig};
 use serde_json::json;
 

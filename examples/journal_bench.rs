@@ -8,7 +8,8 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use draftgen::journal::{ErrorClass, Manifest, Record, RunDir, Status};
+use draftgen::api::ErrorClass;
+use draftgen::journal::{Manifest, Record, RunDir, Status};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -103,6 +104,8 @@ fn generate(run: &str, n: u64) -> anyhow::Result<()> {
             http_status: Some(if failed_first { 429 } else { 200 }),
             provider: Some("Moonshot AI".into()),
             cost_usd: (!failed_first).then_some(0.0021),
+            prompt_tokens: (!failed_first).then_some(120 + i % 300),
+            completion_tokens: (!failed_first).then_some(200 + i % 900),
             started_at: "2025-06-01T12:00:00.000Z".into(),
             latency_ms: 5000 + i % 20000,
             first_byte_ms: Some(400 + i % 900),

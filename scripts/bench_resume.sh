@@ -12,7 +12,7 @@ set -euo pipefail
 RECORDS="${1:-1000000}"
 RUN_DIR="${2:-${TMPDIR:-/tmp}/draftgen-bench-resume}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-BIN="$ROOT/target/release/examples/journal_bench"
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/journal_bench"
 RUNS=5
 
 cd "$ROOT"
@@ -80,9 +80,10 @@ Index output: \`${index_line}\`
 
 Where the time goes: \`wc -l\` only copies the files (CPU is almost all kernel read). The index
 memory-maps them instead (no copy; the kernel still maps and unmaps every page), reads each line's
-small fields (everything before \`,"request":\`) and the response's \`usage\` object near the end of
-the line, skipping the request and response bodies by \`memchr::memmem\` search without
-syntax-checking them (see \`src/journal/scan.rs\`), then partitions the records by id hash into 64
+small fields (everything before \`,"request":\`, the usage counts included), skipping the request
+and response bodies without looking at them (a journal written before the counts were copied to the
+front has them only in the response: its \`usage\` object is then found by \`memchr::memmem\` search
+near the end of the line; see \`src/journal/scan.rs\`), then partitions the records by id hash into 64
 shards merged in parallel, each into its own small table. Parsing and merging run on all cores, so
 on an idle machine wall time falls with cores while \`wc -l\` does not; on a loaded one (load
 average well above the core count) a parallel process waits for its own threads and the wall ratio

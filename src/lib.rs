@@ -7,12 +7,15 @@
 pub mod api;
 pub mod build;
 pub mod cli;
+pub mod completion;
 pub mod config;
 pub mod dataset;
 pub mod engine;
 pub mod export;
 pub mod journal;
+pub mod json;
 pub mod model;
+pub mod pyjson;
 pub mod reconstruct;
 pub mod server;
 pub mod sim;

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use draftgen::api::openrouter::{self, ModelPrice, Pricing};
-use draftgen::api::{ApiError, ApiKey, Client, ClientConfig, Endpoint, Timeouts, Usage};
-use draftgen::journal::ErrorClass;
+use draftgen::api::{ApiError, ApiKey, Client, ClientConfig, Endpoint, ErrorClass, Timeouts};
+use draftgen::completion::Usage;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use draftgen::api::ErrorClass;
 use draftgen::config::{EndpointKind, Overrides, RunConfig};
 use draftgen::dataset::Prompt;
 use draftgen::engine::{self, Shutdown, StopReason};
-use draftgen::journal::ErrorClass;
 use draftgen::sim::{spawn, CapacityConfig, FaultRates, Latency, SimConfig};
 use serde_json::json;
 

@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use draftgen::api::{Client, ClientConfig, Endpoint, Timeouts};
-use draftgen::journal::ErrorClass;
+use draftgen::api::{Client, ClientConfig, Endpoint, ErrorClass, Timeouts};
 use draftgen::sim::{spawn, FaultRates, SimConfig};
 use serde_json::json;
 

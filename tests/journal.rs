@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use draftgen::api::ErrorClass;
 use draftgen::journal::{
-    segment_file_name, Disposition, ErrorClass, JournalError, JournalOptions, JournalWriter,
-    Manifest, Record, RunDir, Status, Summary, JOURNAL_DIR, REDACTED,
+    segment_file_name, Disposition, JournalError, JournalOptions, JournalWriter, Manifest, Record,
+    RunDir, Status, Summary, JOURNAL_DIR, REDACTED,
 };
 use serde_json::json;
 
@@ -49,6 +50,8 @@ fn record(id: &str, attempt: u32, status: Status, class: Option<ErrorClass>) -> 
         http_status: Some(if status == Status::Success { 200 } else { 503 }),
         provider: Some("Moonshot AI".into()),
         cost_usd: (status == Status::Success).then_some(0.0001),
+        prompt_tokens: (status == Status::Success).then_some(12),
+        completion_tokens: (status == Status::Success).then_some(9),
         started_at: "2025-01-01T00:00:00Z".into(),
         latency_ms: 1234,
         first_byte_ms: Some(100),
@@ -137,6 +140,68 @@ fn new_run_writes_manifest_and_resume_sees_every_record() {
     assert!((state.totals.cost_usd - 0.0001).abs() < 1e-12);
     assert_eq!(state.totals.by_error_class[&ErrorClass::Timeout], 1);
     assert_eq!(all_records(&run), records.to_vec());
+}
+
+/// The usage counts are small fields at the front of each line (the resume scan reads only
+/// the prefix); journals written before that have them only inside the response, and a journal
+/// holding both kinds of line still resumes with the right totals.
+#[test]
+fn usage_counts_resume_from_the_front_and_from_old_journals() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let new = success("new");
+    // As written before the counts were copied: only `response.usage` has them.
+    let old = Record {
+        id: "old".into(),
+        prompt_tokens: None,
+        completion_tokens: None,
+        response: Some(json!({"choices": [{"message": {"content": "x"}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 7}})),
+        ..success("old")
+    };
+    // A response whose usage is not its last member (the old search declines it).
+    let usage_first = Record {
+        id: "usage-first".into(),
+        prompt_tokens: Some(100),
+        completion_tokens: Some(200),
+        response: Some(
+            json!({"usage": {"prompt_tokens": 100, "completion_tokens": 200},
+            "choices": [{"message": {"content": "y"}}]}),
+        ),
+        ..success("usage-first")
+    };
+    write_records(&run, &[new.clone(), old.clone(), usage_first.clone()]);
+    let mut segment = fs::read(segment_path(&run, 1)).unwrap();
+
+    // An old journal's line in the older field order (`request` third), written by hand.
+    segment.extend_from_slice(
+        br#"{"id":"older","attempt":1,"request":{"messages":[]},"status":"success","endpoint":"e","response":{"choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":2000}},"started_at":"t","latency_ms":1}"#,
+    );
+    segment.push(b'\n');
+    fs::write(segment_path(&run, 1), &segment).unwrap();
+
+    let text = String::from_utf8(segment).unwrap();
+    let first = text.lines().next().unwrap();
+    let prefix = &first[..first.find(r#","request":"#).unwrap()];
+    assert!(
+        prefix.contains(r#""prompt_tokens":12,"completion_tokens":9"#),
+        "the counts are among the small fields: {prefix}"
+    );
+    let old_line = text.lines().nth(1).unwrap();
+    assert!(!old_line[..old_line.find(r#","request":"#).unwrap()].contains("prompt_tokens"));
+
+    let (_journal, state) = RunDir::create_or_open(&run, &manifest(), false).unwrap();
+    assert!(state.report.corrupt_lines.is_empty());
+    assert_eq!(state.loaded_records, 4);
+    assert_eq!(state.totals.prompt_tokens, 12 + 5 + 100 + 1000);
+    assert_eq!(state.totals.completion_tokens, 9 + 7 + 200 + 2000);
+    for id in ["new", "old", "usage-first", "older"] {
+        assert!(state.is_finished(id), "{id}");
+    }
+    // The full reader (build, verify) reads the new fields back, and old lines without them.
+    let records = all_records(&run);
+    assert_eq!(records[..3], [new, old, usage_first]);
+    assert_eq!(records[3].prompt_tokens, None);
 }
 
 /// Each way a write can be torn; after open, the tail is gone, reported, and appends are clean.

@@ -11,8 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use draftgen::api::{Client, ClientConfig, Endpoint, Proxies, Timeouts};
-use draftgen::journal::ErrorClass;
+use draftgen::api::{Client, ClientConfig, Endpoint, ErrorClass, Proxies, Timeouts};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::pem::PemObject;

@@ -7,9 +7,8 @@
 
 mod common;
 
-use draftgen::model::{
-    Json, JsonRenderInput, LoadOptions, Profile, RenderInput, RenderPath, Tools,
-};
+use draftgen::json::Json;
+use draftgen::model::{JsonRenderInput, LoadOptions, Profile, RenderInput, RenderPath, Tools};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::transport::{error_chain, HttpError};
 use super::ApiError;
-use crate::journal::ErrorClass;
+use crate::api::ErrorClass;
 
 /// Longest piece of server text (`metadata.raw`, a non-JSON body) quoted in a message.
 const MAX_QUOTE: usize = 300;

@@ -30,7 +30,7 @@ use super::facts::{self, ResponseFacts};
 use super::sse::SseDecoder;
 use super::transport::{Answer, Request, Route, Settings, Transport};
 use super::{ApiError, ApiKey, Proxies};
-use crate::journal::ErrorClass;
+use crate::api::ErrorClass;
 
 /// Largest response body read before giving up (a runaway server must not exhaust memory).
 const MAX_BODY_BYTES: usize = 64 << 20;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::ApiKey;
-use crate::journal::ErrorClass;
+use crate::api::ErrorClass;
 
 /// One failed attempt. `message` and `body` never contain the API key: [`Client`](super::Client)
 /// scrubs both before an error leaves it.

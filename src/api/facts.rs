@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{classify, ApiError};
-use crate::journal::ErrorClass;
+use crate::api::ErrorClass;
 
 /// The usage numbers of an answer (OpenRouter's `usage.cost` in USD when sent).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{ApiError, Client, Endpoint, Usage};
-use crate::journal::ErrorClass;
+use crate::api::ErrorClass;
 
 /// `GET /key` → `data`: the key's spending limit and usage, in USD.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::row::{request_view, BuiltRow, Row};
-use crate::api::Completion;
+use crate::completion::Completion;
 use crate::journal::Record;
 use crate::model::Profile;
 use crate::reconstruct::{reconstruct, Fidelity, Reason, ReconstructOptions, Request};

@@ -251,6 +251,8 @@ fn record_of(
         not_before_ms: None,
         provider: None,
         cost_usd: None,
+        prompt_tokens: Some(prompt_ids.len() as u64),
+        completion_tokens: Some(generation.completion_ids.len() as u64),
         started_at: chrono::Utc::now().to_rfc3339(),
         latency_ms: 0,
         first_byte_ms: None,

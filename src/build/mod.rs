@@ -15,6 +15,7 @@
 pub mod conversation;
 pub mod import;
 mod info;
+pub mod jsonl_samples;
 mod lines;
 mod policy;
 mod row;

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::Completion;
+use crate::completion::Completion;
 use crate::journal::Record;
 use crate::model::Profile;
 use crate::reconstruct::{

@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::api::ServerKind;
+use crate::build::jsonl_samples::build_samples;
 use crate::config::{EndpointConfig, EndpointKind, RunConfig};
 use crate::dataset::{self, PrepareOptions};
 use crate::engine::{self, ProgressMode, RunOptions, Shutdown};
 use crate::journal::RunDir;
 use crate::model::assets;
-use crate::reconstruct::{build_samples, ReconstructOptions};
+use crate::reconstruct::ReconstructOptions;
 use crate::sim::{self, FaultRates, Flavor, SimConfig};
 
 use super::model_args::{request_model_name, ModelArgs};

@@ -20,8 +20,8 @@ use std::str::Utf8Error;
 use super::io::Output;
 use super::model_args::ModelArgs;
 use super::UsageError;
-use crate::model::family::Family;
-use crate::model::{Json, JsonRenderInput, Tools};
+use crate::json::Json;
+use crate::model::{JsonRenderInput, Tools};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -76,7 +76,7 @@ const EXPECTED: &str = r#"{"messages": [...], "tools"?: [...], "add_generation_p
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let profile = args.model.load()?;
     // DeepSeek-V3's template has no tools in it at all: a request's tools never reach the prompt.
-    let ignores_tools = profile.family == Family::DeepseekV3;
+    let ignores_tools = profile.family.spec().template_ignores_tools;
     let mut input = Chunks::open(&args.input)?;
     let mut out = Output::open(args.out.as_deref())?;
     let mut bad_input = false;

@@ -2,12 +2,12 @@
 //! `json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`.
 //!
 //! Matching Python byte for byte lets anyone recompute an id with `hashlib` and no draftgen.
-//! It is [`crate::model::pyjson`] (the same `json.dumps` the chat templates' `tojson` uses) with
+//! It is [`crate::pyjson`] (the same `json.dumps` the chat templates' `tojson` uses) with
 //! sorted keys and compact separators.
 
 use serde_json::Value;
 
-use crate::model::pyjson::{dumps_json, DumpOptions};
+use crate::pyjson::{dumps_json, DumpOptions};
 
 /// Canonical compact JSON text of `value` (see the module doc).
 pub fn canonical_json(value: &Value) -> String {

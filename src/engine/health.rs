@@ -15,8 +15,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::api::ApiError;
-use crate::journal::ErrorClass;
+use crate::api::{ApiError, ErrorClass};
 
 /// Consecutive "cannot work" failures per endpoint, with no success, that stop the run.
 pub const DEAD_AFTER: u32 = 8;

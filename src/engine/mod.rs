@@ -43,12 +43,10 @@ pub use prompts::PromptList;
 pub use retry::{is_fatal, Next, RetryPolicy};
 pub use shutdown::{Shutdown, StopReason};
 
-use crate::api::{ApiKey, Client, ClientConfig};
+use crate::api::{ApiKey, Client, ClientConfig, ErrorClass};
 use crate::config::{ConfigError, EndpointKind, RunConfig};
 use crate::dataset::Prompt;
-use crate::journal::{
-    Disposition, ErrorClass, JournalError, JournalWriter, Manifest, RunDir, Summary,
-};
+use crate::journal::{Disposition, JournalError, JournalWriter, Manifest, RunDir, Summary};
 
 /// Records queued between request tasks and the journal writer thread.
 const RECORD_QUEUE: usize = 4096;

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::budget::Budget;
 use super::concurrency::Limiter;
-use crate::journal::ErrorClass;
+use crate::api::ErrorClass;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

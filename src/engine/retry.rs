@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use rand::Rng;
 
+use crate::api::ErrorClass;
 use crate::config::RetryConfig;
-use crate::journal::ErrorClass;
 
 /// The retry policy of a run.
 #[derive(Debug, Clone, Copy)]

@@ -35,8 +35,8 @@ use super::progress::Progress;
 use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
-use crate::api::{ApiError, ApiKey, Client, RawChatOutcome, ResponseFacts, Timeouts};
-use crate::journal::{EncodedRecord, ErrorClass, RecordRef, RecordSender, Status};
+use crate::api::{ApiError, ApiKey, Client, ErrorClass, RawChatOutcome, ResponseFacts, Timeouts};
+use crate::journal::{EncodedRecord, RecordRef, RecordSender, Status};
 
 /// Everything a prompt task needs, shared.
 pub(crate) struct Ctx {

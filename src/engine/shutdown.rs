@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::journal::ErrorClass;
+use crate::api::ErrorClass;
 
 /// Why a run ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]

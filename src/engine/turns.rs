@@ -40,7 +40,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{manifest_for, run_list_as, EngineError, PromptList, RunOptions, RunSummary, Shutdown};
-use crate::api::{Arguments, Completion};
+use crate::completion::{Arguments, Completion};
 use crate::config::RunConfig;
 use crate::dataset::{DatasetError, Prompt};
 use crate::journal::{RecordReader, RunDir, Status};

@@ -171,7 +171,7 @@ fn to_conversation(
     request: &serde_json::Value,
     response: &serde_json::Value,
 ) -> Result<serde_json::Value, String> {
-    use crate::api::completion::{Arguments, Completion};
+    use crate::completion::{Arguments, Completion};
     use serde_json::{json, Map, Value};
 
     let messages = request["messages"]

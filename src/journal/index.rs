@@ -21,7 +21,8 @@ use rustc_hash::FxBuildHasher;
 
 use super::scan::{IndexLine, LineParser};
 use super::segment::{list_segments, Segment};
-use super::{ErrorClass, JournalError, Record, RecordMeta, Status};
+use super::{JournalError, Record, RecordMeta, Status};
+use crate::api::ErrorClass;
 
 /// A line of the journal: segment file and 1-based line number.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -355,14 +356,15 @@ struct Entry<'a> {
 
 impl<'a> From<&'a IndexLine<'a>> for Entry<'a> {
     fn from(line: &'a IndexLine<'a>) -> Entry<'a> {
+        let usage = line.usage();
         Entry {
             id: &line.id,
             attempt: line.attempt,
             status: line.status,
             error_class: line.error_class,
             cost_usd: line.cost_usd,
-            prompt_tokens: line.response.prompt_tokens,
-            completion_tokens: line.response.completion_tokens,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
             not_before_ms: line.not_before_ms,
         }
     }
@@ -416,7 +418,11 @@ impl ResumeState {
 
     /// Keep the index current with a record the engine has just appended.
     pub fn record(&mut self, record: &Record) {
-        let (prompt_tokens, completion_tokens) = response_usage(record.response.as_ref());
+        let (prompt_tokens, completion_tokens) =
+            match (record.prompt_tokens, record.completion_tokens) {
+                (Some(prompt), Some(completion)) => (Some(prompt), Some(completion)),
+                _ => response_usage(record.response.as_ref()),
+            };
         self.ingest(
             Entry {
                 id: &record.id,

@@ -13,57 +13,9 @@ pub enum Status {
     Skipped,
 }
 
-/// Why an attempt failed. Transient classes are retried (and retried again on resume).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorClass {
-    /// 408
-    Timeout,
-    /// 429
-    RateLimited,
-    /// 5xx
-    ServerError,
-    /// connect/reset/DNS
-    Network,
-    /// an `error` chunk in the middle of a stream
-    MidStream,
-    /// an `error` object inside an HTTP 200 body
-    ErrorIn200,
-    /// no reasoning, no content, no tool calls
-    EmptyAnswer,
-    /// body that is not the JSON we expect
-    Malformed,
-    /// 400
-    BadRequest,
-    /// 401
-    Unauthorized,
-    /// 402
-    PaymentRequired,
-    /// 403 (moderation, guardrail)
-    Forbidden,
-    /// 404 and other 4xx
-    ClientError,
-    /// The proxy (HTTPS_PROXY / HTTP_PROXY / ALL_PROXY) refused: 407, or its own 401; the request
-    /// never reached the server. Not the API key's fault, and not transient.
-    ProxyAuth,
-}
-
-impl ErrorClass {
-    /// Whether a retry (now or on resume) can succeed.
-    pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            ErrorClass::Timeout
-                | ErrorClass::RateLimited
-                | ErrorClass::ServerError
-                | ErrorClass::Network
-                | ErrorClass::MidStream
-                | ErrorClass::ErrorIn200
-                | ErrorClass::EmptyAnswer
-                | ErrorClass::Malformed
-        )
-    }
-}
+// `ErrorClass` moved to `crate::api` (error classification); this re-export keeps the old
+// path working for one round.
+pub use crate::api::ErrorClass;
 
 /// One finished attempt. Serialized in field order, small fields first, `request` and `response` last.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,6 +37,14 @@ pub struct Record {
     pub provider: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// `response.usage.prompt_tokens`, copied among the small fields so that the resume scan
+    /// reads the line's prefix only (see `scan.rs`); absent when unknown and in journals written
+    /// before draftgen copied it, where only the response has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// `response.usage.completion_tokens`, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
     /// RFC 3339 start time.
     pub started_at: String,
     pub latency_ms: u64,
@@ -128,6 +88,12 @@ pub struct RecordRef<'a> {
     pub provider: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// `response.usage.prompt_tokens` (as [`Record::prompt_tokens`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// `response.usage.completion_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
     pub started_at: &'a str,
     pub latency_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -144,12 +110,6 @@ pub struct RecordRef<'a> {
     /// last. Not passed through serde, which would want to parse it again as a `RawValue`.
     #[serde(skip)]
     pub response: Option<&'a str>,
-    /// `response.usage.prompt_tokens`, for the resume state (the line has it inside `response`).
-    #[serde(skip)]
-    pub prompt_tokens: Option<u64>,
-    /// `response.usage.completion_tokens`, likewise.
-    #[serde(skip)]
-    pub completion_tokens: Option<u64>,
 }
 
 impl RecordRef<'_> {
@@ -216,6 +176,9 @@ mod tests {
     use super::*;
 
     fn record(response: Option<Value>, error: Option<&str>) -> Record {
+        let count = |key: &str| response.as_ref().and_then(|v| v["usage"][key].as_u64());
+        let (prompt_tokens, completion_tokens) =
+            (count("prompt_tokens"), count("completion_tokens"));
         Record {
             id: "abc".into(),
             attempt: 2,
@@ -232,6 +195,8 @@ mod tests {
             http_status: Some(200),
             provider: Some("P".into()),
             cost_usd: Some(0.0000721),
+            prompt_tokens,
+            completion_tokens,
             started_at: "2026-01-01T00:00:00+00:00".into(),
             latency_ms: 12,
             first_byte_ms: None,
@@ -246,7 +211,6 @@ mod tests {
             .response
             .as_ref()
             .map(|v| serde_json::to_string(v).expect("response text"));
-        let count = |key: &str| r.response.as_ref().and_then(|v| v["usage"][key].as_u64());
         RecordRef {
             id: &r.id,
             attempt: r.attempt,
@@ -256,8 +220,8 @@ mod tests {
             endpoint: &r.endpoint,
             request: &request,
             response: response.as_deref(),
-            prompt_tokens: count("prompt_tokens"),
-            completion_tokens: count("completion_tokens"),
+            prompt_tokens: r.prompt_tokens,
+            completion_tokens: r.completion_tokens,
             http_status: r.http_status,
             provider: r.provider.as_deref(),
             cost_usd: r.cost_usd,

@@ -2,8 +2,10 @@
 //!
 //! A resume must be ready in a small multiple of the time `wc -l` takes on the journal, so lines
 //! are not deserialized into full [`super::Record`]s, and the big `request` and `response` bodies
-//! are not even syntax-checked: [`LineParser`] reads a line's small fields and the response's
-//! `usage` counts and skips the bodies by searching, not parsing.
+//! are not even syntax-checked: [`LineParser`] reads a line's small fields, which hold the usage
+//! counts (`prompt_tokens`, `completion_tokens`), and skips the bodies. Lines written before the
+//! counts were copied there (or whose response has no usage) have them only in the response; for
+//! those the response's `usage` is found by searching, not parsing.
 //!
 //! The fast path relies on the field order [`super::Record`] is written in (small fields first,
 //! then `request`, then `response`) and on the compact form serde_json writes:
@@ -14,6 +16,9 @@
 //!   an object (so damage in the small fields is still found). It must hold `started_at` and
 //!   `latency_ms`, which every record has and which only come before `request` in the current
 //!   order; otherwise the line is older (`request` came third) and gets the full parse.
+//! - Token counts come from the prefix when it has both (`prompt_tokens` and `completion_tokens`,
+//!   copies of the response's, written by this program since issue 9); the bodies are then not
+//!   looked at at all. Otherwise, as in older journals:
 //! - Token counts come from the last `"usage":{` after the request key, parsed as one object
 //!   (the parser stops at its end). It is taken only when it is the last member of the line's last
 //!   top-level value (the line ends `}}` right after it) and a `,"response":` key comes before it,
@@ -42,7 +47,8 @@ use memchr::memmem;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::{ErrorClass, Status};
+use super::Status;
+use crate::api::ErrorClass;
 
 /// The resume-relevant fields of one journal line.
 #[derive(Debug, Deserialize)]
@@ -58,8 +64,27 @@ pub(crate) struct IndexLine<'a> {
     pub cost_usd: Option<f64>,
     #[serde(default)]
     pub not_before_ms: Option<u64>,
+    /// The copies of the usage counts among the small fields (absent in older lines).
+    #[serde(default)]
+    prompt_tokens: Count,
+    #[serde(default)]
+    completion_tokens: Count,
+    /// The usage counts inside the response (not looked for when the prefix has both).
     #[serde(default)]
     pub response: ResponseUsage,
+}
+
+impl IndexLine<'_> {
+    /// The record's usage counts: the prefix's copies when it has both, else the response's.
+    pub fn usage(&self) -> ResponseUsage {
+        match (self.prompt_tokens.0, self.completion_tokens.0) {
+            (Some(prompt), Some(completion)) => ResponseUsage {
+                prompt_tokens: Some(prompt),
+                completion_tokens: Some(completion),
+            },
+            _ => self.response,
+        }
+    }
 }
 
 /// `response.usage` token counts, if the response is an object with a usage object.
@@ -182,7 +207,7 @@ impl<'de> Deserialize<'de> for UsageCounts {
 }
 
 /// A token count: a non-negative integer (or an integral float); anything else is "unknown".
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Count(Option<u64>);
 
 impl<'de> Deserialize<'de> for Count {
@@ -263,6 +288,10 @@ struct Prefix<'a> {
     #[serde(default)]
     cost_usd: Option<f64>,
     #[serde(default)]
+    prompt_tokens: Count,
+    #[serde(default)]
+    completion_tokens: Count,
+    #[serde(default)]
     started_at: Present,
     #[serde(default)]
     latency_ms: Present,
@@ -320,7 +349,12 @@ impl LineParser {
             Some(small) => small,
             None => self.parse_prefix(line, at)?,
         };
-        let response = self.response_usage(line, at + REQUEST_KEY.len())?;
+        // The counts are in the prefix (lines written since they were copied there): the bodies
+        // need no look at all.
+        let response = match small.usage {
+            (Some(_), Some(_)) => ResponseUsage::default(),
+            _ => self.response_usage(line, at + REQUEST_KEY.len())?,
+        };
         Some(IndexLine {
             id: small.id,
             attempt: small.attempt,
@@ -328,6 +362,8 @@ impl LineParser {
             error_class: small.error_class,
             cost_usd: small.cost_usd,
             not_before_ms: small.not_before_ms,
+            prompt_tokens: Count(small.usage.0),
+            completion_tokens: Count(small.usage.1),
             response,
         })
     }
@@ -359,6 +395,7 @@ impl LineParser {
             error_class: prefix.error_class,
             cost_usd: prefix.cost_usd,
             not_before_ms: prefix.not_before_ms,
+            usage: (prefix.prompt_tokens.0, prefix.completion_tokens.0),
         })
     }
 
@@ -414,6 +451,8 @@ struct Small<'a> {
     error_class: Option<ErrorClass>,
     cost_usd: Option<f64>,
     not_before_ms: Option<u64>,
+    /// `prompt_tokens` and `completion_tokens` from the prefix.
+    usage: (Option<u64>, Option<u64>),
 }
 
 /// `ErrorClass` names as serde writes them (`rename_all = "snake_case"`); a test checks each
@@ -649,6 +688,13 @@ fn scan_prefix(prefix: &[u8]) -> Option<Small<'_>> {
         let text = std::str::from_utf8(c.number()?).ok()?;
         cost_usd = Some(text.parse::<f64>().ok()?);
     }
+    let mut usage = (None, None);
+    if c.eat(br#","prompt_tokens":"#) {
+        usage.0 = Some(c.uint()?);
+    }
+    if c.eat(br#","completion_tokens":"#) {
+        usage.1 = Some(c.uint()?);
+    }
     c.expect(br#","started_at":""#)?;
     c.string()?;
     c.expect(br#","latency_ms":"#)?;
@@ -660,6 +706,9 @@ fn scan_prefix(prefix: &[u8]) -> Option<Small<'_>> {
     if c.eat(br#","not_before_ms":"#) {
         not_before_ms = Some(c.uint()?);
     }
+    if c.eat(br#","source":""#) {
+        c.string()?;
+    }
     if c.at != prefix.len() {
         return None;
     }
@@ -670,6 +719,7 @@ fn scan_prefix(prefix: &[u8]) -> Option<Small<'_>> {
         error_class,
         cost_usd,
         not_before_ms,
+        usage,
     })
 }
 
@@ -754,6 +804,9 @@ mod tests {
             http_status: Some(200),
             provider: Some("P".into()),
             cost_usd: Some(0.25),
+            // The older layout (counts only in the response): these tests are about finding them there.
+            prompt_tokens: None,
+            completion_tokens: None,
             started_at: "t".into(),
             latency_ms: 9,
             first_byte_ms: Some(4),
@@ -774,7 +827,7 @@ mod tests {
         assert_eq!(parsed.error_class, full.error_class);
         assert_eq!(parsed.cost_usd, full.cost_usd);
         assert_eq!(parsed.not_before_ms, full.not_before_ms);
-        assert_eq!(parsed.response, full.response);
+        assert_eq!(parsed.usage(), full.usage());
         Some(parsed)
     }
 
@@ -783,6 +836,39 @@ mod tests {
             prompt_tokens: Some(prompt),
             completion_tokens: Some(completion),
         }
+    }
+
+    #[test]
+    fn counts_in_the_prefix_spare_the_search_of_the_bodies() {
+        // The response's usage is not its last member: the search declines the line (full
+        // parse), but with the counts in the prefix the fast path needs no search.
+        let response = r#"{"usage":{"prompt_tokens":3,"completion_tokens":4},"choices":[]}"#;
+        let old = format!(
+            r#"{{"id":"p","attempt":1,"status":"success","endpoint":"e","started_at":"t","latency_ms":1,"request":{{}},"response":{response}}}"#
+        );
+        assert!(LineParser::new().parse_fast(old.as_bytes()).is_none());
+        assert_eq!(parse_line(old.as_bytes()).unwrap().usage(), usage(3, 4));
+        let new = old.replace(
+            r#","started_at""#,
+            r#","prompt_tokens":3,"completion_tokens":4,"started_at""#,
+        );
+        assert_eq!(
+            fast(new.as_bytes()).expect("fast path").usage(),
+            usage(3, 4)
+        );
+        // Only one count in the prefix: the response decides, as in older lines.
+        let half = old.replace(r#","started_at""#, r#","prompt_tokens":3,"started_at""#);
+        assert!(LineParser::new().parse_fast(half.as_bytes()).is_none());
+        assert_eq!(parse_line(half.as_bytes()).unwrap().usage(), usage(3, 4));
+    }
+
+    #[test]
+    fn a_source_in_the_prefix_keeps_the_fast_path() {
+        let line = r#"{"id":"p","attempt":1,"status":"success","endpoint":"e","prompt_tokens":3,"completion_tokens":4,"started_at":"t","latency_ms":1,"source":"glaive \"v2\"","request":{},"response":{}}"#;
+        assert_eq!(
+            fast(line.as_bytes()).expect("fast path").usage(),
+            usage(3, 4)
+        );
     }
 
     #[test]
@@ -997,13 +1083,19 @@ mod tests {
             (proptest::option::of(text()), text(), proptest::option::of(any::<u16>())),
             (proptest::option::of(text()), proptest::option::of(-1e9f64..1e9), text()),
             (any::<u64>(), proptest::option::of(any::<u64>()), response, text()),
-            proptest::option::of(any::<u64>()),
+            (
+                proptest::option::of(any::<u64>()),
+                proptest::option::of(any::<u64>()),
+                proptest::option::of(any::<u64>()),
+            ),
         )
             .prop_map(|((id, attempt, status, error_class), (error, endpoint, http_status),
-                        (provider, cost_usd, started_at), (latency_ms, first_byte_ms, response, content), not_before_ms)| {
+                        (provider, cost_usd, started_at), (latency_ms, first_byte_ms, response, content),
+                        (not_before_ms, prompt_tokens, completion_tokens))| {
                 super::super::Record {
                     id, attempt, status, error_class, error, endpoint, http_status, provider,
-                    cost_usd, started_at, latency_ms, first_byte_ms, not_before_ms, source: None,
+                    cost_usd, prompt_tokens, completion_tokens, started_at, latency_ms,
+                    first_byte_ms, not_before_ms, source: None,
                     request: serde_json::json!({"messages": [{"role": "user", "content": content}]}),
                     response,
                 }

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::atomic::atomic_write;
 use super::index::{Disposition, RecordTotals, ResumeState};
-use super::{ErrorClass, JournalError};
+use super::JournalError;
+use crate::api::ErrorClass;
 
 /// Counts by status.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

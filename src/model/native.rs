@@ -22,7 +22,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use super::family::{deepseek_v3, kimi_render, qwen3, Family};
-use super::json::Json;
+use crate::json::Json;
 
 /// Which code rendered a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,11 +14,11 @@ use serde_json::{Map, Value};
 use sha2::Digest;
 use std::path::{Path, PathBuf};
 
-use super::family::{deepseek_v3, kimi, qwen3, Family};
-use super::json::Json;
+use super::family::Family;
 use super::native::{JsonRenderInput, NativeTemplate, RenderPath, Renderer, Tools};
 use super::{ChatTemplate, ModelError, Tokenizer};
-use crate::api::{Arguments, ToolCall};
+use crate::completion::{Arguments, ToolCall};
+use crate::json::Json;
 
 /// How to load a profile.
 #[derive(Debug, Clone, Default)]
@@ -243,16 +243,9 @@ impl Profile {
     /// The variables the template sees.
     fn context(&self, input: &RenderInput) -> Map<String, Value> {
         let mut context = self.special_tokens.clone();
-        if self.family.is_kimi() {
-            kimi::prepare(self.family, input.tools, &mut context);
-        } else {
-            context.insert(
-                "tools".into(),
-                input
-                    .tools
-                    .map_or(Value::Null, |t| Value::Array(t.to_vec())),
-            );
-        }
+        self.family
+            .rules()
+            .prepare_context(input.tools, &mut context);
         let tools = context.remove("tools").unwrap_or(Value::Null);
         if let Some(kwargs) = input.chat_template_kwargs {
             for (key, value) in kwargs {
@@ -280,53 +273,23 @@ impl Profile {
 
     /// The exact text the model generated after the generation prompt for this turn.
     ///
-    /// Kimi families follow their native rules (see `family/kimi.rs`): K2.5 writes
-    /// `reasoning` + (`</think>` if closed) + content + tool section + `<|im_end|>` (if
-    /// `end_of_turn`), its `<think>` being in the prompt (with `thinking=false` the prompt ends
-    /// `<think></think>` and reasoning is not written); K2-Thinking writes `<think>` itself
-    /// when there is reasoning; K2 never reasons. Arguments: [`Arguments::Raw`] verbatim,
-    /// [`Arguments::Object`] as the template's `tojson` writes them.
+    /// Families with native rules write it themselves ([`FamilyRules::completion_text`]: Kimi,
+    /// Qwen3 and DeepSeek-V3, see their files under `family/`).
     ///
     /// Other families: the render of the conversation with the turn appended as an assistant
     /// message, minus the render with the generation prompt (an error if that is not a prefix),
     /// cut right after the end-of-turn token; without `end_of_turn`, cut before it. Reasoning
     /// left open is cut before the family's reasoning close marker.
+    ///
+    /// [`FamilyRules::completion_text`]: super::family::FamilyRules::completion_text
     pub fn completion_text(
         &self,
         request: &RenderInput,
         turn: &AssistantTurn,
     ) -> Result<String, ModelError> {
-        if self.family.is_kimi() {
-            let thinking = self.thinking_enabled(request.chat_template_kwargs);
-            return kimi::completion_text(
-                self.family,
-                thinking,
-                turn.reasoning.as_deref(),
-                turn.reasoning_closed,
-                &turn.content,
-                &turn.tool_calls,
-                turn.end_of_turn,
-            );
-        }
-        match self.family {
-            Family::Qwen3 => {
-                return Ok(qwen3::completion_text(
-                    self.thinking_enabled(request.chat_template_kwargs),
-                    turn.reasoning.as_deref(),
-                    turn.reasoning_closed,
-                    &turn.content,
-                    &turn.tool_calls,
-                    turn.end_of_turn,
-                ))
-            }
-            Family::DeepseekV3 => {
-                return Ok(deepseek_v3::completion_text(
-                    &turn.content,
-                    &turn.tool_calls,
-                    turn.end_of_turn,
-                ))
-            }
-            _ => {}
+        let thinking = self.thinking_enabled(request.chat_template_kwargs);
+        if let Some(native) = self.family.rules().completion_text(thinking, turn) {
+            return native;
         }
         let prompt = self.render(&RenderInput {
             add_generation_prompt: true,
@@ -370,12 +333,14 @@ impl Profile {
     }
 
     /// transformers 5's message normalization, except where the family's template needs the
-    /// older behaviour: DeepSeek-V3's template renders an assistant's tool calls only when its
-    /// `content` is `null`, which transformers 5 drops (so tool-call history fails to render).
-    /// Servers pinned to transformers 4 keep it; so does draftgen.
+    /// older behaviour ([`FamilySpec::keeps_null_content_with_tool_calls`]: DeepSeek-V3's
+    /// template renders an assistant's tool calls only when its `content` is `null`, which
+    /// transformers 5 drops). Servers pinned to transformers 4 keep it; so does draftgen.
+    ///
+    /// [`FamilySpec::keeps_null_content_with_tool_calls`]: super::family::FamilySpec::keeps_null_content_with_tool_calls
     fn normalize_message(&self, message: &Value) -> Value {
         let mut normalized = normalize_message(message);
-        let keep_null_content = self.family == Family::DeepseekV3
+        let keep_null_content = self.family.spec().keeps_null_content_with_tool_calls
             && message.get("content").is_some_and(Value::is_null)
             && message.get("tool_calls").is_some_and(|c| !c.is_null());
         if let (true, Value::Object(map)) = (keep_null_content, &mut normalized) {
@@ -391,7 +356,7 @@ impl Profile {
         // DeepSeek-V3's template writes tool calls only for messages without content.
         let content = if turn.content.is_empty()
             && !turn.tool_calls.is_empty()
-            && self.family == Family::DeepseekV3
+            && self.family.spec().keeps_null_content_with_tool_calls
         {
             Value::Null
         } else {
@@ -430,15 +395,13 @@ impl Profile {
     /// The family's native tool-call id for the n-th tool call of the conversation
     /// (Kimi: `functions.NAME:n`); `None` if the family's token stream has no ids.
     pub fn native_tool_call_id(&self, name: &str, n: usize) -> Option<String> {
-        self.family
-            .is_kimi()
-            .then(|| kimi::native_tool_call_id(name, n))
+        self.family.rules().native_tool_call_id(name, n)
     }
 
     /// Whether `id` already has the family's native form (Kimi: `NAME:digits` as vLLM's parser
     /// accepts). Families without ids in their token stream accept any id.
     pub fn is_native_tool_call_id(&self, id: &str) -> bool {
-        !self.family.is_kimi() || kimi::is_native_tool_call_id(id)
+        self.family.rules().is_native_tool_call_id(id)
     }
 
     /// The token that ends an assistant turn (`<|im_end|>`, `<｜end▁of▁sentence｜>`, …).

@@ -11,8 +11,8 @@ use minijinja::value::{from_args, Kwargs, Rest, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State};
 use std::path::Path;
 
-use super::pyjson::{self, DumpOptions};
 use super::ModelError;
+use crate::pyjson::{self, DumpOptions};
 
 const TEMPLATE_NAME: &str = "chat_template";
 

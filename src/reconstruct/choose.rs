@@ -1,6 +1,6 @@
 //! Choosing among candidate token streams with the server's own count.
 
-use crate::api::Completion;
+use crate::completion::Completion;
 use crate::model::Profile;
 
 pub(super) struct Chosen {

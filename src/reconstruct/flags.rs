@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use crate::api::{Arguments, Completion};
-use crate::model::pyjson::{self, DumpOptions};
+use crate::completion::{Arguments, Completion};
 use crate::model::Profile;
+use crate::pyjson::{self, DumpOptions};
 use crate::server::kimi::{CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
 use crate::server::{CallIds, ServerShape, Syntax};
 
@@ -253,7 +253,8 @@ pub(super) fn server_losses(
     if completion.tool_calls.is_empty() {
         return;
     }
-    if profile.family.is_kimi() {
+    let syntax = profile.family.syntax();
+    if syntax.is_some_and(Syntax::ids_in_stream) {
         let renumbered = completion.tool_calls.iter().any(|c| {
             !c.id
                 .as_deref()
@@ -277,9 +278,7 @@ pub(super) fn server_losses(
                     .to_string(),
             );
         }
-    } else if crate::server::Syntax::of(profile.family) == Some(crate::server::Syntax::Hermes)
-        && shape.parses
-    {
+    } else if syntax == Some(Syntax::Hermes) && shape.parses {
         // hermes (Qwen3) parses the arguments and writes them with json.dumps, and mints random
         // call ids (not part of the family's token stream). deepseek_v3 keeps the raw
         // arguments: nothing lost there. Where the forward check and the count confirmed the
@@ -298,7 +297,7 @@ pub(super) fn server_losses(
 }
 
 /// `json.dumps` with its default separators gives back exactly this text.
-fn looks_reserialized(call: &crate::api::ToolCall) -> bool {
+fn looks_reserialized(call: &crate::completion::ToolCall) -> bool {
     match &call.arguments {
         Arguments::Raw(text) => serde_json::from_str::<Value>(text)
             .map(|v| pyjson::dumps_json(&v, &DumpOptions::default()) == *text)

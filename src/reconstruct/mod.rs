@@ -10,19 +10,21 @@ mod choose;
 pub mod despace;
 pub mod fidelity;
 mod flags;
-mod sample;
 mod spellings;
 mod synth;
 mod turn;
 
 pub use fidelity::{Fidelity, FidelityClass, Reason};
-pub use sample::{build_samples, BuildError, BuildReport, Sample};
+// Old path, kept for one round while other branches still use it (the JSONL sample writer reads
+// the journal, so it moved to `crate::build::jsonl_samples`); the module-graph test lists this shim.
+pub use crate::build::jsonl_samples::{build_samples, BuildError, BuildReport, Sample};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::api::{Completion, CompletionError, ServerKind};
+use crate::api::ServerKind;
+use crate::completion::{Completion, CompletionError};
 use crate::model::{ModelError, Profile, RenderInput};
 use crate::server::{self, ServerShape};
 
@@ -123,7 +125,7 @@ pub fn reconstruct(
     // detokenizer; fast tokenizers (Qwen3, DeepSeek-V3) do not insert them.
     let options = &ReconstructOptions {
         spaces_around_special_tokens: options.spaces_around_special_tokens
-            && profile.family.is_kimi(),
+            && profile.family.spec().detokenizer_spaces,
         ..options.clone()
     };
     let turns = turn::candidates(profile, request, &completion, options, &mut warnings);
@@ -138,7 +140,7 @@ pub fn reconstruct(
     let shape = options.shape();
     let cut = completion.finish_reason.as_deref() == Some("length");
     let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
-    let syntax = server::Syntax::of(profile.family);
+    let syntax = profile.family.syntax();
     let synthesized = shape.known && syntax.is_some();
     let stream = options.stream.or(request.stream).unwrap_or(false);
     if syntax == Some(server::Syntax::DeepseekV3) && stream && !completion.tool_calls.is_empty() {

@@ -10,7 +10,7 @@
 //! count are counted with a small knapsack, and the one chosen is re-encoded and re-checked
 //! (never trusted from the arithmetic alone).
 
-use crate::api::Completion;
+use crate::completion::Completion;
 use crate::model::Profile;
 use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, THINK_END};
 use crate::server::{forward, ForwardInput, ServerShape, Syntax};

@@ -5,7 +5,7 @@
 //! array (any id scheme; arguments as a string or an object) or left raw in `content`; spaces
 //! around markers; `finish_reason: "length"` (no end-of-turn token).
 
-use crate::api::{Arguments, Completion, ToolCall};
+use crate::completion::{Arguments, Completion, ToolCall};
 use crate::model::profile::AssistantTurn;
 use crate::model::Profile;
 

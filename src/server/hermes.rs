@@ -19,7 +19,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::{Parsed, ParsedCall};
-use crate::model::pyjson::{dumps_json, DumpOptions};
+use crate::pyjson::{dumps_json, DumpOptions};
 
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";

@@ -23,7 +23,8 @@ pub mod vllm;
 
 use serde_json::Value;
 
-use crate::api::{Arguments, Completion, ServerKind};
+use crate::api::ServerKind;
+use crate::completion::{Arguments, Completion};
 
 /// Which message field carries the reasoning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,34 +143,9 @@ impl ServerShape {
     }
 }
 
-/// The model family's output syntax, which decides which parsers a server runs on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Syntax {
-    /// Kimi K2/K2.5: `kimi_k2` reasoning and tool parsers; call ids are in the token stream.
-    #[default]
-    Kimi,
-    /// Qwen3: `qwen3` reasoning + `hermes` tool parser; arguments re-serialized, ids random.
-    Hermes,
-    /// DeepSeek-V3: `deepseek_v3` tool parser, no reasoning; ids random.
-    DeepseekV3,
-}
-
-impl Syntax {
-    pub fn of(family: crate::model::family::Family) -> Option<Syntax> {
-        use crate::model::family::Family;
-        match family {
-            f if f.is_kimi() => Some(Syntax::Kimi),
-            Family::Qwen3 => Some(Syntax::Hermes),
-            Family::DeepseekV3 => Some(Syntax::DeepseekV3),
-            _ => None,
-        }
-    }
-
-    /// Whether the model writes call ids into its token stream.
-    pub fn ids_in_stream(self) -> bool {
-        self == Syntax::Kimi
-    }
-}
+/// The model family's output syntax, which decides which parsers a server runs on it (a family
+/// property: [`FamilySpec::syntax`](crate::model::family::FamilySpec::syntax)).
+pub use crate::model::family::Syntax;
 
 /// What the model wrote and how it was asked: the input of [`forward`].
 #[derive(Debug, Clone, Copy)]

@@ -90,7 +90,7 @@ pub fn family_text(
     profile: &crate::model::Profile,
     request: &super::request::ChatRequest,
 ) -> String {
-    use crate::api::{Arguments, ToolCall};
+    use crate::completion::{Arguments, ToolCall};
     use crate::model::profile::AssistantTurn;
     let kwargs = request.chat_template_kwargs.as_ref();
     let thinking = profile.thinking_enabled(kwargs) && profile.reasoning_close().is_some();

@@ -35,6 +35,7 @@ use super::request::ChatRequest;
 use super::seed::{self, Purpose};
 use super::tokens::TokenCounter;
 use super::SimError;
+use crate::server::Syntax;
 
 /// Before dropping a connection on purpose, long enough for what was written to be flushed.
 const FLUSH_PAUSE: Duration = Duration::from_millis(20);
@@ -396,8 +397,11 @@ fn make_turn(
     let defects = provider.map_or_else(Vec::new, |p| p.defects.decide(config.seed, key));
     let never_calls = defects.contains(&super::faults::ToolDefect::NeverCalls);
     let tokens = &shared.tokens;
-    // Non-Kimi families think by their own switch (Qwen3 `enable_thinking`; DeepSeek-V3 never).
-    let family = tokens.profile().filter(|p| !p.family.is_kimi());
+    // The simulator's own writer speaks Kimi's syntax; other families write as their profile
+    // does and think by their own switch (Qwen3 `enable_thinking`; DeepSeek-V3 never).
+    let family = tokens
+        .profile()
+        .filter(|p| p.family.syntax() != Some(Syntax::Kimi));
     let thinking = match family {
         Some(p) => {
             p.thinking_enabled(request.chat_template_kwargs.as_ref())
@@ -432,9 +436,7 @@ fn make_turn(
         (Some(answer), None) => tokens.sample(&answer.native_text(), IM_END, request.max_tokens),
         (None, _) => tokens.sample("", "", None),
     };
-    let syntax = family
-        .and_then(|p| crate::server::Syntax::of(p.family))
-        .unwrap_or_default();
+    let syntax = family.and_then(|p| p.family.syntax()).unwrap_or_default();
     let (completion_tokens, token_ids) = if empty {
         (0, tokens.has_tokenizer().then(Vec::new))
     } else {

@@ -40,7 +40,7 @@ def assets():
 
 
 def answer_message(response):
-    """src/api/completion.rs Completion::from_response + src/export/specforge.rs to_conversation."""
+    """src/completion.rs Completion::from_response + src/export/specforge.rs to_conversation."""
     msg = response["choices"][0]["message"]
     reasoning = msg.get("reasoning") or msg.get("reasoning_content")
     if not reasoning and msg.get("reasoning_details"):

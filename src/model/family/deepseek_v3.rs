@@ -4,7 +4,9 @@
 //! - The template emits `bos_token` itself; the tokenizer must not add another.
 //! - Tool calls: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>…`,
 //!   only for assistant messages whose `content` is null; arguments must be a string. No ids in
-//!   the token stream.
+//!   the token stream. History therefore keeps `content: null` next to `tool_calls`, as
+//!   transformers 4 did (transformers 5 drops null keys, and the calls would not render).
+//! - A request's `tools` never reach the prompt: the template does not render them.
 //! - End of turn: `<｜end▁of▁sentence｜>`.
 //! - No built-in template: the model's `tokenizer_config.json` carries it; [`render`] is its
 //!   native twin (see `model/native.rs`). The template keeps state across the whole conversation:
@@ -13,10 +15,12 @@
 
 use serde_json::Value;
 
-use super::FamilySpec;
-use crate::api::{Arguments, ToolCall};
+use super::{FamilyRules, FamilySpec, Syntax};
+use crate::completion::{Arguments, ToolCall};
 use crate::model::native::{self, Request, Role};
-use crate::model::pyjson::{dumps_json, DumpOptions};
+use crate::model::profile::AssistantTurn;
+use crate::model::ModelError;
+use crate::pyjson::{dumps_json, DumpOptions};
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "deepseek-v3",
@@ -25,7 +29,37 @@ pub const SPEC: FamilySpec = FamilySpec {
     reasoning_close: None,
     tool_section_begin: Some("<｜tool▁calls▁begin｜>"),
     thinking_switch: None,
+    always_thinks: false,
+    syntax: Some(Syntax::DeepseekV3),
+    detokenizer_spaces: false,
+    keeps_null_content_with_tool_calls: true,
+    template_ignores_tools: true,
 };
+
+/// DeepSeek-V3's rules: detection and the native completion text.
+pub struct DeepseekV3;
+
+impl FamilyRules for DeepseekV3 {
+    fn spec(&self) -> &'static FamilySpec {
+        &SPEC
+    }
+
+    fn detect(&self, _model_type: &str, tokenizer_config: &str, template: &str) -> bool {
+        detect(tokenizer_config, template)
+    }
+
+    fn completion_text(
+        &self,
+        _thinking: bool,
+        turn: &AssistantTurn,
+    ) -> Option<Result<String, ModelError>> {
+        Some(Ok(completion_text(
+            &turn.content,
+            &turn.tool_calls,
+            turn.end_of_turn,
+        )))
+    }
+}
 
 /// DeepSeek's sentence markers in the template or tokenizer.
 pub fn detect(tokenizer_config: &str, template: &str) -> bool {

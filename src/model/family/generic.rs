@@ -5,7 +5,7 @@
 //! - End of turn: the tokenizer's `eos_token`.
 //! - No built-in template: the model directory (or `--chat-template`) must provide one.
 
-use super::FamilySpec;
+use super::{FamilyRules, FamilySpec};
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "generic",
@@ -14,4 +14,18 @@ pub const SPEC: FamilySpec = FamilySpec {
     reasoning_close: None,
     tool_section_begin: None,
     thinking_switch: None,
+    always_thinks: false,
+    syntax: None,
+    detokenizer_spaces: false,
+    keeps_null_content_with_tool_calls: false,
+    template_ignores_tools: false,
 };
+
+/// No rules of its own: every [`FamilyRules`] default (detected only when nothing else is).
+pub struct Generic;
+
+impl FamilyRules for Generic {
+    fn spec(&self) -> &'static FamilySpec {
+        &SPEC
+    }
+}

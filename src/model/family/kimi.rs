@@ -27,10 +27,11 @@
 
 use serde_json::{Map, Value};
 
-use super::{kimi_tools_ts, Family, FamilySpec};
-use crate::api::{Arguments, ToolCall};
-use crate::model::pyjson::{self, DumpOptions};
+use super::{kimi_tools_ts, Family, FamilyRules, FamilySpec, Syntax};
+use crate::completion::{Arguments, ToolCall};
+use crate::model::profile::AssistantTurn;
 use crate::model::ModelError;
+use crate::pyjson::{self, DumpOptions};
 
 pub const K2: FamilySpec = FamilySpec {
     name: "kimi-k2",
@@ -39,6 +40,11 @@ pub const K2: FamilySpec = FamilySpec {
     reasoning_close: None,
     tool_section_begin: Some(SECTION_BEGIN),
     thinking_switch: None,
+    always_thinks: false,
+    syntax: Some(Syntax::Kimi),
+    detokenizer_spaces: true,
+    keeps_null_content_with_tool_calls: false,
+    template_ignores_tools: false,
 };
 
 pub const K2_THINKING: FamilySpec = FamilySpec {
@@ -48,6 +54,11 @@ pub const K2_THINKING: FamilySpec = FamilySpec {
     reasoning_close: Some(THINK_CLOSE),
     tool_section_begin: Some(SECTION_BEGIN),
     thinking_switch: None,
+    always_thinks: true,
+    syntax: Some(Syntax::Kimi),
+    detokenizer_spaces: true,
+    keeps_null_content_with_tool_calls: false,
+    template_ignores_tools: false,
 };
 
 pub const K25: FamilySpec = FamilySpec {
@@ -57,7 +68,69 @@ pub const K25: FamilySpec = FamilySpec {
     reasoning_close: Some(THINK_CLOSE),
     tool_section_begin: Some(SECTION_BEGIN),
     thinking_switch: Some(("thinking", true)),
+    always_thinks: false,
+    syntax: Some(Syntax::Kimi),
+    detokenizer_spaces: true,
+    keeps_null_content_with_tool_calls: false,
+    template_ignores_tools: false,
 };
+
+/// The rules of one Kimi model: the three share their functions and differ in their spec.
+pub struct KimiRules {
+    family: Family,
+    spec: &'static FamilySpec,
+}
+
+pub const K2_RULES: KimiRules = KimiRules {
+    family: Family::KimiK2,
+    spec: &K2,
+};
+pub const K2_THINKING_RULES: KimiRules = KimiRules {
+    family: Family::KimiK2Thinking,
+    spec: &K2_THINKING,
+};
+pub const K25_RULES: KimiRules = KimiRules {
+    family: Family::KimiK25,
+    spec: &K25,
+};
+
+impl FamilyRules for KimiRules {
+    fn spec(&self) -> &'static FamilySpec {
+        self.spec
+    }
+
+    fn detect(&self, model_type: &str, tokenizer_config: &str, template: &str) -> bool {
+        detect(model_type, tokenizer_config, template) == Some(self.family)
+    }
+
+    fn prepare_context(&self, tools: Option<&[Value]>, context: &mut Map<String, Value>) {
+        prepare(self.family, tools, context);
+    }
+
+    fn completion_text(
+        &self,
+        thinking: bool,
+        turn: &AssistantTurn,
+    ) -> Option<Result<String, ModelError>> {
+        Some(completion_text(
+            self.family,
+            thinking,
+            turn.reasoning.as_deref(),
+            turn.reasoning_closed,
+            &turn.content,
+            &turn.tool_calls,
+            turn.end_of_turn,
+        ))
+    }
+
+    fn native_tool_call_id(&self, name: &str, n: usize) -> Option<String> {
+        Some(native_tool_call_id(name, n))
+    }
+
+    fn is_native_tool_call_id(&self, id: &str) -> bool {
+        is_native_tool_call_id(id)
+    }
+}
 
 const END_OF_TURN: &str = "<|im_end|>";
 const THINK_OPEN: &str = "<think>";

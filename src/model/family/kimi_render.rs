@@ -22,9 +22,9 @@ use serde_json::Value;
 use std::sync::LazyLock;
 
 use super::{kimi, kimi_tools_ts};
-use crate::model::json::{Json, Object};
+use crate::json::{Json, Object};
 use crate::model::native::{self, Message, Request, Role};
-use crate::model::pyjson::{write_json, DumpOptions};
+use crate::pyjson::{write_json, DumpOptions};
 
 /// SHA-256 of `ASSETS/templates/kimi-k2.jinja` (K2-Instruct, July 2025, llama.cpp @ 02f4a631).
 pub const K2_JULY_2025_SHA256: &str =

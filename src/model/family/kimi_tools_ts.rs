@@ -24,7 +24,7 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::model::pyjson::{self, DumpOptions};
+use crate::pyjson::{self, DumpOptions};
 
 const INDENT: &str = "  ";
 const FIELD_DELIMITER: &str = ",\n";

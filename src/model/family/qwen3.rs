@@ -12,11 +12,13 @@
 //! - No built-in template: the model's `tokenizer_config.json` carries it; [`render`] is its
 //!   native twin (see `model/native.rs`).
 
-use super::FamilySpec;
-use crate::api::{Arguments, ToolCall};
-use crate::model::json::Json;
+use super::{FamilyRules, FamilySpec, Syntax};
+use crate::completion::{Arguments, ToolCall};
+use crate::json::Json;
 use crate::model::native::{self, Message, Request, Role};
-use crate::model::pyjson::{dumps_json, write_json, DumpOptions};
+use crate::model::profile::AssistantTurn;
+use crate::model::ModelError;
+use crate::pyjson::{dumps_json, write_json, DumpOptions};
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "qwen3",
@@ -25,7 +27,40 @@ pub const SPEC: FamilySpec = FamilySpec {
     reasoning_close: Some("</think>"),
     tool_section_begin: Some("<tool_call>"),
     thinking_switch: Some(("enable_thinking", true)),
+    always_thinks: false,
+    syntax: Some(Syntax::Hermes),
+    detokenizer_spaces: false,
+    keeps_null_content_with_tool_calls: false,
+    template_ignores_tools: false,
 };
+
+/// Qwen3's rules: detection and the native completion text.
+pub struct Qwen3;
+
+impl FamilyRules for Qwen3 {
+    fn spec(&self) -> &'static FamilySpec {
+        &SPEC
+    }
+
+    fn detect(&self, _model_type: &str, tokenizer_config: &str, template: &str) -> bool {
+        detect(tokenizer_config, template)
+    }
+
+    fn completion_text(
+        &self,
+        thinking: bool,
+        turn: &AssistantTurn,
+    ) -> Option<Result<String, ModelError>> {
+        Some(Ok(completion_text(
+            thinking,
+            turn.reasoning.as_deref(),
+            turn.reasoning_closed,
+            &turn.content,
+            &turn.tool_calls,
+            turn.end_of_turn,
+        )))
+    }
+}
 
 /// ChatML with `<think>` in the template or tokenizer.
 pub fn detect(tokenizer_config: &str, template: &str) -> bool {

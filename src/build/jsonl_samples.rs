@@ -1,5 +1,7 @@
-//! [`Sample`]s from a run: every successful record of the journal reconstructed into the token
-//! ids a trainer consumes, in journal order, on all cores.
+//! [`Sample`]s from a run as JSON lines: every successful record of the journal reconstructed into
+//! the token ids a trainer consumes, in journal order, on all cores (what `draftgen demo` writes;
+//! `build` proper writes Parquet shards). It lives in `build` rather than `reconstruct` because it
+//! reads the journal, and `reconstruct` sits below `journal` in the module graph.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -9,9 +11,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{reconstruct, Fidelity, ReconstructOptions, Request};
 use crate::journal::{JournalError, Record, RecordReader, Status};
 use crate::model::Profile;
+use crate::reconstruct::{reconstruct, Fidelity, FidelityClass, ReconstructOptions, Request};
 
 /// One training sample: the prompt and the model's answer as exact ids, and a loss mask over
 /// `prompt_ids ++ completion_ids` (0 on the prompt, 1 on the answer).
@@ -92,7 +94,7 @@ pub fn build_samples(
     };
     let mut writer = BufWriter::new(File::create(&tmp).map_err(write_err)?);
     let mut report = BuildReport::default();
-    for class in super::FidelityClass::ALL {
+    for class in FidelityClass::ALL {
         report.classes.insert(class.name().to_string(), 0);
     }
     let mut batch: Vec<(String, Record)> = Vec::with_capacity(BATCH);

@@ -11,7 +11,7 @@
 use minijinja::value::{Value, ValueKind};
 use std::fmt::Write as _;
 
-use super::json::Json;
+use crate::json::Json;
 
 /// The keyword arguments of `json.dumps` that templates use.
 #[derive(Debug, Clone, PartialEq, Eq)]

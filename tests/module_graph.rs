@@ -38,7 +38,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["api", "completion", "config", "dataset", "journal"],
     ),
     ("export", &["completion", "journal"]),
-    ("sim", &["api", "completion", "model", "server"]),
+    ("sim", &["api", "completion", "dataset", "model", "server"]),
     (
         "build",
         &[
@@ -49,6 +49,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "journal",
             "model",
             "reconstruct",
+        ],
+    ),
+    // Trust in a run: fidelity, reference ids, usage, the tool-call audit, the report.
+    (
+        "verify",
+        &[
+            "api",
+            "build",
+            "completion",
+            "dataset",
+            "export",
+            "journal",
+            "model",
+            "reconstruct",
+            "server",
         ],
     ),
     (
@@ -68,6 +83,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "reconstruct",
             "server",
             "sim",
+            "verify",
         ],
     ),
 ];

@@ -15,7 +15,7 @@
 pub mod conversation;
 pub mod import;
 mod info;
-mod lines;
+pub(crate) mod lines;
 mod policy;
 mod row;
 mod shards;

@@ -156,6 +156,17 @@ fn export_all() -> Exported {
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&build).unwrap();
     write_build_dir(&build);
+    export_all_of(&build, &out, None);
+    Exported {
+        _tmp: tmp,
+        build,
+        out,
+    }
+}
+
+/// Every export of the build directory `build` into `out` (`export specforge --run RUN` too
+/// when a run is given).
+fn export_all_of(build: &Path, out: &Path, run: Option<&Path>) {
     let b = build.to_str().unwrap();
     for rule in ["specforge", "speculators"] {
         for n in ["8", "64"] {
@@ -176,14 +187,19 @@ fn export_all() -> Exported {
             ]);
         }
     }
-    draftgen(&[
+    let specforge = out.join("specforge");
+    let mut args = vec![
         "export",
         "specforge",
         "--samples",
         b,
         "--out",
-        out.join("specforge").to_str().unwrap(),
-    ]);
+        specforge.to_str().unwrap(),
+    ];
+    if let Some(run) = run {
+        args.extend(["--run", run.to_str().unwrap()]);
+    }
+    draftgen(&args);
     draftgen(&[
         "export",
         "speculators",
@@ -192,11 +208,6 @@ fn export_all() -> Exported {
         "--out",
         out.join("speculators").to_str().unwrap(),
     ]);
-    Exported {
-        _tmp: tmp,
-        build,
-        out,
-    }
 }
 
 fn read_json(path: &Path) -> serde_json::Value {
@@ -310,18 +321,23 @@ fn python() -> Option<String> {
 
 #[test]
 fn trainers_own_code_reads_the_exports() {
+    let e = export_all();
+    run_check_export(&e.build, &e.out, None);
+}
+
+/// `check_export.py BUILD OUT [RUN]` must pass (skipped without python3 + pyarrow + numpy).
+fn run_check_export(build: &Path, out: &Path, run: Option<&Path>) {
     let Some(py) = python() else {
         eprintln!("skipped: python3 with pyarrow and numpy not found");
         return;
     };
-    let e = export_all();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/check_export.py");
-    let output = Command::new(&py)
-        .arg(script)
-        .arg(&e.build)
-        .arg(&e.out)
-        .output()
-        .unwrap();
+    let mut command = Command::new(&py);
+    command.arg(script).arg(build).arg(out);
+    if let Some(run) = run {
+        command.arg(run);
+    }
+    let output = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -329,4 +345,184 @@ fn trainers_own_code_reads_the_exports() {
         "check_export.py failed:\n{stdout}\n{stderr}"
     );
     eprintln!("{stdout}");
+}
+
+fn lines_of(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A real run (the demo: bundled datasets with tools and multi-turn histories, generated
+/// against the simulator with injected 429s / 5xx / mid-stream failures, so the journal holds
+/// failed attempts before successes), built with `build`, then every export of it; the
+/// conversations are checked against the journal and read by SpecForge's loaders in Python.
+#[test]
+fn every_export_of_a_real_build_and_its_conversations() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args(["demo", "--progress", "none", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "demo: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run = dir.path().join("run");
+    let build = dir.path().join("build");
+    let out = dir.path().join("out");
+    draftgen(&[
+        "build",
+        "--model",
+        "kimi-k2.5",
+        "--run",
+        run.to_str().unwrap(),
+        "--out",
+        build.to_str().unwrap(),
+        "--prompts",
+        dir.path().join("prompts.jsonl").to_str().unwrap(),
+    ]);
+    export_all_of(&build, &out, Some(&run));
+    let samples = lines_of(&out.join("specforge/specforge.jsonl"));
+    let conversations = lines_of(&out.join("specforge/conversations.jsonl"));
+    assert!(samples.len() > 10, "the demo builds samples");
+    assert_eq!(
+        conversations.len(),
+        samples.len(),
+        "one conversation per sample"
+    );
+    for (c, s) in conversations.iter().zip(&samples) {
+        assert_eq!(c["id"], s["id"], "build order");
+        let last = c["conversations"].as_array().unwrap().last().unwrap();
+        assert_eq!(last["role"], "assistant");
+    }
+    assert!(
+        conversations.iter().any(|c| c["tools"].is_array()),
+        "the demo's prompts include tool declarations"
+    );
+    run_check_export(&build, &out, Some(&run));
+}
+
+/// A 3-turn conversation regenerated with `generate --turns all` and a single-turn prompt: the
+/// conversation row of the multi-turn sample is its last turn's request (which holds the
+/// regenerated earlier turns) and that turn's answer.
+#[test]
+fn a_multi_turn_sample_exports_its_regenerated_conversation() {
+    let assets = draftgen::model::assets::assets_root().expect("reference assets");
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().join("prompts.jsonl");
+    let conversation = serde_json::json!({"id": "conv1", "source": "t", "messages": [
+        {"role": "user", "content": "Name a prime number."},
+        {"role": "assistant", "content": "Seven."},
+        {"role": "user", "content": "And a larger one?"},
+        {"role": "assistant", "content": "Thirteen."},
+        {"role": "user", "content": "Now add them."},
+        {"role": "assistant", "content": "Twenty."}
+    ]});
+    let single = serde_json::json!({"id": "single1", "source": "t", "messages": [
+        {"role": "user", "content": "Say hello."}
+    ]});
+    std::fs::write(&prompts, format!("{conversation}\n{single}\n")).unwrap();
+    let sim = start_sim(assets.join("kimi-k2.5"));
+    let run = dir.path().join("run");
+    let o = Command::new(BIN)
+        .args(["generate", "--turns", "all", "--prompts"])
+        .arg(&prompts)
+        .arg("--run")
+        .arg(&run)
+        .args([
+            "--base-url",
+            &sim.base_url(),
+            "--model",
+            "m",
+            "--progress",
+            "none",
+        ])
+        .env_remove("OPENROUTER_API_KEY")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let build = dir.path().join("build");
+    let out = dir.path().join("out");
+    draftgen(&[
+        "build",
+        "--model",
+        "kimi-k2.5",
+        "--run",
+        run.to_str().unwrap(),
+        "--out",
+        build.to_str().unwrap(),
+    ]);
+    export_all_of(&build, &out, Some(&run));
+    let conversations = lines_of(&out.join("specforge/conversations.jsonl"));
+    let by_id = |id: &str| {
+        conversations
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no conversation {id}"))
+            .clone()
+    };
+    let multi = by_id("conv1");
+    let messages = multi["conversations"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    // The history holds the regenerated answers, not the dataset's.
+    let journal: Vec<serde_json::Value> = std::fs::read_dir(run.join("journal"))
+        .unwrap()
+        .flat_map(|e| lines_of(&e.unwrap().path()))
+        .collect();
+    let answer_of = |id: &str| {
+        journal
+            .iter()
+            .find(|r| r["id"] == id && r["status"] == "success")
+            .unwrap()["response"]["choices"][0]["message"]["content"]
+            .clone()
+    };
+    assert_eq!(messages[1]["content"], answer_of("conv1:turn1/3"));
+    assert_eq!(messages[3]["content"], answer_of("conv1:turn2/3"));
+    assert_eq!(messages[5]["content"], answer_of("conv1:turn3/3"));
+    assert_ne!(messages[1]["content"], "Seven.");
+    let single = by_id("single1");
+    assert_eq!(single["conversations"].as_array().unwrap().len(), 2);
+    run_check_export(&build, &out, Some(&run));
+}
+
+fn start_sim(model_dir: PathBuf) -> draftgen::sim::SimHandle {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let sim = draftgen::sim::spawn(draftgen::sim::SimConfig {
+                seed: 7,
+                model_dir: Some(model_dir),
+                ..draftgen::sim::SimConfig::default()
+            })
+            .await
+            .unwrap();
+            tx.send(sim).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().unwrap()
 }

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 pub struct RawLine {
     pub segment: usize,
     pub line: u64,
+    /// Byte offset of the line in its segment (to read it again later, see `export`).
+    pub offset: u64,
     pub bytes: Vec<u8>,
 }
 
@@ -20,7 +22,8 @@ pub struct RawLine {
 pub struct JournalLines {
     segments: Vec<PathBuf>,
     next_segment: usize,
-    current: Option<(usize, BufReader<File>, u64)>,
+    /// The open segment: its index, reader, lines read and bytes read.
+    current: Option<(usize, BufReader<File>, u64, u64)>,
 }
 
 impl JournalLines {
@@ -76,14 +79,17 @@ impl JournalLines {
                     self.next_segment,
                     BufReader::with_capacity(1 << 20, file),
                     0,
+                    0,
                 ));
                 self.next_segment += 1;
             }
-            let Some((segment, reader, line_no)) = self.current.as_mut() else {
+            let Some((segment, reader, line_no, read)) = self.current.as_mut() else {
                 break;
             };
             let mut bytes = Vec::new();
             let n = reader.read_until(b'\n', &mut bytes)?;
+            let offset = *read;
+            *read += n as u64;
             if n == 0 || bytes.last() != Some(&b'\n') {
                 // End of the segment, or a torn tail.
                 self.current = None;
@@ -97,6 +103,7 @@ impl JournalLines {
             batch.push(RawLine {
                 segment: *segment,
                 line: *line_no,
+                offset,
                 bytes,
             });
         }

@@ -83,9 +83,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if let Some(run) = run {
                 let conv = specforge::export_conversations(&build, &run, &out).map_err(usage)?;
                 summary.conversations = Some(conv.written);
-                for missing in &conv.missing {
+                for missing in &conv.missing_ids {
                     eprintln!(
                         "warning: sample {missing}: no successful record in {}",
+                        run.display()
+                    );
+                }
+                if conv.missing > conv.missing_ids.len() as u64 {
+                    eprintln!(
+                        "warning: {} samples in all have no successful record in {}",
+                        conv.missing,
                         run.display()
                     );
                 }

@@ -85,84 +85,186 @@ pub fn export_tokens(build: &BuildDir, out: &Path) -> Result<Summary, ExportErro
 #[derive(Debug, Clone, Default)]
 pub struct ConversationSummary {
     pub written: u64,
-    /// Sample ids the run has no successful record for.
-    pub missing: Vec<String>,
+    /// Samples the run has no successful record for.
+    pub missing: u64,
+    /// The first [`MAX_LISTED`] of them.
+    pub missing_ids: Vec<String>,
+    /// Samples whose record is not a chat request and answer (warned about on stderr).
+    pub skipped: u64,
+}
+
+/// Missing sample ids listed by name; the rest are counted.
+pub const MAX_LISTED: usize = 100;
+
+/// Where, in the journal, the record a sample's conversation is made from is.
+#[derive(Debug, Clone, Copy)]
+struct Chosen {
+    segment: usize,
+    offset: u64,
+    len: usize,
+    /// The record's turn number (0 for a single-turn record).
+    turn: usize,
+}
+
+/// A sample id as the lookups here key it (the build keeps the same 64-bit hash per sample).
+fn id_key(id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Write `conversations.jsonl`: for every sample of the build, in build order, the request's
 /// messages followed by the answer as an assistant message, and the request's tools.
 ///
-/// A sample's record is its prompt id's successful record; for multi-turn runs the one whose
-/// request carries the longest history (the last turn, whose history holds the earlier
-/// regenerated turns).
+/// A sample's record is the one its ids were built from: its prompt id's first successful
+/// record; for a multi-turn conversation the first successful record of its last turn (whose
+/// request holds the earlier regenerated turns as history).
+///
+/// Streamed, so memory does not grow with the conversations: one pass over the build collects a
+/// 64-bit key per sample, one pass over the journal (parsed a batch at a time on all cores)
+/// notes where each sample's record is, and a second pass over the build reads each record back
+/// from its place and writes its row — about 40 bytes per sample are held, no conversation.
 pub fn export_conversations(
     build: &BuildDir,
     run: &Path,
     out: &Path,
 ) -> Result<ConversationSummary, ExportError> {
-    use crate::journal::{RecordReader, Status, JOURNAL_DIR};
+    use crate::build::conversation::parse_turn_id;
+    use crate::build::lines::JournalLines;
+    use crate::journal::{Record, Status, JOURNAL_DIR};
+    use rayon::prelude::*;
     use std::collections::HashMap;
 
-    let mut order: Vec<String> = Vec::new();
+    let mut chosen: HashMap<u64, Option<Chosen>> = HashMap::new();
     build.for_each(|row| {
-        order.push(row.id.to_string());
+        chosen.insert(id_key(row.id), None);
         Ok(())
     })?;
-    let wanted: std::collections::HashSet<&str> = order.iter().map(String::as_str).collect();
 
     let journal_dir = run.join(JOURNAL_DIR);
-    let reader = RecordReader::open(&journal_dir)
-        .map_err(|e| ExportError::format(&journal_dir, e.to_string()))?;
-    let mut best: HashMap<String, serde_json::Value> = HashMap::new();
-    for item in reader {
-        let (location, record) =
-            item.map_err(|e| ExportError::format(&journal_dir, e.to_string()))?;
-        let Ok(record) = record else {
-            eprintln!("warning: {location:?}: unreadable journal line skipped");
-            continue;
-        };
-        if record.status != Status::Success || !wanted.contains(record.id.as_str()) {
-            continue;
+    if !journal_dir.is_dir() {
+        return Err(ExportError::format(
+            run,
+            "no journal/ directory: is this a `draftgen generate` run directory?",
+        ));
+    }
+    let mut lines =
+        JournalLines::open(&journal_dir).map_err(|e| ExportError::io(&journal_dir, e))?;
+    loop {
+        let batch = lines
+            .next_batch(4096)
+            .map_err(|e| ExportError::io(&journal_dir, e))?;
+        if batch.is_empty() {
+            break;
         }
-        let Some(response) = record.response.as_ref() else {
-            continue;
-        };
-        let conversation = match to_conversation(&record.id, &record.request, response) {
-            Ok(c) => c,
-            Err(message) => {
+        // The id and status of every line; the bodies are skipped, not kept.
+        #[derive(serde::Deserialize)]
+        struct Head {
+            id: String,
+            status: Status,
+        }
+        let heads: Vec<Option<Head>> = batch
+            .par_iter()
+            .map(|raw| serde_json::from_slice::<Head>(&raw.bytes).ok())
+            .collect();
+        for (raw, head) in batch.iter().zip(heads) {
+            let Some(head) = head else {
                 eprintln!(
-                    "warning: {location:?}: record {}: {message}; skipped",
-                    record.id
+                    "warning: {}:{}: unreadable journal line skipped",
+                    lines.segment_path(raw.segment).display(),
+                    raw.line
                 );
                 continue;
+            };
+            if head.status != Status::Success {
+                continue;
             }
-        };
-        let turns = |c: &serde_json::Value| c["conversations"].as_array().map_or(0, Vec::len);
-        let better = best
-            .get(&record.id)
-            .is_none_or(|old| turns(&conversation) >= turns(old));
-        if better {
-            best.insert(record.id.clone(), conversation);
+            let (prompt, turn) = match parse_turn_id(&head.id) {
+                Some((prompt, turn, _)) => (prompt, turn),
+                None => (head.id.as_str(), 0),
+            };
+            let Some(slot) = chosen.get_mut(&id_key(prompt)) else {
+                continue;
+            };
+            // First success wins (as in `build`); a later turn replaces an earlier one.
+            if slot.is_none_or(|c| turn > c.turn) {
+                *slot = Some(Chosen {
+                    segment: raw.segment,
+                    offset: raw.offset,
+                    len: raw.bytes.len(),
+                    turn,
+                });
+            }
         }
     }
 
     let path = out.join("conversations.jsonl");
     let file = std::fs::File::create(&path).map_err(|e| ExportError::io(&path, e))?;
     let mut w = std::io::BufWriter::new(file);
+    let mut segments: HashMap<usize, std::fs::File> = HashMap::new();
     let mut summary = ConversationSummary::default();
-    for id in &order {
-        match best.get(id) {
-            Some(conversation) => {
-                serde_json::to_writer(&mut w, conversation)
-                    .map_err(|e| ExportError::io(&path, e.into()))?;
-                w.write_all(b"\n").map_err(|e| ExportError::io(&path, e))?;
-                summary.written += 1;
+    let mut line = Vec::new();
+    build.for_each(|row| {
+        let Some(at) = chosen.get(&id_key(row.id)).copied().flatten() else {
+            summary.missing += 1;
+            if summary.missing_ids.len() < MAX_LISTED {
+                summary.missing_ids.push(row.id.to_string());
             }
-            None => summary.missing.push(id.clone()),
+            return Ok(());
+        };
+        let segment_path = lines.segment_path(at.segment);
+        let file = match segments.entry(at.segment) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                std::fs::File::open(segment_path).map_err(|e| ExportError::io(segment_path, e))?,
+            ),
+        };
+        line.resize(at.len, 0);
+        read_at(file, &mut line, at.offset).map_err(|e| ExportError::io(segment_path, e))?;
+        let location = || format!("{} at byte {}", segment_path.display(), at.offset);
+        let record: Record = serde_json::from_slice(&line)
+            .map_err(|e| ExportError::format(segment_path, format!("{}: {e}", location())))?;
+        let prompt = parse_turn_id(&record.id).map_or(record.id.as_str(), |(p, _, _)| p);
+        if prompt != row.id {
+            return Err(ExportError::Invalid(format!(
+                "{}: record {} read back for sample {} (the journal changed during the export?)",
+                location(),
+                record.id,
+                row.id
+            )));
         }
-    }
+        let converted = match record.response.as_ref() {
+            Some(response) => to_conversation(row.id, &record.request, response),
+            None => Err("no response body".to_string()),
+        };
+        let conversation = match converted {
+            Ok(conversation) => conversation,
+            Err(message) => {
+                eprintln!(
+                    "warning: {}: record {}: {message}; skipped",
+                    location(),
+                    record.id
+                );
+                summary.skipped += 1;
+                return Ok(());
+            }
+        };
+        serde_json::to_writer(&mut w, &conversation)
+            .map_err(|e| ExportError::io(&path, e.into()))?;
+        w.write_all(b"\n").map_err(|e| ExportError::io(&path, e))?;
+        summary.written += 1;
+        Ok(())
+    })?;
     w.flush().map_err(|e| ExportError::io(&path, e))?;
     Ok(summary)
+}
+
+/// Fill `buf` from `file` at `offset`.
+fn read_at(file: &mut std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
 }
 
 /// One SpecForge conversation row from a request and the server's answer.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check `draftgen export` output against the trainers' own rules and loaders.
 
-Usage: check_export.py BUILD_DIR OUT_DIR   (the layout tests/export.rs makes)
+Usage: check_export.py BUILD_DIR OUT_DIR [RUN_DIR]   (the layout tests/export.rs makes)
 
 Nothing here comes from draftgen: the vocabulary maps are recomputed from the Parquet shards
 with the trainers' code copied below (source lines named at each copy), and every file is read
@@ -13,6 +13,11 @@ by the loader its trainer uses:
   * vocab.safetensors      safetensors.numpy.load_file (when installed)
   * specforge.jsonl        SpecForge's own prompt_builder.prepare_prompt_tasks (vendored copy)
   * prepared/              datasets.load_from_disk (when installed)
+  * conversations.jsonl    (with RUN_DIR) SpecForge's two loaders: datasets.load_dataset("json")
+                           as prompt_builder.py calls it, and safe_conversations_generator
+                           (vendored copy); each row equals the conversation rebuilt here from
+                           the run's journal (request messages + the answer of the record the
+                           build used), and passes parse.py's role-order rules untruncated
 Prints one line per check; exits 1 on the first mismatch.
 """
 
@@ -22,6 +27,7 @@ import json
 import math
 import os
 import pickle
+import re
 import sys
 import zipfile
 from collections import Counter, OrderedDict
@@ -307,14 +313,162 @@ def check_speculators(build, out):
     got = [(r["input_ids"], r["loss_mask"], r["seq_len"]) for r in plain]
     check(got == [(i.tolist(), m.tolist(), len(i)) for i, m in kept], f"load_from_disk: {len(got)} rows equal the supervised Parquet rows")
 
+# ---------------------------------------------------------------- conversations.jsonl
+TURN_ID = re.compile(r"^(.+):turn(\d+)/(\d+)$")
+
+
+def journal_records(run):
+    """Every parseable journal line, segments in number order (the journal's own rule)."""
+    journal = os.path.join(run, "journal")
+    segments = sorted((int(n[:-6]), n) for n in os.listdir(journal) if n.endswith(".jsonl") and n[:-6].isdigit())
+    for _, name in segments:
+        with open(os.path.join(journal, name), encoding="utf-8") as f:
+            for line in f:
+                if not line.endswith("\n") or not line.strip():
+                    continue
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+
+
+def chosen_records(run):
+    """Sample id -> the record its ids were built from: the first success, and for a
+    multi-turn conversation the first success of its last turn (FORMAT-samples.md)."""
+    best = {}
+    for r in journal_records(run):
+        if r.get("status") != "success":
+            continue
+        m = TURN_ID.match(r["id"])
+        prompt, turn = (m.group(1), int(m.group(2))) if m else (r["id"], 0)
+        if prompt not in best or turn > best[prompt][0]:
+            best[prompt] = (turn, r)
+    return {k: v[1] for k, v in best.items()}
+
+
+def text_of(content):
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def expected_conversation(sample_id, record):
+    """The row SpecForge's preprocessing expects (ShareGPT-style `conversations` of OpenAI
+    messages with `reasoning_content`, plus `tools`), from the request and the raw answer."""
+    conv = []
+    for m in record["request"]["messages"]:
+        row = {"role": m["role"], "content": text_of(m.get("content"))}
+        r = m.get("reasoning_content", m.get("reasoning"))
+        if isinstance(r, str):
+            row["reasoning_content"] = r
+        for k in ("tool_calls", "tool_call_id", "name"):
+            if m.get(k) is not None:
+                row[k] = m[k]
+        conv.append(row)
+    msg = record["response"]["choices"][0]["message"]
+    reasoning = msg.get("reasoning") or msg.get("reasoning_content")
+    if not reasoning and msg.get("reasoning_details"):
+        reasoning = "".join(d.get("text", "") for d in msg["reasoning_details"] if d.get("type") == "reasoning.text") or None
+    answer = {"role": "assistant", "content": text_of(msg.get("content"))}
+    if reasoning:
+        answer["reasoning_content"] = reasoning
+    calls = []
+    for c in msg.get("tool_calls") or []:
+        function = c.get("function", c)
+        args = function.get("arguments")
+        args = "" if args is None else args
+        calls.append({"id": c.get("id") if isinstance(c.get("id"), str) else None, "type": "function",
+                      "function": {"name": function["name"],
+                                   "arguments": args if isinstance(args, str)
+                                   else json.dumps(args, separators=(",", ":"), ensure_ascii=False)}})
+    if calls:
+        answer["tool_calls"] = calls
+    conv.append(answer)
+    row = {"id": sample_id, "conversations": conv}
+    if isinstance(record["request"].get("tools"), list):
+        row["tools"] = record["request"]["tools"]
+    return row
+
+
+def parse_py_reading(conv):
+    """What specforge/data/parse.py GeneralParser.parse @a6b6b023 does with the row's messages:
+    "ok" (every message rendered), "leading dropped" (it drops messages before the first user
+    turn after an optional system message, with a warning: data whose conversation opens with an
+    assistant greeting), or "truncated" (it stops at a tool message not after an assistant/tool
+    one, or an assistant message not after a user/tool one)."""
+    roles = [m["role"] for m in conv]
+    if roles and roles[0] == "system":
+        roles = roles[1:]
+    status = "ok"
+    while roles and roles[0] != "user":
+        roles = roles[1:]
+        status = "leading dropped"
+    if not roles:
+        return "truncated"
+    for prev, role in zip(roles, roles[1:]):
+        if role == "tool" and prev not in ("assistant", "tool"):
+            return "truncated"
+        if role == "assistant" and prev not in ("user", "tool"):
+            return "truncated"
+    return status
+
+
+def check_conversations(build, out, run):
+    from specforge_utils import safe_conversations_generator
+
+    path = os.path.join(out, "specforge", "conversations.jsonl")
+    lines = [json.loads(l) for l in open(path, encoding="utf-8")]
+    ids = [i for i, _, _ in rows(build)]
+    check([l["id"] for l in lines] == ids, f"conversations.jsonl: {len(lines)} rows, one per sample, in build order")
+    records = chosen_records(run)
+    want = [expected_conversation(i, records[i]) for i in ids]
+    check(lines == want, "conversations.jsonl rows equal the request + answer of the journal record each sample was built from")
+    for l in lines:
+        check_keys = set(l) <= {"id", "conversations", "tools"}
+        if not check_keys:
+            fail(f"{l['id']}: extra columns {sorted(set(l))} would reach apply_chat_template as keyword arguments")
+    ok("only id, conversations and tools columns (build_eagle3_dataset passes any other column to the template)")
+    multi = sum(1 for l in lines if sum(m["role"] == "assistant" for m in l["conversations"]) > 1)
+    tools = sum(1 for l in lines if l.get("tools"))
+    calls = sum(1 for l in lines if any(m.get("tool_calls") for m in l["conversations"]))
+    print(f"note: {multi} conversations with several assistant turns, {tools} with tools, {calls} with tool calls")
+    readings = Counter(parse_py_reading(l["conversations"]) for l in lines)
+    print(f"note: parse.py renders {readings['ok']} conversations whole and drops the leading assistant "
+          f"message(s) of {readings['leading dropped']} (their datasets open with one; the model saw it)")
+    check(readings["truncated"] == 0, "no conversation is truncated by parse.py's role-order rules")
+    gen = list(safe_conversations_generator(path))
+    check(len(gen) == len(lines), f"safe_conversations_generator (prepare_hidden_states.py's loader) yields {len(gen)} rows")
+    for g, l in zip(gen, lines):
+        back = [{k: (json.loads(v) if k == "tool_calls" else v) for k, v in m.items()} for m in g["conversations"]]
+        if back != l["conversations"] or json.loads(g.get("tools") or "[]") != l.get("tools", []):
+            fail(f"{l['id']}: safe_conversations_generator changed the row")
+    ok("safe_conversations_generator rows hold the same messages, tool calls and tools")
+    try:
+        import datasets
+    except ImportError:
+        print("skip datasets.load_dataset / Dataset.from_generator (datasets not installed)")
+        return
+    ds = datasets.load_dataset("json", data_files=path, split="train")
+    check(len(ds) == len(lines) and "conversations" in ds.column_names,
+          f"datasets.load_dataset('json') (prompt_builder.py's loader) reads {len(ds)} rows")
+    got = [r["content"] for row in ds["conversations"] for r in row]
+    check(got == [m["content"] for l in lines for m in l["conversations"]], "load_dataset keeps every message's content")
+    ds = datasets.Dataset.from_generator(safe_conversations_generator, gen_kwargs={"file_path": path})
+    check(len(ds) == len(lines), "Dataset.from_generator(safe_conversations_generator) builds the Arrow dataset")
+
 
 def main():
     build, out = sys.argv[1], sys.argv[2]
+    run = sys.argv[3] if len(sys.argv) > 3 else None
     meta, _ = shards(build)
     print(f"torch: {'real torch ' + torch.__version__ if HAVE_TORCH else 'not installed, faithful copy of torch.load'}")
     check_vocab(build, out, meta["model"]["vocab_size"])
     check_specforge(build, out)
     check_speculators(build, out)
+    if run:
+        check_conversations(build, out, run)
     print("all export checks passed")
 
 

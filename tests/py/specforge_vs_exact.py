@@ -14,6 +14,16 @@ and `build` are tested to produce), this script
 
 Run (needs torch, transformers, pydantic; prints a table and writes JSON):
     python tests/py/specforge_vs_exact.py [--out tests/data/specforge_vs_exact.json]
+    python tests/py/specforge_vs_exact.py --family kimi_k25 [--out tests/data/specforge_vs_exact_kimi_k25.json]
+
+Kimi K2.5 (`--family kimi_k25`): the 120 cases of `tests/data/reconstruct/kimi_k25.jsonl`, with
+SpecForge's two Kimi registry entries (`kimi-k2-thinking`, `kimi-k2-instruct`; it has none named
+for K2.5) on the tokenizer SpecForge would load for K2.5: Moonshot's own `TikTokenTokenizer`
+(tests/py/vendor/kimi_k25_tokenizer/, from MoonshotAI/Kimi-Vendor-Verifier, loaded by
+`AutoTokenizer.from_pretrained(trust_remote_code=True)` with the K2.5 ranks and config) and the
+K2.5 chat template the true prompt ids were rendered with (`templates/kimi-k2.5-style.jinja`; the
+official file is not mirrored). Cases with tools have no true prompt ids (see
+make_reconstruct_cases.py), so for them only the supervised tokens are compared.
 """
 
 import argparse
@@ -131,10 +141,130 @@ def reasons(tok, ids, mask, true_ids, true_completion, case):
     return why
 
 
+KIMI_THINK, KIMI_THINK_END, KIMI_IM_END = 163606, 163607, 163586
+
+
+def kimi_tokenizer():
+    """Moonshot's TikTokenTokenizer as transformers loads it (trust_remote_code), with the K2.5
+    ranks and config from the assets and the K2.5 template as its chat template."""
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="kimi-k25-tok-")
+    vendor = os.path.join(HERE, "vendor", "kimi_k25_tokenizer")
+    for f in ("tokenization_kimi.py", "tool_declaration_ts.py"):
+        shutil.copy(os.path.join(vendor, f), d)
+    for f in ("tiktoken.model", "tokenizer_config.json"):
+        shutil.copy(os.path.join(assets(), "kimi-k2.5", f), d)
+    tok = AutoTokenizer.from_pretrained(d, trust_remote_code=True)
+    with open(os.path.join(assets(), "templates", "kimi-k2.5-style.jinja"), encoding="utf-8") as f:
+        tok.chat_template = f.read()
+    return tok
+
+
+def kimi_reasons(tok, ids, mask, true_prompt, true_completion, case):
+    """Why SpecForge's K2.5 sample differs, each checked on the two samples."""
+    why = []
+    msg = case["response"]["choices"][0]["message"]
+    runs = spans(mask)
+    if len(runs) > 1:
+        why.append("earlier assistant turns (not regenerated) supervised")
+    if true_prompt is not None and ids[:len(true_prompt)] != true_prompt:
+        why.append("prompt ids differ from the served prompt")
+    if not runs:
+        why.append("nothing supervised")
+        return why
+    last = ids[runs[-1][0]:runs[-1][1]]
+    if last and last[0] == KIMI_THINK and true_completion[:1] != [KIMI_THINK]:
+        why.append("<think> (the last prompt token) supervised as if generated")
+    reasoning = msg.get("reasoning") or msg.get("reasoning_content") or ""
+    true_has_reasoning = KIMI_THINK_END in true_completion and true_completion.index(KIMI_THINK_END) > 0
+    if reasoning and true_has_reasoning and KIMI_THINK_END in last and last.index(KIMI_THINK_END) <= 1:
+        why.append("the answer's own reasoning dropped (K2.5's template writes <think></think> for the last non-tool-call answer)")
+    elif reasoning and reasoning not in tok.decode(last):
+        why.append("the answer's own reasoning dropped")
+    if case["response"]["choices"][0].get("finish_reason") == "length" and last[-1:] == [KIMI_IM_END]:
+        why.append("answer cut by max_tokens, closed with <|im_end|> by the render")
+    body = last[1:] if last[:1] == [KIMI_THINK] else last
+    if msg.get("tool_calls") and body != true_completion:
+        why.append("tool-call turn re-rendered differently from what the model wrote")
+    if not msg.get("reasoning") and not msg.get("reasoning_content") and "</think>" in (msg.get("content") or ""):
+        why.append("reasoning left in content by the server (no reasoning parser) is rendered as content")
+    return why
+
+
+def main_kimi(out):
+    tok = kimi_tokenizer()
+    cases = [json.loads(l) for l in open(os.path.join(ROOT, "tests", "data", "reconstruct", "kimi_k25.jsonl"))]
+    report = {"family": "kimi_k25", "cases": len(cases), "tokenizer": type(tok).__name__,
+              "chat_template": "templates/kimi-k2.5-style.jinja", "templates": {}}
+    for name in ("kimi-k2-thinking", "kimi-k2-instruct"):
+        template = TEMPLATE_REGISTRY.get(name)
+        parser = (ThinkingParser if template.parser_type == "thinking" else GeneralParser)(tok, template)
+        rows = []
+        t = dict(samples=len(cases), refused=0, with_true_prompt=0, samples_input_ids_differ=0,
+                 samples_answer_ids_differ=0, true_tokens=0, specforge_tokens_not_in_true_sample=0,
+                 supervised_tokens=0, supervised_not_produced=0, produced_tokens=0,
+                 produced_not_supervised=0)
+        for case in cases:
+            row = conversation_row(case)
+            true_prompt = case["expected"].get("prompt_ids")
+            true_completion = case["expected"]["completion_ids"]
+            try:
+                ids, mask = parser.parse(row["conversations"], 1 << 20, tool=row["tools"])
+            except Exception as e:  # SpecForge refuses the row: counted, not hidden
+                t["refused"] += 1
+                rows.append({"case": case["name"], "error": f"{type(e).__name__}: {e}"})
+                continue
+            ids, mask = ids.tolist(), mask.tolist()
+            supervised = [x for x, m in zip(ids, mask) if m == 1]
+            matched = len(supervised) - unmatched(supervised, true_completion)
+            extra = len(supervised) - matched
+            missing = len(true_completion) - matched
+            entry = {"case": case["name"], "supervised_not_produced": extra,
+                     "produced_not_supervised": missing, "specforge_len": len(ids),
+                     "reasons": kimi_reasons(tok, ids, mask, true_prompt, true_completion, case)}
+            if true_prompt is not None:
+                true_ids = true_prompt + true_completion
+                t["with_true_prompt"] += 1
+                t["samples_input_ids_differ"] += ids != true_ids
+                t["true_tokens"] += len(true_ids)
+                t["specforge_tokens_not_in_true_sample"] += unmatched(ids, true_ids)
+                entry.update(same_input_ids=ids == true_ids, first_difference=first_difference(ids, true_ids),
+                             true_len=len(true_ids))
+            t["samples_answer_ids_differ"] += bool(extra or missing)
+            t["supervised_tokens"] += len(supervised)
+            t["supervised_not_produced"] += extra
+            t["produced_tokens"] += len(true_completion)
+            t["produced_not_supervised"] += missing
+            rows.append(entry)
+        counts = {}
+        for r in rows:
+            for why in r.get("reasons", []):
+                counts[why] = counts.get(why, 0) + 1
+        report["templates"][name] = {**t, "reason_counts": counts, "rows": rows}
+        print(f"{name}: {t['samples']} samples, {t['refused']} refused; supervision differs in "
+              f"{t['samples_answer_ids_differ']}; {t['supervised_not_produced']} of {t['supervised_tokens']} supervised "
+              f"tokens were never produced by the model, {t['produced_not_supervised']} of {t['produced_tokens']} "
+              f"produced tokens not supervised as produced; input_ids differ in {t['samples_input_ids_differ']} of "
+              f"{t['with_true_prompt']} with a true prompt ({t['specforge_tokens_not_in_true_sample']} of "
+              f"{t['true_tokens']} tokens not in the true samples)")
+        for why, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            print(f"    {n:3d}  {why}")
+    with open(out, "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+    print(f"wrote {out}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "specforge_vs_exact.json"))
+    ap.add_argument("--family", choices=("qwen3", "kimi_k25"), default="qwen3")
+    ap.add_argument("--out")
     args = ap.parse_args()
+    if args.family == "kimi_k25":
+        return main_kimi(args.out or os.path.join(ROOT, "tests", "data", "specforge_vs_exact_kimi_k25.json"))
+    args.out = args.out or os.path.join(ROOT, "tests", "data", "specforge_vs_exact.json")
     tok = AutoTokenizer.from_pretrained(os.path.join(assets(), "qwen3"))
     cases = [json.loads(l) for l in open(os.path.join(ROOT, "tests", "data", "reconstruct", "qwen3.jsonl"))]
     report = {"cases": len(cases), "templates": {}}

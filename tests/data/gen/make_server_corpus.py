@@ -566,6 +566,9 @@ VLLM_SHAPES = [
 ]
 HF_SHAPES = [Shape("vllm", "0.33.0", False, True), Shape("vllm", "0.33.0", True, True)]
 VLLM_TOKEN_ID_SHAPES = [Shape("vllm", "0.33.0", False, False, True), Shape("vllm", "0.33.0", True, True, True)]
+# SGLang's slow-tokenizer detokenizer never inserts spaces (decode_without_hf_kwargs), whatever
+# spaces_between_special_tokens says; its return_token_ids is not part of this corpus.
+SGLANG_SHAPES = [Shape("sglang", "0.5.23", False, False), Shape("sglang", "0.5.23", True, False)]
 
 
 def vllm_request(model: str, messages, tools, max_tokens: int, shape: Shape, chat_kwargs) -> dict:
@@ -576,7 +579,7 @@ def vllm_request(model: str, messages, tools, max_tokens: int, shape: Shape, cha
         req["chat_template_kwargs"] = chat_kwargs
     if shape.stream:
         req["stream_options"] = {"include_usage": True}
-    if not shape.spaces:
+    if not shape.spaces and shape.kind == "vllm":
         req["spaces_between_special_tokens"] = False
     if shape.return_token_ids:
         req["return_token_ids"] = True
@@ -602,7 +605,7 @@ def seed_of(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
 
 
-def build_kimi(runner: Runner) -> list[dict]:
+def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[dict]:
     from reference import kimi_encode, kimi_encoding, kimi_render
 
     enc = kimi_encoding()
@@ -659,10 +662,11 @@ def build_kimi(runner: Runner) -> list[dict]:
             if tuple(t_ids) not in seen:
                 seen.add(tuple(t_ids))
                 uniq.append((reason, t_ids, t_max))
-        shapes = list(VLLM_SHAPES)
-        if counter.get("token_ids", 0) < 12 and (case.calls or case.cut):
+        shapes = list(VLLM_SHAPES if base_shapes is None else base_shapes)
+        token_id_shapes = VLLM_TOKEN_ID_SHAPES if base_shapes is None else (token_id_shapes or [])
+        if token_id_shapes and counter.get("token_ids", 0) < 12 and (case.calls or case.cut):
             counter["token_ids"] = counter.get("token_ids", 0) + 1
-            shapes += VLLM_TOKEN_ID_SHAPES
+            shapes += token_id_shapes
         for shape in shapes:
             key = f"{case.label}/{shape.slug()}"
             counter[key] = counter.get(key, 0) + 1
@@ -1046,7 +1050,56 @@ def hf_twin_cases(fam: HFamily, case: HCase) -> list[tuple[str, HCase]]:
     return out
 
 
+# SGLang imports more of its engine at module level than vLLM does: these are stubbed on top of
+# STUBBED_MODULES, in the SGLang process only (model layers and kernels, disaggregation transfer,
+# the HTTP server runner, ZMQ — none of them on the text-in / JSON-out path; see sglang_harness.py).
+SGLANG_STUBS = ["zmq", "sgl_kernel", "torch_memory_saver", "setproctitle", "uvicorn",
+                "sglang.kernels", "sglang.srt.layers", "sglang.srt.disaggregation"]
+
+
+def sglang_main() -> None:
+    """The SGLang fixtures, in a process of their own (other stubs than vLLM's)."""
+    import types
+
+    os.environ["SGLANG_USE_CPU_ENGINE"] = "1"   # the CPU platform, as on a machine without a GPU
+    sys.path[:0] = [str(HERE / "server_stubs"), str(HERE), str(fetch_wheel("sglang"))]
+    import autostub
+
+    autostub.install(STUBBED_MODULES + SGLANG_STUBS)
+    import torch   # the stub: make it read as a CPU-only build (no CUDA, no ROCm)
+
+    torch.version = types.SimpleNamespace(hip=None, cuda=None, git_version="stub", __version__="0.0.0+stub")
+    torch.cuda.is_available = lambda: False
+    torch.cuda.device_count = lambda: 0
+    from sglang.srt import runtime_context
+    from sglang.srt.server_args import ServerArgs
+
+    # `ServerArgs` resolves its model's config.json: a minimal one (the real K2.5 config needs
+    # its remote code); nothing on the text path reads more than model_type.
+    model_dir = CACHE / "sglang-model-kimi"
+    model_dir.mkdir(parents=True, exist_ok=True)
+    (model_dir / "config.json").write_text(json.dumps({
+        "model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 1,
+        "hidden_size": 64, "num_attention_heads": 1, "vocab_size": 163840, "max_position_embeddings": 262144,
+        "eos_token_id": 163586}))
+    runtime_context.publish(ServerArgs(model_path=str(model_dir), tool_call_parser="kimi_k2",
+                                       reasoning_parser="kimi_k2", device="cpu"), role="tokenizer")
+    import kimi_tokenizer
+    import sglang_harness
+
+    server = sglang_harness.SglangServer(kimi_tokenizer.load(), tool_parser="kimi_k2", reasoning_parser="kimi_k2",
+                                         model_name="kimi-k2.5", eos_ids=[163586], model_type="kimi_k2")
+    runner = Runner({"sglang": server})
+    fixtures = build_kimi(runner, SGLANG_SHAPES)
+    write(OUT / "kimi_k25_sglang.jsonl", fixtures)
+    summary(fixtures)
+    print(f"{runner.calls} server runs", file=sys.stderr)
+
+
 def main() -> None:
+    if sys.argv[1:] == ["sglang"]:
+        sglang_main()
+        return
     setup_imports()
     import kimi_tokenizer
     import vllm_harness
@@ -1075,6 +1128,8 @@ def main() -> None:
         every += fixtures
     summary(every)
     print(f"{runner.calls} server runs", file=sys.stderr)
+    if not only:
+        subprocess.run([sys.executable, __file__, "sglang"], check=True)
 
 
 def write(path: Path, fixtures: list[dict]) -> None:

@@ -74,6 +74,9 @@ class _StubMeta(abc.ABCMeta):
     __sub__ = __mul__ = __truediv__ = __floordiv__ = __mod__ = __pow__ = __add__
     __rsub__ = __rmul__ = __rtruediv__ = __rand__ = __add__
 
+    def __neg__(cls):
+        return cls
+
     def __hash__(cls):
         return id(cls)
 

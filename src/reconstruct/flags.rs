@@ -49,7 +49,14 @@ pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> 
                     variants.push(in_call.to_string());
                 }
             }
-            _ if !text.contains(section_begin) => variants.push(format!("{text}{section_begin}")),
+            _ if !text.contains(section_begin) => {
+                variants.push(format!("{text}{section_begin}"));
+                if syntax == Syntax::Kimi {
+                    // … or right after the first call's begin: the servers that drop an
+                    // unfinished call show the same answer (SGLang 0.5.23, vLLM 0.33).
+                    variants.push(format!("{text}{section_begin}{CALL_BEGIN}"));
+                }
+            }
             _ => {}
         }
         for v in variants {

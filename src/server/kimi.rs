@@ -55,7 +55,18 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
         shape.strips_arguments
     };
     let partial = input.stream && input.cut;
-    parse_with(text, input.thinking, input.tools_declared, strip, partial)
+    // A cut that leaves the section without one complete call: the servers that drop an
+    // unfinished call drop the section's text with it (SGLang 0.5.23 and vLLM 0.33, streamed or
+    // not: `content` is the text before the opener; tests/data/server_shapes).
+    let dangling = input.cut && shape.drops_incomplete_call;
+    parse_with(
+        text,
+        input.thinking,
+        input.tools_declared,
+        strip,
+        partial,
+        dangling,
+    )
 }
 
 fn parse_with(
@@ -64,6 +75,7 @@ fn parse_with(
     tools_declared: bool,
     strip: bool,
     partial_last_call: bool,
+    drop_dangling_section: bool,
 ) -> Parsed {
     let (reasoning, content) = if thinking {
         split_reasoning(text)
@@ -78,7 +90,8 @@ fn parse_with(
     };
     if tools_declared {
         if let Some(content) = parsed.content.take() {
-            let (before, calls) = extract_tool_calls(&content, strip, partial_last_call);
+            let (before, calls) =
+                extract_tool_calls(&content, strip, partial_last_call, drop_dangling_section);
             parsed.content = before;
             parsed.calls = calls;
         }
@@ -114,6 +127,7 @@ fn extract_tool_calls(
     content: &str,
     strip: bool,
     partial_last_call: bool,
+    drop_dangling_section: bool,
 ) -> (Option<String>, Vec<ParsedCall>) {
     let start = content
         .find(SECTION_BEGIN)
@@ -148,7 +162,7 @@ fn extract_tool_calls(
             }
         }
     }
-    if calls.is_empty() {
+    if calls.is_empty() && !drop_dangling_section {
         return (Some(content.to_string()), calls);
     }
     let before = &content[..start];
@@ -220,14 +234,14 @@ mod tests {
 
     #[test]
     fn reasoning_ends_at_think_end() {
-        let p = parse_with("hmm</think>Four.", true, false, true, false);
+        let p = parse_with("hmm</think>Four.", true, false, true, false, false);
         assert_eq!(p.reasoning.as_deref(), Some("hmm"));
         assert_eq!(p.content.as_deref(), Some("Four."));
     }
 
     #[test]
     fn no_end_marker_means_all_reasoning() {
-        let p = parse_with("still thinking", true, false, true, false);
+        let p = parse_with("still thinking", true, false, true, false, false);
         assert_eq!(p.reasoning.as_deref(), Some("still thinking"));
         assert_eq!(p.content, None);
     }
@@ -239,6 +253,7 @@ mod tests {
             true,
             true,
             true,
+            false,
             false,
         );
         assert_eq!(p.reasoning.as_deref(), Some("why"));
@@ -255,7 +270,7 @@ mod tests {
 
     #[test]
     fn a_section_inside_reasoning_ends_it() {
-        let p = parse_with(&format!("why{CALL}"), true, true, true, false);
+        let p = parse_with(&format!("why{CALL}"), true, true, true, false, false);
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content, None);
         assert_eq!(p.calls.len(), 1);
@@ -281,10 +296,25 @@ mod tests {
             true,
             true,
             false,
+            false,
         );
         assert_eq!(p.reasoning.as_deref(), Some("why "));
         assert_eq!(p.content.as_deref(), Some(" "));
         assert_eq!(p.calls[0].id, "functions.get_weather:3");
         assert_eq!(p.calls[0].arguments, "{\"city\": \"Paris\"}");
+    }
+
+    #[test]
+    fn a_cut_dangling_section_is_dropped_by_shapes_that_drop_unfinished_calls() {
+        let text =
+            "why</think>Let me check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get";
+        let p = parse_with(text, true, true, true, false, true);
+        assert_eq!(p.content.as_deref(), Some("Let me check."));
+        assert!(p.calls.is_empty());
+        let kept = parse_with(text, true, true, true, false, false);
+        assert!(kept
+            .content
+            .as_deref()
+            .is_some_and(|c| c.ends_with("functions.get")));
     }
 }

@@ -44,9 +44,42 @@ CACHE = Path(os.environ.get("DRAFTGEN_REF_CACHE", Path.home() / ".cache" / "draf
 WHEELS = {
     "vllm": ("0.33.0", "vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl",
              "4b6bdec4ab269990bf70d45a3c1e94c3760a27064513760193b26d6f0da883aa"),
+    "vllm011": ("0.11.2", "vllm-0.11.2-cp38-abi3-manylinux1_x86_64.whl",
+                "ea473bd4fde06940fe3f681a00476060652f62b3279ef11aaffac5768856cfe8"),
     "sglang": ("0.5.23", "sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl",
                "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937"),
 }
+
+# vLLM 0.11.2 needs transformers < 5 (its tokenizer cache reads `all_special_tokens_extended`,
+# gone in 5.x), hence transformers 4.57.6 with the tokenizers / huggingface-hub it accepts; its
+# process imports them from $DRAFTGEN_REF_CACHE/vllm011-deps (extracted whole, sha256-checked).
+VLLM011_DEPS = [
+    ("transformers", "4.57.6", "transformers-4.57.6-py3-none-any.whl",
+     "4c9e9de11333ddfe5114bc872c9f370509198acf0b87a832a0ab9458e2bd0550"),
+    ("tokenizers", "0.22.1", "tokenizers-0.22.1-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+     "e2ef6063d7a84994129732b47e7915e8710f27f99f3a3260b8a38fc7ccd083f4"),
+    ("huggingface-hub", "0.36.0", "huggingface_hub-0.36.0-py3-none-any.whl",
+     "7bcc9ad17d5b3f07b57c78e79d527102d08313caa278a641993acddcb894548d"),
+]
+
+
+def fetch_deps(deps, tree_name: str) -> Path:
+    tree = CACHE / tree_name
+    for name, version, filename, sha in deps:
+        path = CACHE / filename
+        if not path.exists():
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                            "-d", str(CACHE), f"{name}=={version}"], check=True)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != sha:
+            raise SystemExit(f"{path}: sha256 {digest} != pinned {sha}")
+        marker = tree / f".{filename}.extracted"
+        if not marker.exists():
+            with zipfile.ZipFile(path) as wheel:
+                wheel.extractall(tree)
+            marker.write_text(sha)
+    return tree
+
 
 # Top-level modules replaced by inert stubs (server_stubs/autostub.py): GPU, kernels, media,
 # metrics, grammar backends — nothing on the text-in / JSON-out path we run.
@@ -59,8 +92,9 @@ STUBBED_MODULES = [
 ]
 
 
-def fetch_wheel(name: str) -> Path:
-    version, filename, sha = WHEELS[name]
+def fetch_wheel(key: str) -> Path:
+    version, filename, sha = WHEELS[key]
+    name = "vllm" if key.startswith("vllm") else key
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / filename
     if not path.exists():
@@ -568,6 +602,10 @@ HF_SHAPES = [Shape("vllm", "0.33.0", False, True), Shape("vllm", "0.33.0", True,
 VLLM_TOKEN_ID_SHAPES = [Shape("vllm", "0.33.0", False, False, True), Shape("vllm", "0.33.0", True, True, True)]
 # SGLang's slow-tokenizer detokenizer never inserts spaces (decode_without_hf_kwargs), whatever
 # spaces_between_special_tokens says; its return_token_ids is not part of this corpus.
+VLLM011_SHAPES = [
+    Shape("vllm", "0.11.2", False, False), Shape("vllm", "0.11.2", False, True),
+    Shape("vllm", "0.11.2", True, False), Shape("vllm", "0.11.2", True, True),
+]
 SGLANG_SHAPES = [Shape("sglang", "0.5.23", False, False), Shape("sglang", "0.5.23", True, False)]
 
 
@@ -652,6 +690,11 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
         if case.cut and case.cut != "mid_character":
             for t in substitution_twins(truth_ids, len(truth_ids), specials, alt_ids):
                 twin_sets.append((CUT_REASON.get(case.cut, "cut"), t, max_tokens))
+        if case.cut and truth_ids[-1] == sid[SEC_B] and sid["</think>"] in truth_ids:
+            # a cut right after the opener, with no content: the same count without `</think>`
+            # (the opener ends the reasoning) and one token further, on the first call's begin
+            t_ids = [t for t in truth_ids if t != sid["</think>"]] + [sid[CALL_B]]
+            twin_sets.append(("cut_inside_tool_section", t_ids, max_tokens))
         if case.cut == "mid_character":
             # the last token is a fragment of a character: other fragments read the same
             for t in substitution_twins(truth_ids, len(truth_ids), specials, kimi_fragment_ids)[-len(kimi_fragment_ids):]:
@@ -1096,9 +1139,83 @@ def sglang_main() -> None:
     print(f"{runner.calls} server runs", file=sys.stderr)
 
 
+class ChildServer:
+    """A server whose code runs in a child process (`make_server_corpus.py serve-vllm011`): vLLM
+    0.11.2 needs transformers 4.x, the reference encoders here are pinned to transformers 5, so
+    they cannot share a process. One JSON line per call each way, through stdin/stdout."""
+
+    def __init__(self, mode: str):
+        self.proc = subprocess.Popen([sys.executable, __file__, mode], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, encoding="utf-8")
+
+    def complete(self, request_json, prompt_ids, completion_ids, seed):
+        msg = {"request": request_json, "prompt_ids": prompt_ids, "completion_ids": completion_ids, "seed": seed}
+        self.proc.stdin.write(json.dumps(msg, ensure_ascii=False) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("the vLLM 0.11 child process died (see its stderr above)")
+        out = json.loads(line)
+        if "error" in out:
+            raise AssertionError(out["error"])
+        return out
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def serve_vllm011() -> None:
+    """The child process of ChildServer: vLLM 0.11.2's code with transformers 4.57.6."""
+    # The answers go to the parent through the original stdout; everything else written to
+    # fd 1 (vLLM's log handler holds sys.stdout) goes to stderr.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    sys.path[:0] = [str(fetch_deps(VLLM011_DEPS, "vllm011-deps")), str(HERE / "server_stubs"),
+                    str(HERE), str(fetch_wheel("vllm011"))]
+    import autostub
+
+    autostub.install(STUBBED_MODULES + ["lmformatenforcer"])
+    import transformers
+
+    assert transformers.__version__ == "4.57.6", transformers.__version__
+    import kimi_tokenizer
+    import vllm011_harness
+
+    server = vllm011_harness.Vllm011Server(kimi_tokenizer.load(), tool_parser="kimi_k2", reasoning_parser="kimi_k2",
+                                           model_name="kimi-k2.5", generation_config={"eos_token_id": 163586})
+    for line in sys.stdin:
+        msg = json.loads(line)
+        try:
+            answer = server.complete(msg["request"], msg["prompt_ids"], msg["completion_ids"], msg["seed"])
+        except AssertionError as e:
+            answer = {"error": str(e)}
+        out.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        out.flush()
+
+
+def vllm011_main() -> None:
+    """The vLLM 0.11.2 fixtures: cases and truth here, the server in a child process."""
+    sys.path[:0] = [str(HERE / "server_stubs"), str(HERE)]
+    server = ChildServer("serve-vllm011")
+    runner = Runner({"vllm": server})
+    fixtures = build_kimi(runner, VLLM011_SHAPES)
+    server.close()
+    write(OUT / "kimi_k25_vllm011.jsonl", fixtures)
+    summary(fixtures)
+    print(f"{runner.calls} server runs", file=sys.stderr)
+
+
 def main() -> None:
     if sys.argv[1:] == ["sglang"]:
         sglang_main()
+        return
+    if sys.argv[1:] == ["vllm011"]:
+        vllm011_main()
+        return
+    if sys.argv[1:] == ["serve-vllm011"]:
+        serve_vllm011()
         return
     setup_imports()
     import kimi_tokenizer
@@ -1130,6 +1247,7 @@ def main() -> None:
     print(f"{runner.calls} server runs", file=sys.stderr)
     if not only:
         subprocess.run([sys.executable, __file__, "sglang"], check=True)
+        subprocess.run([sys.executable, __file__, "vllm011"], check=True)
 
 
 def write(path: Path, fixtures: list[dict]) -> None:

@@ -59,9 +59,36 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
     // unfinished call drop the section's text with it (SGLang 0.5.23 and vLLM 0.33, streamed or
     // not: `content` is the text before the opener; tests/data/server_shapes).
     let dangling = input.cut && shape.drops_incomplete_call;
+    let thinking = input.thinking || !shape.honours_thinking_off;
+    if !shape.reasoning_ends_at_tool_section && thinking {
+        // DeepSeek-R1's parser: reasoning ends at `</think>` only; without it, all is
+        // reasoning and the tool parser sees no content.
+        let text = text.strip_prefix(THINK_BEGIN).unwrap_or(text);
+        return match text.split_once(THINK_END) {
+            Some((reasoning, content)) => {
+                let mut parsed = parse_with(
+                    content,
+                    false,
+                    input.tools_declared,
+                    strip,
+                    partial,
+                    dangling,
+                );
+                parsed.reasoning = Some(reasoning.to_string());
+                parsed.content = parsed.content.filter(|c| !c.is_empty());
+                parsed
+            }
+            None => Parsed {
+                reasoning: Some(text.to_string()),
+                content: None,
+                calls: Vec::new(),
+                finish_reason: "stop",
+            },
+        };
+    }
     parse_with(
         text,
-        input.thinking,
+        thinking,
         input.tools_declared,
         strip,
         partial,

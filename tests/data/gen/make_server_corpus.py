@@ -1,9 +1,12 @@
 """Write tests/data/server_shapes/*.jsonl: answers made by the servers' OWN code.
 
 For each case we know the model's token ids (reference encoders: `reference.kimi_encode` for Kimi,
-`tokenizers` for Qwen3 / DeepSeek-V3), and we ask the unchanged vLLM 0.33.0 chat-completion code
-(parser, incremental detokenizer, response assembly, SSE framing) what it would send back for
-them. Each fixture holds the request, the server's response (or its stream chunks) and the truth;
+`tokenizers` for Qwen3 / DeepSeek-V3), and we ask the unchanged chat-completion code of vLLM
+0.33.0 (Kimi, Qwen3, DeepSeek-V3), SGLang 0.5.23 and vLLM 0.11.2 (Kimi; each in a process of its
+own: `sglang`, `vllm011` — the latter's server in a child with transformers 4.x, see ChildServer)
+— parser, incremental detokenizer, response assembly, SSE framing — what it would send back for
+them. Stubs per server: server_stubs/{vllm,sglang,vllm011}_harness.py say what runs unchanged and
+what is stood in for. Each fixture holds the request, the server's response (or its stream chunks) and the truth;
 `expect` says whether the answer (with its `usage`) pins the ids down: the same case with the
 information a server destroys varied ("twins": trailing reasoning whitespace, whitespace-only
 content, whitespace around arguments, argument JSON formatting, call-id numbers, and, for `length`
@@ -13,7 +16,7 @@ format: /work/tasks/FORMAT-server-shapes.md (copied into tests/data/README.md).
 
 Run (deterministic: fixed seeds, fixed clock; same library versions give byte-identical files):
 
-    DRAFTGEN_ASSETS=/path/to/shared/assets python3 tests/data/gen/make_server_corpus.py
+    DRAFTGEN_ASSETS=/path/to/shared/assets python3 tests/data/gen/make_server_corpus.py   # [kimi|qwen3|deepseek_v3|sglang|vllm011]
 
 It `pip download --no-deps`s the pinned wheels into $DRAFTGEN_REF_CACHE (default
 ~/.cache/draftgen-ref), checks their sha256, extracts their `.py` files there (never into the

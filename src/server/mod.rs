@@ -277,14 +277,15 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
             call.id = format!("functions.{}:{}", call.name, input.history_calls + i);
         }
     }
-    parsed.finish_reason =
-        if input.cut && !(shape.cut_reports_tool_calls && !parsed.calls.is_empty()) {
-            "length"
-        } else if shape.finish_tool_calls && !parsed.calls.is_empty() {
-            "tool_calls"
-        } else {
-            "stop"
-        };
+    // vLLM 0.11 reports `tool_calls` for a cut answer with calls too.
+    let cut_shows = input.cut && (!shape.cut_reports_tool_calls || parsed.calls.is_empty());
+    parsed.finish_reason = if cut_shows {
+        "length"
+    } else if shape.finish_tool_calls && !parsed.calls.is_empty() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
     parsed
 }
 

@@ -21,6 +21,9 @@
 //! a new answer each time. Which recording answered which prompt is read back from the journal
 //! (each recorded answer has its own `id`), so the order of the requests does not matter.
 //!
+//! Only the vLLM 0.33.0 answers are replayed (the runs are `--kind vllm --server-version 0.33.0`);
+//! the SGLang 0.5.23 and vLLM 0.11.2 files are checked by tests/server_shapes.rs only.
+//!
 //! Not run: vLLM streamed with `return_token_ids` (`generate` refuses `--server-token-ids
 //! --stream` for vLLM, whose chunks carry the ids only per delta; tests/run_shape.rs).
 
@@ -52,6 +55,7 @@ struct Fixture {
     stream: bool,
     spaces: bool,
     token_ids: bool,
+    kind: String,
     version: String,
     messages: Vec<Value>,
     tools: Option<Vec<Value>>,
@@ -78,6 +82,7 @@ impl Fixture {
             stream: b("/server/stream"),
             spaces: b("/server/spaces_between_special_tokens"),
             token_ids: b("/server/return_token_ids"),
+            kind: s("/server/kind").unwrap_or_default(),
             version: s("/server/version").unwrap_or_default(),
             messages: v["request"]["messages"].as_array().unwrap().clone(),
             tools: v["request"]["tools"]
@@ -152,6 +157,7 @@ fn fixtures() -> Vec<Fixture> {
                 .lines()
                 .filter(|l| !l.trim().is_empty())
                 .map(Fixture::read)
+                .filter(|f| f.kind == "vllm" && f.version == "0.33.0")
                 .collect::<Vec<_>>()
         })
         .collect()

@@ -96,6 +96,24 @@ struct Row {
 ///   same answer and count.
 const MISSED_AT_MOST: usize = 15;
 
+/// The same ratchet for the fixture files of other server versions, counted per file. SGLang:
+/// partial-byte tails it shows as `\u{FFFD}` (12) and cuts right after the section opener with
+/// no content, which its `usage.reasoning_tokens` would settle (6; flagged ambiguous). vLLM 0.11:
+/// mostly streams, where 0.11.2 also sends each finished call's raw text as `content` (not
+/// modelled yet: flagged inconsistent).
+const MISSED_AT_MOST_PER_FILE: &[(&str, usize)] = &[
+    ("kimi_k25_sglang.jsonl", 20),
+    ("kimi_k25_vllm011.jsonl", 251),
+];
+
+fn missed_allowed(file: &Path) -> Option<usize> {
+    let name = file.file_name()?.to_str()?;
+    MISSED_AT_MOST_PER_FILE
+        .iter()
+        .find(|(f, _)| *f == name)
+        .map(|(_, n)| *n)
+}
+
 fn fixture_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/server_shapes");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -158,6 +176,8 @@ fn corpus_of_the_servers_own_answers() {
     let mut profiles: HashMap<(String, String, Option<String>), Profile> = HashMap::new();
     let mut table: BTreeMap<String, Row> = BTreeMap::new();
     let mut failures = Vec::new();
+    let mut missed_elsewhere: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut missed_main = 0;
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
         for (number, line) in text
@@ -218,6 +238,15 @@ fn corpus_of_the_servers_own_answers() {
             let missed = fixture.expect.determined && !(right && class.is_exact());
             if missed {
                 row.missed += 1;
+                match missed_allowed(file) {
+                    Some(allowed) => {
+                        missed_elsewhere
+                            .entry(file.display().to_string())
+                            .or_insert((0, allowed))
+                            .0 += 1
+                    }
+                    None => missed_main += 1,
+                }
                 eprintln!(
                     "determined by the answer, not rebuilt exactly (flagged {}): {}",
                     class.name(),
@@ -269,7 +298,7 @@ fn corpus_of_the_servers_own_answers() {
             r.missed
         );
     }
-    let missed: usize = table.values().map(|r| r.missed).sum();
+    let missed = missed_main;
     assert!(
         failures.is_empty(),
         "{} fixtures broke the rule:\n{}",
@@ -280,6 +309,12 @@ fn corpus_of_the_servers_own_answers() {
         missed <= MISSED_AT_MOST,
         "{missed} determined fixtures not rebuilt exactly (at most {MISSED_AT_MOST})"
     );
+    for (file, (n, allowed)) in &missed_elsewhere {
+        assert!(
+            n <= allowed,
+            "{file}: {n} determined fixtures not rebuilt exactly (at most {allowed})"
+        );
+    }
 }
 
 // ---- hand-written cases from FACTS.md §B6 ----

@@ -47,7 +47,7 @@ enum Command {
     /// Record earlier local generations (with output ids) in a run directory as finished work.
     Import(Box<import::Args>),
     /// Run the built-in OpenAI-compatible simulator.
-    Sim(sim::Args),
+    Sim(Box<sim::Args>),
     /// Run the whole pipeline on bundled samples against an in-process simulator.
     Demo(demo::Args),
     /// Write trainer files (SpecForge, speculators) and the draft vocabulary from a build.
@@ -73,7 +73,7 @@ pub fn main() -> ExitCode {
         Command::Generate(args) => generate::run(*args),
         Command::Build(args) => build::run(*args),
         Command::Import(args) => import::run(*args),
-        Command::Sim(args) => sim::run(args),
+        Command::Sim(args) => sim::run(*args),
         Command::Demo(args) => demo::run(args),
         Command::Export(args) => export::run(args),
         Command::Verify(args) => verify::run(*args),

@@ -77,6 +77,13 @@ pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> 
             }
             _ if !text.contains(section_begin) => {
                 variants.push(format!("{text}{section_begin}"));
+                if let Some(unspaced) = text.strip_suffix(' ') {
+                    // the space a detokenizer puts before an added token (vLLM's default)
+                    variants.push(format!("{unspaced}{section_begin}"));
+                }
+                // … or right after what the grammar puts after the opener (Kimi's first call
+                // begin: the servers that send nothing of a call cut there show the same answer,
+                // SGLang 0.5.23, vLLM 0.33; DeepSeek-V3's forced call begin).
                 if !first_call.is_empty() {
                     variants.push(format!("{text}{section_begin}{first_call}"));
                 }
@@ -357,6 +364,34 @@ pub(super) fn foreign_markers(
             profile.name
         ));
     }
+}
+
+/// A server that reports `tool_calls` also for a `length` cut (vLLM 0.11): unless the count is
+/// below `max_tokens`, the answer may have been cut after its last complete call, and what
+/// followed cannot be told from it.
+pub(super) fn cut_hidden_by_tool_calls(
+    shape: &ServerShape,
+    completion: &Completion,
+    max_tokens: Option<u32>,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    if !shape.cut_reports_tool_calls || completion.finish_reason.as_deref() != Some("tool_calls") {
+        return;
+    }
+    let below_limit = match (max_tokens, reported(completion)) {
+        (Some(limit), Some(n)) => n < limit as usize,
+        _ => false,
+    };
+    if below_limit {
+        return;
+    }
+    fidelity.at_most(FidelityClass::Lossy);
+    fidelity.because(Reason::CutInsideToolSection);
+    warnings.push(format!(
+        "lossy: {} reports finish_reason tool_calls also when max_tokens cut the answer, and the count reached max_tokens (or either is unknown): the tokens after the last complete call cannot be told from the answer",
+        shape.describe()
+    ));
 }
 
 /// A `length` cut that split a multi-byte character: the last token is a partial-byte id.

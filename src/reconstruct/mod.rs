@@ -65,6 +65,10 @@ pub struct Request {
     /// Whether the answer was streamed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// The request's `max_tokens` (tells a finished answer from a cut one where the server's
+    /// `finish_reason` does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 impl Request {
@@ -128,7 +132,22 @@ pub fn reconstruct(
             && profile.family.spec().detokenizer_spaces,
         ..options.clone()
     };
-    let turns = turn::candidates(profile, request, &completion, options, &mut warnings);
+    // A reasoning parser that ignores `thinking=false` (vLLM 0.11's `kimi_k2`, DeepSeek-R1's)
+    // files the whole answer of a non-thinking turn under reasoning: read it back as content.
+    let shape = options.shape();
+    let thinking = profile.thinking_enabled(request.chat_template_kwargs.as_ref());
+    let read_back = if !shape.honours_thinking_off
+        && !thinking
+        && completion.content.as_deref().is_none_or(str::is_empty)
+        && completion.tool_calls.is_empty()
+    {
+        let mut moved = completion.clone();
+        moved.content = moved.reasoning.take();
+        moved
+    } else {
+        completion.clone()
+    };
+    let turns = turn::candidates(profile, request, &read_back, options, &mut warnings);
     let mut texts = Vec::with_capacity(turns.len());
     for candidate in &turns {
         let text = match &candidate.verbatim {
@@ -137,7 +156,6 @@ pub fn reconstruct(
         };
         texts.push(text);
     }
-    let shape = options.shape();
     let cut = completion.finish_reason.as_deref() == Some("length");
     let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
     let syntax = profile.family.syntax();
@@ -235,6 +253,13 @@ pub fn reconstruct(
         );
     }
     flags::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
+    flags::cut_hidden_by_tool_calls(
+        shape,
+        &completion,
+        request.max_tokens,
+        &mut fidelity,
+        &mut warnings,
+    );
     flags::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
     flags::partial_character(cut, &completion, &mut fidelity, &mut warnings);
 

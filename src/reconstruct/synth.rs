@@ -117,7 +117,11 @@ impl Context<'_> {
             if let Some(at) = text.find(SECTION_BEGIN) {
                 let before = &text[..at];
                 let empty = before.is_empty() || before.ends_with(THINK_END);
-                if empty && !self.completion.tool_calls.is_empty() {
+                // vLLM 0.11 nulls it once the opener was seen, also when a cut left no call.
+                let cut = self.completion.finish_reason.as_deref() == Some("length");
+                let tool_path =
+                    !self.completion.tool_calls.is_empty() || (cut && shape.cut_reports_tool_calls);
+                if empty && tool_path {
                     sites.push(Site {
                         at,
                         reason: Reason::ServerNullsWhitespaceContent,

@@ -24,5 +24,9 @@ pub const SHAPE: ServerShape = ServerShape {
     drops_incomplete_call: false,
     spaces_default: false,
     finish_tool_calls: false,
+    reasoning_ends_at_tool_section: true,
+    honours_thinking_off: true,
+    cut_reports_tool_calls: false,
+    drops_cut_section: false,
     calls_have_index: false,
 };

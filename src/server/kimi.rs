@@ -9,7 +9,10 @@
 //!   matched by vLLM's regex, `id` = the raw id text, `name` = `id.split(":")[0].split(".")[-1]`,
 //!   `arguments` = the raw text, stripped where the shape strips; content = the text before the
 //!   section. Streamed, a call cut after its `<|tool_call_argument_begin|>` is sent with the
-//!   argument text so far (the deltas went out before the cut).
+//!   argument text so far (the deltas went out before the cut); vLLM 0.33 keeps it unstreamed
+//!   too, and makes a bogus call of one cut inside its id (`unfinished_call`). A cut that leaves
+//!   the section with no call to send drops the section's text where the shape says so
+//!   (`ServerShape::drops_cut_section`).
 
 use std::sync::LazyLock;
 
@@ -73,12 +76,44 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
         bogus_when_cut_in_id: shape.cut_in_call_id == CutInCallId::BogusCall,
         history_calls: input.history_calls,
     });
+    // A cut that leaves the section with no call to send: the shapes measured drop the
+    // section's text with it (SGLang 0.5.23, vLLM 0.33.0 and 0.11.2, streamed or not: `content`
+    // is the text before the opener; tests/data/server_shapes).
+    let dangling = input.cut && shape.drops_cut_section;
+    let thinking = input.thinking || !shape.honours_thinking_off;
+    if !shape.reasoning_ends_at_tool_section && thinking {
+        // DeepSeek-R1's parser: reasoning ends at `</think>` only; without it, all is
+        // reasoning and the tool parser sees no content.
+        let text = text.strip_prefix(THINK_BEGIN).unwrap_or(text);
+        return match text.split_once(THINK_END) {
+            Some((reasoning, content)) => {
+                let mut parsed = parse_with(
+                    content,
+                    false,
+                    input.tools_declared,
+                    strip,
+                    unfinished,
+                    dangling,
+                );
+                parsed.reasoning = Some(reasoning.to_string());
+                parsed.content = parsed.content.filter(|c| !c.is_empty());
+                parsed
+            }
+            None => Parsed {
+                reasoning: Some(text.to_string()),
+                content: None,
+                calls: Vec::new(),
+                finish_reason: "stop",
+            },
+        };
+    }
     parse_with(
         text,
-        input.thinking,
+        thinking,
         input.tools_declared,
         strip,
         unfinished,
+        dangling,
     )
 }
 
@@ -88,6 +123,7 @@ fn parse_with(
     tools_declared: bool,
     strip: bool,
     unfinished: Option<UnfinishedCall>,
+    drop_dangling_section: bool,
 ) -> Parsed {
     let (reasoning, content) = if thinking {
         split_reasoning(text)
@@ -102,7 +138,8 @@ fn parse_with(
     };
     if tools_declared {
         if let Some(content) = parsed.content.take() {
-            let (before, calls) = extract_tool_calls(&content, strip, unfinished);
+            let (before, calls) =
+                extract_tool_calls(&content, strip, unfinished, drop_dangling_section);
             parsed.content = before;
             parsed.calls = calls;
         }
@@ -138,6 +175,7 @@ fn extract_tool_calls(
     content: &str,
     strip: bool,
     unfinished: Option<UnfinishedCall>,
+    drop_dangling_section: bool,
 ) -> (Option<String>, Vec<ParsedCall>) {
     let start = content
         .find(SECTION_BEGIN)
@@ -167,7 +205,7 @@ fn extract_tool_calls(
             calls.extend(unfinished_call(rest, unfinished));
         }
     }
-    if calls.is_empty() {
+    if calls.is_empty() && !drop_dangling_section {
         return (Some(content.to_string()), calls);
     }
     let before = &content[..start];
@@ -275,14 +313,14 @@ mod tests {
 
     #[test]
     fn reasoning_ends_at_think_end() {
-        let p = parse_with("hmm</think>Four.", true, false, true, None);
+        let p = parse_with("hmm</think>Four.", true, false, true, None, false);
         assert_eq!(p.reasoning.as_deref(), Some("hmm"));
         assert_eq!(p.content.as_deref(), Some("Four."));
     }
 
     #[test]
     fn no_end_marker_means_all_reasoning() {
-        let p = parse_with("still thinking", true, false, true, None);
+        let p = parse_with("still thinking", true, false, true, None, false);
         assert_eq!(p.reasoning.as_deref(), Some("still thinking"));
         assert_eq!(p.content, None);
     }
@@ -295,6 +333,7 @@ mod tests {
             true,
             true,
             None,
+            false,
         );
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content.as_deref(), Some("Let me look."));
@@ -310,7 +349,7 @@ mod tests {
 
     #[test]
     fn a_section_inside_reasoning_ends_it() {
-        let p = parse_with(&format!("why{CALL}"), true, true, true, None);
+        let p = parse_with(&format!("why{CALL}"), true, true, true, None, false);
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content, None);
         assert_eq!(p.calls.len(), 1);
@@ -336,6 +375,7 @@ mod tests {
             true,
             true,
             None,
+            false,
         );
         assert_eq!(p.reasoning.as_deref(), Some("why "));
         assert_eq!(p.content.as_deref(), Some(" "));
@@ -402,5 +442,41 @@ mod tests {
         assert_eq!(p.calls[0].arguments, "{}");
         // …/nonstream/nospaces/cut_after_call_begin/001: nothing of the call is sent.
         assert!(vllm_cut(OPEN, false, false).calls.is_empty());
+    }
+
+    #[test]
+    fn vllm_011_drops_a_call_cut_in_its_id() {
+        // kimi_k25/vllm-0.11.2/{nonstream,stream}/nospaces/cut_call_id/001: no call, and the
+        // section's text is not content either.
+        for stream in [false, true] {
+            let input = ForwardInput {
+                text: &format!("{OPEN}functions"),
+                cut: true,
+                stream,
+                spaces: false,
+                thinking: true,
+                tools_declared: true,
+                history_calls: 0,
+                syntax: crate::server::Syntax::Kimi,
+            };
+            let p = crate::server::forward(&crate::server::vllm::SHAPE_0_11, &input);
+            assert!(p.calls.is_empty());
+            assert_eq!(p.content.as_deref(), Some("Let me check."));
+            assert_eq!(p.finish_reason, "length");
+        }
+    }
+
+    #[test]
+    fn a_cut_dangling_section_is_dropped_by_shapes_that_drop_it() {
+        let text =
+            "why</think>Let me check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get";
+        let p = parse_with(text, true, true, true, None, true);
+        assert_eq!(p.content.as_deref(), Some("Let me check."));
+        assert!(p.calls.is_empty());
+        let kept = parse_with(text, true, true, true, None, false);
+        assert!(kept
+            .content
+            .as_deref()
+            .is_some_and(|c| c.ends_with("functions.get")));
     }
 }

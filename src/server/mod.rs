@@ -49,7 +49,7 @@ pub enum CallIds {
 /// What a `length` cut inside a call's id does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CutInCallId {
-    /// vLLM: a bogus call named `functions.generate` with id `functions.functions.generate:0`…
+    /// vLLM 0.33: a bogus call named after the id text so far (`kimi::unfinished_call`).
     BogusCall,
     /// The incomplete call is dropped (SGLang).
     Dropped,
@@ -96,6 +96,21 @@ pub struct ServerShape {
     pub finish_tool_calls: bool,
     /// SGLang-style `matched_stop`, `index` on tool calls.
     pub calls_have_index: bool,
+    /// Kimi's reasoning also ends at the tool-section opener (false: only at `</think>`; vLLM
+    /// 0.11 runs `DeepSeekR1ReasoningParser` for `--reasoning-parser kimi_k2`, where a section
+    /// without `</think>` stays in the reasoning and no call is parsed).
+    pub reasoning_ends_at_tool_section: bool,
+    /// `chat_template_kwargs.thinking=false` switches the reasoning parser off (false: it runs
+    /// anyway, so a non-streamed answer without `</think>` is all reasoning; vLLM 0.11).
+    pub honours_thinking_off: bool,
+    /// `finish_reason` is `tool_calls` whenever calls were parsed, also when `max_tokens` cut the
+    /// answer (vLLM 0.11: a cut after a complete call looks like a finished answer), and the
+    /// tool path nulls whitespace-only content whenever the section opener was seen.
+    pub cut_reports_tool_calls: bool,
+    /// A `length` cut that leaves the Kimi tool section with no call to send drops the
+    /// section's text too: `content` is the text before the opener (SGLang 0.5.23, vLLM 0.33.0
+    /// and 0.11.2, streamed or not; tests/data/server_shapes). Unmeasured shapes keep it.
+    pub drops_cut_section: bool,
 }
 
 /// Every known shape, newest version of each kind first.
@@ -223,7 +238,12 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         .is_some_and(|c| c.trim().is_empty() && !c.is_empty());
     // Measured: Kimi streamed or not; hermes (Qwen3) when not streamed.
     let nulls_here = kimi || (input.syntax == Syntax::Hermes && !input.stream);
-    if shape.whitespace_content_null && nulls_here && whitespace_only && !parsed.calls.is_empty() {
+    let section_seen = input.cut
+        && shape.cut_reports_tool_calls
+        && input.tools_declared
+        && input.text.contains(kimi::SECTION_BEGIN);
+    let tool_path = !parsed.calls.is_empty() || section_seen;
+    if shape.whitespace_content_null && nulls_here && whitespace_only && tool_path {
         parsed.content = None;
     }
     if parsed.content.as_deref() == Some("") {
@@ -237,7 +257,9 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
             call.id = format!("functions.{}:{}", call.name, input.history_calls + i);
         }
     }
-    parsed.finish_reason = if input.cut {
+    // vLLM 0.11 reports `tool_calls` for a cut answer with calls too.
+    let cut_shows = input.cut && (!shape.cut_reports_tool_calls || parsed.calls.is_empty());
+    parsed.finish_reason = if cut_shows {
         "length"
     } else if shape.finish_tool_calls && !parsed.calls.is_empty() {
         "tool_calls"

@@ -26,5 +26,9 @@ pub const SHAPE: ServerShape = ServerShape {
     drops_incomplete_call: true,
     spaces_default: false,
     finish_tool_calls: true,
+    reasoning_ends_at_tool_section: true,
+    honours_thinking_off: true,
+    cut_reports_tool_calls: false,
+    drops_cut_section: true,
     calls_have_index: true,
 };

@@ -11,9 +11,17 @@
 //! when a finished answer has calls; one space around every added token by default
 //! (`spaces_between_special_tokens=True` with Kimi's slow tokenizer, vLLM #33457).
 //!
-//! The 0.11–0.2x line (the one K2-Vendor-Verifier recommends) names the field
-//! `reasoning_content` (renamed in PR #27752) and predates the schema coercion; the rest is
-//! taken to be the same (not yet measured).
+//! The 0.11–0.2x line (the one K2-Vendor-Verifier recommends), as vLLM 0.11.2's own code answers
+//! (tests/data/server_shapes/kimi_k25_vllm011.jsonl): `--reasoning-parser kimi_k2` is
+//! `DeepSeekR1ReasoningParser` — reasoning ends at `</think>` only (a tool section without it
+//! stays in the reasoning, no call parsed) and `thinking=false` does not switch it off; the
+//! message carries `reasoning_content` (and the same text in `reasoning`); nothing is stripped
+//! from the reasoning; whitespace-only content is `null` once the section opener was seen (calls
+//! or not); `finish_reason` is `tool_calls` whenever calls were parsed, also for a `length` cut;
+//! a call the cut left unfinished is dropped unstreamed, and one cut inside its id is dropped
+//! streamed too (no bogus call); no schema coercion; a non-streamed
+//! answer's tool calls get fresh random ids (`chatcmpl-tool-…`: the model's id is lost; the
+//! streamed ones carry it).
 
 use super::{CallIds, CutInCallId, ReasoningField, ServerShape};
 use crate::api::ServerKind;
@@ -38,14 +46,26 @@ pub const SHAPE: ServerShape = ServerShape {
     drops_incomplete_call: false,
     spaces_default: true,
     finish_tool_calls: true,
+    reasoning_ends_at_tool_section: true,
+    honours_thinking_off: true,
+    cut_reports_tool_calls: false,
+    drops_cut_section: true,
     calls_have_index: false,
 };
 
 pub const SHAPE_0_11: ServerShape = ServerShape {
     version: "0.11-0.2x",
     reasoning_field: ReasoningField::ReasoningContent,
+    strips_reasoning_trailing_whitespace: false,
     coerces_arguments: false,
     drops_incomplete_call: true,
+    // 0.11.2 sends nothing of a call cut inside its id (kimi_k25_vllm011.jsonl, cut_call_id).
+    cut_in_call_id: CutInCallId::Dropped,
+    call_ids: CallIds::Minted,
+    reasoning_ends_at_tool_section: false,
+    honours_thinking_off: false,
+    cut_reports_tool_calls: true,
+    whitespace_content_null: true,
     ..SHAPE
 };
 

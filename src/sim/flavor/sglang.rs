@@ -3,7 +3,11 @@
 //! `content` `""`, re-synthesized `functions.NAME:N` ids, stripped non-streamed arguments, cut
 //! calls dropped): this file dresses it as SGLang's JSON — tool calls with `index`,
 //! `matched_stop` on a stop, `metadata.weight_version`, a top-level `usage.reasoning_tokens`.
-//! `return_token_ids` adds the ids to a non-streamed answer.
+//! `return_token_ids` adds the ids to a non-streamed answer. The JSON follows what SGLang 0.5.23's
+//! own serving code sends (tests/data/server_shapes/kimi_k25_sglang.jsonl): `matched_stop` is
+//! `null` on a non-streamed `tool_calls` finish but the end token on the streamed one, `usage`
+//! repeats `reasoning_tokens` in `completion_tokens_details` (`null` when 0), `metadata` has
+//! `weight_versions`, no `tool_calls` key without calls, every delta names `reasoning_content`.
 
 use serde_json::{json, Value};
 
@@ -20,7 +24,17 @@ pub fn usage(turn: &Turn) -> Value {
         "completion_tokens": turn.completion_tokens,
         "prompt_tokens_details": null,
         "reasoning_tokens": turn.reasoning_tokens,
+        "completion_tokens_details": if turn.reasoning_tokens > 0 {
+            json!({"reasoning_tokens": turn.reasoning_tokens})
+        } else {
+            Value::Null
+        },
     })
+}
+
+fn metadata(turn: &Turn) -> Value {
+    json!({"weight_version": "default",
+           "weight_versions": [{"version": "default", "start": 0, "end": turn.completion_tokens}]})
 }
 
 fn matched_stop(turn: &Turn) -> Value {
@@ -46,17 +60,26 @@ pub fn response(turn: &Turn) -> Value {
             })
         })
         .collect();
+    let mut message = json!({
+        "role": "assistant",
+        "content": parsed.content,
+        "reasoning_content": parsed.reasoning,
+    });
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    // A non-streamed tool-call finish reports no matched stop.
+    let matched = if parsed.finish_reason == "tool_calls" {
+        Value::Null
+    } else {
+        matched_stop(turn)
+    };
     let mut choice = json!({
         "index": 0,
-        "message": {
-            "role": "assistant",
-            "content": parsed.content,
-            "reasoning_content": parsed.reasoning,
-            "tool_calls": if calls.is_empty() { Value::Null } else { Value::Array(calls) },
-        },
+        "message": message,
         "logprobs": null,
         "finish_reason": parsed.finish_reason,
-        "matched_stop": matched_stop(turn),
+        "matched_stop": matched,
     });
     let mut body = json!({
         "id": turn.id,
@@ -65,7 +88,7 @@ pub fn response(turn: &Turn) -> Value {
         "model": turn.model,
         "choices": [],
         "usage": usage(turn),
-        "metadata": {"weight_version": "default"},
+        "metadata": metadata(turn),
     });
     attach_token_ids(turn, &mut choice, &mut body);
     body["choices"] = Value::Array(vec![choice]);
@@ -78,10 +101,13 @@ pub fn events(turn: &Turn) -> Vec<Event> {
     let delta = |delta: Value| {
         Event::Data(chunk(
             turn,
-            json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": null}),
+            json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": null,
+                   "matched_stop": null}),
         ))
     };
-    let mut out = vec![delta(json!({"role": "assistant", "content": ""}))];
+    let mut out = vec![delta(
+        json!({"reasoning_content": null, "role": "assistant", "content": ""}),
+    )];
     if let Some(reasoning) = &parsed.reasoning {
         for piece in chunks(reasoning, size) {
             out.push(delta(json!({"reasoning_content": piece})));
@@ -89,23 +115,30 @@ pub fn events(turn: &Turn) -> Vec<Event> {
     }
     if let Some(content) = &parsed.content {
         for piece in chunks(content, size) {
-            out.push(delta(json!({"content": piece})));
+            out.push(delta(json!({"reasoning_content": null, "content": piece})));
         }
     }
     for (i, call) in parsed.calls.iter().enumerate() {
-        out.push(delta(json!({"tool_calls": [{
-            "index": i, "id": call.id, "type": "function",
-            "function": {"name": call.name, "arguments": ""},
-        }]})));
+        out.push(delta(
+            json!({"role": null, "content": null, "reasoning_content": null,
+            "tool_calls": [{
+                "id": call.id, "index": i, "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }]}),
+        ));
         for piece in chunks(&call.arguments, size) {
-            out.push(delta(json!({"tool_calls": [{
-                "index": i, "function": {"arguments": piece},
-            }]})));
+            out.push(delta(
+                json!({"role": null, "content": null, "reasoning_content": null,
+                "tool_calls": [{
+                    "id": null, "index": i, "type": "function",
+                    "function": {"name": null, "arguments": piece},
+                }]}),
+            ));
         }
     }
     out.push(Event::Data(chunk(
         turn,
-        json!({"index": 0, "delta": {}, "logprobs": null,
+        json!({"index": 0, "delta": {"reasoning_content": null}, "logprobs": null,
                "finish_reason": parsed.finish_reason, "matched_stop": matched_stop(turn)}),
     )));
     if turn.include_usage {

@@ -3,13 +3,14 @@
 //! `reasoning_content`): this file dresses it as vLLM's JSON. `return_token_ids` adds
 //! `prompt_token_ids` and `choices[].token_ids`. With `spaces_around_special_tokens` the text is
 //! first detokenized with vLLM's default `spaces_between_special_tokens=True` artefact.
-//! Streaming: deltas of `reasoning`, `content`, tool calls by index (id and name first, then
+//! 0.11 (vLLM 0.11.2's own code): both `reasoning` and `reasoning_content`; non-streamed calls get
+//! random `chatcmpl-tool-…` ids. Streaming: deltas of `reasoning`, `content`, tool calls by index (id and name first, then
 //! argument pieces), a finish chunk, a usage chunk if `stream_options.include_usage`, `[DONE]`.
 
 use serde_json::{json, Value};
 
 use super::{attach_token_ids, chunk, chunks, parsed, reasoning_key, usage_chunk, Event, Turn};
-use crate::server::ServerShape;
+use crate::server::{CallIds, ReasoningField, ServerShape};
 
 pub fn usage(turn: &Turn) -> Value {
     json!({
@@ -20,8 +21,24 @@ pub fn usage(turn: &Turn) -> Value {
     })
 }
 
+/// vLLM 0.11 sends the reasoning under both names (`reasoning` mirrors `reasoning_content`).
+fn old_line(shape: &ServerShape) -> bool {
+    shape.reasoning_field == ReasoningField::ReasoningContent
+}
+
 pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
-    let parsed = parsed(shape, turn, false);
+    let mut parsed = parsed(shape, turn, false);
+    if old_line(shape) && shape.call_ids == CallIds::Minted {
+        // 0.11's non-streamed assembly wraps each parsed call in a new `ToolCall`, whose id is
+        // random: the model's id text is not sent.
+        for (i, call) in parsed.calls.iter_mut().enumerate() {
+            call.id = turn
+                .minted_call_ids
+                .get(i)
+                .map(|id| format!("chatcmpl-tool-{}", id.trim_start_matches("call_")))
+                .unwrap_or_else(|| format!("chatcmpl-tool-{i:024}"));
+        }
+    }
     let calls: Vec<Value> = parsed
         .calls
         .iter()
@@ -61,6 +78,9 @@ pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
         "prompt_logprobs": null,
         "kv_transfer_params": null,
     });
+    if old_line(shape) {
+        choice["message"]["reasoning"] = choice["message"]["reasoning_content"].clone();
+    }
     attach_token_ids(turn, &mut choice, &mut body);
     body["choices"] = Value::Array(vec![choice]);
     body
@@ -78,7 +98,11 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
     let mut out = vec![delta(json!({"role": "assistant", "content": ""}))];
     if let Some(reasoning) = &parsed.reasoning {
         for piece in chunks(reasoning, size) {
-            out.push(delta(json!({reasoning_key(shape): piece})));
+            let mut d = json!({reasoning_key(shape): piece});
+            if old_line(shape) {
+                d["reasoning"] = json!(piece);
+            }
+            out.push(delta(d));
         }
     }
     if let Some(content) = &parsed.content {

@@ -1,9 +1,12 @@
 """Write tests/data/server_shapes/*.jsonl: answers made by the servers' OWN code.
 
 For each case we know the model's token ids (reference encoders: `reference.kimi_encode` for Kimi,
-`tokenizers` for Qwen3 / DeepSeek-V3), and we ask the unchanged vLLM 0.33.0 chat-completion code
-(parser, incremental detokenizer, response assembly, SSE framing) what it would send back for
-them. Each fixture holds the request, the server's response (or its stream chunks) and the truth;
+`tokenizers` for Qwen3 / DeepSeek-V3), and we ask the unchanged chat-completion code of vLLM
+0.33.0 (Kimi, Qwen3, DeepSeek-V3), SGLang 0.5.23 and vLLM 0.11.2 (Kimi; each in a process of its
+own: `sglang`, `vllm011` — the latter's server in a child with transformers 4.x, see ChildServer)
+— parser, incremental detokenizer, response assembly, SSE framing — what it would send back for
+them. Stubs per server: server_stubs/{vllm,sglang,vllm011}_harness.py say what runs unchanged and
+what is stood in for. Each fixture holds the request, the server's response (or its stream chunks) and the truth;
 `expect` says whether the answer (with its `usage`) pins the ids down: the same case with the
 information a server destroys varied ("twins": trailing reasoning whitespace, whitespace-only
 content, whitespace around arguments, argument JSON formatting, call-id numbers, and, for `length`
@@ -13,7 +16,7 @@ format: /work/tasks/FORMAT-server-shapes.md (copied into tests/data/README.md).
 
 Run (deterministic: fixed seeds, fixed clock; same library versions give byte-identical files):
 
-    DRAFTGEN_ASSETS=/path/to/shared/assets python3 tests/data/gen/make_server_corpus.py
+    DRAFTGEN_ASSETS=/path/to/shared/assets python3 tests/data/gen/make_server_corpus.py   # [kimi|qwen3|deepseek_v3|sglang|vllm011]
 
 It `pip download --no-deps`s the pinned wheels into $DRAFTGEN_REF_CACHE (default
 ~/.cache/draftgen-ref), checks their sha256, extracts their `.py` files there (never into the
@@ -44,9 +47,42 @@ CACHE = Path(os.environ.get("DRAFTGEN_REF_CACHE", Path.home() / ".cache" / "draf
 WHEELS = {
     "vllm": ("0.33.0", "vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl",
              "4b6bdec4ab269990bf70d45a3c1e94c3760a27064513760193b26d6f0da883aa"),
+    "vllm011": ("0.11.2", "vllm-0.11.2-cp38-abi3-manylinux1_x86_64.whl",
+                "ea473bd4fde06940fe3f681a00476060652f62b3279ef11aaffac5768856cfe8"),
     "sglang": ("0.5.23", "sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl",
                "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937"),
 }
+
+# vLLM 0.11.2 needs transformers < 5 (its tokenizer cache reads `all_special_tokens_extended`,
+# gone in 5.x), hence transformers 4.57.6 with the tokenizers / huggingface-hub it accepts; its
+# process imports them from $DRAFTGEN_REF_CACHE/vllm011-deps (extracted whole, sha256-checked).
+VLLM011_DEPS = [
+    ("transformers", "4.57.6", "transformers-4.57.6-py3-none-any.whl",
+     "4c9e9de11333ddfe5114bc872c9f370509198acf0b87a832a0ab9458e2bd0550"),
+    ("tokenizers", "0.22.1", "tokenizers-0.22.1-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+     "e2ef6063d7a84994129732b47e7915e8710f27f99f3a3260b8a38fc7ccd083f4"),
+    ("huggingface-hub", "0.36.0", "huggingface_hub-0.36.0-py3-none-any.whl",
+     "7bcc9ad17d5b3f07b57c78e79d527102d08313caa278a641993acddcb894548d"),
+]
+
+
+def fetch_deps(deps, tree_name: str) -> Path:
+    tree = CACHE / tree_name
+    for name, version, filename, sha in deps:
+        path = CACHE / filename
+        if not path.exists():
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                            "-d", str(CACHE), f"{name}=={version}"], check=True)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != sha:
+            raise SystemExit(f"{path}: sha256 {digest} != pinned {sha}")
+        marker = tree / f".{filename}.extracted"
+        if not marker.exists():
+            with zipfile.ZipFile(path) as wheel:
+                wheel.extractall(tree)
+            marker.write_text(sha)
+    return tree
+
 
 # Top-level modules replaced by inert stubs (server_stubs/autostub.py): GPU, kernels, media,
 # metrics, grammar backends — nothing on the text-in / JSON-out path we run.
@@ -59,8 +95,9 @@ STUBBED_MODULES = [
 ]
 
 
-def fetch_wheel(name: str) -> Path:
-    version, filename, sha = WHEELS[name]
+def fetch_wheel(key: str) -> Path:
+    version, filename, sha = WHEELS[key]
+    name = "vllm" if key.startswith("vllm") else key
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / filename
     if not path.exists():
@@ -566,6 +603,13 @@ VLLM_SHAPES = [
 ]
 HF_SHAPES = [Shape("vllm", "0.33.0", False, True), Shape("vllm", "0.33.0", True, True)]
 VLLM_TOKEN_ID_SHAPES = [Shape("vllm", "0.33.0", False, False, True), Shape("vllm", "0.33.0", True, True, True)]
+# SGLang's slow-tokenizer detokenizer never inserts spaces (decode_without_hf_kwargs), whatever
+# spaces_between_special_tokens says; its return_token_ids is not part of this corpus.
+VLLM011_SHAPES = [
+    Shape("vllm", "0.11.2", False, False), Shape("vllm", "0.11.2", False, True),
+    Shape("vllm", "0.11.2", True, False), Shape("vllm", "0.11.2", True, True),
+]
+SGLANG_SHAPES = [Shape("sglang", "0.5.23", False, False), Shape("sglang", "0.5.23", True, False)]
 
 
 def vllm_request(model: str, messages, tools, max_tokens: int, shape: Shape, chat_kwargs) -> dict:
@@ -576,7 +620,7 @@ def vllm_request(model: str, messages, tools, max_tokens: int, shape: Shape, cha
         req["chat_template_kwargs"] = chat_kwargs
     if shape.stream:
         req["stream_options"] = {"include_usage": True}
-    if not shape.spaces:
+    if not shape.spaces and shape.kind == "vllm":
         req["spaces_between_special_tokens"] = False
     if shape.return_token_ids:
         req["return_token_ids"] = True
@@ -602,7 +646,7 @@ def seed_of(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
 
 
-def build_kimi(runner: Runner) -> list[dict]:
+def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[dict]:
     from reference import kimi_encode, kimi_encoding, kimi_render
 
     enc = kimi_encoding()
@@ -649,6 +693,11 @@ def build_kimi(runner: Runner) -> list[dict]:
         if case.cut and case.cut != "mid_character":
             for t in substitution_twins(truth_ids, len(truth_ids), specials, alt_ids):
                 twin_sets.append((CUT_REASON.get(case.cut, "cut"), t, max_tokens))
+        if case.cut and truth_ids[-1] == sid[SEC_B] and sid["</think>"] in truth_ids:
+            # a cut right after the opener, with no content: the same count without `</think>`
+            # (the opener ends the reasoning) and one token further, on the first call's begin
+            t_ids = [t for t in truth_ids if t != sid["</think>"]] + [sid[CALL_B]]
+            twin_sets.append(("cut_inside_tool_section", t_ids, max_tokens))
         if case.cut == "mid_character":
             # the last token is a fragment of a character: other fragments read the same
             for t in substitution_twins(truth_ids, len(truth_ids), specials, kimi_fragment_ids)[-len(kimi_fragment_ids):]:
@@ -659,10 +708,11 @@ def build_kimi(runner: Runner) -> list[dict]:
             if tuple(t_ids) not in seen:
                 seen.add(tuple(t_ids))
                 uniq.append((reason, t_ids, t_max))
-        shapes = list(VLLM_SHAPES)
-        if counter.get("token_ids", 0) < 12 and (case.calls or case.cut):
+        shapes = list(VLLM_SHAPES if base_shapes is None else base_shapes)
+        token_id_shapes = VLLM_TOKEN_ID_SHAPES if base_shapes is None else (token_id_shapes or [])
+        if token_id_shapes and counter.get("token_ids", 0) < 12 and (case.calls or case.cut):
             counter["token_ids"] = counter.get("token_ids", 0) + 1
-            shapes += VLLM_TOKEN_ID_SHAPES
+            shapes += token_id_shapes
         for shape in shapes:
             key = f"{case.label}/{shape.slug()}"
             counter[key] = counter.get(key, 0) + 1
@@ -1046,7 +1096,130 @@ def hf_twin_cases(fam: HFamily, case: HCase) -> list[tuple[str, HCase]]:
     return out
 
 
+# SGLang imports more of its engine at module level than vLLM does: these are stubbed on top of
+# STUBBED_MODULES, in the SGLang process only (model layers and kernels, disaggregation transfer,
+# the HTTP server runner, ZMQ — none of them on the text-in / JSON-out path; see sglang_harness.py).
+SGLANG_STUBS = ["zmq", "sgl_kernel", "torch_memory_saver", "setproctitle", "uvicorn",
+                "sglang.kernels", "sglang.srt.layers", "sglang.srt.disaggregation"]
+
+
+def sglang_main() -> None:
+    """The SGLang fixtures, in a process of their own (other stubs than vLLM's)."""
+    import types
+
+    os.environ["SGLANG_USE_CPU_ENGINE"] = "1"   # the CPU platform, as on a machine without a GPU
+    sys.path[:0] = [str(HERE / "server_stubs"), str(HERE), str(fetch_wheel("sglang"))]
+    import autostub
+
+    autostub.install(STUBBED_MODULES + SGLANG_STUBS)
+    import torch   # the stub: make it read as a CPU-only build (no CUDA, no ROCm)
+
+    torch.version = types.SimpleNamespace(hip=None, cuda=None, git_version="stub", __version__="0.0.0+stub")
+    torch.cuda.is_available = lambda: False
+    torch.cuda.device_count = lambda: 0
+    from sglang.srt import runtime_context
+    from sglang.srt.server_args import ServerArgs
+
+    # `ServerArgs` resolves its model's config.json: a minimal one (the real K2.5 config needs
+    # its remote code); nothing on the text path reads more than model_type.
+    model_dir = CACHE / "sglang-model-kimi"
+    model_dir.mkdir(parents=True, exist_ok=True)
+    (model_dir / "config.json").write_text(json.dumps({
+        "model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 1,
+        "hidden_size": 64, "num_attention_heads": 1, "vocab_size": 163840, "max_position_embeddings": 262144,
+        "eos_token_id": 163586}))
+    runtime_context.publish(ServerArgs(model_path=str(model_dir), tool_call_parser="kimi_k2",
+                                       reasoning_parser="kimi_k2", device="cpu"), role="tokenizer")
+    import kimi_tokenizer
+    import sglang_harness
+
+    server = sglang_harness.SglangServer(kimi_tokenizer.load(), tool_parser="kimi_k2", reasoning_parser="kimi_k2",
+                                         model_name="kimi-k2.5", eos_ids=[163586], model_type="kimi_k2")
+    runner = Runner({"sglang": server})
+    fixtures = build_kimi(runner, SGLANG_SHAPES)
+    write(OUT / "kimi_k25_sglang.jsonl", fixtures)
+    summary(fixtures)
+    print(f"{runner.calls} server runs", file=sys.stderr)
+
+
+class ChildServer:
+    """A server whose code runs in a child process (`make_server_corpus.py serve-vllm011`): vLLM
+    0.11.2 needs transformers 4.x, the reference encoders here are pinned to transformers 5, so
+    they cannot share a process. One JSON line per call each way, through stdin/stdout."""
+
+    def __init__(self, mode: str):
+        self.proc = subprocess.Popen([sys.executable, __file__, mode], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, encoding="utf-8")
+
+    def complete(self, request_json, prompt_ids, completion_ids, seed):
+        msg = {"request": request_json, "prompt_ids": prompt_ids, "completion_ids": completion_ids, "seed": seed}
+        self.proc.stdin.write(json.dumps(msg, ensure_ascii=False) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("the vLLM 0.11 child process died (see its stderr above)")
+        out = json.loads(line)
+        if "error" in out:
+            raise AssertionError(out["error"])
+        return out
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def serve_vllm011() -> None:
+    """The child process of ChildServer: vLLM 0.11.2's code with transformers 4.57.6."""
+    # The answers go to the parent through the original stdout; everything else written to
+    # fd 1 (vLLM's log handler holds sys.stdout) goes to stderr.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    sys.path[:0] = [str(fetch_deps(VLLM011_DEPS, "vllm011-deps")), str(HERE / "server_stubs"),
+                    str(HERE), str(fetch_wheel("vllm011"))]
+    import autostub
+
+    autostub.install(STUBBED_MODULES + ["lmformatenforcer"])
+    import transformers
+
+    assert transformers.__version__ == "4.57.6", transformers.__version__
+    import kimi_tokenizer
+    import vllm011_harness
+
+    server = vllm011_harness.Vllm011Server(kimi_tokenizer.load(), tool_parser="kimi_k2", reasoning_parser="kimi_k2",
+                                           model_name="kimi-k2.5", generation_config={"eos_token_id": 163586})
+    for line in sys.stdin:
+        msg = json.loads(line)
+        try:
+            answer = server.complete(msg["request"], msg["prompt_ids"], msg["completion_ids"], msg["seed"])
+        except AssertionError as e:
+            answer = {"error": str(e)}
+        out.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        out.flush()
+
+
+def vllm011_main() -> None:
+    """The vLLM 0.11.2 fixtures: cases and truth here, the server in a child process."""
+    sys.path[:0] = [str(HERE / "server_stubs"), str(HERE)]
+    server = ChildServer("serve-vllm011")
+    runner = Runner({"vllm": server})
+    fixtures = build_kimi(runner, VLLM011_SHAPES)
+    server.close()
+    write(OUT / "kimi_k25_vllm011.jsonl", fixtures)
+    summary(fixtures)
+    print(f"{runner.calls} server runs", file=sys.stderr)
+
+
 def main() -> None:
+    if sys.argv[1:] == ["sglang"]:
+        sglang_main()
+        return
+    if sys.argv[1:] == ["vllm011"]:
+        vllm011_main()
+        return
+    if sys.argv[1:] == ["serve-vllm011"]:
+        serve_vllm011()
+        return
     setup_imports()
     import kimi_tokenizer
     import vllm_harness
@@ -1075,6 +1248,9 @@ def main() -> None:
         every += fixtures
     summary(every)
     print(f"{runner.calls} server runs", file=sys.stderr)
+    if not only:
+        subprocess.run([sys.executable, __file__, "sglang"], check=True)
+        subprocess.run([sys.executable, __file__, "vllm011"], check=True)
 
 
 def write(path: Path, fixtures: list[dict]) -> None:

@@ -74,6 +74,9 @@ class _StubMeta(abc.ABCMeta):
     __sub__ = __mul__ = __truediv__ = __floordiv__ = __mod__ = __pow__ = __add__
     __rsub__ = __rmul__ = __rtruediv__ = __rand__ = __add__
 
+    def __neg__(cls):
+        return cls
+
     def __hash__(cls):
         return id(cls)
 
@@ -184,9 +187,33 @@ STUBBED: list[str] = []
 
 
 def install(roots) -> None:
-    """Make every module under the given top-level names an inert stub."""
+    """Make every module under the given top-level names an inert stub, and its distribution
+    invisible to `importlib.metadata` (so libraries that probe for, say, an installed torch see
+    the machine without it, whatever else is installed here)."""
+    import importlib.metadata as metadata
+
     STUBBED.extend(r for r in roots if r not in STUBBED)
     sys.meta_path.insert(0, _Finder(roots))
+    if getattr(metadata, "_autostub_patched", False):
+        return
+    version, distribution = metadata.version, metadata.distribution
+
+    def hidden(name: str) -> bool:
+        top = name.replace("-", "_").split(".")[0]
+        return top in STUBBED
+
+    def stub_version(name):
+        if hidden(name):
+            raise metadata.PackageNotFoundError(name)
+        return version(name)
+
+    def stub_distribution(name):
+        if hidden(name):
+            raise metadata.PackageNotFoundError(name)
+        return distribution(name)
+
+    metadata.version, metadata.distribution = stub_version, stub_distribution
+    metadata._autostub_patched = True
 
 
 def is_stub(value) -> bool:

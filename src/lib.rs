@@ -13,6 +13,7 @@ pub mod engine;
 pub mod export;
 pub mod journal;
 pub mod model;
+pub mod probe;
 pub mod reconstruct;
 pub mod server;
 pub mod sim;

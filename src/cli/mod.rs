@@ -13,6 +13,7 @@ mod import;
 mod io;
 mod model_args;
 mod prepare;
+mod probe;
 mod reconstruct;
 mod render;
 mod sim;
@@ -49,6 +50,8 @@ enum Command {
     Sim(sim::Args),
     /// Run the whole pipeline on bundled samples against an in-process simulator.
     Demo(demo::Args),
+    /// Ask each provider (or server) of a model a fixed set of scenarios; say which --kind fits.
+    Probe(Box<probe::Args>),
     /// Write trainer files (SpecForge, speculators) and the draft vocabulary from a build.
     Export(export::Args),
 }
@@ -73,6 +76,7 @@ pub fn main() -> ExitCode {
         Command::Sim(args) => sim::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Export(args) => export::run(args),
+        Command::Probe(args) => probe::run(*args),
     };
     match result {
         Ok(code) => code,

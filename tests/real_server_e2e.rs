@@ -362,6 +362,40 @@ fn generate_build_verify_through_a_real_llama_server() {
         assert_eq!(v["gate"]["ok"], true, "{v:#}");
     }
 
+    // `draftgen probe` recognizes the real server for what it is.
+    let base_url = format!("http://127.0.0.1:{}/v1", server.port);
+    let probed = run(Command::new(BIN)
+        .args([
+            "probe",
+            "--model",
+            "smollm2",
+            "--base-url",
+            &base_url,
+            "--max-tokens",
+            "32",
+        ])
+        .arg("--tokenizer")
+        .arg(smollm2_dir())
+        .arg("--json"));
+    assert_eq!(probed.status.code(), Some(0), "probe: {}", text(&probed));
+    let report: Value = serde_json::from_slice(&probed.stdout).expect("probe --json");
+    let target = &report["targets"][0];
+    assert_eq!(target["answered"], 4, "{target:#}");
+    assert_eq!(
+        target["recognized"]["declare"], "--kind llamacpp",
+        "{target:#}"
+    );
+    for p in target["probes"].as_array().expect("probes") {
+        // Without tools the server renders the prompt as we do.
+        if p["scenario"] == "plain" || p["scenario"] == "tools_in_system" {
+            assert_eq!(p["prompt_tokens_equal"], true, "{p:#}");
+        }
+    }
+    assert_eq!(
+        target["probes"][3]["observed"]["server_ids"], "__verbose.tokens",
+        "the plain scenario asks for the server's ids: {target:#}"
+    );
+
     // 2. Tool calls from a real model: the tool prompts, `tools` as a parameter.
     let tool_prompts = dir.path().join("tool-prompts.jsonl");
     let with_tools: Vec<&String> = lines

@@ -103,3 +103,59 @@ pub fn recognize(clues: &BTreeSet<Clue>, observations: &[&Observation]) -> Recog
         also_fits,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::observe::ReasoningFieldName;
+
+    fn best(clues: &[Clue]) -> Recognition {
+        recognize(&clues.iter().copied().collect(), &[])
+    }
+
+    #[test]
+    fn raw_text_is_llamacpp_only_with_its_dressing() {
+        let raw = [Clue::Parses(false), Clue::OpenRouterDress(false)];
+        let mut llama = raw.to_vec();
+        llama.push(Clue::LlamaCppDress(true));
+        assert_eq!(best(&llama).declare, "--kind llamacpp");
+        let mut other = raw.to_vec();
+        other.push(Clue::LlamaCppDress(false));
+        assert_eq!(best(&other).declare, "--kind generic");
+    }
+
+    #[test]
+    fn reasoning_field_and_call_shape_tell_vllm_lines_and_sglang_apart() {
+        let common = [
+            Clue::Parses(true),
+            Clue::IdsNative,
+            Clue::ReasoningDetails(false),
+            Clue::LlamaCppDress(false),
+            Clue::OpenRouterDress(false),
+            Clue::FinishToolCalls(true),
+        ];
+        let with = |extra: &[Clue]| {
+            let mut clues = common.to_vec();
+            clues.extend_from_slice(extra);
+            best(&clues)
+        };
+        let old = with(&[
+            Clue::ReasoningIn(ReasoningFieldName::ReasoningContent),
+            Clue::EmptyContentNull(true),
+            Clue::CallsIndexed(false),
+        ]);
+        assert_eq!(old.declare, "--kind vllm --server-version 0.11");
+        let new = with(&[
+            Clue::ReasoningIn(ReasoningFieldName::Reasoning),
+            Clue::EmptyContentNull(true),
+        ]);
+        assert_eq!(new.shape, "vllm 0.33");
+        let sglang = with(&[
+            Clue::ReasoningIn(ReasoningFieldName::ReasoningContent),
+            Clue::EmptyContentNull(false),
+            Clue::CallsIndexed(true),
+        ]);
+        assert_eq!(sglang.shape, "sglang 0.5");
+        assert!(sglang.contradicted_by.is_empty());
+    }
+}

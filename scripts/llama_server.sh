@@ -110,8 +110,9 @@ start() {
   [ -x "$bin" ] && [ -f "$model" ] || die "not built; run: scripts/llama_server.sh build"
   local port="${1:-$(free_port)}"
   local log="${DRAFTGEN_LLAMA_LOG:-${TMPDIR:-/tmp}/draftgen-llama-$port.log}"
-  # -c is split across the -np slots: 8192 / 4 = 2048 tokens each (bundled prompts fit).
-  "$bin" -m "$model" --host 127.0.0.1 --port "$port" -c "${DRAFTGEN_LLAMA_CTX:-8192}" -np 4 -t 2 \
+  # -c is split across the -np slots: 16384 / 4 = 4096 tokens each (the longest bundled prompt
+  # is 2,284 SmolLM2 tokens; the KV cache of 16384 tokens is ~380 MB for this model).
+  "$bin" -m "$model" --host 127.0.0.1 --port "$port" -c "${DRAFTGEN_LLAMA_CTX:-16384}" -np 4 -t 2 \
     --jinja --no-webui -a smollm2 >"$log" 2>&1 &
   local pid=$!
   for _ in $(seq 1 300); do

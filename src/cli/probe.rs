@@ -100,7 +100,9 @@ fn api_key(args: &Args, openrouter: bool) -> Result<Option<ApiKey>, UsageError> 
 
 /// The providers OpenRouter lists for `model` (empty if the list cannot be had).
 async fn openrouter_providers(client: &Client, endpoint: &Endpoint, model: &str) -> Vec<String> {
-    let path = format!("models/{model}/endpoints");
+    // The listing knows the model, not its routing suffixes (`:exacto`, `:nitro`).
+    let slug = model.split(':').next().unwrap_or(model);
+    let path = format!("models/{slug}/endpoints");
     match client
         .get_json(endpoint, &path, Duration::from_secs(15))
         .await

@@ -3,7 +3,9 @@
 //! [`crate::server::forward`] sends back what was received from the text the answer implies).
 //! The shape contradicting the fewest clues, then fitting the most, wins; ties go to the order
 //! of [`SHAPES`] (newest version of each kind first). An unknown server (`generic`) wins only
-//! when no known shape fits better — then `--kind generic` is the honest declaration.
+//! when no known shape fits better — then `--kind generic` is the honest declaration. A kind's
+//! own dressing (llama.cpp's `timings`, OpenRouter's `provider` and `cost`) decides the kind
+//! outright; what its shape then does not explain is listed (`contradicted_by`), not hidden.
 
 use std::collections::BTreeSet;
 
@@ -79,8 +81,19 @@ fn score(
 
 /// The best shape for `clues` (all answers of one target) and `observations`.
 pub fn recognize(clues: &BTreeSet<Clue>, observations: &[&Observation]) -> Recognition {
+    // The software's own dressing (llama.cpp's `timings`, OpenRouter's `provider`/`cost`) says
+    // which kind answered whatever its parsers did; the other clues then pick the shape.
+    let dressed = |kind: ServerKind| match kind {
+        ServerKind::LlamaCpp => clues.contains(&Clue::LlamaCppDress(true)),
+        ServerKind::OpenRouter => clues.contains(&Clue::OpenRouterDress(true)),
+        _ => false,
+    };
+    let identified = [ServerKind::LlamaCpp, ServerKind::OpenRouter]
+        .into_iter()
+        .find(|kind| dressed(*kind));
     let mut scored: Vec<(Score, &ServerShape, Vec<String>)> = SHAPES
         .iter()
+        .filter(|shape| identified.is_none_or(|kind| shape.kind == kind))
         .map(|shape| {
             let (s, why) = score(shape, clues, observations);
             (s, *shape, why)
@@ -122,6 +135,17 @@ mod tests {
         let mut other = raw.to_vec();
         other.push(Clue::LlamaCppDress(false));
         assert_eq!(best(&other).declare, "--kind generic");
+        // llama.cpp's generic tool-call handler parses calls, which its shape does not model:
+        // still llama.cpp, and the clue it does not explain is said.
+        let parsed = [
+            Clue::Parses(true),
+            Clue::IdsOther,
+            Clue::LlamaCppDress(true),
+            Clue::OpenRouterDress(false),
+        ];
+        let r = best(&parsed);
+        assert_eq!(r.declare, "--kind llamacpp");
+        assert!(!r.contradicted_by.is_empty());
     }
 
     #[test]

@@ -11,8 +11,9 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
 
-/// Start the built-in simulator on its own thread; returns its base URL.
-fn start_sim(config: SimConfig) -> String {
+/// Start the built-in simulator on its own thread; the receiver gets its base URL once it listens
+/// (so several start at once).
+fn spawn_sim(config: SimConfig) -> std::sync::mpsc::Receiver<String> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -26,7 +27,11 @@ fn start_sim(config: SimConfig) -> String {
             std::future::pending::<()>().await;
         });
     });
-    rx.recv().expect("sim base URL")
+    rx
+}
+
+fn start_sim(config: SimConfig) -> String {
+    spawn_sim(config).recv().expect("sim base URL")
 }
 
 fn probe(args: &[&str]) -> Output {
@@ -72,37 +77,45 @@ fn every_sim_flavour_is_recognized_for_what_it_is() {
     )
     .expect("write prompts");
     let kimi_arg = kimi.to_str().expect("utf-8 path");
-    for flavor in Flavor::ALL {
-        let base_url = start_sim(SimConfig {
-            flavor,
-            model_dir: Some(kimi.clone()),
-            profile: Some("kimi-k2.5".into()),
-            ..SimConfig::default()
-        });
-        let out = probe(&[
-            "--model",
-            "moonshotai/kimi-k2.5",
-            "--base-url",
-            &base_url,
-            "--prompts",
-            prompts.to_str().expect("utf-8 path"),
-            "--tokenizer",
-            kimi_arg,
-            "--profile",
-            "kimi-k2.5",
-            "--timeout",
-            "20",
-            "--json",
-        ]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}: {}",
-            flavor.name(),
-            text(&out)
-        );
-        let report: Value = serde_json::from_slice(&out.stdout).expect("probe --json");
-        let target = &report["targets"][0];
+    // One simulator per flavour, all probed by one `probe` (one tokenizer load, every target at
+    // once): the report lists the targets in the order of the --base-url flags.
+    let starting: Vec<_> = Flavor::ALL
+        .into_iter()
+        .map(|flavor| {
+            spawn_sim(SimConfig {
+                flavor,
+                model_dir: Some(kimi.clone()),
+                profile: Some("kimi-k2.5".into()),
+                ..SimConfig::default()
+            })
+        })
+        .collect();
+    let urls: Vec<String> = starting
+        .iter()
+        .map(|rx| rx.recv().expect("sim base URL"))
+        .collect();
+    let mut args = vec![
+        "--model",
+        "moonshotai/kimi-k2.5",
+        "--prompts",
+        prompts.to_str().expect("utf-8 path"),
+        "--tokenizer",
+        kimi_arg,
+        "--profile",
+        "kimi-k2.5",
+        "--timeout",
+        "60",
+        "--json",
+    ];
+    for url in &urls {
+        args.extend(["--base-url", url.as_str()]);
+    }
+    let out = probe(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("probe --json");
+    let targets = report["targets"].as_array().expect("targets");
+    assert_eq!(targets.len(), Flavor::ALL.len());
+    for (flavor, target) in Flavor::ALL.into_iter().zip(targets) {
         assert_eq!(target["answered"], 5, "{}: {}", flavor.name(), text(&out));
         let (shape, declare) = expected(flavor);
         let recognized = &target["recognized"];

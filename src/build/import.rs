@@ -254,6 +254,7 @@ fn record_of(
         started_at: chrono::Utc::now().to_rfc3339(),
         latency_ms: 0,
         first_byte_ms: None,
+        source: prompt.map(|p| p.source.clone()),
         request: Value::Object(request),
         response: Some(response),
     })

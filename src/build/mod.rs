@@ -331,7 +331,11 @@ fn outcome_of(
     if let Some(turn) = conversation::TurnRecord::of(&record, location) {
         return Outcome::Turn(Box::new(turn));
     }
-    let source = sources.get(&record.id).cloned();
+    // `--prompts` first (as before), else the source the record carries.
+    let source = sources
+        .get(&record.id)
+        .cloned()
+        .or_else(|| record.source.clone());
     match row_of(profile, options, &record, source) {
         Ok(row) => Outcome::Built(row),
         Err(e) => Outcome::Failed(format!("{location} (id {}): {e}", record.id)),

@@ -18,6 +18,7 @@ mod reconstruct;
 mod render;
 mod sim;
 mod tokenize;
+mod verify;
 
 #[derive(Parser)]
 #[command(
@@ -54,6 +55,8 @@ enum Command {
     Probe(Box<probe::Args>),
     /// Write trainer files (SpecForge, speculators) and the draft vocabulary from a build.
     Export(export::Args),
+    /// Check a run's token fidelity, usage and tool calls; write verify.json and report.html.
+    Verify(Box<verify::Args>),
 }
 
 /// An error caused by the user's input or flags: exit code 2.
@@ -77,6 +80,7 @@ pub fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Export(args) => export::run(args),
         Command::Probe(args) => probe::run(*args),
+        Command::Verify(args) => verify::run(*args),
     };
     match result {
         Ok(code) => code,

@@ -202,6 +202,7 @@ pub(crate) async fn run_list_as(
     let started = Instant::now();
     config.validate()?;
     let skipped_lines = std::mem::take(&mut prompts.skipped);
+    let prompts_file = prompts.file.take();
     let resolved = config.resolve_endpoints(|name| std::env::var(name).ok())?;
     let keys: Vec<ApiKey> = resolved
         .iter()
@@ -221,7 +222,9 @@ pub(crate) async fn run_list_as(
     let mut keep = keep.into_iter();
     prompts.retain(|_| keep.next().unwrap_or(false));
 
-    let manifest = manifest.unwrap_or_else(|| manifest_for(config, prompts.iter().map(|p| &*p.id)));
+    let manifest = manifest.unwrap_or_else(|| {
+        manifest_for(config, prompts.iter().map(|p| &*p.id)).with_prompts(prompts_file)
+    });
     let force = config.force || adopts_imported_manifest(run_dir);
     let (mut journal, state) = RunDir::create_or_open(run_dir, &manifest, force)?;
     for key in &keys {

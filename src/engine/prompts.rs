@@ -2,7 +2,7 @@
 //!
 //! A run holds its pending prompts from start to end, so each is kept as what a request needs:
 //! the id, and the messages and tools as their serialized JSON (one allocation each), not a
-//! `Prompt` with `Value` trees, source and metadata. [`PromptList::read_jsonl`] builds the list
+//! `Prompt` with `Value` trees and metadata. [`PromptList::read_jsonl`] builds the list
 //! one line at a time, so a large prompts file is never held parsed in full (50,000 prompts: about
 //! 10 MB instead of 50).
 
@@ -13,19 +13,23 @@ use std::path::Path;
 use serde_json::value::RawValue;
 
 use crate::dataset::{DatasetError, Prompt};
-use crate::journal::SkippedLine;
+use sha2::{Digest, Sha256};
+
+use crate::journal::{PromptsFile, SkippedLine};
 
 /// One prompt as the engine keeps it.
 #[derive(Debug)]
 pub(crate) struct CompactPrompt {
     pub id: Box<str>,
+    /// The prompt's dataset, journaled with every attempt (`Record::source`).
+    pub source: Box<str>,
     pub messages: Box<RawValue>,
     /// `None` for no tools (or an empty list).
     pub tools: Option<Box<RawValue>>,
 }
 
 impl CompactPrompt {
-    /// `prompt`'s request-relevant parts; its source and metadata are dropped here. The JSON is
+    /// `prompt`'s request-relevant parts and its source; its metadata is dropped here. The JSON is
     /// serde_json's serialization of the messages and tools, so request bodies are byte-identical
     /// to serializing [`crate::api::build_body`].
     fn new(prompt: Prompt) -> serde_json::Result<Self> {
@@ -37,6 +41,7 @@ impl CompactPrompt {
             messages: serde_json::value::to_raw_value(&prompt.messages)?,
             tools,
             id: prompt.id.into_boxed_str(),
+            source: prompt.source.into_boxed_str(),
         })
     }
 
@@ -54,6 +59,8 @@ pub struct PromptList {
     pub(crate) items: Vec<CompactPrompt>,
     /// Lines of the file read that are not prompts (skipped; the run reports them).
     pub(crate) skipped: Vec<SkippedLine>,
+    /// The file the prompts were read from (recorded in the run's manifest).
+    pub(crate) file: Option<PromptsFile>,
 }
 
 impl PromptList {
@@ -91,6 +98,7 @@ impl PromptList {
             source,
         })?;
         let mut list = PromptList::new();
+        let mut hasher = Sha256::new();
         let mut reader = BufReader::new(file);
         let mut line = String::new();
         let mut line_no = 0u64;
@@ -109,6 +117,7 @@ impl PromptList {
             {
                 break;
             }
+            hasher.update(line.as_bytes());
             if line.trim().is_empty() {
                 continue;
             }
@@ -121,6 +130,13 @@ impl PromptList {
                 });
             }
         }
+        list.file = Some(PromptsFile {
+            path: std::fs::canonicalize(path)
+                .unwrap_or_else(|_| path.to_path_buf())
+                .display()
+                .to_string(),
+            sha256: hex::encode(hasher.finalize()),
+        });
         Ok(list)
     }
 

@@ -252,6 +252,7 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
             endpoint: &chosen.endpoint.name,
             request: &request,
             started_at: started_at.to_rfc3339(),
+            source: &prompt.source,
         };
         let (encoded, next) = match result {
             Ok(outcome) => (success_record(&ctx, &head, outcome), None),
@@ -401,6 +402,7 @@ struct Head<'a> {
     endpoint: &'a str,
     request: &'a RawValue,
     started_at: String,
+    source: &'a str,
 }
 
 fn success_record(
@@ -427,6 +429,7 @@ fn success_record(
         latency_ms: outcome.latency_ms,
         first_byte_ms: outcome.first_byte_ms,
         not_before_ms: None,
+        source: (!head.source.is_empty()).then_some(head.source),
     }
     .encode()
 }
@@ -470,6 +473,7 @@ fn failure_record(
         not_before_ms: err
             .retry_after
             .map(|after| unix_ms(SystemTime::now() + after)),
+        source: (!head.source.is_empty()).then_some(head.source),
     }
     .encode()
 }

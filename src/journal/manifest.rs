@@ -83,6 +83,30 @@ pub struct Manifest {
     /// before draftgen recorded it (readers then fall back to [`ReconstructOptions::default`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<ServerShape>,
+    /// The prompts file `generate` read, so `verify` can find each prompt's dataset from the run
+    /// directory alone. Not fingerprinted (`dataset_hash` is the dataset's identity; the same
+    /// prompts may be read from another path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<PromptsFile>,
+}
+
+/// A prompts file: where it was and what it held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptsFile {
+    /// Absolute path when it could be resolved, else as given.
+    pub path: String,
+    /// Hex SHA-256 of the file's bytes.
+    pub sha256: String,
+}
+
+impl PromptsFile {
+    /// Whether the file at `path` still has the recorded hash (`Ok(false)`: it changed).
+    pub fn unchanged(&self) -> std::io::Result<bool> {
+        let mut file = std::fs::File::open(&self.path)?;
+        let mut hasher = Sha256::new();
+        std::io::copy(&mut file, &mut hasher)?;
+        Ok(hex::encode(hasher.finalize()) == self.sha256)
+    }
 }
 
 /// The fingerprinted part of a manifest, in a fixed order.
@@ -115,9 +139,16 @@ impl Manifest {
             fingerprint: String::new(),
             previous_fingerprints: Vec::new(),
             servers: Vec::new(),
+            prompts: None,
         };
         manifest.seal();
         manifest
+    }
+
+    /// This manifest with the prompts file it reads recorded.
+    pub fn with_prompts(mut self, prompts: Option<PromptsFile>) -> Manifest {
+        self.prompts = prompts;
+        self
     }
 
     /// This manifest with its endpoints' server shapes recorded.

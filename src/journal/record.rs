@@ -91,6 +91,10 @@ pub struct Record {
     /// prompt must not start before this time (Unix milliseconds), in this session or a resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before_ms: Option<u64>,
+    /// The prompt's dataset (`Prompt::source`), so `verify` needs only the run directory for
+    /// per-dataset figures. Absent in journals written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     // The big bodies come last: serde writes fields in declaration order, and the resume index
     // reads only the line's prefix up to `,"request":` (see `scan.rs`). Keep new small fields
     // above this point.
@@ -127,6 +131,8 @@ pub struct RecordRef<'a> {
     pub first_byte_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_before_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'a str>,
     // Bodies last, as in `Record`: the resume index's fast path reads only the line before
     // `,"request":` and needs every small field there (see `scan.rs`).
     pub request: &'a RawValue,
@@ -227,6 +233,7 @@ mod tests {
             latency_ms: 12,
             first_byte_ms: None,
             not_before_ms: error.map(|_| 1_767_225_600_000),
+            source: Some("glaive".into()),
         }
     }
 
@@ -255,6 +262,7 @@ mod tests {
             latency_ms: r.latency_ms,
             first_byte_ms: r.first_byte_ms,
             not_before_ms: r.not_before_ms,
+            source: r.source.as_deref(),
         }
         .encode()
         .expect("encode")

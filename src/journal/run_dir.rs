@@ -99,10 +99,11 @@ impl RunDir {
                         manifest.draftgen_version
                     );
                 }
-                if old.servers != manifest.servers {
+                let new_prompts = manifest.prompts.is_some() && old.prompts != manifest.prompts;
+                if old.servers != manifest.servers || new_prompts {
                     // What the run knows about its servers (recorded since, or a new version)
                     // is kept current; the settings are the same, so nothing else changes.
-                    if !old.servers.is_empty() {
+                    if !old.servers.is_empty() && old.servers != manifest.servers {
                         tracing::warn!(
                             "{}: the endpoints' server shape changed (e.g. --server-version); records written before keep no note of the old one",
                             run.manifest_path().display(),
@@ -110,6 +111,10 @@ impl RunDir {
                     }
                     let mut updated = old.clone();
                     updated.servers = manifest.servers.clone();
+                    if new_prompts {
+                        // Where the prompts were read from this time (a resume may move them).
+                        updated.prompts = manifest.prompts.clone();
+                    }
                     updated.request_options = manifest.request_options.clone();
                     updated.seal();
                     run.write_manifest(&updated)?;

@@ -757,6 +757,7 @@ mod tests {
             latency_ms: 9,
             first_byte_ms: Some(4),
             not_before_ms: Some(1_767_225_600_123),
+            source: None,
             request,
             response,
         }
@@ -1001,7 +1002,7 @@ mod tests {
                         (provider, cost_usd, started_at), (latency_ms, first_byte_ms, response, content), not_before_ms)| {
                 super::super::Record {
                     id, attempt, status, error_class, error, endpoint, http_status, provider,
-                    cost_usd, started_at, latency_ms, first_byte_ms, not_before_ms,
+                    cost_usd, started_at, latency_ms, first_byte_ms, not_before_ms, source: None,
                     request: serde_json::json!({"messages": [{"role": "user", "content": content}]}),
                     response,
                 }

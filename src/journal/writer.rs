@@ -354,6 +354,7 @@ mod tests {
             not_before_ms: None,
             latency_ms: 1,
             first_byte_ms: None,
+            source: None,
         }
         .encode()
         .expect("encode")

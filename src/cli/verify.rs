@@ -1,0 +1,255 @@
+//! `draftgen verify`: a run (or build) directory → terminal summary, `verify.json`, `report.html`.
+//!
+//! Exit codes: 0 verification passed; 1 a sample is divergent from the reference ids, of
+//! fidelity class inconsistent, or could not be checked (and, with `--strict-tools`, a tool-call
+//! red flag); 2 bad flags, no such directory, model or reference file.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::model_args::ModelArgs;
+use super::UsageError;
+use crate::reconstruct::FidelityClass;
+use crate::verify::{self, GroupFigures, VerifyConfig, VerifyError, VerifyReport};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// The run directory written by `generate` (or a build directory written by `build`).
+    #[arg(long)]
+    run: PathBuf,
+    /// Reference completion ids, one `{"id": …, "output_ids": [...]}` per line (e.g. an earlier
+    /// local SGLang/vLLM run); overrides the server ids in the journal.
+    #[arg(long)]
+    reference: Option<PathBuf>,
+    /// Where to write verify.json and report.html (default: the --run directory).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// prompts.jsonl to take sources from for records that do not carry theirs (default: the
+    /// prompts file the run's manifest recorded, if unchanged).
+    #[arg(long)]
+    prompts: Option<PathBuf>,
+    /// A second run on the same prompts (another provider, the official API): the tool-call
+    /// audit's trigger F1 and schema accuracy.
+    #[arg(long)]
+    tools_reference_run: Option<PathBuf>,
+    /// Tool-call red flags (datasets whose tools never trigger, providers below
+    /// K2-Vendor-Verifier's thresholds) fail verification too.
+    #[arg(long)]
+    strict_tools: bool,
+    /// Print verify.json on stdout (the summary then goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !args.run.is_dir() {
+        return Err(UsageError(format!("{}: no such directory", args.run.display())).into());
+    }
+    let profile = args.model.load()?;
+    let config = VerifyConfig {
+        profile: &profile,
+        model_name: &args.model.model,
+        input: &args.run,
+        reference: args.reference.as_deref(),
+        prompts: args.prompts.as_deref(),
+        tools_reference_run: args.tools_reference_run.as_deref(),
+        strict_tools: args.strict_tools,
+        progress: std::io::stderr().is_terminal(),
+    };
+    let report = match verify::verify(&config) {
+        Ok(report) => report,
+        Err(e @ VerifyError::Input(_)) => return Err(UsageError(e.to_string()).into()),
+        Err(e @ VerifyError::Io { .. }) if args.reference.is_some() => {
+            return Err(UsageError(e.to_string()).into())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let out = args.out.clone().unwrap_or_else(|| args.run.clone());
+    let (json_path, html_path) = verify::write(&report, &out)?;
+    let colour = if args.json {
+        std::io::stderr().is_terminal()
+    } else {
+        std::io::stdout().is_terminal()
+    } && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let mut text = summary(&report, colour);
+    let _ = writeln!(
+        text,
+        "wrote {} and {}",
+        json_path.display(),
+        html_path.display()
+    );
+    if args.json {
+        eprint!("{text}");
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{text}");
+    }
+    Ok(if report.gate.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn red(text: &str, colour: bool) -> String {
+    if colour {
+        format!("\x1b[31m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+fn percent(n: u64, of: u64) -> String {
+    if of == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", 100.0 * n as f64 / of as f64)
+    }
+}
+
+/// The terminal summary.
+pub fn summary(r: &VerifyReport, colour: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "verify  {} ({}): {} sample(s), model {}",
+        r.run, r.input, r.samples.total, r.model
+    );
+    let classes: Vec<String> = FidelityClass::ALL
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c.name(),
+                r.samples.by_fidelity.get(c.name()).copied().unwrap_or(0)
+            )
+        })
+        .collect();
+    let _ = writeln!(s, "  fidelity   {}", classes.join(" · "));
+    let f = &r.reference;
+    if f.compared > 0 {
+        let source = serde_json::to_value(f.source)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  reference  {} compared ({source}): {} exact, {} bpe-benign, {} truncated mid-character, {} divergent; {} without reference",
+            f.compared, f.exact, f.bpe_benign, f.truncated_mid_character, f.divergent, f.without_reference
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "  reference  none (no server ids in the journal; pass --reference FILE to compare)"
+        );
+    }
+    for (name, u) in [
+        ("prompt_tokens", &r.usage.prompt_tokens),
+        ("completion_tokens", &r.usage.completion_tokens),
+    ] {
+        if u.compared == 0 {
+            let _ = writeln!(s, "  usage      {name}: not reported");
+            continue;
+        }
+        let hist: Vec<String> = u
+            .sorted()
+            .iter()
+            .take(12)
+            .map(|(d, n)| format!("{d:+}:{n}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  usage      {name}: {} compared, {} equal ({}); reported−rebuilt {}",
+            u.compared,
+            u.equal,
+            percent(u.equal, u.compared),
+            hist.join(" ")
+        );
+    }
+    if r.usage.prompt_tokens.compared > 0 {
+        let _ = writeln!(
+            s,
+            "             prompt_tokens within Kimi-Vendor-Verifier's band (expected ≤ reported ≤ expected+3): {}/{}",
+            r.usage.prompt_tokens_within_kvv_band, r.usage.prompt_tokens.compared
+        );
+    }
+    for (title, groups) in [("source", &r.by_source), ("provider", &r.by_provider)] {
+        let _ = writeln!(
+            s,
+            "  {:<24} {:>8} {:>8} {:>10} {:>10} {:>12} {:>10}",
+            format!("per {title}"),
+            "samples",
+            "exact",
+            "divergent",
+            "inconsist.",
+            "bpe-benign",
+            "prompt Δ=0"
+        );
+        for (name, g) in groups.iter() {
+            let _ = writeln!(s, "{}", group_line(name, g));
+        }
+    }
+    let table = r.tool_calls.terminal_table();
+    if !table.trim().is_empty() {
+        let _ = writeln!(s, "  tool calls\n{table}");
+    }
+    for flag in r.tool_calls.red_flags() {
+        let _ = writeln!(s, "  {}", red(&format!("tool calls: {flag}"), colour));
+    }
+    for d in r.reference.divergent_samples.iter().take(5) {
+        let _ = writeln!(
+            s,
+            "  {} {} at token {}:\n      ours      {:?}\n      reference {:?}",
+            red("divergent", colour),
+            d.id,
+            d.position,
+            d.ours,
+            d.reference
+        );
+    }
+    for p in r.problems.iter().take(5) {
+        let _ = writeln!(s, "  problem    {p}");
+    }
+    if r.gate.ok {
+        let _ = writeln!(s, "  gate       ok");
+    } else {
+        let _ = writeln!(
+            s,
+            "  gate       {}",
+            red(&format!("FAILED: {}", r.gate.reasons.join("; ")), colour)
+        );
+    }
+    s
+}
+
+fn group_line(name: &str, g: &GroupFigures) -> String {
+    let exact = g.class(FidelityClass::ExactByServerIds) + g.class(FidelityClass::Unique);
+    format!(
+        "    {:<22} {:>8} {:>8} {:>10} {:>10} {:>12} {:>10}",
+        truncate(name, 22),
+        g.samples,
+        percent(exact, g.samples),
+        g.reference.divergent,
+        g.class(FidelityClass::Inconsistent),
+        g.reference.bpe_benign,
+        if g.usage.prompt_tokens.compared == 0 {
+            "-".to_string()
+        } else {
+            percent(g.usage.prompt_tokens.equal, g.usage.prompt_tokens.compared)
+        }
+    )
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}

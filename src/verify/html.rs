@@ -1,0 +1,625 @@
+//! `report.html`: one self-contained page (inline CSS and SVG, no script, no network) with the
+//! figures of a [`VerifyReport`] as plots — fidelity classes, the reference compare, the usage
+//! deltas, length histograms per dataset, cost, throughput and errors over time, the provider
+//! mix, the tool-call audit's section and the divergent samples with their context. Every piece
+//! of text that came from the run (ids, dataset and provider names, decoded tokens, error
+//! messages) is HTML-escaped. Light and dark follow `prefers-color-scheme`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::figures::{GroupFigures, LengthHistogram, UsageDelta};
+use super::svg::{self, esc, series_colour};
+use super::timeline::{Minute, Timeline};
+use super::VerifyReport;
+use crate::reconstruct::FidelityClass;
+
+/// Bars in a time chart at most.
+const MAX_TIME_BARS: i64 = 48;
+
+const CSS: &str = r#"
+:root { color-scheme: light dark; --bg: #ffffff; --fg: #1d232a; --muted: #5b6672; --grid: #e3e7eb;
+  --card: #f6f8fa; --border: #d5dbe1; --ok: #1a7f37; --bad: #cf222e;
+  --c0: #4e79a7; --c1: #f28e2b; --c2: #e15759; --c3: #76b7b2; --c4: #59a14f; --c5: #edc948;
+  --c6: #b07aa1; --c7: #ff9da7; --c8: #9c755f; --c9: #8a8f96;
+  --exact: #1a7f37; --unique: #4ac26b; --trunc: #3b9fb5; --ambiguous: #d4a72c; --lossy: #e16f24; --inconsistent: #cf222e; }
+@media (prefers-color-scheme: dark) { :root { --bg: #0f1419; --fg: #e6edf3; --muted: #9aa7b3;
+  --grid: #2a323b; --card: #161c23; --border: #30363d; --ok: #3fb950; --bad: #ff7b72;
+  --c0: #6f9fd8; --c1: #ffa657; --c2: #ff7b72; --c3: #8bd5cf; --c4: #7ee787; --c5: #f2cc60;
+  --c6: #d2a8ff; --c7: #ffb3bd; --c8: #c9a27e; --c9: #a5adb6;
+  --exact: #3fb950; --unique: #7ee787; --trunc: #76c7de; --ambiguous: #e3b341; --lossy: #f0883e; --inconsistent: #ff7b72; } }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 24px; background: var(--bg); color: var(--fg);
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+main { max-width: 1360px; margin: 0 auto; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 10px; }
+h3 { font-size: 14px; margin: 12px 0 6px; color: var(--muted); font-weight: 600; }
+.sub { color: var(--muted); margin-bottom: 12px; word-break: break-all; }
+.badge { display: inline-block; padding: 2px 10px; border-radius: 12px; font-weight: 600; color: #fff; }
+.ok { background: var(--ok); } .bad { background: var(--bad); }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 12px 0; }
+.card { background: var(--card); border: 1px solid var(--border); border-radius: 8px; padding: 10px 14px; min-width: 150px; }
+.card b { display: block; font-size: 22px; } .card span { color: var(--muted); font-size: 12px; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 16px; }
+.panel { background: var(--card); border: 1px solid var(--border); border-radius: 8px; padding: 10px 12px; overflow-x: auto; }
+svg.chart { max-width: 100%; height: auto; display: block; font-size: 11px; }
+svg.chart .grid { stroke: var(--grid); stroke-width: 1; }
+svg.chart text { fill: var(--muted); } svg.chart text.label { fill: var(--fg); }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 12px; color: var(--muted); margin-top: 4px; }
+.legend i { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 5px; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--border); vertical-align: top; }
+th { color: var(--muted); font-weight: 600; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.warn { color: var(--bad); font-weight: 600; }
+pre { margin: 0; white-space: pre-wrap; word-break: break-all; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
+.muted { color: var(--muted); }
+"#;
+
+fn class_colour(class: FidelityClass) -> &'static str {
+    match class {
+        FidelityClass::ExactByServerIds => "var(--exact)",
+        FidelityClass::Unique => "var(--unique)",
+        FidelityClass::TruncatedMidCharacter => "var(--trunc)",
+        FidelityClass::Ambiguous => "var(--ambiguous)",
+        FidelityClass::Lossy => "var(--lossy)",
+        FidelityClass::Inconsistent => "var(--inconsistent)",
+    }
+}
+
+fn pct(n: u64, of: u64) -> String {
+    if of == 0 {
+        "–".into()
+    } else {
+        format!("{:.1}%", 100.0 * n as f64 / of as f64)
+    }
+}
+
+/// The whole page.
+pub fn render(r: &VerifyReport) -> String {
+    let mut s = String::with_capacity(64 * 1024);
+    let _ = write!(
+        s,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>draftgen verify — {}</title><style>{CSS}</style></head><body><main>"#,
+        esc(&r.run)
+    );
+    header(&mut s, r);
+    fidelity(&mut s, r);
+    reference(&mut s, r);
+    usage(&mut s, r);
+    lengths(&mut s, r);
+    over_time(&mut s, &r.attempts);
+    providers(&mut s, r);
+    groups_table(&mut s, "Per dataset (source)", &r.by_source);
+    groups_table(&mut s, "Per provider", &r.by_provider);
+    let tools = r.tool_calls.html_section();
+    s.push_str("<h2>Tool calls</h2>");
+    if tools.trim().is_empty() {
+        s.push_str(r#"<p class="muted">No tool-call audit in this report.</p>"#);
+    } else {
+        // The audit's own self-contained fragment (`ToolAudit::html_section`).
+        s.push_str(&tools);
+    }
+    for flag in r.tool_calls.red_flags() {
+        let _ = write!(s, r#"<p class="warn">{}</p>"#, esc(&flag));
+    }
+    divergent(&mut s, r);
+    problems(&mut s, r);
+    let _ = write!(
+        s,
+        r#"<p class="muted">draftgen {} · verify.json beside this file has every figure.</p></main></body></html>"#,
+        esc(&r.draftgen_version)
+    );
+    s
+}
+
+fn header(s: &mut String, r: &VerifyReport) {
+    let (badge, text) = if r.gate.ok {
+        ("ok", "verification passed".to_string())
+    } else {
+        ("bad", format!("FAILED: {}", r.gate.reasons.join("; ")))
+    };
+    let _ = write!(
+        s,
+        r#"<h1>draftgen verify <span class="badge {badge}">{}</span></h1><div class="sub">{} ({}) · model {}</div>"#,
+        esc(&text),
+        esc(&r.run),
+        r.input,
+        esc(&r.model)
+    );
+    let exact = r
+        .samples
+        .by_fidelity
+        .get("exact_by_server_ids")
+        .copied()
+        .unwrap_or(0)
+        + r.samples.by_fidelity.get("unique").copied().unwrap_or(0);
+    let cards = [
+        ("samples", r.samples.total.to_string()),
+        ("exact ids (server or unique)", pct(exact, r.samples.total)),
+        ("compared with reference", r.reference.compared.to_string()),
+        ("divergent", r.reference.divergent.to_string()),
+        ("attempts", r.attempts.attempts.to_string()),
+        ("failed attempts", r.attempts.failed.to_string()),
+        ("cost", format!("${:.4}", r.attempts.cost_usd)),
+    ];
+    s.push_str(r#"<div class="cards">"#);
+    for (label, value) in cards {
+        let _ = write!(
+            s,
+            r#"<div class="card"><b>{}</b><span>{}</span></div>"#,
+            esc(&value),
+            esc(label)
+        );
+    }
+    s.push_str("</div>");
+}
+
+fn fidelity(s: &mut String, r: &VerifyReport) {
+    s.push_str(r#"<h2>Fidelity classes</h2><div class="grid"><div class="panel">"#);
+    let items: Vec<(String, f64, String)> = FidelityClass::ALL
+        .iter()
+        .map(|c| {
+            (
+                c.name().to_string(),
+                r.samples.by_fidelity.get(c.name()).copied().unwrap_or(0) as f64,
+                class_colour(*c).to_string(),
+            )
+        })
+        .collect();
+    s.push_str(&svg::hbars("samples per fidelity class", &items));
+    s.push_str("</div><div class=\"panel\"><h3>per dataset</h3>");
+    let sources: Vec<String> = r.by_source.keys().cloned().collect();
+    let series: Vec<(String, String, Vec<f64>)> = FidelityClass::ALL
+        .iter()
+        .map(|c| {
+            (
+                c.name().to_string(),
+                class_colour(*c).to_string(),
+                r.by_source.values().map(|g| g.class(*c) as f64).collect(),
+            )
+        })
+        .collect();
+    s.push_str(&svg::stacked(
+        "fidelity per dataset",
+        short_labels(&sources),
+        &series,
+    ));
+    s.push_str("</div></div>");
+}
+
+/// Dataset names shortened for an axis (the tables have them in full).
+fn short_labels(names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .map(|n| {
+            let stem = n.trim_end_matches(".jsonl").trim_end_matches(".json");
+            if stem.chars().count() > 14 {
+                let mut t: String = stem.chars().take(13).collect();
+                t.push('…');
+                t
+            } else {
+                stem.to_string()
+            }
+        })
+        .collect()
+}
+
+fn reference(s: &mut String, r: &VerifyReport) {
+    let f = &r.reference;
+    s.push_str("<h2>Ids rebuilt from text vs reference ids</h2>");
+    if f.compared == 0 {
+        s.push_str(r#"<p class="muted">No reference ids: the journal has no server token ids and no <code>--reference</code> file was given.</p>"#);
+        return;
+    }
+    let source = serde_json::to_value(f.source)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let _ = write!(
+        s,
+        r#"<div class="panel"><h3>{} compared (reference: {}); {} without reference</h3>"#,
+        f.compared,
+        esc(&source),
+        f.without_reference
+    );
+    let items = vec![
+        (
+            "exact".to_string(),
+            f.exact as f64,
+            "var(--exact)".to_string(),
+        ),
+        (
+            "bpe-benign (same bytes)".to_string(),
+            f.bpe_benign as f64,
+            "var(--unique)".to_string(),
+        ),
+        (
+            "truncated mid-character".to_string(),
+            f.truncated_mid_character as f64,
+            "var(--trunc)".to_string(),
+        ),
+        (
+            "divergent".to_string(),
+            f.divergent as f64,
+            "var(--inconsistent)".to_string(),
+        ),
+    ];
+    s.push_str(&svg::hbars("reference comparison", &items));
+    s.push_str("</div>");
+}
+
+fn delta_chart(title: &str, u: &UsageDelta) -> String {
+    if u.compared == 0 {
+        return format!(
+            r#"<div class="panel"><h3>{}</h3><p class="muted">not reported by the server</p></div>"#,
+            esc(title)
+        );
+    }
+    let items: Vec<(String, f64)> = u
+        .sorted()
+        .iter()
+        .map(|(d, n)| (format!("{d:+}"), *n as f64))
+        .collect();
+    format!(
+        r#"<div class="panel"><h3>{}: reported − rebuilt ({} compared, {} equal)</h3>{}</div>"#,
+        esc(title),
+        u.compared,
+        pct(u.equal, u.compared),
+        svg::bars(title, &items, "var(--c0)", "samples")
+    )
+}
+
+fn usage(s: &mut String, r: &VerifyReport) {
+    s.push_str("<h2>Usage cross-check</h2>");
+    if r.usage.prompt_tokens.compared > 0 {
+        let _ = write!(
+            s,
+            r#"<p>Prompt tokens within Kimi-Vendor-Verifier's band (expected ≤ reported ≤ expected + 3): <b>{}/{}</b></p>"#,
+            r.usage.prompt_tokens_within_kvv_band, r.usage.prompt_tokens.compared
+        );
+    }
+    s.push_str(r#"<div class="grid">"#);
+    s.push_str(&delta_chart("usage.prompt_tokens", &r.usage.prompt_tokens));
+    s.push_str(&delta_chart(
+        "usage.completion_tokens",
+        &r.usage.completion_tokens,
+    ));
+    for (name, g) in &r.by_provider {
+        if g.usage.prompt_tokens.compared > 0 && r.by_provider.len() > 1 {
+            s.push_str(&delta_chart(
+                &format!("prompt_tokens, {name}"),
+                &g.usage.prompt_tokens,
+            ));
+        }
+    }
+    s.push_str("</div>");
+}
+
+fn length_chart(title: &str, h: &LengthHistogram, colour: &str) -> String {
+    let items: Vec<(String, f64)> = h
+        .buckets
+        .iter()
+        .map(|(k, n)| (svg::short(*k as f64), *n as f64))
+        .collect();
+    svg::bars(title, &items, colour, "samples")
+}
+
+fn lengths(s: &mut String, r: &VerifyReport) {
+    s.push_str(r#"<h2>Prompt and completion lengths per dataset</h2><p class="muted">Tokens, log₂ buckets (a bar labelled 512 holds lengths 512–1023).</p><div class="grid">"#);
+    for (i, (name, g)) in r.by_source.iter().enumerate() {
+        let _ = write!(
+            s,
+            r#"<div class="panel"><h3>{} — {} samples</h3>{}{}{}</div>"#,
+            esc(name),
+            g.samples,
+            length_chart(
+                &format!("{name} prompt lengths"),
+                &g.prompt_lengths,
+                &series_colour(2 * i)
+            ),
+            length_chart(
+                &format!("{name} completion lengths"),
+                &g.completion_lengths,
+                &series_colour(2 * i + 1)
+            ),
+            svg::legend(&[
+                ("prompt".into(), series_colour(2 * i)),
+                ("completion".into(), series_colour(2 * i + 1)),
+            ])
+        );
+    }
+    s.push_str("</div>");
+}
+
+/// The timeline regrouped into at most [`MAX_TIME_BARS`] buckets: (label, minutes, merged).
+fn buckets(t: &Timeline) -> Vec<(String, i64, Minute)> {
+    let (Some(first), Some(last)) = (t.minutes.keys().next(), t.minutes.keys().next_back()) else {
+        return Vec::new();
+    };
+    let span = last - first + 1;
+    let width = ((span + MAX_TIME_BARS - 1) / MAX_TIME_BARS).max(1);
+    let mut out: BTreeMap<i64, Minute> = BTreeMap::new();
+    for (minute, m) in &t.minutes {
+        let b = out.entry((minute - first) / width).or_default();
+        b.attempts += m.attempts;
+        b.successes += m.successes;
+        b.cost_usd += m.cost_usd;
+        b.completion_tokens += m.completion_tokens;
+        for (class, n) in &m.errors {
+            *b.errors.entry(class.clone()).or_default() += n;
+        }
+    }
+    let n = (span + width - 1) / width;
+    let multi_day = span > 24 * 60;
+    (0..n)
+        .map(|k| {
+            let start = first + k * width;
+            let label = chrono::DateTime::from_timestamp(start * 60, 0)
+                .map(|t| {
+                    t.format(if multi_day { "%m-%d %H:%M" } else { "%H:%M" })
+                        .to_string()
+                })
+                .unwrap_or_default();
+            (label, width, out.remove(&k).unwrap_or_default())
+        })
+        .collect()
+}
+
+fn over_time(s: &mut String, t: &Timeline) {
+    s.push_str("<h2>Over time (all attempts, UTC)</h2>");
+    let b = buckets(t);
+    if b.is_empty() {
+        s.push_str(
+            r#"<p class="muted">No attempts with a start time (a build directory has none).</p>"#,
+        );
+        return;
+    }
+    let xs: Vec<String> = b.iter().map(|(l, _, _)| l.clone()).collect();
+    let width = b[0].1;
+    let mut cumulative = 0.0;
+    let cost: Vec<f64> = b
+        .iter()
+        .map(|(_, _, m)| {
+            cumulative += m.cost_usd;
+            cumulative
+        })
+        .collect();
+    let tokens_per_s: Vec<(String, f64)> = b
+        .iter()
+        .map(|(l, w, m)| (l.clone(), m.completion_tokens as f64 / (*w as f64 * 60.0)))
+        .collect();
+    let answers: Vec<(String, f64)> = b
+        .iter()
+        .map(|(l, w, m)| (l.clone(), m.successes as f64 / *w as f64))
+        .collect();
+    let classes: std::collections::BTreeSet<&String> =
+        t.minutes.values().flat_map(|m| m.errors.keys()).collect();
+    let series: Vec<(String, String, Vec<f64>)> = classes
+        .iter()
+        .enumerate()
+        .map(|(i, class)| {
+            (
+                (*class).clone(),
+                series_colour(i + 2),
+                b.iter()
+                    .map(|(_, _, m)| m.errors.get(*class).copied().unwrap_or(0) as f64)
+                    .collect(),
+            )
+        })
+        .collect();
+    let _ = write!(
+        s,
+        r#"<p class="muted">{} attempts, {} failed, ${:.4} in total; one bar = {} minute(s).</p><div class="grid">"#,
+        t.attempts, t.failed, t.cost_usd, width
+    );
+    let _ = write!(
+        s,
+        r#"<div class="panel"><h3>cumulative cost (USD)</h3>{}</div>"#,
+        svg::line("cumulative cost", &xs, &cost, "var(--c1)", "USD")
+    );
+    let _ = write!(
+        s,
+        r#"<div class="panel"><h3>throughput: completion tokens per second</h3>{}</div>"#,
+        svg::bars(
+            "completion tokens per second",
+            &tokens_per_s,
+            "var(--c0)",
+            "tokens/s"
+        )
+    );
+    let _ = write!(
+        s,
+        r#"<div class="panel"><h3>answers per minute</h3>{}</div>"#,
+        svg::bars("answers per minute", &answers, "var(--c4)", "answers/min")
+    );
+    if series.is_empty() {
+        s.push_str(r#"<div class="panel"><h3>errors by class</h3><p class="muted">No failed attempts.</p></div>"#);
+    } else {
+        let _ = write!(
+            s,
+            r#"<div class="panel"><h3>errors by class</h3>{}</div>"#,
+            svg::stacked("errors by class", xs.clone(), &series)
+        );
+    }
+    s.push_str("</div>");
+}
+
+fn providers(s: &mut String, r: &VerifyReport) {
+    s.push_str(r#"<h2>Provider mix</h2><div class="panel">"#);
+    let items: Vec<(String, f64, String)> = r
+        .by_provider
+        .iter()
+        .enumerate()
+        .map(|(i, (name, g))| (name.clone(), g.samples as f64, series_colour(i)))
+        .collect();
+    s.push_str(&svg::hbars("samples per provider", &items));
+    s.push_str("</div>");
+}
+
+fn groups_table(s: &mut String, title: &str, groups: &BTreeMap<String, GroupFigures>) {
+    let _ = write!(
+        s,
+        r#"<h2>{}</h2><div class="panel"><table><tr><th>name</th><th>samples</th><th>exact ids</th>{}<th>compared</th><th>bpe-benign</th><th>trunc. mid-char</th><th>divergent</th><th>prompt Δ=0</th><th>prompt in KVV band</th><th>completion Δ=0</th></tr>"#,
+        esc(title),
+        FidelityClass::ALL
+            .iter()
+            .skip(2)
+            .map(|c| format!("<th>{}</th>", c.name()))
+            .collect::<String>()
+    );
+    for (name, g) in groups {
+        let exact = g.class(FidelityClass::ExactByServerIds) + g.class(FidelityClass::Unique);
+        let _ = write!(
+            s,
+            r#"<tr><td>{}</td><td class="n">{}</td><td class="n">{}</td>"#,
+            esc(name),
+            g.samples,
+            pct(exact, g.samples)
+        );
+        for c in FidelityClass::ALL.iter().skip(2) {
+            let n = g.class(*c);
+            let warn = *c == FidelityClass::Inconsistent && n > 0;
+            let _ = write!(
+                s,
+                r#"<td class="n{}">{}</td>"#,
+                if warn { " warn" } else { "" },
+                n
+            );
+        }
+        let f = &g.reference;
+        let u = &g.usage;
+        let _ = write!(
+            s,
+            r#"<td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n{}">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
+            f.compared,
+            f.bpe_benign,
+            f.truncated_mid_character,
+            if f.divergent > 0 { " warn" } else { "" },
+            f.divergent,
+            pct(u.prompt_tokens.equal, u.prompt_tokens.compared),
+            pct(u.prompt_tokens_within_kvv_band, u.prompt_tokens.compared),
+            pct(u.completion_tokens.equal, u.completion_tokens.compared),
+        );
+    }
+    s.push_str("</table></div>");
+}
+
+fn divergent(s: &mut String, r: &VerifyReport) {
+    let f = &r.reference;
+    s.push_str("<h2>Divergent samples</h2>");
+    if f.divergent == 0 {
+        s.push_str(r#"<p class="muted">None.</p>"#);
+        return;
+    }
+    let _ = write!(
+        s,
+        r#"<p>{} divergent sample(s){}; the context is decoded around the first differing token, marked │.</p><div class="panel"><table><tr><th>id</th><th>dataset / provider</th><th>token</th><th>ours (rebuilt from text)</th><th>reference</th></tr>"#,
+        f.divergent,
+        if f.divergent as usize > f.divergent_samples.len() {
+            format!(", the first {} shown", f.divergent_samples.len())
+        } else {
+            String::new()
+        }
+    );
+    for d in &f.divergent_samples {
+        let _ = write!(
+            s,
+            r#"<tr><td><pre>{}</pre></td><td>{}<br><span class="muted">{}</span></td><td class="n">{}</td><td><pre>{}</pre></td><td><pre>{}</pre></td></tr>"#,
+            esc(&d.id),
+            esc(d.source.as_deref().unwrap_or("")),
+            esc(d.provider.as_deref().unwrap_or("")),
+            d.position,
+            esc(&d.ours),
+            esc(&d.reference)
+        );
+    }
+    s.push_str("</table></div>");
+}
+
+fn problems(s: &mut String, r: &VerifyReport) {
+    if r.problems.is_empty() {
+        return;
+    }
+    let _ = write!(
+        s,
+        r#"<h2>Problems</h2><p>{} record(s) or line(s) could not be checked.</p><div class="panel">"#,
+        r.unchecked
+    );
+    for p in &r.problems {
+        let _ = write!(s, "<pre>{}</pre>", esc(p));
+    }
+    s.push_str("</div>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::figures::DivergentSample;
+    use crate::verify::{audit, Gate, Timeline};
+
+    fn report() -> VerifyReport {
+        let mut by_source = BTreeMap::new();
+        by_source.insert("<img onerror=x>".to_string(), GroupFigures::default());
+        VerifyReport {
+            draftgen_version: "0".into(),
+            run: "/r<un>".into(),
+            input: "run",
+            model: "m&m".into(),
+            samples: Default::default(),
+            reference: Default::default(),
+            usage: Default::default(),
+            prompt_lengths: Default::default(),
+            completion_lengths: Default::default(),
+            by_source,
+            by_provider: BTreeMap::new(),
+            tool_calls: audit::ToolAudit::default(),
+            attempts: Timeline::default(),
+            run_settings: None,
+            problems: vec!["f:1: <bad>".into()],
+            unchecked: 1,
+            gate: Gate {
+                ok: false,
+                reasons: vec!["<why>".into()],
+            },
+        }
+    }
+
+    #[test]
+    fn everything_from_the_run_is_escaped() {
+        let mut r = report();
+        r.reference.divergent = 1;
+        r.reference.divergent_samples.push(DivergentSample {
+            id: "<id>".into(),
+            source: Some("<s>".into()),
+            provider: Some("<prov>".into()),
+            position: 3,
+            ours: "</pre><script>alert(1)</script>".into(),
+            reference: "\"quoted\" & <bold>".into(),
+        });
+        let html = render(&r);
+        for raw in [
+            "<script", "<img", "<id>", "<s>", "<prov>", "<bad>", "<why>", "<bold>", "<un>",
+        ] {
+            assert!(!html.contains(raw), "{raw} reached the page unescaped");
+        }
+        assert!(html.contains("&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(html.contains("m&amp;m"));
+    }
+
+    #[test]
+    fn time_buckets_cover_the_whole_span() {
+        let mut t = Timeline::default();
+        for minute in [0i64, 1, 100, 200] {
+            t.minutes.insert(
+                minute,
+                Minute {
+                    attempts: 1,
+                    ..Minute::default()
+                },
+            );
+        }
+        let b = buckets(&t);
+        assert!(b.len() as i64 <= MAX_TIME_BARS);
+        assert_eq!(b.iter().map(|(_, _, m)| m.attempts).sum::<u64>(), 4);
+    }
+}

@@ -1,0 +1,449 @@
+//! `verify`: how far a run (or a build) can be trusted — the fidelity class of every sample, the
+//! ids rebuilt from text against reference ids, the rebuilt lengths against the server's
+//! `usage`, the tool-call audit ([`audit`]), per dataset (source) and per provider; written as
+//! `verify.json` ([`VerifyReport`]) and `report.html` ([`html`]).
+//!
+//! The journal is streamed (`BATCH` records at a time, checked on all cores): what is held is
+//! one 8-byte hash per sample id (duplicate successes count once, as in `build`), the figures of
+//! each group, the attempt timeline per minute, and the first divergent samples' context.
+//!
+//! The gate ([`Gate`]): a run fails verification when any sample's ids are divergent from the
+//! reference or of fidelity class `inconsistent`, when a record cannot be checked at all, and
+//! (with `strict_tools`) when the tool-call audit raises a red flag.
+
+pub mod audit;
+mod build_rows;
+pub mod compare;
+pub mod figures;
+pub mod html;
+mod reference;
+mod sample;
+mod svg;
+pub mod timeline;
+
+pub use compare::{compare, Comparison, Divergence};
+pub use figures::{
+    DivergentSample, GroupFigures, LengthHistogram, ReferenceFigures, ReferenceSource,
+    SampleCounts, SampleFigures, UsageDelta, UsageFigures,
+};
+pub use reference::ReferenceFile;
+pub use sample::without_server_ids;
+pub use timeline::Timeline;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::build::{read_sources, RunSettings};
+use crate::journal::{Record, RecordReader, RunDir, Status, JOURNAL_DIR, MANIFEST_FILE};
+use crate::model::Profile;
+use crate::reconstruct::FidelityClass;
+
+/// File names written into the output directory.
+pub const VERIFY_JSON: &str = "verify.json";
+pub const REPORT_HTML: &str = "report.html";
+
+/// Records checked per parallel batch.
+const BATCH: usize = 256;
+const MAX_PROBLEMS: usize = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Bad input (not a run or build directory, an unreadable manifest or reference file).
+    #[error("{0}")]
+    Input(String),
+    #[error(transparent)]
+    Audit(#[from] audit::AuditError),
+}
+
+impl VerifyError {
+    pub fn io(path: &Path, source: std::io::Error) -> VerifyError {
+        VerifyError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// What to verify and how.
+pub struct VerifyConfig<'a> {
+    pub profile: &'a Profile,
+    /// The `--model` argument, for the report.
+    pub model_name: &'a str,
+    /// A run directory (journal + manifest) or a build directory (Parquet shards).
+    pub input: &'a Path,
+    /// `--reference FILE` of `{"id", "output_ids"}` lines: overrides the server's ids.
+    pub reference: Option<&'a Path>,
+    /// `prompts.jsonl` to take sources from for records that do not carry theirs (the manifest's
+    /// recorded prompts file is used otherwise, when its hash still matches).
+    pub prompts: Option<&'a Path>,
+    /// A second run on the same prompts, for the tool-call audit's F1 and schema accuracy.
+    pub tools_reference_run: Option<&'a Path>,
+    /// Tool-call red flags fail the gate.
+    pub strict_tools: bool,
+    /// Show a progress bar on stderr (hidden when stderr is not a terminal).
+    pub progress: bool,
+}
+
+/// Pass or fail, and why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Gate {
+    pub ok: bool,
+    pub reasons: Vec<String>,
+}
+
+/// `verify.json`. The fields of `tasks/INTERFACE-verify.md` and a few more for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    pub draftgen_version: String,
+    pub run: String,
+    /// `run` (a journal) or `build` (Parquet rows).
+    pub input: &'static str,
+    pub model: String,
+    pub samples: SampleCounts,
+    pub reference: ReferenceFigures,
+    pub usage: UsageFigures,
+    pub prompt_lengths: LengthHistogram,
+    pub completion_lengths: LengthHistogram,
+    pub by_source: BTreeMap<String, GroupFigures>,
+    pub by_provider: BTreeMap<String, GroupFigures>,
+    pub tool_calls: audit::ToolAudit,
+    /// Every attempt of the run over time (empty for a build directory).
+    pub attempts: Timeline,
+    /// How the run's server shaped text, as its manifest records it (run directories only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_settings: Option<RunSettings>,
+    /// Records that could not be checked and unreadable lines, `FILE:LINE (id …): why` (the
+    /// first 100; `unchecked` counts them all).
+    pub problems: Vec<String>,
+    pub unchecked: u64,
+    pub gate: Gate,
+}
+
+impl VerifyReport {
+    fn new(config: &VerifyConfig, input: &'static str) -> VerifyReport {
+        VerifyReport {
+            draftgen_version: env!("CARGO_PKG_VERSION").to_string(),
+            run: config.input.display().to_string(),
+            input,
+            model: config.model_name.to_string(),
+            samples: SampleCounts::default(),
+            reference: ReferenceFigures::default(),
+            usage: UsageFigures::default(),
+            prompt_lengths: LengthHistogram::default(),
+            completion_lengths: LengthHistogram::default(),
+            by_source: BTreeMap::new(),
+            by_provider: BTreeMap::new(),
+            tool_calls: audit::ToolAudit::default(),
+            attempts: Timeline::default(),
+            run_settings: None,
+            problems: Vec::new(),
+            unchecked: 0,
+            gate: Gate::default(),
+        }
+    }
+
+    /// The reference file's unreadable lines count as unchecked (the gate sees them).
+    fn note_reference(&mut self, reference: Option<&ReferenceFile>) {
+        if let Some(reference) = reference {
+            self.problems.extend(reference.problems.iter().cloned());
+            self.unchecked += reference.bad_lines;
+        }
+    }
+
+    fn note(&mut self, problem: String) {
+        self.unchecked += 1;
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(problem);
+        }
+    }
+
+    /// Count one sample in the totals and in its source's and provider's groups.
+    fn add(&mut self, overall: &mut GroupFigures, s: &SampleFigures, source: ReferenceSource) {
+        overall.add(s, source);
+        let key = |k: &Option<String>| k.clone().unwrap_or_else(|| figures::UNKNOWN.into());
+        self.by_source
+            .entry(key(&s.source))
+            .or_default()
+            .add(s, source);
+        self.by_provider
+            .entry(key(&s.provider))
+            .or_default()
+            .add(s, source);
+    }
+
+    /// Move the overall group's figures into the report's top-level fields and decide the gate.
+    fn finish(&mut self, overall: GroupFigures, strict_tools: bool) {
+        self.samples.total = overall.samples;
+        for (class, n) in &overall.by_fidelity {
+            *self.samples.by_fidelity.entry(class.clone()).or_default() += n;
+        }
+        self.reference = overall.reference;
+        self.usage = overall.usage;
+        self.prompt_lengths = overall.prompt_lengths;
+        self.completion_lengths = overall.completion_lengths;
+        let mut reasons = Vec::new();
+        if self.reference.divergent > 0 {
+            reasons.push(format!(
+                "{} sample(s) divergent from the reference ids",
+                self.reference.divergent
+            ));
+        }
+        let inconsistent = self
+            .samples
+            .by_fidelity
+            .get(FidelityClass::Inconsistent.name())
+            .copied()
+            .unwrap_or(0);
+        if inconsistent > 0 {
+            reasons.push(format!(
+                "{inconsistent} sample(s) of fidelity class inconsistent"
+            ));
+        }
+        if self.unchecked > 0 {
+            reasons.push(format!(
+                "{} record(s) or line(s) could not be checked (see problems)",
+                self.unchecked
+            ));
+        }
+        if strict_tools {
+            for flag in self.tool_calls.red_flags() {
+                reasons.push(format!("tool calls: {flag}"));
+            }
+        }
+        self.gate = Gate {
+            ok: reasons.is_empty(),
+            reasons,
+        };
+    }
+}
+
+/// Verify a run or build directory.
+pub fn verify(config: &VerifyConfig) -> Result<VerifyReport, VerifyError> {
+    let reference = config.reference.map(ReferenceFile::open).transpose()?;
+    let report = if config.input.join(JOURNAL_DIR).is_dir()
+        || config.input.join(MANIFEST_FILE).is_file()
+    {
+        verify_run(config, reference.as_ref())?
+    } else if build_rows::is_build_dir(config.input) {
+        verify_build(config, reference.as_ref())?
+    } else {
+        return Err(VerifyError::Input(format!(
+            "{}: neither a run directory (journal/, manifest.json) nor a build directory (samples-*.parquet)",
+            config.input.display()
+        )));
+    };
+    Ok(report)
+}
+
+fn progress_bar(on: bool, what: &str) -> indicatif::ProgressBar {
+    if !on {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&format!(
+        "{{spinner}} verify: {{pos}} {what} checked ({{per_sec}}) {{elapsed}}"
+    )) {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}
+
+/// Sources for records that do not carry their own: `--prompts`, else the manifest's recorded
+/// prompts file when it still has the recorded hash.
+fn fallback_sources(
+    config: &VerifyConfig,
+    report: &mut VerifyReport,
+) -> Result<HashMap<String, String>, VerifyError> {
+    let to_input = |e: crate::build::BuildError| VerifyError::Input(e.to_string());
+    if let Some(path) = config.prompts {
+        return read_sources(path).map_err(to_input);
+    }
+    let manifest = RunDir::new(config.input)
+        .read_manifest()
+        .map_err(|e| VerifyError::Input(e.to_string()))?;
+    let Some(recorded) = manifest.and_then(|m| m.prompts) else {
+        return Ok(HashMap::new());
+    };
+    let path = PathBuf::from(&recorded.path);
+    match recorded.unchanged() {
+        Ok(true) => read_sources(&path).map_err(to_input),
+        Ok(false) => {
+            report.problems.push(format!(
+                "{}: changed since the run recorded it (sha256 differs); sources come from the journal only",
+                path.display()
+            ));
+            Ok(HashMap::new())
+        }
+        Err(_) => Ok(HashMap::new()),
+    }
+}
+
+fn verify_run(
+    config: &VerifyConfig,
+    reference: Option<&ReferenceFile>,
+) -> Result<VerifyReport, VerifyError> {
+    let mut report = VerifyReport::new(config, "run");
+    report.note_reference(reference);
+    let settings =
+        RunSettings::from_run(config.input).map_err(|e| VerifyError::Input(e.to_string()))?;
+    let options = settings.reconstruct_options();
+    report.run_settings = Some(settings);
+    let sources = fallback_sources(config, &mut report)?;
+    let reference_source = if reference.is_some() {
+        ReferenceSource::File
+    } else {
+        ReferenceSource::ServerIds
+    };
+    let journal = config.input.join(JOURNAL_DIR);
+    let mut reader = RecordReader::open(&journal).map_err(|e| VerifyError::Input(e.to_string()))?;
+    let bar = progress_bar(config.progress, "records");
+    let mut overall = GroupFigures::default();
+    let mut seen: HashSet<u64> = HashSet::new();
+    loop {
+        let mut batch: Vec<(String, Record)> = Vec::with_capacity(BATCH);
+        for item in reader.by_ref() {
+            let (location, record) = item.map_err(|e| VerifyError::Input(e.to_string()))?;
+            match record {
+                Ok(record) => {
+                    report.attempts.add(&record);
+                    if record.status != Status::Success {
+                        continue;
+                    }
+                    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                    record.id.hash(&mut hasher);
+                    if !seen.insert(hasher.finish()) {
+                        continue; // a duplicate success: build keeps the first one too
+                    }
+                    let location = format!("{}:{}", location.segment.display(), location.line);
+                    batch.push((location, record));
+                    if batch.len() == BATCH {
+                        break;
+                    }
+                }
+                Err(corrupt) => report.note(format!(
+                    "{}:{}: {}",
+                    corrupt.location.segment.display(),
+                    corrupt.location.line,
+                    corrupt.reason
+                )),
+            }
+        }
+        if batch.is_empty() {
+            break;
+        }
+        let references = match reference {
+            Some(file) => {
+                let ids: Vec<&str> = batch.iter().map(|(_, r)| r.id.as_str()).collect();
+                file.read(&ids)?
+            }
+            None => HashMap::new(),
+        };
+        let checked: Vec<Result<SampleFigures, String>> = batch
+            .par_iter()
+            .map(|(location, record)| {
+                let source = record
+                    .source
+                    .clone()
+                    .or_else(|| sources.get(&record.id).cloned());
+                sample::check_record(
+                    config.profile,
+                    &options,
+                    record,
+                    source,
+                    reference.is_some(),
+                    references.get(&record.id).map(Vec::as_slice),
+                )
+                .map_err(|e| format!("{location} (id {}): {e}", record.id))
+            })
+            .collect();
+        bar.inc(checked.len() as u64);
+        for result in checked {
+            match result {
+                Ok(s) => report.add(&mut overall, &s, reference_source),
+                Err(problem) => report.note(problem),
+            }
+        }
+    }
+    bar.finish_and_clear();
+    report.tool_calls = audit::audit_run(
+        config.input,
+        config.profile,
+        &audit::AuditOptions {
+            reference_run: config.tools_reference_run,
+        },
+    )?;
+    report.finish(overall, config.strict_tools);
+    Ok(report)
+}
+
+fn verify_build(
+    config: &VerifyConfig,
+    reference: Option<&ReferenceFile>,
+) -> Result<VerifyReport, VerifyError> {
+    let mut report = VerifyReport::new(config, "build");
+    report.note_reference(reference);
+    let bar = progress_bar(config.progress, "rows");
+    let mut overall = GroupFigures::default();
+    build_rows::for_each_batch(config.input, |rows| {
+        let references = match reference {
+            Some(file) => {
+                let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+                file.read(&ids)?
+            }
+            None => HashMap::new(),
+        };
+        let checked: Vec<SampleFigures> = rows
+            .into_par_iter()
+            .map(|row| {
+                let comparison = references
+                    .get(&row.id)
+                    .map(|r| compare(&config.profile.tokenizer, &row.completion, r));
+                SampleFigures {
+                    completion_len: row.completion.len(),
+                    id: row.id,
+                    source: row.source,
+                    provider: row.provider,
+                    fidelity: row.fidelity,
+                    prompt_len: row.prompt_len,
+                    comparison,
+                    prompt_usage: None,
+                    completion_usage: None,
+                }
+            })
+            .collect();
+        bar.inc(checked.len() as u64);
+        for s in &checked {
+            report.add(&mut overall, s, ReferenceSource::File);
+        }
+        Ok(())
+    })?;
+    bar.finish_and_clear();
+    report.finish(overall, config.strict_tools);
+    Ok(report)
+}
+
+/// Write `verify.json` and `report.html` into `out` (created).
+pub fn write(report: &VerifyReport, out: &Path) -> Result<(PathBuf, PathBuf), VerifyError> {
+    std::fs::create_dir_all(out).map_err(|e| VerifyError::io(out, e))?;
+    let json_path = out.join(VERIFY_JSON);
+    let mut text = serde_json::to_vec_pretty(report)
+        .map_err(|e| VerifyError::Input(format!("verify.json: {e}")))?;
+    text.push(b'\n');
+    crate::journal::atomic_write(&json_path, &text)
+        .map_err(|e| VerifyError::Input(e.to_string()))?;
+    let html_path = out.join(REPORT_HTML);
+    crate::journal::atomic_write(&html_path, html::render(report).as_bytes())
+        .map_err(|e| VerifyError::Input(e.to_string()))?;
+    Ok((json_path, html_path))
+}

@@ -1,0 +1,692 @@
+//! `draftgen verify` end to end. The expected figures come from outside draftgen: the real
+//! llama.cpp exchanges in `tests/data/real_server/` (the server's own ids and usage), labelled by
+//! `tests/data/gen/make_verify_reference.py` with Hugging Face `tokenizers` (which also made the
+//! `--reference` file, with a non-canonical split and a divergent answer built in); fidelity
+//! classes from cases constructed so that their class follows from its definition; per-source
+//! figures from the prompts file `prepare` wrote.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
+
+fn data(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(path)
+}
+
+fn exchanges() -> Vec<Value> {
+    std::fs::read_to_string(data("real_server/llama_cpp_smollm2.jsonl"))
+        .expect("recorded exchanges")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("exchange"))
+        .collect()
+}
+
+fn expected() -> Value {
+    serde_json::from_slice(&std::fs::read(data("verify/verify_expected.json")).expect("labels"))
+        .expect("labels JSON")
+}
+
+fn smollm2() -> String {
+    common::assets()
+        .join("smollm2-135m-instruct")
+        .display()
+        .to_string()
+}
+
+/// The dataset a prompt id is put in (two sources, by the id's first hex digit).
+fn source_of(id: &str) -> &'static str {
+    if id.as_bytes()[0] < b'8' {
+        "set-a"
+    } else {
+        "set-b"
+    }
+}
+
+/// A journal record for one exchange, as `generate` writes it.
+fn record(id: &str, n: usize, ex: &Value, provider: &str, source: Option<&str>) -> Value {
+    let mut r = json!({
+        "id": id, "attempt": 1, "status": "success", "endpoint": "llama",
+        "http_status": 200, "provider": provider,
+        "started_at": format!("2026-01-01T00:{:02}:{:02}Z", n / 60, n % 60),
+        "latency_ms": 100, "request": ex["request"], "response": ex["response"],
+    });
+    if let Some(source) = source {
+        r["source"] = json!(source);
+    }
+    r
+}
+
+/// A run directory: a manifest naming the server kind, and the records as one segment.
+fn run_dir(dir: &Path, kind: &str, records: &[Value]) -> PathBuf {
+    let run = dir.join("run");
+    std::fs::create_dir_all(run.join("journal")).expect("mkdir");
+    let manifest = json!({
+        "model": "smollm2", "endpoints": ["llama"], "sampling": {}, "request_options": {},
+        "dataset_hash": "x", "fingerprint": "x",
+        "servers": [{"endpoint": "llama", "kind": kind, "spaces_around_special_tokens": false}],
+    });
+    std::fs::write(run.join("manifest.json"), manifest.to_string()).expect("manifest");
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&r.to_string());
+        text.push('\n');
+    }
+    std::fs::write(run.join("journal/000001.jsonl"), text).expect("journal");
+    run
+}
+
+fn verify(model: &str, run: &Path, extra: &[&str]) -> (Output, Value) {
+    let o = Command::new(BIN)
+        .args(["verify", "--model", model, "--run"])
+        .arg(run)
+        .arg("--json")
+        .args(extra)
+        .output()
+        .expect("run draftgen verify");
+    let report = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o, report)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn count(labels: &Value, ids: &[&str], label: &str) -> u64 {
+    ids.iter()
+        .filter(|id| labels[**id].as_str() == Some(label))
+        .count() as u64
+}
+
+/// The histogram of `deltas[id]` over `ids`, as verify.json writes it.
+fn histogram(deltas: &Value, ids: &[&str]) -> BTreeMap<String, u64> {
+    let mut h = BTreeMap::new();
+    for id in ids {
+        *h.entry(deltas[*id].as_i64().expect("delta").to_string())
+            .or_default() += 1;
+    }
+    h
+}
+
+fn as_histogram(v: &Value) -> BTreeMap<String, u64> {
+    serde_json::from_value(v.clone()).expect("histogram")
+}
+
+/// The non-streamed exchanges (they carry llama.cpp's `__verbose.tokens`).
+fn plain_records() -> (Vec<Value>, Vec<String>) {
+    let mut records = Vec::new();
+    let mut ids = Vec::new();
+    for (n, ex) in exchanges().iter().enumerate() {
+        if ex["stream"] == json!(false) {
+            let id = ex["id"].as_str().expect("id");
+            records.push(record(id, n, ex, "llama.cpp", Some(source_of(id))));
+            ids.push(id.to_string());
+        }
+    }
+    (records, ids)
+}
+
+fn check_reference(
+    figures: &Value,
+    labels: &Value,
+    ids: &[&str],
+    source: &str,
+    without_reference: u64,
+) {
+    assert_eq!(figures["source"], json!(source), "{figures}");
+    assert_eq!(figures["compared"], json!(ids.len()), "{figures}");
+    for label in [
+        "exact",
+        "bpe_benign",
+        "truncated_mid_character",
+        "divergent",
+    ] {
+        assert_eq!(
+            figures[label],
+            json!(count(labels, ids, label)),
+            "{label}: {figures}"
+        );
+    }
+    assert_eq!(figures["without_reference"], json!(without_reference));
+}
+
+#[test]
+fn real_server_ids_are_the_reference_per_source_and_provider() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (records, ids) = plain_records();
+    let run = run_dir(dir.path(), "llama_cpp", &records);
+    let (o, report) = verify(&smollm2(), &run, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let expected = expected();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    assert_eq!(report["samples"]["total"], json!(21));
+    assert_eq!(
+        report["samples"]["by_fidelity"]["exact_by_server_ids"],
+        json!(21),
+        "the server's ids were in every answer"
+    );
+    let labels = &expected["server_ids"];
+    check_reference(&report["reference"], labels, &ids, "server_ids", 0);
+    // A real mix, not 100% exact (as in ../shared/docs/real-server.md).
+    assert!(
+        count(labels, &ids, "bpe_benign") > 0 && count(labels, &ids, "truncated_mid_character") > 0
+    );
+    let usage = &report["usage"];
+    assert_eq!(
+        as_histogram(&usage["prompt_tokens"]["delta_histogram"]),
+        histogram(&expected["prompt_delta"], &ids)
+    );
+    assert_eq!(usage["prompt_tokens_within_kvv_band"], json!(21));
+    assert_eq!(
+        as_histogram(&usage["completion_tokens"]["delta_histogram"]),
+        histogram(&expected["completion_delta"], &ids)
+    );
+    // Per dataset: each source's share of the same labels.
+    for source in ["set-a", "set-b"] {
+        let mine: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| source_of(id) == source)
+            .collect();
+        let group = &report["by_source"][source];
+        assert_eq!(group["samples"], json!(mine.len()), "{source}");
+        check_reference(&group["reference"], labels, &mine, "server_ids", 0);
+    }
+    assert_eq!(report["by_provider"]["llama.cpp"]["samples"], json!(21));
+    assert_eq!(report["gate"]["ok"], json!(true));
+    assert!(run.join("verify.json").is_file() && run.join("report.html").is_file());
+}
+
+#[test]
+fn reference_file_overrides_server_ids_and_finds_the_divergent_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (records, ids) = plain_records();
+    let run = run_dir(dir.path(), "llama_cpp", &records);
+    let out = dir.path().join("out");
+    let reference = data("verify/verify_reference.jsonl");
+    let (o, report) = verify(
+        &smollm2(),
+        &run,
+        &[
+            "--reference",
+            reference.to_str().expect("path"),
+            "--out",
+            out.to_str().expect("path"),
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a divergent sample fails: {}",
+        stderr(&o)
+    );
+    let expected = expected();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let labels = &expected["reference_file"];
+    check_reference(&report["reference"], labels, &ids, "file", 0);
+    assert_eq!(
+        count(labels, &ids, "bpe_benign"),
+        3,
+        "the built-in non-canonical split"
+    );
+    let positions: BTreeMap<String, u64> =
+        serde_json::from_value(expected["divergent_positions"].clone()).expect("positions");
+    let found: BTreeMap<String, u64> = report["reference"]["divergent_samples"]
+        .as_array()
+        .expect("divergent samples")
+        .iter()
+        .map(|d| {
+            assert!(
+                d["ours"].as_str().is_some_and(|s| s.contains('\u{2502}')),
+                "{d}"
+            );
+            assert!(
+                d["reference"].as_str().is_some_and(|s| s.contains("zebra")),
+                "{d}"
+            );
+            (
+                d["id"].as_str().expect("id").to_string(),
+                d["position"].as_u64().expect("position"),
+            )
+        })
+        .collect();
+    assert_eq!(found, positions);
+    assert_eq!(report["gate"]["ok"], json!(false));
+    assert!(
+        report["gate"]["reasons"][0]
+            .as_str()
+            .is_some_and(|r| r.contains("divergent")),
+        "{}",
+        report["gate"]
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    for id in positions.keys() {
+        assert!(
+            html.contains(id.as_str()),
+            "the divergent sample is in the report"
+        );
+    }
+    assert!(!run.join("verify.json").exists(), "--out is where it goes");
+}
+
+#[test]
+fn streamed_answers_without_ids_are_checked_by_their_usage() {
+    // All 42 exchanges: the streamed ones (no ids) as a second provider. Their fidelity follows
+    // from the counts: with a generic server and plain text there is one candidate, `unique` when
+    // `usage.completion_tokens` is the canonical count, else no token stream fits: `inconsistent`.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut records = Vec::new();
+    let mut stream_ids = Vec::new();
+    for (n, ex) in exchanges().iter().enumerate() {
+        let id = ex["id"].as_str().expect("id");
+        if ex["stream"] == json!(true) {
+            let sid = format!("{id}-stream");
+            records.push(record(&sid, n, ex, "llama.cpp-stream", None));
+            stream_ids.push(id.to_string());
+        } else {
+            records.push(record(id, n, ex, "llama.cpp", Some(source_of(id))));
+        }
+    }
+    let run = run_dir(dir.path(), "generic", &records);
+    let (o, report) = verify(&smollm2(), &run, &[]);
+    let expected = expected();
+    let deltas = &expected["stream_completion_delta"];
+    let mismatched = stream_ids
+        .iter()
+        .filter(|id| deltas[id.as_str()] != json!(0))
+        .count() as u64;
+    assert!(mismatched > 0);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "inconsistent samples fail: {}",
+        stderr(&o)
+    );
+    let stream = &report["by_provider"]["llama.cpp-stream"];
+    assert_eq!(stream["samples"], json!(21));
+    assert_eq!(
+        stream["by_fidelity"]["inconsistent"],
+        json!(mismatched),
+        "{stream}"
+    );
+    assert_eq!(
+        stream["by_fidelity"]["unique"],
+        json!(21 - mismatched),
+        "{stream}"
+    );
+    assert_eq!(stream["reference"]["without_reference"], json!(21));
+    let sids: Vec<&str> = stream_ids.iter().map(String::as_str).collect();
+    assert_eq!(
+        as_histogram(&stream["usage"]["completion_tokens"]["delta_histogram"]),
+        histogram(deltas, &sids)
+    );
+    assert_eq!(
+        as_histogram(&stream["usage"]["prompt_tokens"]["delta_histogram"]),
+        histogram(&expected["stream_prompt_delta"], &sids)
+    );
+    // Records without a source (old journals) are counted, under "(unknown)".
+    assert_eq!(report["by_source"]["(unknown)"]["samples"], json!(21));
+    assert_eq!(report["samples"]["total"], json!(42));
+}
+
+/// The fixture case of `tests/data/reconstruct/FILE` named `name`.
+fn reconstruct_case(file: &str, name: &str) -> Value {
+    std::fs::read_to_string(data(&format!("reconstruct/{file}")))
+        .expect("cases")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("case"))
+        .find(|c| c["name"] == json!(name))
+        .unwrap_or_else(|| panic!("no case {name}"))
+}
+
+#[test]
+fn each_fidelity_class_from_constructed_cases() {
+    // SmolLM2 behind llama.cpp: the real answer with its ids, without them, with a wrong count,
+    // and a length cut ending in U+FFFD (how a server shows a character cut in half).
+    let exchanges = exchanges();
+    let labels = expected();
+    let plain = |label: &str| {
+        exchanges
+            .iter()
+            .find(|ex| {
+                ex["stream"] == json!(false)
+                    && labels["server_ids"][ex["id"].as_str().unwrap()] == json!(label)
+            })
+            .expect("an exchange with that label")
+    };
+    let exact = plain("exact");
+    let cut = plain("truncated_mid_character");
+    let strip = |ex: &Value| {
+        let mut ex = ex.clone();
+        ex["response"]
+            .as_object_mut()
+            .expect("body")
+            .remove("__verbose");
+        ex
+    };
+    let mut miscounted = strip(exact);
+    let n = miscounted["response"]["usage"]["completion_tokens"]
+        .as_u64()
+        .expect("count");
+    miscounted["response"]["usage"]["completion_tokens"] = json!(n + 7);
+    let mut replaced = strip(cut);
+    let content = replaced["response"]["choices"][0]["message"]["content"]
+        .as_str()
+        .expect("content")
+        .to_string();
+    replaced["response"]["choices"][0]["message"]["content"] = json!(format!("{content}\u{FFFD}"));
+    replaced["response"]["usage"]
+        .as_object_mut()
+        .expect("usage")
+        .remove("completion_tokens");
+    let records = [
+        record("a-server-ids", 0, exact, "p", Some("s")),
+        record("b-text-only", 1, &strip(exact), "p", Some("s")),
+        record("c-miscounted", 2, &miscounted, "p", Some("s")),
+        record("d-cut-character", 3, &replaced, "p", Some("s")),
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = run_dir(dir.path(), "generic", &records);
+    let (o, report) = verify(&smollm2(), &run, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "inconsistent fails: {}",
+        stderr(&o)
+    );
+    let classes = &report["samples"]["by_fidelity"];
+    for (class, n) in [
+        ("exact_by_server_ids", 1),
+        ("unique", 1),
+        ("inconsistent", 1),
+        ("truncated_mid_character", 1),
+        ("ambiguous", 0),
+        ("lossy", 0),
+    ] {
+        assert_eq!(classes[class], json!(n), "{class}: {classes}");
+    }
+
+    // Kimi K2.5 through OpenRouter (cases made by tests/data/gen/make_reconstruct_cases.py):
+    // OpenRouter replaces the model's tool-call ids (lossy); a length cut with no usage that the
+    // generator marked ambiguous; a plain answer whose count settles it (unique).
+    let kimi: Vec<Value> = [
+        "kimi_k25/openrouter/single_call/18",
+        "kimi_k25/openrouter/non_ascii+length_mid_reasoning+no_usage/86",
+        "kimi_k25/openrouter/no_tools_simple/0",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(n, name)| {
+        let case = reconstruct_case("kimi_k25.jsonl", name);
+        record(&format!("kimi-{n}"), n, &case, "Moonshot AI", Some("kimi"))
+    })
+    .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = run_dir(dir.path(), "generic", &kimi);
+    let (o, report) = verify("kimi-k2.5", &run, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let classes = &report["samples"]["by_fidelity"];
+    for (class, n) in [("lossy", 1), ("ambiguous", 1), ("unique", 1)] {
+        assert_eq!(classes[class], json!(n), "{class}: {classes}");
+    }
+    assert_eq!(report["reference"]["source"], json!("none"));
+}
+
+#[test]
+fn bad_input_exit_codes_and_bad_reference_lines() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (o, _) = verify(&smollm2(), dir.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "not a run: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("neither a run directory"),
+        "{}",
+        stderr(&o)
+    );
+
+    let (records, _) = plain_records();
+    let run = run_dir(dir.path(), "llama_cpp", &records[..2]);
+    let (o, _) = verify(&smollm2(), &run, &["--reference", "/nonexistent/ids.jsonl"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/nonexistent/ids.jsonl"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A bad reference line is named by file:line and the rest is still compared.
+    let reference = dir.path().join("ids.jsonl");
+    let ids = |r: &Value| r["response"]["__verbose"]["tokens"].clone();
+    std::fs::write(
+        &reference,
+        format!(
+            "{}\n{{\"id\": \"x\", \"output_ids\": \"nope\"}}\n{}\n",
+            json!({"id": records[0]["id"], "output_ids": ids(&records[0])}),
+            json!({"id": records[1]["id"], "output_ids": ids(&records[1])}),
+        ),
+    )
+    .expect("write");
+    let (o, report) = verify(
+        &smollm2(),
+        &run,
+        &["--reference", reference.to_str().unwrap()],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "an unreadable line fails the gate: {}",
+        stderr(&o)
+    );
+    assert_eq!(report["reference"]["compared"], json!(2));
+    let problems = report["problems"].to_string();
+    assert!(problems.contains("ids.jsonl:2 (id x)"), "{problems}");
+}
+
+/// Start the built-in simulator on its own thread; returns its base URL.
+fn start_sim(config: draftgen::sim::SimConfig) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let sim = draftgen::sim::spawn(config).await.expect("sim");
+            tx.send(sim.base_url()).expect("send");
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().expect("sim url")
+}
+
+fn sha256_hex(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).expect("read")))
+}
+
+#[test]
+fn sim_run_with_two_sources_needs_only_the_run_directory() {
+    use draftgen::sim::{Flavor, SimConfig};
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Two datasets, prepared into one prompts file.
+    let mut files = Vec::new();
+    for (name, n) in [("alpha", 5), ("beta", 3)] {
+        let path = dir.path().join(format!("{name}.jsonl"));
+        let lines: String = (0..n)
+            .map(|i| {
+                json!({"messages": [{"role": "user", "content": format!("{name} question {i}?")}]})
+                    .to_string()
+                    + "\n"
+            })
+            .collect();
+        std::fs::write(&path, lines).expect("dataset");
+        files.push(path);
+    }
+    let prompts = dir.path().join("prompts.jsonl");
+    let o = Command::new(BIN)
+        .arg("prepare")
+        .args(&files)
+        .arg("--out")
+        .arg(&prompts)
+        .output()
+        .expect("prepare");
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The expected figures: prompts per source, as prepare wrote them.
+    let mut per_source: BTreeMap<String, u64> = BTreeMap::new();
+    for line in std::fs::read_to_string(&prompts).expect("prompts").lines() {
+        let p: Value = serde_json::from_str(line).expect("prompt");
+        *per_source
+            .entry(p["source"].as_str().expect("source").to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(per_source.len(), 2, "{per_source:?}");
+
+    let base_url = start_sim(SimConfig {
+        flavor: Flavor::OpenRouter,
+        seed: 3,
+        ..SimConfig::default()
+    });
+    let run = dir.path().join("run");
+    let o = Command::new(BIN)
+        .args(["generate", "--prompts"])
+        .arg(&prompts)
+        .arg("--run")
+        .arg(&run)
+        .args([
+            "--base-url",
+            &base_url,
+            "--model",
+            "kimi-k2.5",
+            "--kind",
+            "openrouter",
+        ])
+        .args(["--progress", "none", "--max-tokens", "64"])
+        .env("OPENROUTER_API_KEY", "sk-or-v1-verify-test-key")
+        .output()
+        .expect("generate");
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // The manifest records the kind actually used, and the prompts file with its hash.
+    let manifest: draftgen::journal::Manifest =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).expect("manifest"))
+            .expect("manifest JSON");
+    assert_eq!(
+        manifest.servers.first().map(|s| s.kind),
+        Some(draftgen::api::ServerKind::OpenRouter),
+        "--kind openrouter must not be recorded as generic"
+    );
+    let recorded = manifest.prompts.expect("prompts file recorded");
+    assert_eq!(
+        Path::new(&recorded.path),
+        std::fs::canonicalize(&prompts).expect("canonical")
+    );
+    assert_eq!(recorded.sha256, sha256_hex(&prompts));
+
+    let check = |report: &Value| {
+        for (source, n) in &per_source {
+            assert_eq!(
+                report["by_source"][source]["samples"],
+                json!(n),
+                "{source}: {}",
+                report["by_source"]
+            );
+        }
+        let providers: u64 = report["by_provider"]
+            .as_object()
+            .expect("providers")
+            .values()
+            .map(|g| g["samples"].as_u64().expect("n"))
+            .sum();
+        assert_eq!(providers, 8);
+        assert!(
+            report["by_provider"].get("(unknown)").is_none(),
+            "{}",
+            report["by_provider"]
+        );
+    };
+    let (o, report) = verify("kimi-k2.5", &run, &[]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    check(&report);
+
+    // An older journal without `source`: the manifest's prompts file (hash unchanged) fills in.
+    let segment = run.join("journal/000001.jsonl");
+    let lines: String = std::fs::read_to_string(&segment)
+        .expect("journal")
+        .lines()
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).expect("record");
+            assert!(r["source"].is_string(), "records carry their source");
+            r.as_object_mut().expect("record").remove("source");
+            r.to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(&segment, lines).expect("rewrite");
+    let (_, report) = verify("kimi-k2.5", &run, &[]);
+    check(&report);
+
+    // A prompts file that changed since is not trusted, and says so.
+    std::fs::write(&prompts, "").expect("truncate");
+    let (_, report) = verify("kimi-k2.5", &run, &[]);
+    assert_eq!(report["by_source"]["(unknown)"]["samples"], json!(8));
+    assert!(report["problems"]
+        .to_string()
+        .contains("changed since the run recorded it"));
+}
+
+#[test]
+fn a_build_directory_verifies_from_its_rows() {
+    // `build` takes the server's ids; against the reference file (the server's ids, with one
+    // answer re-split and one replaced, see the generator) they are exact except those two.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (records, ids) = plain_records();
+    let run = run_dir(dir.path(), "llama_cpp", &records);
+    let out = dir.path().join("build");
+    let o = Command::new(BIN)
+        .args(["build", "--model", &smollm2(), "--run"])
+        .arg(&run)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("build");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let reference = data("verify/verify_reference.jsonl");
+    let (o, report) = verify(
+        &smollm2(),
+        &out,
+        &["--reference", reference.to_str().expect("path")],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(report["input"], json!("build"));
+    assert_eq!(
+        report["samples"]["by_fidelity"]["exact_by_server_ids"],
+        json!(ids.len())
+    );
+    let r = &report["reference"];
+    assert_eq!(
+        (
+            r["compared"].clone(),
+            r["exact"].clone(),
+            r["bpe_benign"].clone(),
+            r["divergent"].clone()
+        ),
+        (json!(ids.len()), json!(ids.len() - 2), json!(1), json!(1)),
+        "{r}"
+    );
+    // The rows carry the journal's sources.
+    for source in ["set-a", "set-b"] {
+        let n = ids.iter().filter(|id| source_of(id) == source).count();
+        assert_eq!(
+            report["by_source"][source]["samples"],
+            json!(n),
+            "{}",
+            report["by_source"]
+        );
+    }
+}

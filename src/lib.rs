@@ -15,6 +15,7 @@ pub mod export;
 pub mod journal;
 pub mod json;
 pub mod model;
+pub mod probe;
 pub mod pyjson;
 pub mod reconstruct;
 pub mod server;

@@ -37,7 +37,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "engine",
         &["api", "completion", "config", "dataset", "journal"],
     ),
-    ("export", &["completion", "journal"]),
+    // Trainer files from a build (the conversation export reads the run's journal lines).
+    ("export", &["build", "completion", "journal"]),
     ("sim", &["api", "completion", "dataset", "model", "server"]),
     (
         "build",
@@ -50,6 +51,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "model",
             "reconstruct",
         ],
+    ),
+    // Which server shape a provider answers with, before a run.
+    (
+        "probe",
+        &["api", "completion", "dataset", "engine", "model", "server"],
     ),
     // Trust in a run: fidelity, reference ids, usage, the tool-call audit, the report.
     (
@@ -79,6 +85,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "journal",
             "json",
             "model",
+            "probe",
             "pyjson",
             "reconstruct",
             "server",

@@ -13,6 +13,7 @@ mod import;
 mod io;
 mod model_args;
 mod prepare;
+mod probe;
 mod reconstruct;
 mod render;
 mod sim;
@@ -50,6 +51,8 @@ enum Command {
     Sim(Box<sim::Args>),
     /// Run the whole pipeline on bundled samples against an in-process simulator.
     Demo(demo::Args),
+    /// Ask each provider (or server) of a model a fixed set of scenarios; say which --kind fits.
+    Probe(Box<probe::Args>),
     /// Write trainer files (SpecForge, speculators) and the draft vocabulary from a build.
     Export(export::Args),
     /// Check a run's token fidelity, usage and tool calls; write verify.json and report.html.
@@ -76,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::Sim(args) => sim::run(*args),
         Command::Demo(args) => demo::run(args),
         Command::Export(args) => export::run(args),
+        Command::Probe(args) => probe::run(*args),
         Command::Verify(args) => verify::run(*args),
     };
     match result {

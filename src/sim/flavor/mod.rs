@@ -183,9 +183,23 @@ pub fn response(flavor: Flavor, turn: &Turn) -> Value {
         Flavor::OpenRouter => openrouter::response(turn),
         Flavor::Vllm | Flavor::Vllm011 => vllm::response(flavor.shape(), turn),
         Flavor::Sglang => sglang::response(turn),
-        Flavor::LlamaCpp | Flavor::Raw => raw::response(turn),
+        Flavor::LlamaCpp => llamacpp_dress(raw::response(turn), turn),
+        Flavor::Raw => raw::response(turn),
     };
     name_provider(turn, &mut body);
+    body
+}
+
+/// What llama.cpp's `llama-server` adds to a non-streamed answer (as recorded from the real
+/// server, tests/data/real_server/): its build as `system_fingerprint` (`b0-unknown` when built
+/// without git metadata) and a `timings` object — what tells it from a parser-less server.
+fn llamacpp_dress(mut body: Value, turn: &Turn) -> Value {
+    body["system_fingerprint"] = json!("b0-unknown");
+    body["timings"] = json!({
+        "cache_n": 0,
+        "prompt_n": turn.prompt_tokens,
+        "predicted_n": turn.completion_tokens,
+    });
     body
 }
 

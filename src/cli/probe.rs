@@ -1,0 +1,225 @@
+//! `draftgen probe`: ask each provider of a model (or each `--base-url`) the probe's fixed
+//! scenarios; print the table (or `--json`) with the server shape that explains the answers.
+//!
+//! Exit codes: 0 the probe ran and some target answered; 1 no target answered anything; 2 bad
+//! usage or input.
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use super::model_args::ModelArgs;
+use super::UsageError;
+use crate::api::{ApiKey, Client, ClientConfig, Endpoint, Timeouts};
+use crate::dataset::Prompt;
+use crate::probe::{self, ProbeOptions, Target};
+
+const OPENROUTER: &str = "https://openrouter.ai/api/v1";
+
+#[derive(clap::Args)]
+#[command(after_help = "\
+Keys come from OPENROUTER_API_KEY (OpenRouter) or --api-key-file; they never appear in the output.
+Without --base-url the target is OpenRouter; without --providers, each provider OpenRouter lists
+for the model (GET /models/MODEL/endpoints) is probed on its own (provider.only, no fallbacks).")]
+pub struct Args {
+    /// Model id sent in every request (e.g. moonshotai/kimi-k2.5).
+    #[arg(long)]
+    model: String,
+    /// A server to probe, base URL up to /v1 (repeat for several). Default: OpenRouter.
+    #[arg(long = "base-url", value_name = "URL")]
+    base_urls: Vec<String>,
+    /// OpenRouter providers to probe one at a time, comma-separated (e.g. fireworks,groq).
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    providers: Vec<String>,
+    /// prompts.jsonl: its first prompt is sent as the `real_prompt` scenario.
+    #[arg(long)]
+    prompts: Option<PathBuf>,
+    /// The model's tokenizer (directory or known name): `usage.prompt_tokens` is compared with
+    /// our render of each request.
+    #[arg(long, value_name = "DIR|NAME")]
+    tokenizer: Option<String>,
+    /// Profile for --tokenizer (auto-detected when absent).
+    #[arg(long)]
+    profile: Option<String>,
+    /// File holding the API key (first line).
+    #[arg(long)]
+    api_key_file: Option<PathBuf>,
+    /// Seconds each request may take in all.
+    #[arg(long, default_value_t = 30.0)]
+    timeout: f64,
+    /// max_tokens of every request.
+    #[arg(long, default_value_t = 256)]
+    max_tokens: u32,
+    /// Print the report as JSON on stdout (the table goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+fn first_prompt(path: &PathBuf) -> Result<Prompt, UsageError> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| UsageError(format!("{}: cannot open: {e}", path.display())))?;
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| UsageError(format!("{}:{}: {e}", path.display(), n + 1)))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        return serde_json::from_str(&line).map_err(|e| {
+            UsageError(format!(
+                "{}:{}: not a prompt (expected a line written by `draftgen prepare`): {e}",
+                path.display(),
+                n + 1
+            ))
+        });
+    }
+    Err(UsageError(format!("{}: no prompt in it", path.display())))
+}
+
+fn api_key(args: &Args, openrouter: bool) -> Result<Option<ApiKey>, UsageError> {
+    if let Some(path) = &args.api_key_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| UsageError(format!("{}: cannot read the key: {e}", path.display())))?;
+        let key = text.lines().next().unwrap_or_default().trim().to_string();
+        if key.is_empty() {
+            return Err(UsageError(format!(
+                "{}: the first line is empty",
+                path.display()
+            )));
+        }
+        return Ok(Some(ApiKey::new(key)));
+    }
+    Ok(openrouter
+        .then(|| std::env::var("OPENROUTER_API_KEY").ok())
+        .flatten()
+        .filter(|k| !k.trim().is_empty())
+        .map(|k| ApiKey::new(k.trim())))
+}
+
+/// The providers OpenRouter lists for `model` (empty if the list cannot be had).
+async fn openrouter_providers(client: &Client, endpoint: &Endpoint, model: &str) -> Vec<String> {
+    // The listing knows the model, not its routing suffixes (`:exacto`, `:nitro`).
+    let slug = model.split(':').next().unwrap_or(model);
+    let path = format!("models/{slug}/endpoints");
+    match client
+        .get_json(endpoint, &path, Duration::from_secs(15))
+        .await
+    {
+        Ok(list) => list
+            .pointer("/data/endpoints")
+            .and_then(Value::as_array)
+            .map(|endpoints| {
+                endpoints
+                    .iter()
+                    .filter_map(|e| e["provider_name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Err(e) => {
+            eprintln!("probe: cannot list the model's providers ({e}); probing default routing");
+            Vec::new()
+        }
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return Err(UsageError("--timeout must be a positive number of seconds".into()).into());
+    }
+    let real_prompt = args.prompts.as_ref().map(first_prompt).transpose()?;
+    let profile = match &args.tokenizer {
+        Some(model) => Some(
+            ModelArgs {
+                model: model.clone(),
+                profile: args.profile.clone(),
+                chat_template: None,
+            }
+            .load()?,
+        ),
+        None => None,
+    };
+    let base_urls = if args.base_urls.is_empty() {
+        vec![OPENROUTER.to_string()]
+    } else {
+        args.base_urls.clone()
+    };
+    let total = Duration::from_secs_f64(args.timeout);
+    let timeouts = Timeouts {
+        connect: total.min(Duration::from_secs(10)),
+        first_byte: total,
+        idle: total,
+        total,
+    };
+    let client = Client::new(ClientConfig {
+        connect_timeout: timeouts.connect,
+        ..ClientConfig::default()
+    })
+    .context("cannot build the HTTP client")?;
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let report = runtime.block_on(async {
+        let mut targets = Vec::new();
+        for base_url in &base_urls {
+            let openrouter = base_url.contains("openrouter.ai") || !args.providers.is_empty();
+            let endpoint = Endpoint {
+                name: base_url.clone(),
+                base_url: base_url.clone(),
+                api_key: api_key(&args, openrouter)?,
+                weight: 1,
+            };
+            let providers = if !args.providers.is_empty() {
+                args.providers.clone()
+            } else if openrouter {
+                openrouter_providers(&client, &endpoint, &args.model).await
+            } else {
+                Vec::new()
+            };
+            if providers.is_empty() {
+                targets.push(Target {
+                    name: base_url.clone(),
+                    endpoint,
+                    provider: None,
+                    openrouter,
+                });
+            } else {
+                for provider in providers {
+                    targets.push(Target {
+                        name: provider.clone(),
+                        endpoint: endpoint.clone(),
+                        provider: Some(provider),
+                        openrouter: true,
+                    });
+                }
+            }
+        }
+        let options = ProbeOptions {
+            model: args.model.clone(),
+            max_tokens: args.max_tokens,
+            timeouts,
+            real_prompt,
+            profile: profile.as_ref(),
+        };
+        Ok::<_, UsageError>(probe::probe(&client, &targets, &options).await)
+    })?;
+    let table = report.terminal_table();
+    if args.json {
+        eprint!("{table}");
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).context("cannot serialize the report")?
+        );
+    } else {
+        print!("{table}");
+    }
+    let answered = report.targets.iter().any(|t| t.answered > 0);
+    Ok(if answered {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

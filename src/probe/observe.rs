@@ -1,0 +1,460 @@
+//! What one answer shows about the server that sent it: read from the response JSON exactly as
+//! it came (field names, `null` versus `""`, id formats, markers left in the text), because the
+//! normalized [`Completion`] deliberately forgets those differences.
+//!
+//! Each observation that tells server shapes apart also becomes a [`Clue`]: a statement about
+//! the answer that a [`ServerShape`] either fits or contradicts (`super::recognize` counts them).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::api::{Arguments, Completion};
+use crate::model::pyjson::{dumps_json, DumpOptions};
+use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
+use crate::server::{forward, CallIds, ForwardInput, ReasoningField, ServerShape, Syntax, SHAPES};
+
+/// Native markers that only reach `content` when the server did not parse the model's text.
+const RAW_MARKERS: [&str; 7] = [
+    "</think>",
+    "<think>",
+    SECTION_BEGIN,
+    CALL_BEGIN,
+    "<tool_call>",
+    "<｜tool▁calls▁begin｜>",
+    "<|im_end|>",
+];
+
+/// The observable facts of one answer (the JSON of `probe --json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Observation {
+    /// `reasoning`, `reasoning_content`, `content` (left in the text before `</think>`), or
+    /// `null` when the answer has no reasoning.
+    pub reasoning_field: Option<&'static str>,
+    pub reasoning_details: bool,
+    /// `</think>`: `stripped` (reasoning split off), `left` (still in `content`), `null` (no
+    /// reasoning seen).
+    pub think_close: Option<&'static str>,
+    /// `structured` (`tool_calls`), `raw` (markers in `content`), `none`.
+    pub tool_calls: &'static str,
+    pub tool_call_count: usize,
+    /// Call ids: `native` (`functions.NAME:N`), `openrouter` (`call_` + 24 hex), `other`.
+    pub call_ids: Option<&'static str>,
+    /// Argument text: `json.dumps` (`", "`/`": "` separators: re-serialized by Python),
+    /// `compact`, `padded` (whitespace around it kept), `object` (not a string).
+    pub arguments: Option<&'static str>,
+    pub calls_have_index: bool,
+    /// A space on each side of the special tokens left in the text (vLLM's
+    /// `spaces_between_special_tokens`); `null` when no marker is in the text.
+    pub spaces_around_markers: Option<bool>,
+    /// How an empty `content` came: `null` or `""` (`None` when content was not empty).
+    pub empty_content: Option<&'static str>,
+    pub finish_reason: Option<String>,
+    pub native_finish_reason: Option<String>,
+    /// The server's own ids: `token_ids` (vLLM/SGLang) or `__verbose.tokens` (llama.cpp).
+    pub server_ids: Option<&'static str>,
+    /// llama.cpp's dressing: a `timings` object, `system_fingerprint` `b<build>-…`.
+    pub llamacpp_dress: bool,
+    /// OpenRouter's dressing: a top-level `provider`, or `usage.cost`.
+    pub openrouter_dress: bool,
+    pub provider: Option<String>,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub cost: Option<f64>,
+    /// The shapes whose forward function reproduces the answer's fields from the model text it
+    /// implies (Kimi syntax only; empty when not checked).
+    pub forward_agrees: Vec<String>,
+}
+
+/// A statement about answers that a server shape fits or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Clue {
+    /// The server parsed the text (reasoning split off or structured calls) or did not.
+    Parses(bool),
+    ReasoningIn(ReasoningFieldName),
+    ReasoningDetails(bool),
+    EmptyContentNull(bool),
+    IdsNative,
+    IdsOpenRouter,
+    IdsOther,
+    CallsIndexed(bool),
+    FinishToolCalls(bool),
+    LlamaCppDress(bool),
+    OpenRouterDress(bool),
+    /// The reasoning ends in whitespace (a shape that strips it cannot have sent it).
+    ReasoningTrailingWhitespace,
+    /// Arguments padded with whitespace in a non-streamed answer.
+    ArgumentsPadded,
+}
+
+/// [`ReasoningField`] as an ordered key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ReasoningFieldName {
+    Reasoning,
+    ReasoningContent,
+}
+
+impl Clue {
+    /// Whether `shape` could have sent an answer showing this.
+    pub fn fits(self, shape: &ServerShape) -> bool {
+        use crate::api::ServerKind;
+        match self {
+            Clue::Parses(p) => shape.parses == p || !shape.known,
+            Clue::ReasoningIn(name) => {
+                shape.parses
+                    && match name {
+                        ReasoningFieldName::Reasoning => {
+                            shape.reasoning_field == ReasoningField::Reasoning
+                        }
+                        ReasoningFieldName::ReasoningContent => {
+                            shape.reasoning_field == ReasoningField::ReasoningContent
+                        }
+                    }
+            }
+            Clue::ReasoningDetails(d) => shape.reasoning_details == d,
+            Clue::EmptyContentNull(null) => shape.empty_content_null == null,
+            Clue::IdsNative => shape.parses && shape.call_ids != CallIds::Minted,
+            Clue::IdsOpenRouter => shape.kind == ServerKind::OpenRouter,
+            Clue::IdsOther => {
+                shape.call_ids == CallIds::Minted && shape.kind != ServerKind::OpenRouter
+            }
+            Clue::CallsIndexed(i) => shape.calls_have_index == i,
+            Clue::FinishToolCalls(f) => shape.finish_tool_calls == f || !shape.known,
+            Clue::LlamaCppDress(d) => (shape.kind == ServerKind::LlamaCpp) == d,
+            Clue::OpenRouterDress(d) => (shape.kind == ServerKind::OpenRouter) == d,
+            Clue::ReasoningTrailingWhitespace => !shape.strips_reasoning_trailing_whitespace,
+            Clue::ArgumentsPadded => !shape.strips_arguments,
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Clue::Parses(true) => "the text was parsed (reasoning or tool calls split off)".into(),
+            Clue::Parses(false) => "native markers left in content (no parser)".into(),
+            Clue::ReasoningIn(ReasoningFieldName::Reasoning) => "reasoning in `reasoning`".into(),
+            Clue::ReasoningIn(ReasoningFieldName::ReasoningContent) => {
+                "reasoning in `reasoning_content`".into()
+            }
+            Clue::ReasoningDetails(d) => format!("reasoning_details {}", present(d)),
+            Clue::EmptyContentNull(true) => "empty content is null".into(),
+            Clue::EmptyContentNull(false) => "empty content is \"\"".into(),
+            Clue::IdsNative => "call ids native (functions.NAME:N)".into(),
+            Clue::IdsOpenRouter => "call ids call_<24 hex> (OpenRouter)".into(),
+            Clue::IdsOther => "call ids minted by the server".into(),
+            Clue::CallsIndexed(i) => {
+                format!("tool calls {} `index`", if i { "carry" } else { "lack" })
+            }
+            Clue::FinishToolCalls(true) => "finish_reason tool_calls with calls".into(),
+            Clue::FinishToolCalls(false) => "finish_reason stop despite calls".into(),
+            Clue::LlamaCppDress(d) => format!("llama.cpp timings/fingerprint {}", present(d)),
+            Clue::OpenRouterDress(d) => format!("OpenRouter provider/cost {}", present(d)),
+            Clue::ReasoningTrailingWhitespace => "reasoning keeps trailing whitespace".into(),
+            Clue::ArgumentsPadded => "arguments keep surrounding whitespace".into(),
+        }
+    }
+}
+
+fn present(yes: bool) -> &'static str {
+    if yes {
+        "present"
+    } else {
+        "absent"
+    }
+}
+
+fn non_empty_str(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+fn is_openrouter_id(id: &str) -> bool {
+    id.strip_prefix("call_")
+        .is_some_and(|hex| hex.len() == 24 && hex.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+fn is_native_id(id: &str) -> bool {
+    id.strip_prefix("functions.")
+        .and_then(|rest| rest.rsplit_once(':'))
+        .is_some_and(|(name, n)| {
+            !name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+        })
+}
+
+/// How an argument string was written.
+fn argument_style(arguments: &Value) -> &'static str {
+    let Some(text) = arguments.as_str() else {
+        return "object";
+    };
+    if text.trim() != text {
+        return "padded";
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => {
+            let dumps = |ensure_ascii| {
+                let options = DumpOptions {
+                    ensure_ascii,
+                    ..DumpOptions::default()
+                };
+                dumps_json(&value, &options)
+            };
+            if text.contains(": ") && (dumps(false) == text || dumps(true) == text) {
+                "json.dumps"
+            } else if serde_json::to_string(&value).ok().as_deref() == Some(text) {
+                "compact"
+            } else {
+                "verbatim"
+            }
+        }
+        Err(_) => "invalid_json",
+    }
+}
+
+/// Whether every marker in `text` has a space on each side (where it is not at an edge).
+fn markers_spaced(text: &str) -> Option<bool> {
+    let mut seen = false;
+    let mut spaced = true;
+    for marker in RAW_MARKERS
+        .iter()
+        .chain(&[SECTION_END, ARGUMENT_BEGIN, CALL_END])
+    {
+        for (at, _) in text.match_indices(marker) {
+            seen = true;
+            let before = text[..at].chars().next_back();
+            let after = text[at + marker.len()..].chars().next();
+            if before.is_some_and(|c| c != ' ') || after.is_some_and(|c| c != ' ') {
+                spaced = false;
+            }
+        }
+    }
+    seen.then_some(spaced)
+}
+
+/// Read one answer (a chat.completion exactly as received). `streamed`: argument padding is
+/// then no clue (most shapes keep it when streaming).
+pub fn observe(body: &Value, syntax: Syntax, streamed: bool) -> (Observation, Vec<Clue>) {
+    let mut o = Observation::default();
+    let mut clues = Vec::new();
+    let choice = &body["choices"][0];
+    let message = &choice["message"];
+    let content_value = message.get("content");
+    let content = content_value.and_then(Value::as_str).unwrap_or_default();
+
+    let reasoning = if let Some(r) = non_empty_str(message.get("reasoning")) {
+        o.reasoning_field = Some("reasoning");
+        clues.push(Clue::ReasoningIn(ReasoningFieldName::Reasoning));
+        Some(r)
+    } else if let Some(r) = non_empty_str(message.get("reasoning_content")) {
+        o.reasoning_field = Some("reasoning_content");
+        clues.push(Clue::ReasoningIn(ReasoningFieldName::ReasoningContent));
+        Some(r)
+    } else {
+        None
+    };
+    o.reasoning_details = message
+        .get("reasoning_details")
+        .and_then(Value::as_array)
+        .is_some_and(|d| !d.is_empty());
+    if reasoning.is_some() {
+        clues.push(Clue::ReasoningDetails(o.reasoning_details));
+        if reasoning.is_some_and(|r| r.trim_end() != r) {
+            clues.push(Clue::ReasoningTrailingWhitespace);
+        }
+    }
+    let raw = RAW_MARKERS.iter().any(|m| content.contains(m));
+    o.think_close = if content.contains("</think>") {
+        o.reasoning_field.get_or_insert("content");
+        Some("left")
+    } else if reasoning.is_some() {
+        Some("stripped")
+    } else {
+        None
+    };
+
+    let calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    o.tool_call_count = calls.len();
+    o.tool_calls = if !calls.is_empty() {
+        "structured"
+    } else if [
+        SECTION_BEGIN,
+        CALL_BEGIN,
+        "<tool_call>",
+        "<｜tool▁calls▁begin｜>",
+    ]
+    .iter()
+    .any(|m| content.contains(m))
+    {
+        "raw"
+    } else {
+        "none"
+    };
+    if raw {
+        clues.push(Clue::Parses(false));
+    } else if reasoning.is_some() || !calls.is_empty() {
+        clues.push(Clue::Parses(true));
+    }
+    if let Some(first) = calls.first() {
+        let id = first["id"].as_str().unwrap_or_default();
+        let (style, clue) = if is_openrouter_id(id) {
+            ("openrouter", Clue::IdsOpenRouter)
+        } else if is_native_id(id) {
+            ("native", Clue::IdsNative)
+        } else {
+            ("other", Clue::IdsOther)
+        };
+        o.call_ids = Some(style);
+        clues.push(clue);
+        let arguments = &first["function"]["arguments"];
+        let style = argument_style(arguments);
+        o.arguments = Some(style);
+        if style == "padded" && !streamed {
+            clues.push(Clue::ArgumentsPadded);
+        }
+        o.calls_have_index = calls
+            .iter()
+            .all(|c| c.get("index").is_some_and(Value::is_u64));
+        // A streamed answer is assembled by draftgen, which keeps `index` whatever the server.
+        if !streamed {
+            clues.push(Clue::CallsIndexed(o.calls_have_index));
+        }
+        if let Some(finish) = choice["finish_reason"].as_str() {
+            if finish != "length" {
+                clues.push(Clue::FinishToolCalls(finish == "tool_calls"));
+            }
+        }
+    }
+    o.spaces_around_markers = markers_spaced(content);
+    if content.is_empty() {
+        let null = content_value.is_none_or(Value::is_null);
+        o.empty_content = Some(if null { "null" } else { "\"\"" });
+        if reasoning.is_some() || !calls.is_empty() {
+            clues.push(Clue::EmptyContentNull(null));
+        }
+    }
+    o.finish_reason = choice["finish_reason"].as_str().map(str::to_string);
+    o.native_finish_reason = choice["native_finish_reason"].as_str().map(str::to_string);
+    o.server_ids = if body
+        .pointer("/__verbose/tokens")
+        .is_some_and(Value::is_array)
+    {
+        Some("__verbose.tokens")
+    } else if choice.get("token_ids").is_some_and(Value::is_array) {
+        Some("token_ids")
+    } else {
+        None
+    };
+    o.llamacpp_dress = body.get("timings").is_some_and(Value::is_object)
+        || body["system_fingerprint"]
+            .as_str()
+            .is_some_and(|f| f.starts_with('b') && f.contains('-'));
+    clues.push(Clue::LlamaCppDress(o.llamacpp_dress));
+    o.provider = body["provider"].as_str().map(str::to_string);
+    o.cost = body.pointer("/usage/cost").and_then(Value::as_f64);
+    o.openrouter_dress = o.provider.is_some() || o.cost.is_some();
+    clues.push(Clue::OpenRouterDress(o.openrouter_dress));
+    o.prompt_tokens = body.pointer("/usage/prompt_tokens").and_then(Value::as_u64);
+    o.completion_tokens = body
+        .pointer("/usage/completion_tokens")
+        .and_then(Value::as_u64);
+    if syntax == Syntax::Kimi {
+        o.forward_agrees = forward_agreeing(body, streamed);
+    }
+    (o, clues)
+}
+
+/// The model text (Kimi syntax) the answer implies: the raw content when the server did not
+/// parse, else reasoning, `</think>`, content and the tool section rebuilt from the calls.
+fn implied_text(completion: &Completion, parsed: bool) -> String {
+    if !parsed {
+        return completion.content.clone().unwrap_or_default();
+    }
+    let mut text = String::new();
+    if let Some(r) = &completion.reasoning {
+        text.push_str(r);
+        text.push_str("</think>");
+    }
+    text.push_str(completion.content.as_deref().unwrap_or_default());
+    if !completion.tool_calls.is_empty() {
+        text.push_str(SECTION_BEGIN);
+        for (i, call) in completion.tool_calls.iter().enumerate() {
+            let id = call
+                .id
+                .clone()
+                .filter(|id| is_native_id(id))
+                .unwrap_or_else(|| format!("functions.{}:{i}", call.name));
+            let arguments = match &call.arguments {
+                Arguments::Raw(text) => text.clone(),
+                Arguments::Object(value) => value.to_string(),
+            };
+            text.push_str(CALL_BEGIN);
+            text.push_str(&id);
+            text.push_str(ARGUMENT_BEGIN);
+            text.push_str(&arguments);
+            text.push_str(CALL_END);
+        }
+        text.push_str(SECTION_END);
+    }
+    text
+}
+
+/// The known shapes whose forward function sends back what was received, from the text the
+/// answer implies.
+fn forward_agreeing(body: &Value, streamed: bool) -> Vec<String> {
+    let Ok(completion) = Completion::from_response(body) else {
+        return Vec::new();
+    };
+    let content = completion.content.as_deref().unwrap_or_default();
+    let parsed = !RAW_MARKERS.iter().any(|m| content.contains(m));
+    let text = implied_text(&completion, parsed);
+    let cut = completion.finish_reason.as_deref() == Some("length");
+    SHAPES
+        .iter()
+        .filter(|shape| shape.known)
+        .filter(|shape| {
+            let input = ForwardInput {
+                text: &text,
+                cut,
+                stream: streamed,
+                spaces: false,
+                thinking: completion.reasoning.is_some() || text.contains("</think>"),
+                tools_declared: true,
+                history_calls: 0,
+                syntax: Syntax::Kimi,
+            };
+            forward(shape, &input)
+                .agrees_with(shape, &completion)
+                .is_ok()
+        })
+        .map(|shape| shape.describe())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ids_and_arguments_are_classified() {
+        assert!(is_openrouter_id("call_0123456789abcdef01234567"));
+        assert!(!is_openrouter_id("call_123"));
+        assert!(is_native_id("functions.get_weather:0"));
+        assert!(!is_native_id("functions.get_weather"));
+        assert_eq!(argument_style(&json!("{\"a\": 1, \"b\": 2}")), "json.dumps");
+        assert_eq!(argument_style(&json!("{\"a\":1}")), "compact");
+        assert_eq!(argument_style(&json!(" {\"a\":1} ")), "padded");
+        assert_eq!(argument_style(&json!({"a": 1})), "object");
+    }
+
+    #[test]
+    fn raw_markers_mean_no_parser() {
+        let body = json!({"choices": [{"message": {"content": "hm </think> hi"}, "finish_reason": "stop"}],
+                          "timings": {}, "system_fingerprint": "b0-unknown"});
+        let (o, clues) = observe(&body, Syntax::Kimi, false);
+        assert_eq!(o.think_close, Some("left"));
+        assert_eq!(o.spaces_around_markers, Some(true));
+        assert!(clues.contains(&Clue::Parses(false)));
+        assert!(clues.contains(&Clue::LlamaCppDress(true)));
+    }
+}

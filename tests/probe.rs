@@ -1,0 +1,225 @@
+//! `draftgen probe` against the simulator: every flavour is recognized for what it is (the
+//! recognition reads the answers only — it is never told the flavour), prompt lengths are
+//! compared with our render, and a dead port gives an error class per scenario, not a crash.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use draftgen::sim::{Flavor, SimConfig};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
+
+/// Start the built-in simulator on its own thread; the receiver gets its base URL once it listens
+/// (so several start at once).
+fn spawn_sim(config: SimConfig) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let sim = draftgen::sim::spawn(config).await.expect("sim");
+            tx.send(sim.base_url()).expect("send");
+            std::future::pending::<()>().await;
+        });
+    });
+    rx
+}
+
+fn start_sim(config: SimConfig) -> String {
+    spawn_sim(config).recv().expect("sim base URL")
+}
+
+fn probe(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("probe")
+        .args(args)
+        .env_remove("OPENROUTER_API_KEY")
+        .output()
+        .expect("run draftgen probe")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// What `probe` must say each flavour is, and the `--kind` it must tell the user to declare.
+fn expected(flavor: Flavor) -> (&'static str, &'static str) {
+    match flavor {
+        Flavor::OpenRouter => ("openrouter", "--kind openrouter"),
+        Flavor::Vllm => ("vllm 0.33", "--kind vllm"),
+        Flavor::Vllm011 => ("vllm 0.11-0.2x", "--kind vllm --server-version 0.11"),
+        Flavor::Sglang => ("sglang 0.5", "--kind sglang"),
+        Flavor::LlamaCpp => ("llamacpp", "--kind llamacpp"),
+        Flavor::Raw => ("generic", "--kind generic"),
+    }
+}
+
+#[test]
+fn every_sim_flavour_is_recognized_for_what_it_is() {
+    let kimi = common::assets().join("kimi-k2.5");
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A real prompt, as `prepare` writes it.
+    let prompts = dir.path().join("prompts.jsonl");
+    std::fs::write(
+        &prompts,
+        r#"{"id":"p1","source":"mine","messages":[{"role":"user","content":"Name three rivers in France."}]}
+"#,
+    )
+    .expect("write prompts");
+    let kimi_arg = kimi.to_str().expect("utf-8 path");
+    // One simulator per flavour, all probed by one `probe` (one tokenizer load, every target at
+    // once): the report lists the targets in the order of the --base-url flags.
+    let starting: Vec<_> = Flavor::ALL
+        .into_iter()
+        .map(|flavor| {
+            spawn_sim(SimConfig {
+                flavor,
+                model_dir: Some(kimi.clone()),
+                profile: Some("kimi-k2.5".into()),
+                ..SimConfig::default()
+            })
+        })
+        .collect();
+    let urls: Vec<String> = starting
+        .iter()
+        .map(|rx| rx.recv().expect("sim base URL"))
+        .collect();
+    let mut args = vec![
+        "--model",
+        "moonshotai/kimi-k2.5",
+        "--prompts",
+        prompts.to_str().expect("utf-8 path"),
+        "--tokenizer",
+        kimi_arg,
+        "--profile",
+        "kimi-k2.5",
+        "--timeout",
+        "60",
+        "--json",
+    ];
+    for url in &urls {
+        args.extend(["--base-url", url.as_str()]);
+    }
+    let out = probe(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("probe --json");
+    let targets = report["targets"].as_array().expect("targets");
+    assert_eq!(targets.len(), Flavor::ALL.len());
+    for (flavor, target) in Flavor::ALL.into_iter().zip(targets) {
+        assert_eq!(target["answered"], 5, "{}: {}", flavor.name(), text(&out));
+        let (shape, declare) = expected(flavor);
+        let recognized = &target["recognized"];
+        assert_eq!(
+            recognized["shape"],
+            shape,
+            "{}: {recognized:#}",
+            flavor.name()
+        );
+        assert_eq!(recognized["declare"], declare, "{}", flavor.name());
+        assert_eq!(
+            recognized["contradicted_by"],
+            serde_json::json!([]),
+            "{}: {recognized:#}",
+            flavor.name()
+        );
+        for p in target["probes"].as_array().expect("probes") {
+            assert_eq!(p["status"], "answered", "{}: {p:#}", flavor.name());
+            // The simulator counts the prompt with the same template: equal.
+            assert_eq!(p["prompt_tokens_equal"], true, "{}: {p:#}", flavor.name());
+        }
+        let forced = target["probes"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["scenario"] == "forced_tool_call"))
+            .expect("forced_tool_call probe");
+        let calls = forced["observed"]["tool_calls"].as_str();
+        match flavor {
+            Flavor::LlamaCpp | Flavor::Raw => assert_eq!(calls, Some("raw"), "{forced:#}"),
+            _ => assert_eq!(calls, Some("structured"), "{forced:#}"),
+        }
+        let ids = forced["observed"]["call_ids"].as_str();
+        match flavor {
+            Flavor::OpenRouter => assert_eq!(ids, Some("openrouter")),
+            Flavor::Vllm | Flavor::Vllm011 | Flavor::Sglang => assert_eq!(ids, Some("native")),
+            Flavor::LlamaCpp | Flavor::Raw => assert_eq!(ids, None),
+        }
+        // The table names the shape too.
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!("declare `{declare}`")),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+#[test]
+fn a_dead_port_gives_an_error_class_per_scenario() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let base_url = format!("http://127.0.0.1:{port}/v1");
+    let out = probe(&[
+        "--model",
+        "m",
+        "--base-url",
+        &base_url,
+        "--timeout",
+        "5",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("probe --json");
+    let target = &report["targets"][0];
+    assert_eq!(target["answered"], 0);
+    assert!(target["recognized"].is_null());
+    let probes = target["probes"].as_array().expect("probes");
+    assert_eq!(probes.len(), 4, "no --prompts: no real_prompt scenario");
+    for p in probes {
+        assert_eq!(p["status"], "network", "{p:#}");
+        assert!(p["error"].as_str().is_some_and(|e| !e.is_empty()));
+    }
+}
+
+#[test]
+fn the_key_never_reaches_the_output() {
+    let base_url = start_sim(SimConfig {
+        flavor: Flavor::OpenRouter,
+        ..SimConfig::default()
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key_file = dir.path().join("key");
+    let key = "sk-or-v1-probe-secret-0123456789";
+    std::fs::write(&key_file, key).expect("write key");
+    let out = probe(&[
+        "--model",
+        "moonshotai/kimi-k2.5",
+        "--base-url",
+        &base_url,
+        "--providers",
+        "alpha,beta",
+        "--api-key-file",
+        key_file.to_str().expect("utf-8 path"),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains(key), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("probe --json");
+    let names: Vec<&str> = report["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .filter_map(|t| t["provider"].as_str())
+        .collect();
+    assert_eq!(names, ["alpha", "beta"], "one target per provider");
+}

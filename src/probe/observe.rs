@@ -91,6 +91,8 @@ pub enum Clue {
 pub enum ReasoningFieldName {
     Reasoning,
     ReasoningContent,
+    /// The same text under both names.
+    Both,
 }
 
 impl Clue {
@@ -108,6 +110,7 @@ impl Clue {
                         ReasoningFieldName::ReasoningContent => {
                             shape.reasoning_field == ReasoningField::ReasoningContent
                         }
+                        ReasoningFieldName::Both => shape.reasoning_field == ReasoningField::Both,
                     }
             }
             Clue::ReasoningDetails(d) => shape.reasoning_details == d,
@@ -133,6 +136,9 @@ impl Clue {
             Clue::ReasoningIn(ReasoningFieldName::Reasoning) => "reasoning in `reasoning`".into(),
             Clue::ReasoningIn(ReasoningFieldName::ReasoningContent) => {
                 "reasoning in `reasoning_content`".into()
+            }
+            Clue::ReasoningIn(ReasoningFieldName::Both) => {
+                "reasoning in `reasoning_content`, mirrored in `reasoning`".into()
             }
             Clue::ReasoningDetails(d) => format!("reasoning_details {}", present(d)),
             Clue::EmptyContentNull(true) => "empty content is null".into(),
@@ -237,7 +243,13 @@ pub fn observe(body: &Value, syntax: Syntax, streamed: bool) -> (Observation, Ve
     let content_value = message.get("content");
     let content = content_value.and_then(Value::as_str).unwrap_or_default();
 
-    let reasoning = if let Some(r) = non_empty_str(message.get("reasoning")) {
+    let mirrored = non_empty_str(message.get("reasoning"))
+        .filter(|r| non_empty_str(message.get("reasoning_content")) == Some(*r));
+    let reasoning = if let Some(r) = mirrored {
+        o.reasoning_field = Some("reasoning_content+reasoning");
+        clues.push(Clue::ReasoningIn(ReasoningFieldName::Both));
+        Some(r)
+    } else if let Some(r) = non_empty_str(message.get("reasoning")) {
         o.reasoning_field = Some("reasoning");
         clues.push(Clue::ReasoningIn(ReasoningFieldName::Reasoning));
         Some(r)

@@ -31,8 +31,10 @@ use crate::completion::{Arguments, Completion};
 pub enum ReasoningField {
     /// `message.reasoning` (vLLM ≥ 0.12, OpenRouter).
     Reasoning,
-    /// `message.reasoning_content` (SGLang, vLLM 0.11 and older).
+    /// `message.reasoning_content` (SGLang, llama.cpp).
     ReasoningContent,
+    /// `message.reasoning_content`, mirrored in `message.reasoning` (vLLM 0.11.2's own code).
+    Both,
 }
 
 /// How the server names the model's tool calls.
@@ -427,7 +429,7 @@ mod tests {
         assert_eq!(shape(ServerKind::Vllm, None).version, "0.33");
         assert_eq!(
             shape(ServerKind::Vllm, Some("0.11.0")).reasoning_field,
-            ReasoningField::ReasoningContent
+            ReasoningField::Both
         );
     }
 }

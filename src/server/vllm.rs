@@ -55,7 +55,7 @@ pub const SHAPE: ServerShape = ServerShape {
 
 pub const SHAPE_0_11: ServerShape = ServerShape {
     version: "0.11-0.2x",
-    reasoning_field: ReasoningField::ReasoningContent,
+    reasoning_field: ReasoningField::Both,
     strips_reasoning_trailing_whitespace: false,
     coerces_arguments: false,
     drops_incomplete_call: true,

@@ -153,7 +153,9 @@ pub fn native_finish_reason<'a>(turn: &Turn, finish: &'a str) -> &'a str {
 pub fn reasoning_key(shape: &ServerShape) -> &'static str {
     match shape.reasoning_field {
         server::ReasoningField::Reasoning => "reasoning",
-        server::ReasoningField::ReasoningContent => "reasoning_content",
+        server::ReasoningField::ReasoningContent | server::ReasoningField::Both => {
+            "reasoning_content"
+        }
     }
 }
 

@@ -23,7 +23,7 @@ pub fn usage(turn: &Turn) -> Value {
 
 /// vLLM 0.11 sends the reasoning under both names (`reasoning` mirrors `reasoning_content`).
 fn old_line(shape: &ServerShape) -> bool {
-    shape.reasoning_field == ReasoningField::ReasoningContent
+    shape.reasoning_field == ReasoningField::Both
 }
 
 pub fn response(shape: &ServerShape, turn: &Turn) -> Value {

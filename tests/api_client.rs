@@ -353,6 +353,21 @@ async fn non_streaming_ok_sends_auth_and_attribution_headers() {
     );
 }
 
+/// The non-streaming body as a stream assembles it: each call keeps the `index` its chunks
+/// carried (issue 11: the audit reads a call's index), which a non-streamed body has not.
+fn streamed_completion() -> Value {
+    let mut body = openrouter_completion();
+    if let Some(calls) = body["choices"][0]["message"]["tool_calls"].as_array_mut() {
+        for (i, call) in calls.iter_mut().enumerate() {
+            let mut with_index = serde_json::Map::new();
+            with_index.insert("index".into(), i.into());
+            with_index.extend(call.as_object().cloned().unwrap_or_default());
+            *call = Value::Object(with_index);
+        }
+    }
+    body
+}
+
 #[tokio::test]
 async fn streaming_reassembly_equals_the_non_streaming_body() {
     let mut script = vec![sse_head()];
@@ -362,7 +377,7 @@ async fn streaming_reassembly_equals_the_non_streaming_body() {
         .chat(&endpoint(&server), &request_body(true), &relaxed())
         .await
         .unwrap();
-    assert_eq!(outcome.response, openrouter_completion());
+    assert_eq!(outcome.response, streamed_completion());
     assert_eq!(outcome.generation_id.as_deref(), Some("gen-sse-1"));
 }
 
@@ -381,7 +396,7 @@ async fn chunked_transfer_encoding_stream_is_decoded_too() {
         .chat(&endpoint(&server), &request_body(true), &relaxed())
         .await
         .unwrap();
-    assert_eq!(outcome.response, openrouter_completion());
+    assert_eq!(outcome.response, streamed_completion());
 }
 
 /// A finished exchange leaves its connection in the keep-alive pool, streamed or not.
@@ -401,7 +416,7 @@ async fn connections_are_reused_after_complete_answers() {
             .chat(&endpoint(&server), &request_body(true), &relaxed())
             .await
             .unwrap();
-        assert_eq!(outcome.response, openrouter_completion());
+        assert_eq!(outcome.response, streamed_completion());
     }
     assert_eq!(*server.connections.lock().unwrap(), 1);
 

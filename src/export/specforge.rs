@@ -7,9 +7,10 @@
 //!   `data.max_length`, rows with fewer than `min_loss_tokens` masked tokens skipped); other keys
 //!   are ignored. These are the exact ids the target produced — no re-rendering.
 //! * `conversations.jsonl` (with a run directory) — `{"id", "conversations": [{"role",
-//!   "content", "reasoning_content"?, "tool_calls"?}], "tools"?}` rows that SpecForge's own
-//!   preprocessing (`data/preprocessing.py::preprocess_conversations`, a `TEMPLATE_REGISTRY`
-//!   chat template) reads, for users of its templates. SpecForge re-renders these itself, so
+//!   "content", "reasoning_content"?, "tool_calls"?}], "tools"}` rows (`tools: []` when the
+//!   request had none) that SpecForge's own preprocessing
+//!   (`data/preprocessing.py::preprocess_conversations`, a `TEMPLATE_REGISTRY` chat template)
+//!   reads, for users of its templates. SpecForge re-renders these itself, so
 //!   the ids it trains on can differ from what the model produced (README, "Why exact ids
 //!   matter").
 
@@ -328,9 +329,15 @@ fn to_conversation(
     let mut row = Map::new();
     row.insert("id".into(), json!(id));
     row.insert("conversations".into(), Value::Array(conversation));
-    if let Some(tools) = request.get("tools").filter(|t| t.is_array()) {
-        row.insert("tools".into(), tools.clone());
-    }
+    // Every row carries `tools` (`[]` without): SpecForge's `safe_conversations_generator`
+    // yields the column only for rows that have the key, and `datasets` then fails on a file
+    // that mixes both (KeyError 'tools' — found on the demo's run, tests/export.rs).
+    let tools = request
+        .get("tools")
+        .filter(|t| t.is_array())
+        .cloned()
+        .unwrap_or_else(|| json!([]));
+    row.insert("tools".into(), tools);
     Ok(Value::Object(row))
 }
 

@@ -163,8 +163,9 @@ mod tests {
             clues.extend_from_slice(extra);
             best(&clues)
         };
+        // vLLM 0.11.2 sends the reasoning under both names (its own code, kimi_k25_vllm011.jsonl).
         let old = with(&[
-            Clue::ReasoningIn(ReasoningFieldName::ReasoningContent),
+            Clue::ReasoningIn(ReasoningFieldName::Both),
             Clue::EmptyContentNull(true),
             Clue::CallsIndexed(false),
         ]);

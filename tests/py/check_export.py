@@ -387,8 +387,8 @@ def expected_conversation(sample_id, record):
         answer["tool_calls"] = calls
     conv.append(answer)
     row = {"id": sample_id, "conversations": conv}
-    if isinstance(record["request"].get("tools"), list):
-        row["tools"] = record["request"]["tools"]
+    tools = record["request"].get("tools")
+    row["tools"] = tools if isinstance(tools, list) else []
     return row
 
 

@@ -17,7 +17,9 @@
 //! were admitted (prompts waiting out a `Retry-After` at the end).
 //!
 //! Environment: `BENCH_LATENCY_MS` (default 200), `BENCH_PROMPTS_PER_SLOT` (default 100),
-//! `BENCH_CLIENTS` (`both`, `draftgen` or `naive`).
+//! `BENCH_CLIENTS` (`both`, `draftgen` or `naive`), `BENCH_SIM_URL` (a sim in its own process,
+//! started for one capacity and one client; at thousands in flight one process runs out of file
+//! descriptors).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,6 +120,11 @@ where
     F: FnOnce(String, usize) -> Fut,
     Fut: std::future::Future<Output = Outcome>,
 {
+    // An external sim (`draftgen sim --capacity-max-in-flight C`) halves this process's sockets;
+    // the ramp, steady and tail columns need the in-process one.
+    if let Ok(url) = std::env::var("BENCH_SIM_URL") {
+        return client(url, n).await;
+    }
     let sim = Arc::new(spawn(sim_config(capacity)).await.expect("sim"));
     let (stop, done) = tokio::sync::oneshot::channel();
     let sampler = sample(sim.clone(), done);

@@ -191,12 +191,14 @@ impl Limiter {
         self.end(Outcome::Failed);
     }
 
-    /// How long a turned-away request keeps its slot before its backoff (at most `backoff`): about
-    /// one answer's latency, so rejected slots do not cycle faster than answered ones. Before any
-    /// answer, the whole backoff.
+    /// How long a turned-away request keeps its slot: one answer's latency, so rejected slots do
+    /// not cycle faster than answered ones — even when the backoff is shorter (answers of 2 s,
+    /// `Retry-After: 1`), where a slot would otherwise be turned away twice in one window and the
+    /// cut `L · (1 - r)` would land far below the capacity (measured at 5,000 in flight: 47% of
+    /// capacity). Before any answer, the backoff.
     pub fn rejection_hold(&self, backoff: Duration) -> Duration {
         let latency = self.window.lock().ok().and_then(|w| w.latency);
-        latency.map_or(backoff, |l| l.min(backoff))
+        latency.unwrap_or(backoff)
     }
 
     fn end(&self, outcome: Outcome) {
@@ -476,7 +478,8 @@ mod tests {
         );
         assert_eq!(
             l.rejection_hold(Duration::from_millis(50)),
-            Duration::from_millis(50)
+            Duration::from_millis(200),
+            "a backoff shorter than an answer still holds the slot an answer's time"
         );
     }
 }

@@ -10,6 +10,16 @@
 //! `PROMPTS_PER_SLOT · C` prompts; reported: goodput (successes per second) as a share of the
 //! capacity's rate (C / latency), and the share of attempts turned away. The naive client is the
 //! seed-style loop: a semaphore of 256, and on a 429 sleep exactly `Retry-After`, then retry.
+//!
+//! Where the time goes, from the sim's admitted count sampled every 50 ms: `ramp` is when the
+//! run first reached 90% of the capacity's rate (over a 0.5 s span), `steady` the rate between
+//! 10% and 90% of the prompts admitted (as a share of capacity), `tail` the wall time after 99%
+//! were admitted (prompts waiting out a `Retry-After` at the end).
+//!
+//! Environment: `BENCH_LATENCY_MS` (default 200), `BENCH_PROMPTS_PER_SLOT` (default 100),
+//! `BENCH_CLIENTS` (`both`, `draftgen` or `naive`), `BENCH_SIM_URL` (a sim in its own process,
+//! started for one capacity and one client; at thousands in flight one process runs out of file
+//! descriptors).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,10 +33,25 @@ use draftgen::engine::{self, Shutdown};
 use draftgen::sim::{spawn, CapacityConfig, Latency, SimConfig};
 use serde_json::json;
 
-const LATENCY: Duration = Duration::from_millis(200);
 const START_IN_FLIGHT: usize = 256;
-/// Prompts per unit of capacity: 100 → about 20 s at full capacity.
-const PROMPTS_PER_SLOT: usize = 100;
+/// Sampling period of the sim's admitted count.
+const SAMPLE: Duration = Duration::from_millis(50);
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn latency() -> Duration {
+    Duration::from_millis(env_or("BENCH_LATENCY_MS", 200))
+}
+
+/// Prompts per unit of capacity: 100 → 100 round trips at full capacity (20 s at 200 ms).
+fn prompts_per_slot() -> usize {
+    env_or("BENCH_PROMPTS_PER_SLOT", 100) as usize
+}
 
 fn prompts(n: usize) -> Vec<Prompt> {
     (0..n)
@@ -47,7 +72,7 @@ fn prompts(n: usize) -> Vec<Prompt> {
 fn sim_config(capacity: usize) -> SimConfig {
     SimConfig {
         latency: Latency {
-            base: LATENCY,
+            base: latency(),
             per_token: Duration::ZERO,
         },
         capacity: Some(CapacityConfig {
@@ -64,6 +89,49 @@ struct Outcome {
     attempts: u64,
     rejected: u64,
     wall: Duration,
+    /// (time since start, admitted so far), every [`SAMPLE`].
+    samples: Vec<(Duration, u64)>,
+}
+
+/// Sample the sim's admitted count until `done` fires.
+fn sample(
+    sim: Arc<draftgen::sim::SimHandle>,
+    mut done: tokio::sync::oneshot::Receiver<()>,
+) -> tokio::task::JoinHandle<Vec<(Duration, u64)>> {
+    tokio::spawn(async move {
+        let t0 = Instant::now();
+        let mut samples = Vec::new();
+        let mut tick = tokio::time::interval(SAMPLE);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    let admitted = sim.capacity().map_or(0, |c| c.admitted);
+                    samples.push((t0.elapsed(), admitted));
+                }
+                _ = &mut done => return samples,
+            }
+        }
+    })
+}
+
+/// One client against a fresh sim, with the admitted count sampled.
+async fn measured<F, Fut>(capacity: usize, n: usize, client: F) -> Outcome
+where
+    F: FnOnce(String, usize) -> Fut,
+    Fut: std::future::Future<Output = Outcome>,
+{
+    // An external sim (`draftgen sim --capacity-max-in-flight C`) halves this process's sockets;
+    // the ramp, steady and tail columns need the in-process one.
+    if let Ok(url) = std::env::var("BENCH_SIM_URL") {
+        return client(url, n).await;
+    }
+    let sim = Arc::new(spawn(sim_config(capacity)).await.expect("sim"));
+    let (stop, done) = tokio::sync::oneshot::channel();
+    let sampler = sample(sim.clone(), done);
+    let mut outcome = client(sim.base_url(), n).await;
+    let _ = stop.send(());
+    outcome.samples = sampler.await.unwrap_or_default();
+    outcome
 }
 
 async fn draftgen_run(base_url: &str, n: usize) -> Outcome {
@@ -73,7 +141,8 @@ model = "moonshotai/kimi-k2.5"
 max_tokens = 32
 [concurrency]
 min = 1
-max = 4096
+# above every capacity measured
+max = 20000
 [retry]
 max_attempts = 50
 base_ms = 100
@@ -109,6 +178,7 @@ cap_s = 2
             .copied()
             .unwrap_or(0),
         wall,
+        samples: Vec::new(),
     }
 }
 
@@ -168,20 +238,51 @@ async fn naive_run(base_url: &str, n: usize) -> Outcome {
         attempts: attempts.load(Ordering::Relaxed),
         rejected: rejected.load(Ordering::Relaxed),
         wall: t0.elapsed(),
+        samples: Vec::new(),
     }
 }
 
-fn report(name: &str, capacity: usize, o: &Outcome) -> f64 {
-    let capacity_rate = capacity as f64 / LATENCY.as_secs_f64();
+/// When the sampled admitted count first reached `count`.
+fn reached(samples: &[(Duration, u64)], count: u64) -> Option<Duration> {
+    samples.iter().find(|(_, a)| *a >= count).map(|(t, _)| *t)
+}
+
+/// When the rate over half a second first reached `rate` per second.
+fn ramp(samples: &[(Duration, u64)], rate: f64) -> Option<Duration> {
+    let span = (Duration::from_millis(500).as_millis() / SAMPLE.as_millis()) as usize;
+    samples.windows(span + 1).find_map(|w| {
+        let (t0, a0) = w[0];
+        let (t1, a1) = w[span];
+        ((a1 - a0) as f64 / (t1 - t0).as_secs_f64() >= rate).then_some(t0)
+    })
+}
+
+fn report(name: &str, capacity: usize, n: usize, o: &Outcome) -> f64 {
+    let capacity_rate = capacity as f64 / latency().as_secs_f64();
     let goodput = o.successes as f64 / o.wall.as_secs_f64();
     let share = goodput / capacity_rate;
+    let n = n as u64;
+    let steady = match (reached(&o.samples, n / 10), reached(&o.samples, n * 9 / 10)) {
+        (Some(a), Some(b)) if b > a => {
+            format!(
+                "{:.1}%",
+                100.0 * (n * 8 / 10) as f64 / (b - a).as_secs_f64() / capacity_rate
+            )
+        }
+        _ => "-".into(),
+    };
+    let secs = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.1}s", d.as_secs_f64()));
+    let tail = reached(&o.samples, n * 99 / 100).map(|t| o.wall.saturating_sub(t));
     println!(
-        "| {capacity:>5} | {name:<9} | {:>6} | {:>6.1}s | {:>6.1}/s | {:>5.1}% | {:>5.1}% |",
+        "| {capacity:>5} | {name:<9} | {:>6} | {:>6.1}s | {:>6.1}/s | {:>5.1}% | {:>5.1}% | {} | {} | {} |",
         o.successes,
         o.wall.as_secs_f64(),
         goodput,
         100.0 * share,
         100.0 * o.rejected as f64 / o.attempts.max(1) as f64,
+        secs(ramp(&o.samples, 0.9 * capacity_rate)),
+        steady,
+        secs(tail),
     );
     share
 }
@@ -197,21 +298,40 @@ async fn main() {
     } else {
         capacities
     };
-    println!("| capacity | client | ok | wall | goodput | of capacity | attempts rejected |");
-    println!("|---|---|---|---|---|---|---|");
+    let clients = std::env::var("BENCH_CLIENTS").unwrap_or_else(|_| "both".into());
+    println!(
+        "latency {} ms, {} prompts per unit of capacity, start at {START_IN_FLIGHT} in flight",
+        latency().as_millis(),
+        prompts_per_slot()
+    );
+    println!("| capacity | client | ok | wall | goodput | of capacity | attempts rejected | ramp to 90% | steady | tail |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for capacity in capacities {
-        let n = PROMPTS_PER_SLOT * capacity;
-        let sim = spawn(sim_config(capacity)).await.expect("sim");
-        let ours = draftgen_run(&sim.base_url(), n).await;
-        drop(sim);
-        let sim = spawn(sim_config(capacity)).await.expect("sim");
-        let naive = naive_run(&sim.base_url(), n).await;
-        drop(sim);
-        let a = report("draftgen", capacity, &ours);
-        let b = report("naive", capacity, &naive);
-        println!(
-            "|       | ratio     | draftgen / naive goodput: {:.2} |",
-            a / b
-        );
+        let n = prompts_per_slot() * capacity;
+        let mut shares = Vec::new();
+        if clients != "naive" {
+            let o = measured(
+                capacity,
+                n,
+                |url, n| async move { draftgen_run(&url, n).await },
+            )
+            .await;
+            shares.push(report("draftgen", capacity, n, &o));
+        }
+        if clients != "draftgen" {
+            let o = measured(
+                capacity,
+                n,
+                |url, n| async move { naive_run(&url, n).await },
+            )
+            .await;
+            shares.push(report("naive", capacity, n, &o));
+        }
+        if let [a, b] = shares[..] {
+            println!(
+                "|       | ratio     | draftgen / naive goodput: {:.2} |",
+                a / b
+            );
+        }
     }
 }

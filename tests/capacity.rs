@@ -99,16 +99,24 @@ async fn aimd_converges_to_the_capacity_with_few_rejections() {
         .unwrap_or(0);
     let capacity = sim.capacity().expect("capacity model");
     assert_eq!(capacity.rejected, rejected);
-    // The first wave is small and doubles towards 64: the window that overshoots 16 is turned
-    // away by half; after it, a probe now and then.
+    // The first wave (16) doubles towards 64: the window at 32 is turned away by half (16); after
+    // it a probe (17, 18, 19: 6 turned away, 3 of 19 being more than random 429s explain) after
+    // each plateau, the plateaus doubling (2, 4, 8, 16 windows) as each cut finds 16 again:
+    // 4 cuts, 16 + 3 · 6 = 34 of ~634 attempts (5.4% of a run this short: 37 prompts per slot).
+    // The limiter that probed after every two windows measured 7 cuts.
     let share = rejected as f64 / attempts as f64;
     eprintln!(
         "capacity {CAPACITY}: {attempts} attempts, {rejected} turned away, limit ends at {}, {} cuts",
         summary.concurrency_limit, summary.concurrency_decreases
     );
     assert!(
-        share <= 0.10,
+        share <= 0.07,
         "{rejected} of {attempts} attempts turned away"
+    );
+    assert!(
+        summary.concurrency_decreases <= 5,
+        "{} cuts: the plateau did not lengthen",
+        summary.concurrency_decreases
     );
     let limit = summary.concurrency_limit;
     assert!(

@@ -174,9 +174,14 @@ impl Drop for SimHandle {
 
 /// Bind `127.0.0.1:0`, start serving on a new task, and return its address and counters.
 pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
+    // A deep accept queue: a client ramping to thousands in flight opens them in one burst, and
+    // tokio's default backlog (1024) dropped the SYNs beyond it (retransmitted 1 s, 3 s, 7 s later:
+    // a stall that measured the kernel, not the client; capacity_bench at 5,000).
+    let socket = tokio::net::TcpSocket::new_v4().map_err(SimError::Bind)?;
+    socket
+        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .map_err(SimError::Bind)?;
+    let listener = socket.listen(16_384).map_err(SimError::Bind)?;
     let addr = listener.local_addr().map_err(SimError::Bind)?;
     let simulator = Simulator::new(config)?;
     let counters = simulator.counters();

@@ -152,7 +152,6 @@ mod tests {
     fn reasoning_field_and_call_shape_tell_vllm_lines_and_sglang_apart() {
         let common = [
             Clue::Parses(true),
-            Clue::IdsNative,
             Clue::ReasoningDetails(false),
             Clue::LlamaCppDress(false),
             Clue::OpenRouterDress(false),
@@ -166,17 +165,21 @@ mod tests {
         // vLLM 0.11.2 sends the reasoning under both names (its own code, kimi_k25_vllm011.jsonl).
         let old = with(&[
             Clue::ReasoningIn(ReasoningFieldName::Both),
+            // … and mints non-streamed call ids (`chatcmpl-tool-…`).
+            Clue::IdsOther,
             Clue::EmptyContentNull(true),
             Clue::CallsIndexed(false),
         ]);
         assert_eq!(old.declare, "--kind vllm --server-version 0.11");
         let new = with(&[
             Clue::ReasoningIn(ReasoningFieldName::Reasoning),
+            Clue::IdsNative,
             Clue::EmptyContentNull(true),
         ]);
         assert_eq!(new.shape, "vllm 0.33");
         let sglang = with(&[
             Clue::ReasoningIn(ReasoningFieldName::ReasoningContent),
+            Clue::IdsNative,
             Clue::EmptyContentNull(false),
             Clue::CallsIndexed(true),
         ]);

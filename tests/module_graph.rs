@@ -4,9 +4,7 @@
 //! the file belongs to to `NAME`. Each edge must be one [`ALLOWED`] lists, and [`ALLOWED`] itself
 //! must be acyclic, so a new dependency is a deliberate one-line change here that this test
 //! refuses if it closes a loop. Paths that climb out of a module with `super::` are not followed
-//! (none in `src/` today leaves its top-level module). The old-path re-exports kept for one round
-//! after the refactor of issue 9 item 5 are listed in [`SHIMS`] and not counted; remove an entry
-//! when its re-export goes.
+//! (none in `src/` today leaves its top-level module).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -55,7 +53,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Which server shape a provider answers with, before a run.
     (
         "probe",
-        &["api", "completion", "dataset", "engine", "model", "server"],
+        &[
+            "api",
+            "completion",
+            "dataset",
+            "engine",
+            "model",
+            "pyjson",
+            "server",
+        ],
     ),
     // Trust in a run: fidelity, reference ids, usage, the tool-call audit, the report.
     (
@@ -92,23 +98,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sim",
             "verify",
         ],
-    ),
-];
-
-/// Old-path re-exports (file, the line's `pub use` text), not counted as edges.
-const SHIMS: &[(&str, &str)] = &[
-    ("src/api/mod.rs", "pub use crate::completion;"),
-    (
-        "src/api/mod.rs",
-        "pub use crate::completion::{Arguments, Completion, CompletionError, ToolCall, Usage};",
-    ),
-    ("src/model/mod.rs", "pub use crate::json::{self, Json};"),
-    ("src/model/mod.rs", "pub use crate::pyjson;"),
-    ("src/journal/mod.rs", "pub use crate::api::ErrorClass;"),
-    ("src/journal/record.rs", "pub use crate::api::ErrorClass;"),
-    (
-        "src/reconstruct/mod.rs",
-        "pub use crate::build::jsonl_samples::{build_samples, BuildError, BuildReport, Sample};",
     ),
 ];
 
@@ -195,9 +184,6 @@ fn actual_edges() -> BTreeMap<String, BTreeMap<String, String>> {
         let shown = format!("src/{}", relative.display());
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{shown}: {e}"));
         for (number, line) in text.lines().enumerate() {
-            if SHIMS.contains(&(shown.as_str(), line.trim())) {
-                continue;
-            }
             for to in crate_paths(line) {
                 if to != from {
                     edges

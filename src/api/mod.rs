@@ -26,8 +26,3 @@ pub use request::{
     RequestOptions, ServerKind,
 };
 pub use secret::ApiKey;
-
-// Old paths, kept for one round while other branches still use them (the completion types now
-// live in `crate::completion`); the module-graph test lists these shims.
-pub use crate::completion;
-pub use crate::completion::{Arguments, Completion, CompletionError, ToolCall, Usage};

@@ -8,8 +8,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{ApiError, Client, Endpoint, Usage};
+use super::{ApiError, Client, Endpoint};
 use crate::api::ErrorClass;
+use crate::completion::Usage;
 
 /// `GET /key` → `data`: the key's spending limit and usage, in USD.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -44,7 +44,3 @@ pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};
 pub use segment::{segment_file_name, JOURNAL_DIR};
 pub use summary::{AllSessions, SessionFigures, SkippedLine, StatusCounts, Summary};
 pub use writer::{Journal, JournalOptions, JournalStats, REDACTED};
-
-// Old path, kept for one round while other branches still use it (`ErrorClass` now lives with
-// error classification in `crate::api`); the module-graph test lists this shim.
-pub use crate::api::ErrorClass;

@@ -13,9 +13,7 @@ pub enum Status {
     Skipped,
 }
 
-// `ErrorClass` moved to `crate::api` (error classification); this re-export keeps the old
-// path working for one round.
-pub use crate::api::ErrorClass;
+use crate::api::ErrorClass;
 
 /// One finished attempt. Serialized in field order, small fields first, `request` and `response` last.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,11 +21,6 @@ pub use profile::{AssistantTurn, LoadOptions, Profile, RenderInput};
 pub use template::ChatTemplate;
 pub use tokenizer::Tokenizer;
 
-// Old paths, kept for one round while other branches still use them (`json` and `pyjson` are
-// now crate-level leaf helpers); the module-graph test lists these shims.
-pub use crate::json::{self, Json};
-pub use crate::pyjson;
-
 /// Errors from loading or using a model directory.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {

@@ -8,8 +8,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::api::{Arguments, Completion};
-use crate::model::pyjson::{dumps_json, DumpOptions};
+use crate::completion::{Arguments, Completion};
+use crate::pyjson::{dumps_json, DumpOptions};
 use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
 use crate::server::{forward, CallIds, ForwardInput, ReasoningField, ServerShape, Syntax, SHAPES};
 

@@ -15,9 +15,6 @@ mod synth;
 mod turn;
 
 pub use fidelity::{Fidelity, FidelityClass, Reason};
-// Old path, kept for one round while other branches still use it (the JSONL sample writer reads
-// the journal, so it moved to `crate::build::jsonl_samples`); the module-graph test lists this shim.
-pub use crate::build::jsonl_samples::{build_samples, BuildError, BuildReport, Sample};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -305,12 +302,11 @@ fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -
         for call in &candidate.turn.tool_calls {
             // As the template wrote them: a string verbatim, an object with `tojson`.
             let (raw, value) = match &call.arguments {
-                crate::api::Arguments::Raw(raw) => (raw.clone(), serde_json::from_str(raw).ok()),
-                crate::api::Arguments::Object(value) => (
-                    crate::model::pyjson::dumps_json(
-                        value,
-                        &crate::model::pyjson::DumpOptions::default(),
-                    ),
+                crate::completion::Arguments::Raw(raw) => {
+                    (raw.clone(), serde_json::from_str(raw).ok())
+                }
+                crate::completion::Arguments::Object(value) => (
+                    crate::pyjson::dumps_json(value, &crate::pyjson::DumpOptions::default()),
                     Some(value.clone()),
                 ),
             };

@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use crate::model::pyjson::{dumps_json, write_json_string, DumpOptions};
+use crate::pyjson::{dumps_json, write_json_string, DumpOptions};
 
 /// Separator sites beyond which the spellings are not enumerated (2^10 = 1,024 spellings per value).
 const MOST_SITES: usize = 10;

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::compare::compare;
 use super::figures::SampleFigures;
-use crate::api::Completion;
 use crate::build::{request_view, row_of};
+use crate::completion::Completion;
 use crate::journal::Record;
 use crate::model::Profile;
 use crate::reconstruct::{reconstruct, ReconstructOptions, Request};
@@ -99,7 +99,7 @@ pub fn without_server_ids(response: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::Completion;
+    use crate::completion::Completion;
 
     #[test]
     fn stripping_removes_every_id_field_completion_reads() {

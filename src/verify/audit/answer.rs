@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::declared::{Declared, DeclaredIn};
 use super::round_trip;
 use super::schema::{k2vv_call_valid, CallVerdict, Schemas};
-use crate::api::{Completion, ToolCall};
+use crate::completion::{Completion, ToolCall};
 use crate::model::Profile;
 use crate::server::{kimi, Syntax};
 

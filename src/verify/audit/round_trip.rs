@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::schema::parse_arguments;
-use crate::api::{Arguments, ToolCall};
+use crate::completion::{Arguments, ToolCall};
 use crate::model::profile::AssistantTurn;
 use crate::model::{Profile, RenderInput};
 use crate::server::{self, CallIds, ForwardInput, ServerShape, Syntax};

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::declared::Declared;
-use crate::api::Arguments;
+use crate::completion::Arguments;
 
 /// Why a call's arguments do not fit.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,7 +22,6 @@ use serde_json::{json, Value};
 use crate::api::{build_body, ApiError, Client, Endpoint, RequestOptions, ServerKind, Timeouts};
 use crate::dataset::Prompt;
 use crate::model::{Profile, RenderInput};
-use crate::server::Syntax;
 
 pub use recognize::Recognition;
 pub use scenario::Scenario;
@@ -126,15 +125,22 @@ fn body(target: &Target, ask: &scenario::Ask, opts: &ProbeOptions) -> Value {
     build_body(&ask.prompt, &options)
 }
 
-/// Our render's length of what `ask` sends.
-fn our_prompt_tokens(profile: &Profile, ask: &scenario::Ask) -> Option<usize> {
-    let input = RenderInput {
+/// What `ask` sends, as the template renders it.
+fn render_input(ask: &scenario::Ask) -> RenderInput<'_> {
+    RenderInput {
         messages: &ask.prompt.messages,
         tools: ask.prompt.tools.as_deref(),
         add_generation_prompt: true,
         chat_template_kwargs: None,
-    };
-    profile.render_ids(&input).ok().map(|ids| ids.len())
+    }
+}
+
+/// Our render's length of what `ask` sends.
+fn our_prompt_tokens(profile: &Profile, ask: &scenario::Ask) -> Option<usize> {
+    profile
+        .render_ids(&render_input(ask))
+        .ok()
+        .map(|ids| ids.len())
 }
 
 async fn one(
@@ -145,10 +151,10 @@ async fn one(
 ) -> Probe {
     let body = body(target, ask, opts);
     let our = opts.profile.and_then(|p| our_prompt_tokens(p, ask));
-    let syntax = opts
-        .profile
-        .and_then(|p| Syntax::of(p.family))
-        .unwrap_or_default();
+    let expect = opts.profile.map(|profile| observe::Expectation {
+        profile,
+        input: render_input(ask),
+    });
     let mut probe = Probe {
         target: target.name.clone(),
         scenario: ask.scenario,
@@ -174,7 +180,7 @@ async fn one(
             probe.status = "answered".into();
             probe.http_status = Some(outcome.http_status);
             probe.latency_ms = Some(outcome.latency_ms);
-            let (observed, clues) = observe::observe(&outcome.response, syntax, false);
+            let (observed, clues) = observe::observe(&outcome.response, expect.as_ref(), false);
             probe.clues = clues;
             probe.prompt_tokens_equal = our
                 .zip(observed.prompt_tokens)

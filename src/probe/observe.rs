@@ -8,21 +8,64 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::completion::{Arguments, Completion};
+use crate::completion::{Completion, ToolCall};
+use crate::model::family::{Family, FamilySpec};
+use crate::model::{AssistantTurn, Profile, RenderInput};
 use crate::pyjson::{dumps_json, DumpOptions};
-use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
-use crate::server::{forward, CallIds, ForwardInput, ReasoningField, ServerShape, Syntax, SHAPES};
+use crate::server::{forward, CallIds, ForwardInput, ReasoningField, ServerShape, SHAPES};
 
-/// Native markers that only reach `content` when the server did not parse the model's text.
-const RAW_MARKERS: [&str; 7] = [
-    "</think>",
-    "<think>",
-    SECTION_BEGIN,
-    CALL_BEGIN,
-    "<tool_call>",
-    "<｜tool▁calls▁begin｜>",
-    "<|im_end|>",
-];
+/// What the probe knows of the model behind the answers (`probe --tokenizer`): its family's
+/// markers, ids and template, and the request sent, so that the answer can be held against what
+/// the family's own text would have become on each server shape. Without it the markers of every
+/// known family are looked for and nothing is checked forward.
+#[derive(Clone)]
+pub struct Expectation<'a> {
+    pub profile: &'a Profile,
+    /// The request as sent (messages, tools, `chat_template_kwargs`).
+    pub input: RenderInput<'a>,
+}
+
+/// A family's structural markers: they only reach `content` when the server did not parse the
+/// model's text (the reasoning close, the tool-call opener, the end-of-turn token).
+fn spec_markers(spec: &'static FamilySpec) -> [Option<&'static str>; 3] {
+    [
+        spec.reasoning_close,
+        spec.tool_section_begin,
+        spec.end_of_turn,
+    ]
+}
+
+/// The markers that mean "not parsed": the model's family's (and its end-of-turn token when that
+/// is the tokenizer's `eos_token`), or every known family's.
+fn raw_markers(expect: Option<&Expectation>) -> Vec<String> {
+    let mut markers: Vec<String> = match expect {
+        Some(e) => spec_markers(e.profile.family.spec())
+            .into_iter()
+            .chain([Some(e.profile.end_of_turn())])
+            .flatten()
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+            .collect(),
+        None => Family::ALL
+            .into_iter()
+            .flat_map(|f| spec_markers(f.spec()))
+            .flatten()
+            .map(str::to_string)
+            .collect(),
+    };
+    markers.sort_unstable();
+    markers.dedup();
+    markers
+}
+
+/// The markers whose spacing tells vLLM's `spaces_between_special_tokens`: every added token of
+/// the model's tokenizer, or the known families' structural markers.
+fn spaced_markers(expect: Option<&Expectation>) -> Vec<String> {
+    match expect {
+        Some(e) => e.profile.tokenizer.special_tokens().to_vec(),
+        None => raw_markers(None),
+    }
+}
 
 /// The observable facts of one answer (the JSON of `probe --json`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -61,7 +104,8 @@ pub struct Observation {
     pub completion_tokens: Option<u64>,
     pub cost: Option<f64>,
     /// The shapes whose forward function reproduces the answer's fields from the model text it
-    /// implies (Kimi syntax only; empty when not checked).
+    /// implies in the family's syntax (empty when not checked: no `--tokenizer`, or a family
+    /// without a known syntax).
     pub forward_agrees: Vec<String>,
 }
 
@@ -214,13 +258,10 @@ fn argument_style(arguments: &Value) -> &'static str {
 }
 
 /// Whether every marker in `text` has a space on each side (where it is not at an edge).
-fn markers_spaced(text: &str) -> Option<bool> {
+fn markers_spaced(text: &str, markers: &[String]) -> Option<bool> {
     let mut seen = false;
     let mut spaced = true;
-    for marker in RAW_MARKERS
-        .iter()
-        .chain(&[SECTION_END, ARGUMENT_BEGIN, CALL_END])
-    {
+    for marker in markers.iter().filter(|m| !m.is_empty()) {
         for (at, _) in text.match_indices(marker) {
             seen = true;
             let before = text[..at].chars().next_back();
@@ -234,8 +275,14 @@ fn markers_spaced(text: &str) -> Option<bool> {
 }
 
 /// Read one answer (a chat.completion exactly as received). `streamed`: argument padding is
-/// then no clue (most shapes keep it when streaming).
-pub fn observe(body: &Value, syntax: Syntax, streamed: bool) -> (Observation, Vec<Clue>) {
+/// then no clue (most shapes keep it when streaming). `expect`: the model's family and the
+/// request (`None`: every family's markers are looked for, nothing is checked forward).
+pub fn observe(
+    body: &Value,
+    expect: Option<&Expectation>,
+    streamed: bool,
+) -> (Observation, Vec<Clue>) {
+    let raw_markers = raw_markers(expect);
     let mut o = Observation::default();
     let mut clues = Vec::new();
     let choice = &body["choices"][0];
@@ -266,11 +313,13 @@ pub fn observe(body: &Value, syntax: Syntax, streamed: bool) -> (Observation, Ve
         .is_some_and(|d| !d.is_empty());
     if reasoning.is_some() {
         clues.push(Clue::ReasoningDetails(o.reasoning_details));
-        if reasoning.is_some_and(|r| r.trim_end() != r) {
+        // Whitespace stripping was measured on Kimi's parsers (server::forward applies it per
+        // syntax): with the family known, the forward check judges it, not this clue.
+        if expect.is_none() && reasoning.is_some_and(|r| r.trim_end() != r) {
             clues.push(Clue::ReasoningTrailingWhitespace);
         }
     }
-    let raw = RAW_MARKERS.iter().any(|m| content.contains(m));
+    let raw = raw_markers.iter().any(|m| content.contains(m));
     o.think_close = if content.contains("</think>") {
         o.reasoning_field.get_or_insert("content");
         Some("left")
@@ -288,15 +337,7 @@ pub fn observe(body: &Value, syntax: Syntax, streamed: bool) -> (Observation, Ve
     o.tool_call_count = calls.len();
     o.tool_calls = if !calls.is_empty() {
         "structured"
-    } else if [
-        SECTION_BEGIN,
-        CALL_BEGIN,
-        "<tool_call>",
-        "<｜tool▁calls▁begin｜>",
-    ]
-    .iter()
-    .any(|m| content.contains(m))
-    {
+    } else if tool_openers(expect).any(|m| content.contains(m)) {
         "raw"
     } else {
         "none"
@@ -308,19 +349,33 @@ pub fn observe(body: &Value, syntax: Syntax, streamed: bool) -> (Observation, Ve
     }
     if let Some(first) = calls.first() {
         let id = first["id"].as_str().unwrap_or_default();
+        // A family whose token stream carries no ids (Qwen3, DeepSeek-V3) gets ids from every
+        // server: then only OpenRouter's own format tells anything.
+        let ids_in_stream = expect.is_none_or(|e| {
+            e.profile
+                .family
+                .syntax()
+                .is_some_and(|syntax| syntax.ids_in_stream())
+        });
+        let native = match expect {
+            Some(e) => e.profile.is_native_tool_call_id(id) && ids_in_stream,
+            None => is_native_id(id),
+        };
         let (style, clue) = if is_openrouter_id(id) {
-            ("openrouter", Clue::IdsOpenRouter)
-        } else if is_native_id(id) {
-            ("native", Clue::IdsNative)
+            ("openrouter", Some(Clue::IdsOpenRouter))
+        } else if native {
+            ("native", Some(Clue::IdsNative))
+        } else if ids_in_stream {
+            ("other", Some(Clue::IdsOther))
         } else {
-            ("other", Clue::IdsOther)
+            ("minted", None)
         };
         o.call_ids = Some(style);
-        clues.push(clue);
+        clues.extend(clue);
         let arguments = &first["function"]["arguments"];
         let style = argument_style(arguments);
         o.arguments = Some(style);
-        if style == "padded" && !streamed {
+        if style == "padded" && !streamed && expect.is_none() {
             clues.push(Clue::ArgumentsPadded);
         }
         o.calls_have_index = calls
@@ -336,7 +391,7 @@ pub fn observe(body: &Value, syntax: Syntax, streamed: bool) -> (Observation, Ve
             }
         }
     }
-    o.spaces_around_markers = markers_spaced(content);
+    o.spaces_around_markers = markers_spaced(content, &spaced_markers(expect));
     if content.is_empty() {
         let null = content_value.is_none_or(Value::is_null);
         o.empty_content = Some(if null { "null" } else { "\"\"" });
@@ -369,57 +424,86 @@ pub fn observe(body: &Value, syntax: Syntax, streamed: bool) -> (Observation, Ve
     o.completion_tokens = body
         .pointer("/usage/completion_tokens")
         .and_then(Value::as_u64);
-    if syntax == Syntax::Kimi {
-        o.forward_agrees = forward_agreeing(body, streamed);
+    if let Some(expect) = expect {
+        o.forward_agrees = forward_agreeing(body, expect, &raw_markers, streamed);
     }
     (o, clues)
 }
 
-/// The model text (Kimi syntax) the answer implies: the raw content when the server did not
-/// parse, else reasoning, `</think>`, content and the tool section rebuilt from the calls.
-fn implied_text(completion: &Completion, parsed: bool) -> String {
+/// The tool-call openers: the model's family's, or every known family's.
+fn tool_openers<'a>(expect: Option<&'a Expectation>) -> impl Iterator<Item = &'static str> + 'a {
+    let families: Vec<Family> = match expect {
+        Some(e) => vec![e.profile.family],
+        None => Family::ALL.to_vec(),
+    };
+    families
+        .into_iter()
+        .filter_map(|f| f.spec().tool_section_begin)
+}
+
+/// The text the model wrote, as the answer implies it in the family's own syntax: the raw
+/// content when the server did not parse, else the family's rendering of the parsed fields
+/// ([`Profile::completion_text`], the inverse the reconstruction uses), without the
+/// end-of-turn token (servers never send it). Calls without a native id get the family's.
+fn implied_text(
+    expect: &Expectation,
+    completion: &Completion,
+    parsed: bool,
+    cut: bool,
+) -> Option<String> {
+    let content = completion.content.clone().unwrap_or_default();
     if !parsed {
-        return completion.content.clone().unwrap_or_default();
+        return Some(content);
     }
-    let mut text = String::new();
-    if let Some(r) = &completion.reasoning {
-        text.push_str(r);
-        text.push_str("</think>");
-    }
-    text.push_str(completion.content.as_deref().unwrap_or_default());
-    if !completion.tool_calls.is_empty() {
-        text.push_str(SECTION_BEGIN);
-        for (i, call) in completion.tool_calls.iter().enumerate() {
-            let id = call
-                .id
-                .clone()
-                .filter(|id| is_native_id(id))
-                .unwrap_or_else(|| format!("functions.{}:{i}", call.name));
-            let arguments = match &call.arguments {
-                Arguments::Raw(text) => text.clone(),
-                Arguments::Object(value) => value.to_string(),
-            };
-            text.push_str(CALL_BEGIN);
-            text.push_str(&id);
-            text.push_str(ARGUMENT_BEGIN);
-            text.push_str(&arguments);
-            text.push_str(CALL_END);
-        }
-        text.push_str(SECTION_END);
-    }
-    text
+    let profile = expect.profile;
+    let tool_calls: Vec<ToolCall> = completion
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| ToolCall {
+            id: match &call.id {
+                Some(id) if profile.is_native_tool_call_id(id) => Some(id.clone()),
+                _ => profile.native_tool_call_id(&call.name, i),
+            },
+            ..call.clone()
+        })
+        .collect();
+    // A cut answer with nothing after its reasoning may have been cut inside it.
+    let reasoning_closed = !(cut && content.is_empty() && tool_calls.is_empty());
+    let turn = AssistantTurn {
+        reasoning: completion.reasoning.clone(),
+        reasoning_closed,
+        content,
+        tool_calls,
+        end_of_turn: false,
+    };
+    profile.completion_text(&expect.input, &turn).ok()
 }
 
 /// The known shapes whose forward function sends back what was received, from the text the
-/// answer implies.
-fn forward_agreeing(body: &Value, streamed: bool) -> Vec<String> {
+/// answer implies in the model family's syntax (empty for a family servers know no syntax of).
+fn forward_agreeing(
+    body: &Value,
+    expect: &Expectation,
+    raw_markers: &[String],
+    streamed: bool,
+) -> Vec<String> {
+    let Some(syntax) = expect.profile.family.syntax() else {
+        return Vec::new();
+    };
     let Ok(completion) = Completion::from_response(body) else {
         return Vec::new();
     };
     let content = completion.content.as_deref().unwrap_or_default();
-    let parsed = !RAW_MARKERS.iter().any(|m| content.contains(m));
-    let text = implied_text(&completion, parsed);
+    let parsed = !raw_markers.iter().any(|m| content.contains(m));
     let cut = completion.finish_reason.as_deref() == Some("length");
+    let Some(text) = implied_text(expect, &completion, parsed, cut) else {
+        return Vec::new();
+    };
+    let thinking = expect
+        .profile
+        .thinking_enabled(expect.input.chat_template_kwargs);
+    let tools_declared = expect.input.tools.is_some_and(|t| !t.is_empty());
     SHAPES
         .iter()
         .filter(|shape| shape.known)
@@ -429,10 +513,10 @@ fn forward_agreeing(body: &Value, streamed: bool) -> Vec<String> {
                 cut,
                 stream: streamed,
                 spaces: false,
-                thinking: completion.reasoning.is_some() || text.contains("</think>"),
-                tools_declared: true,
+                thinking,
+                tools_declared,
                 history_calls: 0,
-                syntax: Syntax::Kimi,
+                syntax,
             };
             forward(shape, &input)
                 .agrees_with(shape, &completion)
@@ -463,7 +547,7 @@ mod tests {
     fn raw_markers_mean_no_parser() {
         let body = json!({"choices": [{"message": {"content": "hm </think> hi"}, "finish_reason": "stop"}],
                           "timings": {}, "system_fingerprint": "b0-unknown"});
-        let (o, clues) = observe(&body, Syntax::Kimi, false);
+        let (o, clues) = observe(&body, None, false);
         assert_eq!(o.think_close, Some("left"));
         assert_eq!(o.spaces_around_markers, Some(true));
         assert!(clues.contains(&Clue::Parses(false)));

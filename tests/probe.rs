@@ -283,3 +283,68 @@ fn the_key_never_reaches_the_output() {
         .collect();
     assert_eq!(names, ["alpha", "beta"], "one target per provider");
 }
+
+/// Without `--providers`, the providers come from OpenRouter's endpoint listing
+/// (`GET /models/AUTHOR/SLUG/endpoints`, served by the simulator for its named providers): each
+/// is probed on its own (`provider.only` with its tag), listed in the table and in `--json`, and
+/// one whose upstream fails shows its error class on every scenario.
+#[test]
+fn openrouter_listing_gives_one_target_per_provider() {
+    let base_url = start_sim(SimConfig {
+        flavor: Flavor::OpenRouter,
+        providers: ["Alpha:openrouter", "Beta:vllm", "Ghost:sglang:down"]
+            .iter()
+            .map(|p| p.parse().expect("provider spec"))
+            .collect(),
+        ..SimConfig::default()
+    });
+    let out = probe(&[
+        "--model",
+        "moonshotai/kimi-k2.5",
+        "--base-url",
+        &base_url,
+        "--openrouter",
+        "--timeout",
+        "30",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("probe --json");
+    let targets = report["targets"].as_array().expect("targets");
+    let listed: Vec<(&str, &str)> = targets
+        .iter()
+        .map(|t| {
+            (
+                t["target"].as_str().unwrap_or_default(),
+                t["provider"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [("Alpha", "alpha"), ("Beta", "beta"), ("Ghost", "ghost")],
+        "one target per listed endpoint, pinned by its tag"
+    );
+    let table = String::from_utf8_lossy(&out.stderr);
+    for (name, _) in &listed {
+        assert!(
+            table.contains(&format!("{name} [fp8] ({base_url})")),
+            "{name}: {table}"
+        );
+    }
+    for target in &targets[..2] {
+        assert_eq!(target["answered"], 4, "{target:#}");
+        for p in target["probes"].as_array().expect("probes") {
+            assert_eq!(p["status"], "answered", "{p:#}");
+            // The answer came from the provider pinned, not from a fallback.
+            assert_eq!(p["observed"]["provider"], target["target"], "{p:#}");
+        }
+    }
+    let ghost = &targets[2];
+    assert_eq!(ghost["answered"], 0, "{ghost:#}");
+    assert!(ghost["recognized"].is_null());
+    for p in ghost["probes"].as_array().expect("probes") {
+        assert_eq!(p["status"], "server_error", "{p:#}");
+        assert_eq!(p["http_status"], 502, "{p:#}");
+    }
+}

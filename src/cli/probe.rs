@@ -10,7 +10,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use serde_json::Value;
 
 use super::model_args::ModelArgs;
 use super::UsageError;
@@ -23,8 +22,9 @@ const OPENROUTER: &str = "https://openrouter.ai/api/v1";
 #[derive(clap::Args)]
 #[command(after_help = "\
 Keys come from OPENROUTER_API_KEY (OpenRouter) or --api-key-file; they never appear in the output.
-Without --base-url the target is OpenRouter; without --providers, each provider OpenRouter lists
-for the model (GET /models/MODEL/endpoints) is probed on its own (provider.only, no fallbacks).")]
+Without --base-url the target is OpenRouter; without --providers, each endpoint OpenRouter lists
+for the model (GET /models/AUTHOR/SLUG/endpoints) is probed on its own (provider.only with its
+tag, no fallbacks). --openrouter treats each --base-url as OpenRouter (a proxy, the simulator).")]
 pub struct Args {
     /// Model id sent in every request (e.g. moonshotai/kimi-k2.5).
     #[arg(long)]
@@ -35,6 +35,9 @@ pub struct Args {
     /// OpenRouter providers to probe one at a time, comma-separated (e.g. fireworks,groq).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     providers: Vec<String>,
+    /// Every --base-url is OpenRouter (or speaks its API): list the model's providers there.
+    #[arg(long)]
+    openrouter: bool,
     /// prompts.jsonl: its first prompt is sent as the `real_prompt` scenario.
     #[arg(long)]
     prompts: Option<PathBuf>,
@@ -98,25 +101,14 @@ fn api_key(args: &Args, openrouter: bool) -> Result<Option<ApiKey>, UsageError> 
         .map(|k| ApiKey::new(k.trim())))
 }
 
-/// The providers OpenRouter lists for `model` (empty if the list cannot be had).
-async fn openrouter_providers(client: &Client, endpoint: &Endpoint, model: &str) -> Vec<String> {
-    // The listing knows the model, not its routing suffixes (`:exacto`, `:nitro`).
-    let slug = model.split(':').next().unwrap_or(model);
-    let path = format!("models/{slug}/endpoints");
-    match client
-        .get_json(endpoint, &path, Duration::from_secs(15))
-        .await
-    {
-        Ok(list) => list
-            .pointer("/data/endpoints")
-            .and_then(Value::as_array)
-            .map(|endpoints| {
-                endpoints
-                    .iter()
-                    .filter_map(|e| e["provider_name"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default(),
+/// The endpoints OpenRouter lists for `model` (empty, with a warning, if the list cannot be had).
+async fn openrouter_providers(
+    client: &Client,
+    endpoint: &Endpoint,
+    model: &str,
+) -> Vec<probe::providers::Listed> {
+    match probe::providers::list(client, endpoint, model).await {
+        Ok(listed) => listed,
         Err(e) => {
             eprintln!("probe: cannot list the model's providers ({e}); probing default routing");
             Vec::new()
@@ -165,7 +157,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = runtime.block_on(async {
         let mut targets = Vec::new();
         for base_url in &base_urls {
-            let openrouter = base_url.contains("openrouter.ai") || !args.providers.is_empty();
+            let openrouter =
+                args.openrouter || base_url.contains("openrouter.ai") || !args.providers.is_empty();
             let endpoint = Endpoint {
                 name: base_url.clone(),
                 base_url: base_url.clone(),
@@ -173,7 +166,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 weight: 1,
             };
             let providers = if !args.providers.is_empty() {
-                args.providers.clone()
+                args.providers
+                    .iter()
+                    .map(|p| probe::providers::Listed {
+                        name: p.clone(),
+                        slug: p.clone(),
+                        quantization: None,
+                    })
+                    .collect()
             } else if openrouter {
                 openrouter_providers(&client, &endpoint, &args.model).await
             } else {
@@ -184,14 +184,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     name: base_url.clone(),
                     endpoint,
                     provider: None,
+                    quantization: None,
                     openrouter,
                 });
             } else {
-                for provider in providers {
+                for listed in providers {
                     targets.push(Target {
-                        name: provider.clone(),
+                        name: listed.name,
                         endpoint: endpoint.clone(),
-                        provider: Some(provider),
+                        provider: Some(listed.slug),
+                        quantization: listed.quantization,
                         openrouter: true,
                     });
                 }

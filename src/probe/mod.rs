@@ -10,6 +10,7 @@
 //! own client, so the probe sees what `generate` would; errors are the client's, key scrubbed.
 
 pub mod observe;
+pub mod providers;
 pub mod recognize;
 pub mod scenario;
 mod table;
@@ -34,6 +35,8 @@ pub struct Target {
     pub endpoint: Endpoint,
     /// OpenRouter `provider.only` (with fallbacks off).
     pub provider: Option<String>,
+    /// The endpoint's quantization, as OpenRouter lists it.
+    pub quantization: Option<String>,
     /// The endpoint is OpenRouter (no self-hosted token-id flags; `usage` asked for).
     pub openrouter: bool,
 }
@@ -79,6 +82,8 @@ pub struct Probe {
 pub struct TargetReport {
     pub target: String,
     pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<String>,
     pub base_url: String,
     pub answered: usize,
     pub probes: Vec<Probe>,
@@ -227,6 +232,7 @@ pub async fn probe(client: &Client, targets: &[Target], opts: &ProbeOptions<'_>)
         .map(|t| TargetReport {
             target: t.name.clone(),
             provider: t.provider.clone(),
+            quantization: t.quantization.clone(),
             base_url: t.endpoint.base_url.clone(),
             answered: 0,
             probes: Vec::new(),

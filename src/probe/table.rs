@@ -49,10 +49,14 @@ fn cells(p: &Probe) -> Vec<String> {
 pub fn render(report: &ProbeReport) -> String {
     let mut out = String::new();
     for target in &report.targets {
+        let quantization = target
+            .quantization
+            .as_ref()
+            .map_or_else(String::new, |q| format!(" [{q}]"));
         if target.target == target.base_url {
-            let _ = writeln!(out, "{}", target.target);
+            let _ = writeln!(out, "{}{quantization}", target.target);
         } else {
-            let _ = writeln!(out, "{} ({})", target.target, target.base_url);
+            let _ = writeln!(out, "{}{quantization} ({})", target.target, target.base_url);
         }
         match &target.recognized {
             Some(r) => {

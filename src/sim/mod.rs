@@ -25,6 +25,7 @@ mod attempts;
 pub mod capacity;
 pub mod config;
 pub mod counters;
+pub mod endpoints;
 pub mod faults;
 pub mod flavor;
 pub mod prompt;

@@ -4,7 +4,10 @@
 //! `provider.only` picks the first listed provider that exists; otherwise requests are spread
 //! over the providers by request key (round-robin over prompts, the same provider on a retry).
 //!
-//! `--provider NAME:FLAVOR[:DEFECT=RATE,...]`, e.g. `--provider Chutes:vllm:inreasoning=0.2`.
+//! `--provider NAME:FLAVOR[:DEFECT=RATE,...]`, e.g. `--provider Chutes:vllm:inreasoning=0.2`;
+//! the item `down` instead of a defect makes the provider fail every request (502 "Provider
+//! returned error", as OpenRouter answers when the one allowed upstream fails), while OpenRouter's
+//! endpoint listing ([`super::endpoints`]) still lists it.
 
 use super::config::Flavor;
 use super::faults::{ToolDefect, ToolDefectRates};
@@ -15,6 +18,8 @@ pub struct NamedProvider {
     pub name: String,
     pub flavor: Flavor,
     pub defects: ToolDefectRates,
+    /// Every request to it fails (the listing still shows it).
+    pub down: bool,
 }
 
 impl std::str::FromStr for NamedProvider {
@@ -32,12 +37,17 @@ impl std::str::FromStr for NamedProvider {
             .ok_or_else(|| format!("--provider {spec:?}: no flavour after the name (NAME:FLAVOR)"))?
             .parse()?;
         let mut defects = ToolDefectRates::default();
+        let mut down = false;
         for item in parts
             .next()
             .unwrap_or("")
             .split(',')
             .filter(|s| !s.is_empty())
         {
+            if item.trim() == "down" {
+                down = true;
+                continue;
+            }
             let (defect, rate) = item.split_once('=').unwrap_or((item, "1"));
             let defect = ToolDefect::from_name(defect.trim()).ok_or_else(|| {
                 format!(
@@ -62,6 +72,7 @@ impl std::str::FromStr for NamedProvider {
             name: name.to_string(),
             flavor,
             defects,
+            down,
         })
     }
 }
@@ -111,6 +122,8 @@ mod tests {
         assert_eq!(p.defects.get(ToolDefect::InvalidJson), 1.0);
         let plain: NamedProvider = "A:sglang".parse().unwrap();
         assert!(plain.defects.is_empty());
+        assert!(!plain.down);
+        assert!("B:vllm:down".parse::<NamedProvider>().unwrap().down);
         assert!("A"
             .parse::<NamedProvider>()
             .unwrap_err()

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -205,6 +205,11 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/v1/chat/completions", post(chat_completions))
         .route("/v1/models", get(models))
         .route("/api/v1/models", get(models))
+        .route(
+            "/api/v1/models/{author}/{slug}/endpoints",
+            get(model_endpoints),
+        )
+        .route("/v1/models/{author}/{slug}/endpoints", get(model_endpoints))
         .route("/api/v1/key", get(key_info))
         .route("/api/v1/auth/key", get(key_info))
         .route("/v1/auth/key", get(key_info))
@@ -254,6 +259,14 @@ async fn models(State(shared): State<Arc<Shared>>) -> Json<Value> {
         });
     }
     Json(json!({"object": "list", "data": [model]}))
+}
+
+/// OpenRouter's list of the providers serving a model ([`super::endpoints`]).
+async fn model_endpoints(
+    State(shared): State<Arc<Shared>>,
+    Path((author, slug)): Path<(String, String)>,
+) -> Json<Value> {
+    Json(super::endpoints::listing(&shared.config, &author, &slug))
 }
 
 async fn key_info(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
@@ -350,6 +363,12 @@ async fn chat_completions(
             return error_response(StatusCode::NOT_FOUND, &message);
         }
     };
+    if let Some(down) = provider.filter(|p| p.down) {
+        shared.counters.rejected();
+        let body = json!({"error": {"code": 502, "message": "Provider returned error",
+            "metadata": {"provider_name": down.name, "raw": "upstream unavailable (simulated)"}}});
+        return (StatusCode::BAD_GATEWAY, Json(body)).into_response();
+    }
     let attempt = shared.attempts.next(key);
     let fault = config.faults.decide(config.seed, key, attempt);
     if let Some(kind) = fault {

@@ -679,6 +679,46 @@ fn a_build_directory_verifies_from_its_rows() {
         (json!(ids.len()), json!(ids.len() - 2), json!(1), json!(1)),
         "{r}"
     );
+    // Usage, from the run build.json names: the rows' prompts are our render (as the run's
+    // text rebuild), so the prompt deltas are the generator's labels.
+    let ids_str: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let usage = &report["usage"];
+    assert_eq!(
+        as_histogram(&usage["prompt_tokens"]["delta_histogram"]),
+        histogram(&expected()["prompt_delta"], &ids_str),
+        "{usage:#}"
+    );
+    assert_eq!(usage["prompt_tokens_within_kvv_band"], json!(ids.len()));
+    // The completions are the server's own ids (`__verbose.tokens`, the end token included when
+    // the model stopped): against the server's own count, read from the recorded exchanges.
+    let mut completion = BTreeMap::new();
+    for ex in exchanges().iter().filter(|ex| ex["stream"] == json!(false)) {
+        let r = &ex["response"];
+        let ids = r["__verbose"]["tokens"].as_array().expect("tokens").len() as i64;
+        let reported = r["usage"]["completion_tokens"].as_i64().expect("usage");
+        *completion.entry((reported - ids).to_string()).or_default() += 1u64;
+    }
+    assert_eq!(
+        as_histogram(&usage["completion_tokens"]["delta_histogram"]),
+        completion,
+        "{usage:#}"
+    );
+    // A build whose run is gone is still verified, without usage, and says why.
+    std::fs::rename(&run, dir.path().join("moved")).expect("move the run");
+    let (o, moved) = verify(&smollm2(), &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(moved["usage"]["prompt_tokens"]["compared"], json!(0));
+    assert!(
+        moved["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .any(|p| p
+                .as_str()
+                .is_some_and(|p| p.contains("usage cross-check skipped"))),
+        "{}",
+        moved["problems"]
+    );
     // The rows carry the journal's sources.
     for source in ["set-a", "set-b"] {
         let n = ids.iter().filter(|id| source_of(id) == source).count();

@@ -1,7 +1,12 @@
 //! Verify on a `build` directory: its rows already carry ids, fidelity class, source and
 //! provider (the columns of `tasks/FORMAT-samples.md`). Shards are streamed one record batch at
 //! a time; with `--reference` each row's completion (its masked tokens) is compared.
+//!
+//! The rows carry no `usage`: the server's `prompt_tokens` / `completion_tokens` are read from
+//! the run directory `build.json` names ([`run_usage`]), matched by sample id (a single-turn
+//! row's id is its record's id; the first success counts, as in `build`).
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 
@@ -12,6 +17,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::VerifyError;
 use crate::export::samples::BuildDir;
+use crate::journal::{RecordReader, Status, JOURNAL_DIR};
 use crate::reconstruct::FidelityClass;
 
 const BATCH_ROWS: usize = 512;
@@ -25,6 +31,60 @@ pub struct BuildRow {
     pub prompt_len: usize,
     /// The model-produced tokens (`loss_mask == 1`), in order.
     pub completion: Vec<u32>,
+}
+
+/// The server's `usage` of one sample: `prompt_tokens`, `completion_tokens`.
+pub type Usage = (Option<u64>, Option<u64>);
+
+/// The run a build was made from (`build.json` `run`), if it is still there.
+pub fn run_of(build_dir: &Path) -> Result<std::path::PathBuf, String> {
+    let build = BuildDir::open(build_dir).map_err(|e| e.to_string())?;
+    let run = build.build_json["run"]
+        .as_str()
+        .ok_or("build.json names no run directory")?;
+    let run = std::path::PathBuf::from(run);
+    if run.join(JOURNAL_DIR).is_dir() {
+        Ok(run)
+    } else {
+        Err(format!(
+            "{}: the run build.json names has no journal here",
+            run.display()
+        ))
+    }
+}
+
+/// Every successful record's usage in the run's journal, by record id (first success kept).
+/// Unreadable lines are skipped: the run's own verify reports them.
+pub fn run_usage(run: &Path) -> Result<HashMap<String, Usage>, String> {
+    let journal = run.join(JOURNAL_DIR);
+    let reader = RecordReader::open(&journal).map_err(|e| e.to_string())?;
+    let mut usage = HashMap::new();
+    for item in reader {
+        let (_, record) = item.map_err(|e| e.to_string())?;
+        let Ok(record) = record else { continue };
+        if record.status != Status::Success {
+            continue;
+        }
+        // Old journals carry the counts only in the response.
+        let from_response = |field: &str| {
+            record
+                .response
+                .as_ref()
+                .and_then(|r| r.get("usage"))
+                .and_then(|u| u.get(field))
+                .and_then(serde_json::Value::as_u64)
+        };
+        let counts = (
+            record
+                .prompt_tokens
+                .or_else(|| from_response("prompt_tokens")),
+            record
+                .completion_tokens
+                .or_else(|| from_response("completion_tokens")),
+        );
+        usage.entry(record.id).or_insert(counts);
+    }
+    Ok(usage)
 }
 
 /// Whether `dir` is a build output directory (has `build.json` or Parquet shards, no journal).

@@ -393,6 +393,16 @@ fn verify_build(
 ) -> Result<VerifyReport, VerifyError> {
     let mut report = VerifyReport::new(config, "build");
     report.note_reference(reference);
+    // Not a gate failure: a build moved away from its run can still be checked for the rest.
+    let usage = match build_rows::run_of(config.input).and_then(|run| build_rows::run_usage(&run)) {
+        Ok(usage) => usage,
+        Err(e) => {
+            report
+                .problems
+                .push(format!("usage cross-check skipped: {e}"));
+            HashMap::new()
+        }
+    };
     let bar = progress_bar(config.progress, "rows");
     let mut overall = GroupFigures::default();
     build_rows::for_each_batch(config.input, |rows| {
@@ -409,6 +419,8 @@ fn verify_build(
                 let comparison = references
                     .get(&row.id)
                     .map(|r| compare(&config.profile.tokenizer, &row.completion, r));
+                let (prompt_tokens, completion_tokens) =
+                    usage.get(&row.id).copied().unwrap_or_default();
                 SampleFigures {
                     completion_len: row.completion.len(),
                     id: row.id,
@@ -416,9 +428,9 @@ fn verify_build(
                     provider: row.provider,
                     fidelity: row.fidelity,
                     prompt_len: row.prompt_len,
+                    prompt_usage: prompt_tokens.map(|n| (n, row.prompt_len)),
+                    completion_usage: completion_tokens.map(|n| (n, row.completion.len())),
                     comparison,
-                    prompt_usage: None,
-                    completion_usage: None,
                 }
             })
             .collect();

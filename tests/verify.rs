@@ -730,3 +730,143 @@ fn a_build_directory_verifies_from_its_rows() {
         );
     }
 }
+
+/// `generate --turns all` on the simulator (vLLM flavour, the server's ids kept): a 3-turn
+/// conversation is ONE sample, as `build` writes it, and each turn is checked on its own. Turn 2
+/// is then made inconsistent (its ids dropped, its `usage.completion_tokens` off by 7 — no token
+/// stream fits): the conversation is `inconsistent`, turns 1 and 3 still exact against their
+/// ids, and the gate fails.
+#[test]
+fn a_multi_turn_conversation_is_one_sample_reported_per_turn() {
+    use draftgen::sim::{Flavor, SimConfig};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prompts = dir.path().join("prompts.jsonl");
+    let conversation = json!({"id": "conv1", "source": "chats", "messages": [
+        {"role": "user", "content": "Name a prime number."},
+        {"role": "assistant", "content": "Seven."},
+        {"role": "user", "content": "And a larger one?"},
+        {"role": "assistant", "content": "Thirteen."},
+        {"role": "user", "content": "Now add them."},
+        {"role": "assistant", "content": "Twenty."}
+    ]});
+    std::fs::write(&prompts, format!("{conversation}\n")).expect("prompts");
+    let kimi = common::assets().join("kimi-k2.5");
+    let base_url = start_sim(SimConfig {
+        flavor: Flavor::Vllm,
+        seed: 7,
+        model_dir: Some(kimi.clone()),
+        profile: Some("kimi-k2.5".into()),
+        ..SimConfig::default()
+    });
+    let run = dir.path().join("run");
+    let o = Command::new(BIN)
+        .args(["generate", "--turns", "all", "--prompts"])
+        .arg(&prompts)
+        .arg("--run")
+        .arg(&run)
+        .args([
+            "--base-url",
+            &base_url,
+            "--kind",
+            "vllm",
+            "--server-token-ids",
+            "--model",
+            "m",
+            "--progress",
+            "none",
+        ])
+        .env_remove("OPENROUTER_API_KEY")
+        .output()
+        .expect("generate");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let model = kimi.display().to_string();
+    let turn_ids = ["conv1:turn1/3", "conv1:turn2/3", "conv1:turn3/3"];
+
+    let (o, report) = verify(&model, &run, &["--profile", "kimi-k2.5"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        report["samples"]["total"],
+        json!(1),
+        "one sample per conversation"
+    );
+    assert_eq!(report["by_source"]["chats"]["samples"], json!(1));
+    let c = &report["conversations"];
+    assert_eq!(
+        (c["conversations"].clone(), c["turns"].clone()),
+        (json!(1), json!(3))
+    );
+    let listed = &c["listed"][0];
+    assert_eq!(listed["id"], "conv1");
+    let turns = listed["turns"].as_array().expect("turns");
+    let ids: Vec<&str> = turns.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, turn_ids);
+    for t in turns {
+        assert_eq!(t["fidelity"], "exact_by_server_ids", "{t:#}");
+        assert_eq!(t["reference"], "exact", "{t:#}");
+        assert_eq!(t["completion_tokens_delta"], json!(0), "{t:#}");
+    }
+    assert_eq!(report["reference"]["compared"], json!(1));
+    assert_eq!(report["reference"]["exact"], json!(1));
+
+    // Turn 2 made inconsistent.
+    let segment = std::fs::read_dir(run.join("journal"))
+        .expect("journal")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .expect("a segment");
+    let text = std::fs::read_to_string(&segment).expect("segment");
+    let mut edited = String::new();
+    for line in text.lines() {
+        let mut r: Value = serde_json::from_str(line).expect("record");
+        if r["id"] == turn_ids[1] {
+            let choice = &mut r["response"]["choices"][0];
+            let choice = choice.as_object_mut().expect("choice");
+            choice.remove("token_ids");
+            choice.remove("prompt_token_ids");
+            r["response"]
+                .as_object_mut()
+                .expect("body")
+                .remove("prompt_token_ids");
+            let n = r["response"]["usage"]["completion_tokens"]
+                .as_u64()
+                .expect("usage");
+            r["response"]["usage"]["completion_tokens"] = json!(n + 7);
+            if let Some(prefix) = r.get_mut("completion_tokens") {
+                *prefix = json!(n + 7);
+            }
+        }
+        edited.push_str(&r.to_string());
+        edited.push('\n');
+    }
+    std::fs::write(&segment, edited).expect("write segment");
+    let (o, report) = verify(&model, &run, &["--profile", "kimi-k2.5"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(report["samples"]["total"], json!(1));
+    assert_eq!(report["samples"]["by_fidelity"]["inconsistent"], json!(1));
+    let listed = &report["conversations"]["listed"][0];
+    assert_eq!(listed["fidelity"], "inconsistent", "{listed:#}");
+    let turns = listed["turns"].as_array().expect("turns");
+    let fidelity: Vec<&str> = turns
+        .iter()
+        .filter_map(|t| t["fidelity"].as_str())
+        .collect();
+    assert_eq!(
+        fidelity,
+        ["exact_by_server_ids", "inconsistent", "exact_by_server_ids"],
+        "{listed:#}"
+    );
+    assert_eq!(turns[1]["reference"], Value::Null, "no ids left on turn 2");
+    assert_eq!(turns[1]["completion_tokens_delta"], json!(7), "{listed:#}");
+    for t in [&turns[0], &turns[2]] {
+        assert_eq!(t["reference"], "exact", "{t:#}");
+    }
+    assert_eq!(
+        report["conversations"]["turns_by_fidelity"]["inconsistent"],
+        json!(1)
+    );
+    assert!(report["gate"]["reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .any(|r| r.as_str().is_some_and(|r| r.contains("inconsistent"))));
+}

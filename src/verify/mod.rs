@@ -14,6 +14,7 @@
 pub mod audit;
 mod build_rows;
 pub mod compare;
+pub mod conversations;
 pub mod figures;
 pub mod html;
 mod reference;
@@ -37,6 +38,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::build::conversation::{Pending, TurnRecord};
 use crate::build::{read_sources, RunSettings};
 use crate::journal::{Record, RecordReader, RunDir, Status, JOURNAL_DIR, MANIFEST_FILE};
 use crate::model::Profile;
@@ -117,6 +119,8 @@ pub struct VerifyReport {
     pub by_source: BTreeMap<String, GroupFigures>,
     pub by_provider: BTreeMap<String, GroupFigures>,
     pub tool_calls: audit::ToolAudit,
+    /// Multi-turn runs: each conversation (one sample above) and its turns checked one by one.
+    pub conversations: conversations::ConversationReport,
     /// Every attempt of the run over time (empty for a build directory).
     pub attempts: Timeline,
     /// How the run's server shaped text, as its manifest records it (run directories only).
@@ -144,6 +148,7 @@ impl VerifyReport {
             by_source: BTreeMap::new(),
             by_provider: BTreeMap::new(),
             tool_calls: audit::ToolAudit::default(),
+            conversations: conversations::ConversationReport::default(),
             attempts: Timeline::default(),
             run_settings: None,
             problems: Vec::new(),
@@ -310,6 +315,7 @@ fn verify_run(
     let bar = progress_bar(config.progress, "records");
     let mut overall = GroupFigures::default();
     let mut seen: HashSet<u64> = HashSet::new();
+    let mut pending = Pending::default();
     loop {
         let mut batch: Vec<(String, Record)> = Vec::with_capacity(BATCH);
         for item in reader.by_ref() {
@@ -326,6 +332,11 @@ fn verify_run(
                         continue; // a duplicate success: build keeps the first one too
                     }
                     let location = format!("{}:{}", location.segment.display(), location.line);
+                    // A turn of a multi-turn conversation waits for its other turns.
+                    if let Some(turn) = TurnRecord::of(&record, &location) {
+                        pending.add(turn);
+                        continue;
+                    }
                     batch.push((location, record));
                     if batch.len() == BATCH {
                         break;
@@ -338,6 +349,19 @@ fn verify_run(
                     corrupt.reason
                 )),
             }
+        }
+        let complete = pending.take_complete();
+        if !complete.is_empty() {
+            check_conversations(
+                config,
+                &options,
+                &sources,
+                reference,
+                reference_source,
+                complete,
+                &mut report,
+                &mut overall,
+            )?;
         }
         if batch.is_empty() {
             break;
@@ -376,6 +400,15 @@ fn verify_run(
         }
     }
     bar.finish_and_clear();
+    let incomplete = pending.incomplete();
+    report.conversations.incomplete = incomplete.len() as u64;
+    for id in incomplete {
+        if report.problems.len() < MAX_PROBLEMS {
+            report.problems.push(format!(
+                "conversation {id}: some turns have no successful record; not verified (build leaves it out too)"
+            ));
+        }
+    }
     report.tool_calls = audit::audit_run(
         config.input,
         config.profile,
@@ -385,6 +418,54 @@ fn verify_run(
     )?;
     report.finish(overall, config.strict_tools);
     Ok(report)
+}
+
+/// Check complete conversations (on all cores) and count each as one sample.
+#[allow(clippy::too_many_arguments)]
+fn check_conversations(
+    config: &VerifyConfig,
+    options: &crate::reconstruct::ReconstructOptions,
+    sources: &HashMap<String, String>,
+    reference: Option<&ReferenceFile>,
+    reference_source: ReferenceSource,
+    complete: Vec<Vec<TurnRecord>>,
+    report: &mut VerifyReport,
+    overall: &mut GroupFigures,
+) -> Result<(), VerifyError> {
+    let references = match reference {
+        Some(file) => {
+            let ids: Vec<&str> = complete
+                .iter()
+                .flatten()
+                .map(|t| t.record.id.as_str())
+                .collect();
+            file.read(&ids)?
+        }
+        None => HashMap::new(),
+    };
+    let checked: Vec<Result<conversations::Checked, String>> = complete
+        .into_par_iter()
+        .map(|turns| {
+            conversations::check(
+                config.profile,
+                options,
+                sources,
+                turns,
+                reference.is_some(),
+                &references,
+            )
+        })
+        .collect();
+    for result in checked {
+        match result {
+            Ok(c) => {
+                report.add(overall, &c.sample, reference_source);
+                report.conversations.add(c.figures);
+            }
+            Err(problem) => report.note(problem),
+        }
+    }
+    Ok(())
 }
 
 fn verify_build(

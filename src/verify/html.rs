@@ -102,6 +102,7 @@ pub fn render(r: &VerifyReport) -> String {
     for flag in r.tool_calls.red_flags() {
         let _ = write!(s, r#"<p class="warn">{}</p>"#, esc(&flag));
     }
+    conversations(&mut s, r);
     divergent(&mut s, r);
     problems(&mut s, r);
     let _ = write!(
@@ -504,6 +505,58 @@ fn groups_table(s: &mut String, title: &str, groups: &BTreeMap<String, GroupFigu
     s.push_str("</table></div>");
 }
 
+/// Multi-turn runs: each conversation listed turn by turn (nothing when the run had none).
+fn conversations(s: &mut String, r: &VerifyReport) {
+    let c = &r.conversations;
+    if c.conversations == 0 && c.incomplete == 0 {
+        return;
+    }
+    let _ = write!(
+        s,
+        r#"<h2>Conversations (multi-turn)</h2><p>{} conversation(s), one sample each, {} turn(s) checked one by one{}{}.</p><div class="panel"><table><tr><th>conversation</th><th>fidelity</th><th>turn</th><th>turn fidelity</th><th>reference</th><th>prompt Δ</th><th>completion Δ</th></tr>"#,
+        c.conversations,
+        c.turns,
+        if c.incomplete > 0 {
+            format!("; {} incomplete (not verified)", c.incomplete)
+        } else {
+            String::new()
+        },
+        if (c.conversations as usize) > c.listed.len() {
+            format!("; the first {} listed", c.listed.len())
+        } else {
+            String::new()
+        }
+    );
+    let delta = |d: Option<i64>| d.map_or_else(|| "-".to_string(), |d| d.to_string());
+    for conv in &c.listed {
+        for (i, t) in conv.turns.iter().enumerate() {
+            let head = if i == 0 {
+                format!(
+                    r#"<td rowspan="{}"><pre>{}</pre></td><td rowspan="{}">{}</td>"#,
+                    conv.turns.len(),
+                    esc(&conv.id),
+                    conv.turns.len(),
+                    esc(conv.fidelity)
+                )
+            } else {
+                String::new()
+            };
+            let bad = t.fidelity == "inconsistent" || t.reference == Some("divergent");
+            let _ = write!(
+                s,
+                r#"<tr>{head}<td class="n">{}</td><td{}>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
+                t.turn,
+                if bad { r#" class="warn""# } else { "" },
+                esc(t.fidelity),
+                esc(t.reference.unwrap_or("-")),
+                delta(t.prompt_tokens_delta),
+                delta(t.completion_tokens_delta)
+            );
+        }
+    }
+    s.push_str("</table></div>");
+}
+
 fn divergent(s: &mut String, r: &VerifyReport) {
     let f = &r.reference;
     s.push_str("<h2>Divergent samples</h2>");
@@ -573,6 +626,7 @@ mod tests {
             by_source,
             by_provider: BTreeMap::new(),
             tool_calls: audit::ToolAudit::default(),
+            conversations: Default::default(),
             attempts: Timeline::default(),
             run_settings: None,
             problems: vec!["f:1: <bad>".into()],
@@ -604,6 +658,42 @@ mod tests {
         }
         assert!(html.contains("&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(html.contains("m&amp;m"));
+        assert!(
+            !html.contains("Conversations (multi-turn)"),
+            "no section without any"
+        );
+    }
+
+    #[test]
+    fn conversations_are_listed_turn_by_turn() {
+        use crate::verify::conversations::{ConversationFigures, TurnFigures};
+        let mut r = report();
+        let turn =
+            |n: usize, fidelity: &'static str, reference: Option<&'static str>| TurnFigures {
+                id: format!("<c>:turn{n}/2"),
+                turn: n,
+                fidelity,
+                reference,
+                divergent_at: None,
+                prompt_tokens_delta: Some(0),
+                completion_tokens_delta: None,
+            };
+        r.conversations.add(ConversationFigures {
+            id: "<c>".into(),
+            source: None,
+            provider: None,
+            fidelity: "inconsistent",
+            fidelity_reasons: Vec::new(),
+            turns: vec![
+                turn(1, "exact_by_server_ids", Some("exact")),
+                turn(2, "inconsistent", None),
+            ],
+        });
+        let html = render(&r);
+        assert!(html.contains("Conversations (multi-turn)"));
+        assert!(html.contains(r#"<td rowspan="2"><pre>&lt;c&gt;</pre></td>"#));
+        assert!(html.contains(r#"<td class="warn">inconsistent</td>"#));
+        assert!(!html.contains("<c>"));
     }
 
     #[test]

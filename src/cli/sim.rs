@@ -101,6 +101,8 @@ pub struct Args {
     /// `Chutes:vllm:inreasoning=0.2,badjson=0.05`. Defects: undeclared, badjson, schema, badid,
     /// markers, inreasoning, finish, nocall (a bare name means rate 1). Requests pick one with
     /// OpenRouter's `provider.only`, else are spread over them; answers name it in `provider`.
+    /// `down` instead of a defect: every request to it fails (502), as an upstream that is down.
+    /// All are listed at `GET /api/v1/models/AUTHOR/SLUG/endpoints`, as OpenRouter lists them.
     #[arg(long = "provider", value_name = "NAME:FLAVOR[:DEFECT=RATE,...]")]
     providers: Vec<String>,
 }

@@ -4,7 +4,9 @@
 //!
 //! The rows carry no `usage`: the server's `prompt_tokens` / `completion_tokens` are read from
 //! the run directory `build.json` names ([`run_usage`]), matched by sample id (a single-turn
-//! row's id is its record's id; the first success counts, as in `build`).
+//! row's id is its record's id; the first success counts, as in `build`). A multi-turn row (a
+//! conversation, id = its prompt id) has no one record, so no usage: the run's own verify
+//! checks each turn's.
 
 use std::collections::HashMap;
 use std::fs::File;

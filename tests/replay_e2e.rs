@@ -625,15 +625,24 @@ fn generate_and_build_on_the_servers_own_answers() {
         table.values().map(|t| t.prompts_checked).sum::<usize>()
     );
     eprintln!(
-        "{:<45} {:>7} {:>5} {:>7} {:>5} {:>6} {:>6} {:>10}  classes; cuts covered",
-        "shape", "samples", "exact", "flagged", "wrong", "right", "missed", "no content"
+        "{:<45} {:>7} {:>5} {:>7} {:>13} {:>12} {:>5} {:>6} {:>10}  classes; cuts covered",
+        "shape",
+        "samples",
+        "exact",
+        "flagged",
+        "wrong flagged",
+        "wrong silent",
+        "right",
+        "missed",
+        "no content"
     );
     for (shape, t) in &table {
         eprintln!(
-            "{shape:<45} {:>7} {:>5} {:>7} {:>5} {:>6} {:>6} {:>10}  {:?}; {:?}",
+            "{shape:<45} {:>7} {:>5} {:>7} {:>13} {:>12} {:>5} {:>6} {:>10}  {:?}; {:?}",
             t.samples,
             t.exact,
             t.samples - t.exact,
+            t.wrong_flagged,
             t.wrong_silent,
             t.right,
             t.missed,

@@ -2,7 +2,7 @@
 //! code: the simulator replays the recorded responses of `tests/data/server_shapes/*.jsonl`
 //! (`sim --replay`: vLLM 0.33.0 with Kimi K2.5, Qwen3 and DeepSeek-V3, vLLM 0.11.2 and SGLang
 //! 0.5.23 with Kimi K2.5), `draftgen generate --kind KIND --server-version VERSION
-//! --spaces-around-special-tokens on|off [--stream] [--server-token-ids] --model FAMILY` runs the
+//! --spaces-around-special-tokens true|false [--stream] [--server-token-ids] --model FAMILY` runs the
 //! fixtures' prompts against it, `draftgen build` builds the run, and every built sample's
 //! completion ids are compared with the ids the model sampled (the fixture's `truth`, from the
 //! reference encoder). The rules, per group of fixtures that one run can send:
@@ -13,7 +13,9 @@
 //! - each sample gets the ids and class `reconstruct` gives the fixture when told its server
 //!   shape directly (as tests/server_shapes.rs does): the run must carry the shape to `build`
 //!   whole, so the manifest must record kind + version + spaces and `build.json` must show that
-//!   `build` read them from there (no shape flag is given to `build`).
+//!   `build` read them from there (no shape flag is given to `build`);
+//! - the prompt ids equal the reference renderer's, where the corpus has them (it renders no Kimi
+//!   prompt with tools).
 //!
 //! The counts per class and group are printed (BENCHMARKS.md, "The same answers through
 //! `generate` and `build`").

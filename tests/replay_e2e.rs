@@ -10,8 +10,8 @@
 //!   answers, the empty ones too: SGLang's `content: ""` after a cut inside the tool section is a
 //!   success, not an `empty_answer` retry), and each one becomes a sample;
 //! - **no sample is wrong while classed exact** (`unique` or `exact_by_server_ids`);
-//! - each sample gets the ids and class `reconstruct` gives the fixture when told its server
-//!   shape directly (as tests/server_shapes.rs does): the run must carry the shape to `build`
+//! - each sample gets the ids, class and reasons `reconstruct` gives the fixture when told its
+//!   server shape directly (as tests/server_shapes.rs does): the run must carry the shape to `build`
 //!   whole, so the manifest must record kind + version + spaces and `build.json` must show that
 //!   `build` read them from there (no shape flag is given to `build`);
 //! - the prompt ids equal the reference renderer's, where the corpus has them (it renders no Kimi
@@ -58,10 +58,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
 
 /// Every run's `--max-tokens`. A run has one, the fixtures' requests have 51 different ones (each
 /// cut was made by its own small `max_tokens`), and one run per value would be 527 runs; so the
-/// journaled requests say 4096 where the recorded one said less. Reconstruction reads
-/// `max_tokens` (a vLLM 0.11 `tool_calls` finish below it was not cut), yet no fixture's ids or
-/// class depend on it today; should one start to, the comparison with `reconstruct` on the
-/// fixture says so and names this cause.
+/// journaled requests say 4096 where the recorded one said less. This does not change what `build`
+/// judges today only because `build` does not pass `max_tokens` on to reconstruction at all (its
+/// request view is messages, tools, kwargs and `stream`), which [`direct`] mirrors. Were `build`
+/// to pass it, a vLLM 0.11 answer cut at the recorded limit (`finish_reason: tool_calls`, 42 of 42
+/// tokens) would look finished below 4096 and come out `unique` and wrong
+/// (`kimi_k25/vllm-0.11.2/stream/nospaces/cut_call_id/002`): such a run needs each prompt's own
+/// `max_tokens`, which a prompts file cannot carry yet.
 const MAX_TOKENS: u64 = 4096;
 
 struct Fixture {
@@ -79,8 +82,6 @@ struct Fixture {
     messages: Vec<Value>,
     tools: Option<Vec<Value>>,
     kwargs: Option<Value>,
-    /// The recorded request's `max_tokens`.
-    max_tokens: Option<u64>,
     /// The answer as a client sees it (the streamed chunks assembled).
     answer: Value,
     truth: Vec<u32>,
@@ -126,7 +127,6 @@ impl Fixture {
                 .filter(|t| !t.is_empty())
                 .cloned(),
             kwargs: v["request"].get("chat_template_kwargs").cloned(),
-            max_tokens: v["request"]["max_tokens"].as_u64(),
             answer,
             truth: serde_json::from_value(v["truth"]["completion_ids"].clone()).unwrap(),
             truth_prompt: serde_json::from_value(v["truth"]["prompt_ids"].clone()).unwrap(),
@@ -237,7 +237,7 @@ struct Ran {
     /// `build.json`'s `run_settings`: the shape `build` read from the run.
     build_settings: Value,
     /// `reconstruct` on each fixture told its shape directly, in the group's order.
-    direct: Vec<(Vec<u32>, String)>,
+    direct: Vec<Judged>,
 }
 
 #[derive(Default)]
@@ -438,10 +438,12 @@ fn profiles(fixtures: &[Fixture]) -> Profiles {
 
 /// `reconstruct` on the fixture itself, told its server shape (kind, version, spaces, stream) as
 /// tests/server_shapes.rs does: what `build` must agree with once the run has recorded the shape.
-fn direct(f: &Fixture, profiles: &Profiles) -> (Vec<u32>, String) {
+fn direct(f: &Fixture, profiles: &Profiles) -> Judged {
     let v: Value = serde_json::from_str(&f.line).unwrap();
     let profile = &profiles[&(f.profile.clone(), f.template_file())];
-    let request: Request = serde_json::from_value(v["request"].clone()).unwrap();
+    let mut request: Request = serde_json::from_value(v["request"].clone()).unwrap();
+    // As `build` reads the journaled request: without `max_tokens` (see [`MAX_TOKENS`]).
+    request.max_tokens = None;
     let options = ReconstructOptions {
         spaces_around_special_tokens: f.spaces,
         kind: f.server_kind(),
@@ -449,8 +451,19 @@ fn direct(f: &Fixture, profiles: &Profiles) -> (Vec<u32>, String) {
         stream: Some(f.stream),
     };
     let r = reconstruct(profile, &request, &f.answer, &options).expect("reconstruct");
-    let class = serde_json::to_value(r.fidelity.class).unwrap();
-    (r.completion_ids, class.as_str().unwrap().to_string())
+    Judged {
+        ids: r.completion_ids,
+        class: serde_json::to_value(r.fidelity.class).unwrap(),
+        reasons: serde_json::to_value(&r.fidelity.reasons).unwrap(),
+    }
+}
+
+/// A sample's completion ids and fidelity (class and reasons).
+#[derive(Debug, PartialEq)]
+struct Judged {
+    ids: Vec<u32>,
+    class: Value,
+    reasons: Value,
 }
 
 /// Check one group's run against its fixtures: into `tally`, problems into `failures`/`silent`.
@@ -546,18 +559,21 @@ fn check(
         tally.missed += usize::from(f.determined && !(right && exact_class));
         tally.no_content += usize::from(f.shows_no_content());
         // The pipeline must judge as `reconstruct` does when told the shape directly.
-        if (direct.0.as_slice(), direct.1.as_str()) != (completion, class.as_str()) {
-            let max_tokens = match f.max_tokens {
-                Some(n) if n != MAX_TOKENS => {
-                    format!(" (the run asked max_tokens {MAX_TOKENS}, the recorded request {n})")
-                }
-                _ => String::new(),
-            };
+        let built = Judged {
+            ids: completion.to_vec(),
+            class: sample["fidelity_class"].clone(),
+            reasons: sample["fidelity_reasons"].clone(),
+        };
+        if &built != direct {
             failures.push(format!(
-                "{}: generate + build gave class {class}, reconstruct with the fixture's own server shape gave {}{}{max_tokens}",
+                "{}: generate + build gave class {} reasons {}, reconstruct with the fixture's own \
+                 server shape gave {} {}{}",
                 f.name,
-                direct.1,
-                if direct.0.as_slice() == completion { "" } else { " and other ids" }
+                built.class,
+                built.reasons,
+                direct.class,
+                direct.reasons,
+                if direct.ids == built.ids { "" } else { " and other ids" }
             ));
         }
         if !right && exact_class {

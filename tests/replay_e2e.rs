@@ -1,37 +1,48 @@
-//! End to end through `generate` and `build` against answers made by vLLM 0.33.0's own serving
+//! End to end through `generate` and `build` against answers made by the servers' own serving
 //! code: the simulator replays the recorded responses of `tests/data/server_shapes/*.jsonl`
-//! (`sim --replay`), `draftgen generate --kind vllm --server-version 0.33.0
-//! --spaces-around-special-tokens on|off [--stream] [--server-token-ids]` runs the fixtures'
-//! prompts against it, `draftgen build` builds the run, and every built sample's completion ids
-//! are compared with the ids the model sampled (the fixture's `truth`, from the reference
-//! encoder). The rule: **no sample is wrong while classed exact** (`unique` or
-//! `exact_by_server_ids`), and every fixture sent becomes a sample. Each sample must also get the
-//! ids and class `reconstruct` gives the fixture when told its shape directly (as
-//! tests/server_shapes.rs does): the run must carry the shape to `build` whole. The counts per
-//! class and shape are printed (BENCHMARKS.md / issue 7).
+//! (`sim --replay`: vLLM 0.33.0 with Kimi K2.5, Qwen3 and DeepSeek-V3, vLLM 0.11.2 and SGLang
+//! 0.5.23 with Kimi K2.5), `draftgen generate --kind KIND --server-version VERSION
+//! --spaces-around-special-tokens true|false [--stream] [--server-token-ids] --model FAMILY` runs the
+//! fixtures' prompts against it, `draftgen build` builds the run, and every built sample's
+//! completion ids are compared with the ids the model sampled (the fixture's `truth`, from the
+//! reference encoder). The rules, per group of fixtures that one run can send:
+//! - **every prompt is accounted for**: each one succeeds at its first attempt (these are real
+//!   answers, the empty ones too: SGLang's `content: ""` after a cut inside the tool section is a
+//!   success, not an `empty_answer` retry), and each one becomes a sample;
+//! - **no sample is wrong while classed exact** (`unique` or `exact_by_server_ids`);
+//! - each sample gets the ids, class and reasons `reconstruct` gives the fixture when told its
+//!   server shape directly (as tests/server_shapes.rs does): the run must carry the shape to `build`
+//!   whole, so the manifest must record kind + version + spaces and `build.json` must show that
+//!   `build` read them from there (no shape flag is given to `build`);
+//! - the prompt ids equal the reference renderer's, where the corpus has them (it renders no Kimi
+//!   prompt with tools).
+//!
+//! The counts per class and group are printed (BENCHMARKS.md, "The same answers through
+//! `generate` and `build`").
 //!
 //! This proves what `tests/server_shapes.rs` (which calls `reconstruct` directly) cannot: that the
 //! engine journals the answer as the server sent it, that the manifest records the server shape
 //! the flags declare, and that `build` reads that shape from the run.
 //!
-//! Every fixture is sent: one run per shape (and chat template / `chat_template_kwargs`), one
-//! prompt per fixture. The corpus samples many answers to one conversation, so several prompts
-//! carry the same messages; they get distinct ids (labels only: `generate` runs each line) and
-//! the replay answers a repeated request with its recordings in turn, as a sampling server gives
-//! a new answer each time. Which recording answered which prompt is read back from the journal
+//! Every fixture is sent: one run per server shape (kind, version, streaming, spaces, server ids)
+//! and per run setting the shape cannot vary within a run (model, chat template,
+//! `chat_template_kwargs`), one prompt per fixture; one simulator per run, replaying that group's
+//! recordings only. The corpus samples many answers to one conversation, so several prompts carry
+//! the same messages; they get distinct ids (labels only: `generate` runs each line) and the
+//! replay answers a repeated request with its recordings in turn, as a sampling server gives a
+//! new answer each time. Which recording answered which prompt is read back from the journal
 //! (each recorded answer has its own `id`), so the order of the requests does not matter.
 //!
-//! Only the vLLM 0.33.0 answers are replayed (the runs are `--kind vllm --server-version 0.33.0`);
-//! the SGLang 0.5.23 and vLLM 0.11.2 files are checked by tests/server_shapes.rs only.
-//!
-//! Not run: vLLM streamed with `return_token_ids` (`generate` refuses `--server-token-ids
-//! --stream` for vLLM, whose chunks carry the ids only per delta; tests/run_shape.rs).
+//! Not run: answers streamed with `return_token_ids` (the corpus has 12, from vLLM): `generate`
+//! refuses `--server-token-ids --stream` (it collects no ids from a stream; tests/run_shape.rs).
+//! The test says how many it left out.
 
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use draftgen::api::assemble::ChunkAssembler;
@@ -44,6 +55,17 @@ use draftgen::sim::{self, Replay, SimConfig};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
+
+/// Every run's `--max-tokens`. A run has one, the fixtures' requests have 51 different ones (each
+/// cut was made by its own small `max_tokens`), and one run per value would be 527 runs; so the
+/// journaled requests say 4096 where the recorded one said less. This does not change what `build`
+/// judges today only because `build` does not pass `max_tokens` on to reconstruction at all (its
+/// request view is messages, tools, kwargs and `stream`), which [`direct`] mirrors. Were `build`
+/// to pass it, a vLLM 0.11 answer cut at the recorded limit (`finish_reason: tool_calls`, 42 of 42
+/// tokens) would look finished below 4096 and come out `unique` and wrong
+/// (`kimi_k25/vllm-0.11.2/stream/nospaces/cut_call_id/002`): such a run needs each prompt's own
+/// `max_tokens`, which a prompts file cannot carry yet.
+const MAX_TOKENS: u64 = 4096;
 
 struct Fixture {
     line: String,
@@ -60,7 +82,12 @@ struct Fixture {
     messages: Vec<Value>,
     tools: Option<Vec<Value>>,
     kwargs: Option<Value>,
+    /// The answer as a client sees it (the streamed chunks assembled).
+    answer: Value,
     truth: Vec<u32>,
+    /// The prompt's ids from the reference renderer (absent where the corpus did not render it:
+    /// Kimi prompts with tools).
+    truth_prompt: Option<Vec<u32>>,
     cut: String,
     determined: bool,
     /// The recorded answer's own `id` (unique in the corpus).
@@ -72,6 +99,16 @@ impl Fixture {
         let v: Value = serde_json::from_str(line).expect("fixture line");
         let s = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
         let b = |p: &str| v.pointer(p).and_then(Value::as_bool).unwrap_or(false);
+        let answer = match v.get("response") {
+            Some(body) => body.clone(),
+            None => {
+                let mut assembler = ChunkAssembler::new();
+                for chunk in v["chunks"].as_array().expect("`response` or `chunks`") {
+                    assembler.push(chunk);
+                }
+                assembler.finish()
+            }
+        };
         Fixture {
             line: line.to_string(),
             name: s("/name").unwrap(),
@@ -82,15 +119,17 @@ impl Fixture {
             stream: b("/server/stream"),
             spaces: b("/server/spaces_between_special_tokens"),
             token_ids: b("/server/return_token_ids"),
-            kind: s("/server/kind").unwrap_or_default(),
-            version: s("/server/version").unwrap_or_default(),
+            kind: s("/server/kind").expect("the fixture names its server"),
+            version: s("/server/version").expect("the fixture names its server's version"),
             messages: v["request"]["messages"].as_array().unwrap().clone(),
             tools: v["request"]["tools"]
                 .as_array()
                 .filter(|t| !t.is_empty())
                 .cloned(),
             kwargs: v["request"].get("chat_template_kwargs").cloned(),
+            answer,
             truth: serde_json::from_value(v["truth"]["completion_ids"].clone()).unwrap(),
+            truth_prompt: serde_json::from_value(v["truth"]["prompt_ids"].clone()).unwrap(),
             cut: s("/expect/cut").unwrap_or_else(|| "none".to_string()),
             determined: b("/expect/determined"),
             answer_id: s("/response/id")
@@ -99,10 +138,13 @@ impl Fixture {
         }
     }
 
+    /// The server shape: what `generate` is told with `--kind`, `--server-version`,
+    /// `--spaces-around-special-tokens`, `--stream` and `--server-token-ids`.
     fn shape(&self) -> String {
         format!(
-            "{} vllm-{}/{}/{}{}",
+            "{} {}-{}/{}/{}{}",
             self.family,
+            self.kind,
             self.version,
             if self.stream { "stream" } else { "nonstream" },
             if self.spaces { "spaces" } else { "nospaces" },
@@ -110,7 +152,11 @@ impl Fixture {
         )
     }
 
-    /// What one run fixes for all its prompts: template, kwargs and the model.
+    fn server_kind(&self) -> ServerKind {
+        serde_json::from_value(json!(self.kind)).expect("a server kind draftgen knows")
+    }
+
+    /// What else one run fixes for all its prompts: the model, template and kwargs.
     fn run_settings(&self) -> (String, Option<String>, String) {
         (
             self.model.clone(),
@@ -135,6 +181,17 @@ impl Fixture {
             Value::Null,
         )
     }
+
+    /// No content and no tool calls (reasoning aside): SGLang's `content: ""` after a cut
+    /// inside the tool section, vLLM's `null`. A real answer all the same, never to be retried as
+    /// an `empty_answer`.
+    fn shows_no_content(&self) -> bool {
+        let message = &self.answer["choices"][0]["message"];
+        message["content"].as_str().is_none_or(str::is_empty)
+            && message["tool_calls"]
+                .as_array()
+                .is_none_or(|calls| calls.is_empty())
+    }
 }
 
 fn fixtures() -> Vec<Fixture> {
@@ -157,15 +214,30 @@ fn fixtures() -> Vec<Fixture> {
                 .lines()
                 .filter(|l| !l.trim().is_empty())
                 .map(Fixture::read)
-                .filter(|f| f.kind == "vllm" && f.version == "0.33.0")
                 .collect::<Vec<_>>()
         })
         .collect()
 }
 
-/// One `generate` + `build`: fixtures of one shape and one run's settings.
-struct Run<'a> {
+/// One `generate` + `build`: the fixtures of one server shape and one run's settings, each with
+/// its prompt id.
+struct Group<'a> {
+    shape: String,
     fixtures: Vec<(String, &'a Fixture)>,
+}
+
+/// What one group's run produced.
+struct Ran {
+    /// The built samples, each with the name of the recording that answered it.
+    samples: Vec<(String, Value)>,
+    /// `generate`'s `summary.json`.
+    summary: Value,
+    /// `manifest.json`'s `servers`.
+    servers: Value,
+    /// `build.json`'s `run_settings`: the shape `build` read from the run.
+    build_settings: Value,
+    /// `reconstruct` on each fixture told its shape directly, in the group's order.
+    direct: Vec<Judged>,
 }
 
 #[derive(Default)]
@@ -176,19 +248,33 @@ struct Tally {
     exact: usize,
     /// Wrong but with a non-exact class.
     wrong_flagged: usize,
+    /// Wrong and classed exact: silently wrong (must stay 0).
+    wrong_silent: usize,
     /// Determined by the answer but not rebuilt exactly (flagged).
     missed: usize,
+    /// Samples whose prompt ids were compared with the reference renderer's.
+    prompts_checked: usize,
+    /// Answers without content or calls ([`Fixture::shows_no_content`]), each a success and a sample.
+    no_content: usize,
     by_class: BTreeMap<String, usize>,
     cuts: BTreeSet<String>,
 }
 
-/// The built samples, each with the name of the recording that answered it.
-type Built = Result<Vec<(String, Value)>, String>;
+fn read_json(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
 
-/// One run: replay, `generate`, `build`; the samples with the recording that answered each.
-fn run_one(run: &Run<'_>, dir: &Path, rt: &tokio::runtime::Runtime) -> Built {
-    let first = run.fixtures[0].1;
-    let replay_text: String = run
+/// One run: replay, `generate`, `build`; then `reconstruct` on each fixture directly.
+fn run_one(
+    group: &Group<'_>,
+    dir: &Path,
+    rt: &tokio::runtime::Runtime,
+    profiles: &Profiles,
+) -> Result<Ran, String> {
+    let first = group.fixtures[0].1;
+    let replay_text: String = group
         .fixtures
         .iter()
         .map(|(_, f)| format!("{}\n", f.line))
@@ -201,7 +287,7 @@ fn run_one(run: &Run<'_>, dir: &Path, rt: &tokio::runtime::Runtime) -> Built {
         }))
         .map_err(|e| e.to_string())?;
     let prompts = dir.join("prompts.jsonl");
-    let lines: String = run
+    let lines: String = group
         .fixtures
         .iter()
         .map(|(id, f)| {
@@ -214,13 +300,14 @@ fn run_one(run: &Run<'_>, dir: &Path, rt: &tokio::runtime::Runtime) -> Built {
     let run_dir = dir.join("run");
     let mut generate = Command::new(BIN);
     generate
-        .args(["generate", "--progress", "none", "--kind", "vllm"])
+        .args(["generate", "--progress", "none", "--kind", &first.kind])
         .args(["--server-version", &first.version])
         .args([
             "--spaces-around-special-tokens",
             if first.spaces { "true" } else { "false" },
         ])
-        .args(["--model", &first.model, "--max-tokens", "4096"])
+        .args(["--model", &first.model])
+        .args(["--max-tokens", &MAX_TOKENS.to_string()])
         .args(["--concurrency", "8"])
         .arg("--prompts")
         .arg(&prompts)
@@ -264,6 +351,7 @@ fn run_one(run: &Run<'_>, dir: &Path, rt: &tokio::runtime::Runtime) -> Built {
     }
     let assets = common::assets();
     let built = dir.join("built");
+    // No shape flag: `build` must read the shape from the run's manifest.
     let mut build = Command::new(BIN);
     build
         .args(["build", "--jsonl", "--drop-class", "none"])
@@ -298,13 +386,14 @@ fn run_one(run: &Run<'_>, dir: &Path, rt: &tokio::runtime::Runtime) -> Built {
             }
         }
     }
-    let recording_of: HashMap<&str, &str> = run
+    let recording_of: HashMap<&str, &str> = group
         .fixtures
         .iter()
         .map(|(_, f)| (f.answer_id.as_str(), f.name.as_str()))
         .collect();
     let text = std::fs::read_to_string(built.join("samples.jsonl")).unwrap();
-    text.lines()
+    let samples = text
+        .lines()
         .map(|l| {
             let sample: Value = serde_json::from_str(l).unwrap();
             let id = sample["id"].as_str().unwrap_or_default();
@@ -314,44 +403,186 @@ fn run_one(run: &Run<'_>, dir: &Path, rt: &tokio::runtime::Runtime) -> Built {
                 .ok_or_else(|| format!("sample {id}: no journaled answer from a recording"))?;
             Ok((name.to_string(), sample))
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Ran {
+        samples,
+        summary: read_json(&run_dir.join("summary.json"))?,
+        servers: read_json(&run_dir.join("manifest.json"))?["servers"].clone(),
+        build_settings: read_json(&built.join("build.json"))?["run_settings"].clone(),
+        direct: group
+            .fixtures
+            .iter()
+            .map(|(_, f)| direct(f, profiles))
+            .collect(),
+    })
 }
 
 type Profiles = HashMap<(String, Option<PathBuf>), Profile>;
 
+/// Every profile (and template) the fixtures need, loaded once.
+fn profiles(fixtures: &[Fixture]) -> Profiles {
+    let mut profiles = Profiles::new();
+    for f in fixtures {
+        profiles
+            .entry((f.profile.clone(), f.template_file()))
+            .or_insert_with(|| {
+                let options = LoadOptions {
+                    profile: Some(f.profile.clone()),
+                    chat_template: f.template_file(),
+                };
+                Profile::load(&common::assets().join(&f.model), &options).expect("profile")
+            });
+    }
+    profiles
+}
+
 /// `reconstruct` on the fixture itself, told its server shape (kind, version, spaces, stream) as
 /// tests/server_shapes.rs does: what `build` must agree with once the run has recorded the shape.
-fn direct(f: &Fixture, profiles: &mut Profiles) -> (Vec<u32>, String) {
+fn direct(f: &Fixture, profiles: &Profiles) -> Judged {
     let v: Value = serde_json::from_str(&f.line).unwrap();
-    let profile = profiles
-        .entry((f.profile.clone(), f.template_file()))
-        .or_insert_with(|| {
-            let options = LoadOptions {
-                profile: Some(f.profile.clone()),
-                chat_template: f.template_file(),
-            };
-            Profile::load(&common::assets().join(&f.model), &options).expect("profile")
-        });
-    let answer = match v.get("response") {
-        Some(body) => body.clone(),
-        None => {
-            let mut assembler = ChunkAssembler::new();
-            for chunk in v["chunks"].as_array().unwrap() {
-                assembler.push(chunk);
-            }
-            assembler.finish()
-        }
-    };
-    let request: Request = serde_json::from_value(v["request"].clone()).unwrap();
+    let profile = &profiles[&(f.profile.clone(), f.template_file())];
+    let mut request: Request = serde_json::from_value(v["request"].clone()).unwrap();
+    // As `build` reads the journaled request: without `max_tokens` (see [`MAX_TOKENS`]).
+    request.max_tokens = None;
     let options = ReconstructOptions {
         spaces_around_special_tokens: f.spaces,
-        kind: ServerKind::Vllm,
+        kind: f.server_kind(),
         server_version: Some(f.version.clone()),
         stream: Some(f.stream),
     };
-    let r = reconstruct(profile, &request, &answer, &options).expect("reconstruct");
-    let class = serde_json::to_value(r.fidelity.class).unwrap();
-    (r.completion_ids, class.as_str().unwrap().to_string())
+    let r = reconstruct(profile, &request, &f.answer, &options).expect("reconstruct");
+    Judged {
+        ids: r.completion_ids,
+        class: serde_json::to_value(r.fidelity.class).unwrap(),
+        reasons: serde_json::to_value(&r.fidelity.reasons).unwrap(),
+    }
+}
+
+/// A sample's completion ids and fidelity (class and reasons).
+#[derive(Debug, PartialEq)]
+struct Judged {
+    ids: Vec<u32>,
+    class: Value,
+    reasons: Value,
+}
+
+/// Check one group's run against its fixtures: into `tally`, problems into `failures`/`silent`.
+fn check(
+    group: &Group<'_>,
+    ran: &Ran,
+    tally: &mut Tally,
+    failures: &mut Vec<String>,
+    silent: &mut Vec<String>,
+) {
+    let shape = &group.shape;
+    let first = group.fixtures[0].1;
+    let prompts = group.fixtures.len() as u64;
+    // Every prompt accounted for, each at its first attempt: a real answer (an empty one
+    // included) is never retried, and no recording was skipped over by a retry.
+    let count = |key: &str| ran.summary[key].as_u64().unwrap_or(u64::MAX);
+    let (total, succeeded, failed) = (count("total"), count("succeeded"), count("failed"));
+    if (total, succeeded + failed, succeeded, count("attempts"))
+        != (prompts, prompts, prompts, prompts)
+    {
+        failures.push(format!(
+            "{shape}: {prompts} prompts, but generate's summary says total {total}, succeeded \
+             {succeeded}, failed {failed}, attempts {} (failed by class {})",
+            count("attempts"),
+            ran.summary["failed_by_error_class"]
+        ));
+    }
+    // The manifest records the shape the flags declare, and `build` read it from there.
+    let declared = json!({
+        "kind": first.kind,
+        "version": first.version,
+        "spaces_around_special_tokens": first.spaces,
+    });
+    let recorded = &ran.servers[0];
+    let recorded = json!({
+        "kind": recorded["kind"],
+        "version": recorded["version"],
+        "spaces_around_special_tokens": recorded["spaces_around_special_tokens"],
+    });
+    if recorded != declared || ran.servers.as_array().map(Vec::len) != Some(1) {
+        failures.push(format!(
+            "{shape}: manifest servers {} do not record {declared}",
+            ran.servers
+        ));
+    }
+    let read = &ran.build_settings;
+    let read = json!({
+        "kind": read["server_kind"],
+        "version": read["server_version"],
+        "spaces_around_special_tokens": read["spaces_around_special_tokens"],
+    });
+    if read != declared {
+        failures.push(format!(
+            "{shape}: build read {} from the run, not {declared}",
+            ran.build_settings
+        ));
+    }
+    let by_name: HashMap<&str, &Value> = ran.samples.iter().map(|(n, s)| (n.as_str(), s)).collect();
+    if ran.samples.len() != group.fixtures.len() {
+        failures.push(format!(
+            "{shape}: {} samples built from {prompts} prompts",
+            ran.samples.len()
+        ));
+    }
+    for ((_, f), direct) in group.fixtures.iter().zip(&ran.direct) {
+        let Some(sample) = by_name.get(f.name.as_str()) else {
+            failures.push(format!("{}: no sample built", f.name));
+            continue;
+        };
+        let prompt_len = sample["prompt_len"].as_u64().unwrap() as usize;
+        let ids: Vec<u32> = serde_json::from_value(sample["input_ids"].clone()).unwrap();
+        let completion = ids.get(prompt_len..).unwrap_or_default();
+        // The prompt too: `build` renders the journaled request as the reference renderer did.
+        if let Some(truth_prompt) = &f.truth_prompt {
+            tally.prompts_checked += 1;
+            if ids.get(..prompt_len) != Some(truth_prompt.as_slice()) {
+                failures.push(format!(
+                    "{}: the built prompt ids differ from the reference renderer's",
+                    f.name
+                ));
+            }
+        }
+        let class = sample["fidelity_class"].as_str().unwrap().to_string();
+        let exact_class = class == "unique" || class == "exact_by_server_ids";
+        let right = completion == f.truth.as_slice();
+        tally.samples += 1;
+        tally.cuts.insert(f.cut.clone());
+        *tally.by_class.entry(class.clone()).or_default() += 1;
+        tally.right += usize::from(right);
+        tally.exact += usize::from(right && exact_class);
+        tally.wrong_flagged += usize::from(!right && !exact_class);
+        tally.wrong_silent += usize::from(!right && exact_class);
+        tally.missed += usize::from(f.determined && !(right && exact_class));
+        tally.no_content += usize::from(f.shows_no_content());
+        // The pipeline must judge as `reconstruct` does when told the shape directly.
+        let built = Judged {
+            ids: completion.to_vec(),
+            class: sample["fidelity_class"].clone(),
+            reasons: sample["fidelity_reasons"].clone(),
+        };
+        if &built != direct {
+            failures.push(format!(
+                "{}: generate + build gave class {} reasons {}, reconstruct with the fixture's own \
+                 server shape gave {} {}{}",
+                f.name,
+                built.class,
+                built.reasons,
+                direct.class,
+                direct.reasons,
+                if direct.ids == built.ids { "" } else { " and other ids" }
+            ));
+        }
+        if !right && exact_class {
+            silent.push(format!(
+                "{}: classed {class} but ids differ from the model's (reasons {})",
+                f.name, sample["fidelity_reasons"]
+            ));
+        }
+    }
 }
 
 #[test]
@@ -368,34 +599,40 @@ fn generate_and_build_on_the_servers_own_answers() {
         .unwrap();
     type RunKey = (String, (String, Option<String>, String));
     let mut grouped: BTreeMap<RunKey, Vec<(String, &Fixture)>> = BTreeMap::new();
+    let mut not_sent = 0;
     for (i, f) in fixtures.iter().enumerate() {
-        // vLLM streams its ids per delta only; `generate` refuses that combination.
-        if !(f.stream && f.token_ids) {
-            grouped
-                .entry((f.shape(), f.run_settings()))
-                .or_default()
-                .push((format!("{i:032x}"), f));
+        // `generate` collects no ids from a stream and refuses that combination.
+        if f.stream && f.token_ids {
+            not_sent += 1;
+            continue;
         }
+        grouped
+            .entry((f.shape(), f.run_settings()))
+            .or_default()
+            .push((format!("{i:032x}"), f));
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let jobs: Vec<(String, Run<'_>)> = grouped
+    let mut groups: Vec<Group<'_>> = grouped
         .into_iter()
-        .map(|((shape, _), fixtures)| (shape, Run { fixtures }))
+        .map(|((shape, _), fixtures)| Group { shape, fixtures })
         .collect();
-    let runs = jobs.len();
-    // Two at a time: each `build` spends most of its time loading the tokenizer.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<(usize, Built)> = std::thread::scope(|scope| {
+    // Largest first, so the two workers finish together.
+    groups.sort_by_key(|g| std::cmp::Reverse(g.fixtures.len()));
+    let profiles = profiles(&fixtures);
+    let tmp = tempfile::tempdir().unwrap();
+    // Two at a time (the machine's cores): each run's `build` and the direct reconstructions are
+    // CPU work, `generate` mostly waits.
+    let next = AtomicUsize::new(0);
+    let results: Vec<(usize, Result<Ran, String>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..2)
             .map(|_| {
                 scope.spawn(|| {
                     let mut done = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        let Some((_, run)) = jobs.get(i) else { break };
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(group) = groups.get(i) else { break };
                         let dir = tmp.path().join(format!("run-{i}"));
                         std::fs::create_dir_all(&dir).unwrap();
-                        done.push((i, run_one(run, &dir, &rt)));
+                        done.push((i, run_one(group, &dir, &rt, &profiles)));
                     }
                     done
                 })
@@ -407,68 +644,51 @@ fn generate_and_build_on_the_servers_own_answers() {
             .collect()
     });
     let mut table: BTreeMap<String, Tally> = BTreeMap::new();
-    let mut profiles = HashMap::new();
     let mut silent = Vec::new();
     let mut failures = Vec::new();
     for (i, result) in results {
-        let (shape, run) = &jobs[i];
-        let tally = table.entry(shape.clone()).or_default();
-        {
-            let samples = match result {
-                Ok(samples) => samples,
-                Err(e) => {
-                    failures.push(format!("{shape} ({}...): {e}", run.fixtures[0].1.name));
-                    continue;
-                }
-            };
-            let by_name: HashMap<&str, &Value> =
-                samples.iter().map(|(n, s)| (n.as_str(), s)).collect();
-            for (_, f) in &run.fixtures {
-                let Some(sample) = by_name.get(f.name.as_str()) else {
-                    failures.push(format!("{}: no sample built", f.name));
-                    continue;
-                };
-                let prompt_len = sample["prompt_len"].as_u64().unwrap() as usize;
-                let ids: Vec<u32> = serde_json::from_value(sample["input_ids"].clone()).unwrap();
-                let completion = ids.get(prompt_len..).unwrap_or_default();
-                let class = sample["fidelity_class"].as_str().unwrap().to_string();
-                let exact_class = class == "unique" || class == "exact_by_server_ids";
-                let right = completion == f.truth.as_slice();
-                tally.samples += 1;
-                tally.cuts.insert(f.cut.clone());
-                *tally.by_class.entry(class.clone()).or_default() += 1;
-                tally.right += usize::from(right);
-                tally.exact += usize::from(right && exact_class);
-                tally.wrong_flagged += usize::from(!right && !exact_class);
-                tally.missed += usize::from(f.determined && !(right && exact_class));
-                // The pipeline must judge as `reconstruct` does when told the shape directly.
-                let direct = direct(f, &mut profiles);
-                if (direct.0.as_slice(), direct.1.as_str()) != (completion, class.as_str()) {
-                    failures.push(format!(
-                        "{}: generate + build gave class {class}, reconstruct with the fixture's own server shape gave {}{}",
-                        f.name,
-                        direct.1,
-                        if direct.0.as_slice() == completion { "" } else { " and other ids" }
-                    ));
-                }
-                if !right && exact_class {
-                    silent.push(format!(
-                        "{}: classed {class} but ids differ from the model's (reasons {})",
-                        f.name, sample["fidelity_reasons"]
-                    ));
-                }
-            }
+        let group = &groups[i];
+        let tally = table.entry(group.shape.clone()).or_default();
+        match result {
+            Ok(ran) => check(group, &ran, tally, &mut failures, &mut silent),
+            Err(e) => failures.push(format!(
+                "{} ({}...): {e}",
+                group.shape, group.fixtures[0].1.name
+            )),
         }
     }
-    eprintln!("replay through generate + build: {runs} runs");
     eprintln!(
-        "{:<42} {:>7} {:>5} {:>5} {:>7} {:>6}  classes; cuts covered",
-        "shape", "samples", "right", "exact", "flagged", "missed"
+        "replay through generate + build: {} runs, {} fixtures ({not_sent} streamed with server \
+         ids not sent), {} prompts compared with the reference renderer's ids",
+        groups.len(),
+        groups.iter().map(|g| g.fixtures.len()).sum::<usize>(),
+        table.values().map(|t| t.prompts_checked).sum::<usize>()
+    );
+    eprintln!(
+        "{:<45} {:>7} {:>5} {:>7} {:>13} {:>12} {:>5} {:>6} {:>10}  classes; cuts covered",
+        "shape",
+        "samples",
+        "exact",
+        "flagged",
+        "wrong flagged",
+        "wrong silent",
+        "right",
+        "missed",
+        "no content"
     );
     for (shape, t) in &table {
         eprintln!(
-            "{shape:<42} {:>7} {:>5} {:>5} {:>7} {:>6}  {:?}; {:?}",
-            t.samples, t.right, t.exact, t.wrong_flagged, t.missed, t.by_class, t.cuts
+            "{shape:<45} {:>7} {:>5} {:>7} {:>13} {:>12} {:>5} {:>6} {:>10}  {:?}; {:?}",
+            t.samples,
+            t.exact,
+            t.samples - t.exact,
+            t.wrong_flagged,
+            t.wrong_silent,
+            t.right,
+            t.missed,
+            t.no_content,
+            t.by_class,
+            t.cuts
         );
     }
     assert!(

@@ -954,3 +954,44 @@ fn ctrl_c_stops_scheduling_lets_in_flight_finish_and_writes_the_summary() {
     // Nothing in flight was abandoned: every request the server saw that finished was journaled.
     assert!(String::from_utf8_lossy(&out.stderr).contains("resume"));
 }
+
+/// A prompt's own `max_tokens` goes out in its request when it is below the run's, and is lowered
+/// to the run's when above (the budget bounds each request by the run's); the journal records the
+/// limit each request was sent with, which `build` reads to tell a cut from a finished answer.
+#[test]
+fn a_prompts_own_max_tokens_is_sent_never_above_the_runs() {
+    use draftgen::sim::SimConfig;
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = start_sim(SimConfig::default());
+    let prompts = dir.path().join("prompts.jsonl");
+    let lines = [
+        json!({"id": "low", "source": "test", "messages": [{"role": "user", "content": "a"}],
+               "request_options": {"max_tokens": 5}}),
+        json!({"id": "high", "source": "test", "messages": [{"role": "user", "content": "b"}],
+               "request_options": {"max_tokens": 100000}}),
+        json!({"id": "run", "source": "test", "messages": [{"role": "user", "content": "c"}]}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&prompts, body).unwrap();
+    let run = dir.path().join("run");
+    let config = write_config(dir.path(), 3);
+    let out = run_to_end(generate(&prompts, &run, &config, &base_url, &[]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("1 prompt(s) ask for more than the run's max_tokens (64)"),
+        "{}",
+        text(&out)
+    );
+    let sent: HashMap<String, Value> = journal(&run)
+        .into_iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["request"]["max_tokens"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(sent["low"], 5);
+    assert_eq!(sent["high"], 64);
+    assert_eq!(sent["run"], 64);
+}

@@ -48,7 +48,7 @@ use std::sync::Arc;
 use draftgen::api::assemble::ChunkAssembler;
 use draftgen::api::ServerKind;
 use draftgen::dataset::canonical::canonical_json;
-use draftgen::dataset::Prompt;
+use draftgen::dataset::{Prompt, PromptOptions};
 use draftgen::model::{LoadOptions, Profile};
 use draftgen::reconstruct::{reconstruct, ReconstructOptions, Request};
 use draftgen::sim::{self, Replay, SimConfig};
@@ -56,15 +56,11 @@ use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
 
-/// Every run's `--max-tokens`. A run has one, the fixtures' requests have 51 different ones (each
-/// cut was made by its own small `max_tokens`), and one run per value would be 527 runs; so the
-/// journaled requests say 4096 where the recorded one said less. This does not change what `build`
-/// judges today only because `build` does not pass `max_tokens` on to reconstruction at all (its
-/// request view is messages, tools, kwargs and `stream`), which [`direct`] mirrors. Were `build`
-/// to pass it, a vLLM 0.11 answer cut at the recorded limit (`finish_reason: tool_calls`, 42 of 42
-/// tokens) would look finished below 4096 and come out `unique` and wrong
-/// (`kimi_k25/vllm-0.11.2/stream/nospaces/cut_call_id/002`): such a run needs each prompt's own
-/// `max_tokens`, which a prompts file cannot carry yet.
+/// Every run's `--max-tokens`: above every fixture's own. Each prompt carries the limit its
+/// fixture's request was recorded with (`request_options.max_tokens`, 51 different values: each
+/// cut was made by its own small limit), so the journaled request says what the server was asked
+/// and `build` tells a cut at the limit from an answer that finished below it (a vLLM 0.11 cut
+/// says `finish_reason: tool_calls`).
 const MAX_TOKENS: u64 = 4096;
 
 struct Fixture {
@@ -293,6 +289,14 @@ fn run_one(
         .map(|(id, f)| {
             let mut prompt = f.prompt();
             prompt.id = id.clone();
+            let v: Value = serde_json::from_str(&f.line).unwrap();
+            if let Some(limit) = v["request"]["max_tokens"].as_u64() {
+                assert!(limit <= MAX_TOKENS, "{}: max_tokens {limit}", f.name);
+                prompt.request_options = Some(Box::new(PromptOptions {
+                    max_tokens: Some(limit as u32),
+                    ..PromptOptions::default()
+                }));
+            }
             format!("{}\n", serde_json::to_string(&prompt).unwrap())
         })
         .collect();
@@ -441,9 +445,7 @@ fn profiles(fixtures: &[Fixture]) -> Profiles {
 fn direct(f: &Fixture, profiles: &Profiles) -> Judged {
     let v: Value = serde_json::from_str(&f.line).unwrap();
     let profile = &profiles[&(f.profile.clone(), f.template_file())];
-    let mut request: Request = serde_json::from_value(v["request"].clone()).unwrap();
-    // As `build` reads the journaled request: without `max_tokens` (see [`MAX_TOKENS`]).
-    request.max_tokens = None;
+    let request: Request = serde_json::from_value(v["request"].clone()).unwrap();
     let options = ReconstructOptions {
         spaces_around_special_tokens: f.spaces,
         kind: f.server_kind(),

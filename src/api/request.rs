@@ -679,11 +679,13 @@ mod tests {
             tool_choice: Some(json!("none")),
             parallel_tool_calls: Some(false),
             provider: Some(json!({"only": ["B"]})),
+            max_tokens: Some(7),
         }));
         for tools_as_parameter in [true, false] {
             let opts = RequestOptions {
                 model: "m".into(),
                 tools_as_parameter,
+                max_tokens: Some(64),
                 provider: Some(json!({"only": ["A"]})),
                 server_kind: ServerKind::OpenRouter,
                 ..Default::default()
@@ -700,6 +702,7 @@ mod tests {
             assert_eq!(body["provider"], json!({"only": ["B"]}));
             assert_eq!(body["tool_choice"], "none");
             assert_eq!(body["parallel_tool_calls"], false);
+            assert_eq!(body["max_tokens"], 7);
             let system = body["messages"][0]["content"].as_str().unwrap();
             assert_eq!(body.get("tools").is_some(), tools_as_parameter);
             assert_eq!(

@@ -185,7 +185,13 @@ fn sample_of(
 
 fn request_view(body: &Value) -> Value {
     let mut view = serde_json::Map::new();
-    for key in ["messages", "tools", "chat_template_kwargs", "stream"] {
+    for key in [
+        "messages",
+        "tools",
+        "chat_template_kwargs",
+        "stream",
+        "max_tokens",
+    ] {
         if let Some(value) = body.get(key).filter(|v| !v.is_null()) {
             view.insert(key.to_string(), value.clone());
         }

@@ -165,8 +165,15 @@ fn imported_row(
 pub fn request_view(body: &Value) -> Value {
     let mut view = serde_json::Map::new();
     // `stream` too: a streamed answer is checked against the server's streaming shape (without
-    // it, build took every streamed vLLM answer for a non-streamed one; tests/replay_e2e.rs).
-    for key in ["messages", "tools", "chat_template_kwargs", "stream"] {
+    // it, build took every streamed vLLM answer for a non-streamed one; tests/replay_e2e.rs), and
+    // `max_tokens`: a vLLM 0.11 cut says `tool_calls`, told from a finished answer by the limit.
+    for key in [
+        "messages",
+        "tools",
+        "chat_template_kwargs",
+        "stream",
+        "max_tokens",
+    ] {
         if let Some(value) = body.get(key).filter(|v| !v.is_null()) {
             view.insert(key.to_string(), value.clone());
         }

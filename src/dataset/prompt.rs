@@ -28,7 +28,7 @@ pub struct Prompt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_with_tools: Option<String>,
     /// Request options of this prompt's own, sent in its request over the run's (`tool_choice`,
-    /// `parallel_tool_calls`, OpenRouter `provider` routing). Not part of the id.
+    /// `parallel_tool_calls`, `max_tokens`, OpenRouter `provider` routing). Not part of the id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_options: Option<Box<PromptOptions>>,
 }
@@ -46,6 +46,11 @@ pub struct PromptOptions {
     /// OpenRouter `provider` routing for this prompt (replaces the run's), e.g. `{"only": ["X"]}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<Value>,
+    /// This prompt's completion limit; never above the run's `max_tokens` (the engine lowers it
+    /// to the run's, so the budget's per-request bound holds). `build` reads the limit each
+    /// request was sent with from the journal, so a cut is told from a finished answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 impl PromptOptions {
@@ -60,6 +65,9 @@ impl PromptOptions {
         }
         if let Some(v) = &self.provider {
             fields.insert("provider".into(), v.clone());
+        }
+        if let Some(v) = self.max_tokens {
+            fields.insert("max_tokens".into(), v.into());
         }
         fields
     }

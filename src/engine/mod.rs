@@ -247,8 +247,12 @@ pub(crate) async fn run_list_as(
     // A run that never had a success and failed with 403/404 was pointed at the wrong place
     // (the early stop ends such a run): those failures say nothing about the prompts.
     let never_succeeded = state.totals.success == 0;
-    for prompt in prompts {
+    let mut lowered_limits = 0usize;
+    for mut prompt in prompts {
         ids.push(prompt.id.clone());
+        if let Some(run_limit) = config.request.max_tokens {
+            lowered_limits += usize::from(lower_own_max_tokens(&mut prompt, run_limit));
+        }
         let run_it = match state.get(&prompt.id).map(|s| s.disposition()) {
             None | Some(Disposition::Retry(_)) => true,
             // 401/402 are about the account: retried once the key or credit is fixed.
@@ -270,6 +274,13 @@ pub(crate) async fn run_list_as(
         } else {
             finished_before += 1;
         }
+    }
+
+    if lowered_limits > 0 {
+        say(format!(
+            "{lowered_limits} prompt(s) ask for more than the run's max_tokens ({}): sent with the run's (the budget bounds each request by it)",
+            config.request.max_tokens.unwrap_or_default()
+        ));
     }
 
     let client = Client::new(ClientConfig {
@@ -514,4 +525,21 @@ fn manifest_for<'a>(config: &RunConfig, ids: impl Iterator<Item = &'a str>) -> M
         hex::encode(hasher.finalize()),
     )
     .with_servers(config.server_shapes())
+}
+
+/// Lowers a prompt's own `max_tokens` (`PromptOptions::max_tokens`) to the run's when it asks for
+/// more; whether it did.
+fn lower_own_max_tokens(prompt: &mut prompts::CompactPrompt, run_limit: u32) -> bool {
+    let Some(own) = prompt
+        .options
+        .as_deref_mut()
+        .and_then(|o| o.get_mut("max_tokens"))
+    else {
+        return false;
+    };
+    if own.as_u64().is_some_and(|n| n > u64::from(run_limit)) {
+        *own = run_limit.into();
+        return true;
+    }
+    false
 }

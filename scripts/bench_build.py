@@ -114,17 +114,22 @@ def compare(a, b):
         return {"shards": len(files), "bytes": sum(f.stat().st_size for f in files),
                 "encodings": {k: sorted(v) for k, v in encodings.items()}}
 
-    def rows(out):
+    def batches(out):
         for f in shards(out):
-            for batch in pq.ParquetFile(f).iter_batches(batch_size=1024):
-                yield from batch.to_pylist()
+            yield from pq.ParquetFile(f).iter_batches(batch_size=1024)
 
     left, right = describe(a), describe(b)
     ta, tb = (pq.read_schema(shards(x)[0]) for x in (a, b))
     assert ta.equals(tb), f"schemas differ:\n{ta}\n{tb}"
+    # Batch by batch (same row-group sizes on both sides, so the batches line up); a differing
+    # batch is compared row by row to name the first row that differs.
     n = 0
-    for n, (x, y) in enumerate(zip(rows(a), rows(b), strict=True), 1):
-        assert x == y, f"row {n} differs (id {x.get('id')} / {y.get('id')})"
+    for x, y in zip(batches(a), batches(b), strict=True):
+        if not x.equals(y):
+            for i, (u, v) in enumerate(zip(x.to_pylist(), y.to_pylist(), strict=True)):
+                assert u == v, f"row {n + i + 1} differs (id {u.get('id')} / {v.get('id')})"
+            assert x.num_rows == y.num_rows, f"batch after row {n} has a different length"
+        n += x.num_rows
     print(json.dumps({"rows_equal": n, "a": left, "b": right}))
 
 

@@ -3,6 +3,7 @@
 
     python3 scripts/bench_build.py make RUN_DIR [--n 100000] [--tokens 2000]
     python3 scripts/bench_build.py python RUN_DIR OUT_DIR [--limit N]
+    python3 scripts/bench_build.py compare OUT_A OUT_B
     /usr/bin/time -v target/release/draftgen build --run RUN_DIR --model kimi-k2.5 --out OUT
 
 `make` writes a run directory whose journal holds N successful Kimi K2.5 records (one user
@@ -11,7 +12,9 @@ from a fixed seed. `python` does what a user would do in Python for the same sam
 prompt with transformers' Jinja pipeline (`reference.kimi_render`, the K2.5-style template),
 tokenize prompt and completion with tiktoken and Kimi's pre-split (`reference.kimi_encode`),
 build the loss mask, and write zstd Parquet with pyarrow in batches of 1,024 rows; it prints
-samples/s and peak RSS as JSON.
+samples/s and peak RSS as JSON. `compare` reads the Parquet shards of two `build` outputs with
+pyarrow and checks they hold the same rows, every column, in the same order (for a writer change
+that must not change content), and prints each side's rows, bytes and encodings as JSON.
 """
 import json
 import random
@@ -93,6 +96,43 @@ def python(run, out, limit):
                       "samples_per_s": round(n / wall, 1), "peak_rss_mb": usage.ru_maxrss // 1024}))
 
 
+def compare(a, b):
+    import pyarrow.parquet as pq
+
+    def shards(out):
+        return sorted(Path(out).glob("samples-*.parquet"))
+
+    def describe(out):
+        files = shards(out)
+        encodings = {}
+        for f in files:
+            meta = pq.ParquetFile(f).metadata
+            for g in range(meta.num_row_groups):
+                for c in range(meta.num_columns):
+                    col = meta.row_group(g).column(c)
+                    encodings.setdefault(col.path_in_schema, set()).update(col.encodings)
+        return {"shards": len(files), "bytes": sum(f.stat().st_size for f in files),
+                "encodings": {k: sorted(v) for k, v in encodings.items()}}
+
+    def batches(out):
+        for f in shards(out):
+            yield from pq.ParquetFile(f).iter_batches(batch_size=1024)
+
+    left, right = describe(a), describe(b)
+    ta, tb = (pq.read_schema(shards(x)[0]) for x in (a, b))
+    assert ta.equals(tb), f"schemas differ:\n{ta}\n{tb}"
+    # Batch by batch (same row-group sizes on both sides, so the batches line up); a differing
+    # batch is compared row by row to name the first row that differs.
+    n = 0
+    for x, y in zip(batches(a), batches(b), strict=True):
+        if not x.equals(y):
+            for i, (u, v) in enumerate(zip(x.to_pylist(), y.to_pylist(), strict=True)):
+                assert u == v, f"row {n + i + 1} differs (id {u.get('id')} / {v.get('id')})"
+            assert x.num_rows == y.num_rows, f"batch after row {n} has a different length"
+        n += x.num_rows
+    print(json.dumps({"rows_equal": n, "a": left, "b": right}))
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     opt = lambda name, default: int(args[args.index(name) + 1]) if name in args else default
@@ -100,3 +140,5 @@ if __name__ == "__main__":
         make(args[1], opt("--n", 100_000), opt("--tokens", 2000))
     elif args[0] == "python":
         python(args[1], args[2], opt("--limit", None))
+    elif args[0] == "compare":
+        compare(args[1], args[2])

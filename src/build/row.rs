@@ -52,7 +52,9 @@ impl Row {
         meta: RowMeta,
     ) -> Row {
         let prompt_len = prompt.len();
-        let mut input_ids = prompt;
+        // One allocation of the final size (extending `prompt` would regrow and copy it).
+        let mut input_ids = Vec::with_capacity(prompt_len + completion.len());
+        input_ids.extend_from_slice(&prompt);
         input_ids.extend_from_slice(completion);
         let mut loss_mask = vec![0u8; prompt_len];
         loss_mask.resize(input_ids.len(), 1);

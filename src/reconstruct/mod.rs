@@ -10,6 +10,7 @@ mod choose;
 pub mod despace;
 pub mod fidelity;
 mod flags;
+mod leak;
 mod spellings;
 mod synth;
 mod turn;
@@ -144,6 +145,19 @@ pub fn reconstruct(
     } else {
         completion.clone()
     };
+    let stream = options.stream.or(request.stream).unwrap_or(false);
+    let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
+    let leaks = shape.streaming.leaks_section_buffer
+        && stream
+        && tools_declared
+        && profile.family.syntax() == Some(server::Syntax::Kimi);
+    let read_back = match leaks
+        .then(|| leak::read_back(&read_back, options.spaces_around_special_tokens))
+        .flatten()
+    {
+        Some(model) => model,
+        None => read_back,
+    };
     let turns = turn::candidates(profile, request, &read_back, options, &mut warnings);
     let mut texts = Vec::with_capacity(turns.len());
     for candidate in &turns {
@@ -154,10 +168,8 @@ pub fn reconstruct(
         texts.push(text);
     }
     let cut = completion.finish_reason.as_deref() == Some("length");
-    let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
     let syntax = profile.family.syntax();
     let synthesized = shape.known && syntax.is_some();
-    let stream = options.stream.or(request.stream).unwrap_or(false);
     if syntax == Some(server::Syntax::DeepseekV3) && stream && !completion.tool_calls.is_empty() {
         // vLLM's streaming deepseek_v3 parser leaks the `\n` between calls (and, cut, the one
         // after the last call) into `content`: the model's content may be without them.

@@ -23,7 +23,7 @@
 //! answer's tool calls get fresh random ids (`chatcmpl-tool-…`: the model's id is lost; the
 //! streamed ones carry it).
 
-use super::{CallIds, CutInCallId, ReasoningField, ServerShape};
+use super::{CallIds, CutInCallId, ReasoningField, ServerShape, Streaming};
 use crate::api::ServerKind;
 
 pub const SHAPE: ServerShape = ServerShape {
@@ -51,6 +51,7 @@ pub const SHAPE: ServerShape = ServerShape {
     cut_reports_tool_calls: false,
     drops_cut_section: true,
     calls_have_index: false,
+    streaming: Streaming::AS_PARSED,
 };
 
 pub const SHAPE_0_11: ServerShape = ServerShape {
@@ -66,6 +67,13 @@ pub const SHAPE_0_11: ServerShape = ServerShape {
     honours_thinking_off: false,
     cut_reports_tool_calls: true,
     whitespace_content_null: true,
+    // 0.11.2's streaming parsers (tests/data/server_shapes/kimi_k25_vllm011.jsonl, stream).
+    streaming: Streaming {
+        drops_think_end_delta: true,
+        drops_section_begin_delta: true,
+        arguments_first_line: true,
+        leaks_section_buffer: true,
+    },
     ..SHAPE
 };
 

@@ -121,6 +121,12 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
             }]})));
         }
     }
+    if let Some(leak) = &parsed.content_after_calls {
+        // 0.11.2 sends its tool parser's buffer at the section's end (`Streaming`).
+        for piece in chunks(leak, size) {
+            out.push(delta(json!({"content": piece})));
+        }
+    }
     out.push(Event::Data(chunk(
         turn,
         json!({"index": 0, "delta": {"content": ""}, "logprobs": null,

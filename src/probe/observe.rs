@@ -433,6 +433,8 @@ fn forward_agreeing(body: &Value, streamed: bool) -> Vec<String> {
                 tools_declared: true,
                 history_calls: 0,
                 syntax: Syntax::Kimi,
+                prompt_closes_reasoning: false,
+                first_token: None,
             };
             forward(shape, &input)
                 .agrees_with(shape, &completion)

@@ -151,13 +151,19 @@ pub fn reconstruct(
         && stream
         && tools_declared
         && profile.family.syntax() == Some(server::Syntax::Kimi);
-    let read_back = match leaks
+    let mut read_back = match leaks
         .then(|| leak::read_back(&read_back, options.spaces_around_special_tokens))
         .flatten()
     {
         Some(model) => model,
         None => read_back,
     };
+    if leaks && shape.streaming.first_token_reasoning && closes_reasoning(profile, &prompt_ids) {
+        // The first token was streamed as reasoning, the rest as content: one text again.
+        let mut text = read_back.reasoning.take().unwrap_or_default();
+        text.push_str(read_back.content.as_deref().unwrap_or_default());
+        read_back.content = Some(text);
+    }
     let turns = turn::candidates(profile, request, &read_back, options, &mut warnings);
     let mut texts = Vec::with_capacity(turns.len());
     for candidate in &turns {
@@ -222,6 +228,7 @@ pub fn reconstruct(
             tools_declared,
             history_calls: turn::earlier_tool_calls(request),
             syntax: syntax.unwrap_or_default(),
+            prompt_closes_reasoning: closes_reasoning(profile, &prompt_ids),
         };
         let found = synth::synthesize(&cx, &texts);
         flags::classify(
@@ -296,6 +303,17 @@ pub fn reconstruct(
         ambiguous,
         fidelity,
     })
+}
+
+/// The prompt's ids hold the family's reasoning close (as one special token).
+fn closes_reasoning(profile: &Profile, prompt_ids: &[u32]) -> bool {
+    let Some(close) = profile.reasoning_close() else {
+        return false;
+    };
+    match profile.tokenizer.encode(close)[..] {
+        [id] => prompt_ids.contains(&id),
+        _ => false,
+    }
 }
 
 /// Most candidate texts the argument spellings may add for one answer.

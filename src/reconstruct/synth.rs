@@ -38,6 +38,8 @@ pub(super) struct Context<'a> {
     pub tools_declared: bool,
     pub history_calls: usize,
     pub syntax: Syntax,
+    /// The prompt's ids hold the reasoning close ([`ForwardInput::prompt_closes_reasoning`]).
+    pub prompt_closes_reasoning: bool,
 }
 
 /// The outcome over all candidates.
@@ -71,6 +73,23 @@ impl Context<'_> {
             Some(body) => (body, false),
             None => (text, true),
         };
+        // vLLM 0.11.2 streams the first token alone as reasoning in some cases: its text.
+        let first_token = (self.stream
+            && self.prompt_closes_reasoning
+            && self.shape.streaming.first_token_reasoning)
+            .then(|| {
+                let tokenizer = &self.profile.tokenizer;
+                let first = tokenizer
+                    .encode(body)
+                    .first()
+                    .map(|&id| tokenizer.decode(&[id]));
+                let first = first.unwrap_or_default();
+                if first.ends_with('\u{FFFD}') {
+                    String::new()
+                } else {
+                    first
+                }
+            });
         let parsed = forward(
             self.shape,
             &ForwardInput {
@@ -82,6 +101,8 @@ impl Context<'_> {
                 tools_declared: self.tools_declared,
                 history_calls: self.history_calls,
                 syntax: self.syntax,
+                prompt_closes_reasoning: self.prompt_closes_reasoning,
+                first_token: first_token.as_deref(),
             },
         );
         parsed

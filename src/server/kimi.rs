@@ -90,45 +90,22 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
     if !shape.reasoning_ends_at_tool_section && thinking {
         // DeepSeek-R1's parser: reasoning ends at `</think>` only; without it, all is
         // reasoning and the tool parser sees no content.
+        let first_token_mode =
+            shape.streaming.first_token_reasoning && input.prompt_closes_reasoning;
+        if input.stream && input.tools_declared && first_token_mode {
+            return first_token_reasoning(shape, text, input, strip, unfinished, dangling);
+        }
         let text = text.strip_prefix(THINK_BEGIN).unwrap_or(text);
         return match text.split_once(THINK_END) {
             Some((reasoning, content)) => {
-                let mut parsed = parse_with(
-                    content,
-                    false,
-                    input.tools_declared,
-                    strip,
-                    unfinished,
-                    dangling,
-                );
                 let mut reasoning = reasoning;
-                let streaming = shape.streaming;
-                if input.stream && input.spaces && streaming.drops_think_end_delta {
+                if input.stream && input.spaces && shape.streaming.drops_think_end_delta {
                     // The `</think>` token's delta is ` </think>`: dropped whole.
                     reasoning = reasoning.strip_suffix(' ').unwrap_or(reasoning);
                 }
+                let mut parsed =
+                    after_reasoning(shape, content, input, strip, unfinished, dangling);
                 parsed.reasoning = Some(reasoning.to_string());
-                let opener = content.find(SECTION_BEGIN);
-                if input.stream && input.spaces && streaming.drops_section_begin_delta {
-                    // … and the opener's is ` <|tool_calls_section_begin|>`: suppressed whole.
-                    if let (Some(_), Some(before)) = (opener, &mut parsed.content) {
-                        if before.len() <= opener.unwrap_or(0) {
-                            before.truncate(before.strip_suffix(' ').unwrap_or(before).len());
-                        }
-                    }
-                }
-                parsed.content = parsed.content.filter(|c| !c.is_empty());
-                if input.stream && input.tools_declared && streaming.leaks_section_buffer {
-                    match section_leak(content) {
-                        Ok(Some((leak, after))) => {
-                            let mut sent = leak.unwrap_or_default();
-                            sent.push_str(after);
-                            parsed.content_after_calls = Some(sent).filter(|s| !s.is_empty());
-                        }
-                        Ok(None) => {}
-                        Err(why) => parsed.unmodelled = Some(why),
-                    }
-                }
                 parsed
             }
             None => Parsed {
@@ -148,6 +125,85 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
         unfinished,
         dangling,
     )
+}
+
+/// The text after the reasoning, through the tool parser as `shape` runs it (for a stream:
+/// with its [`Streaming`](super::Streaming) quirks).
+fn after_reasoning(
+    shape: &ServerShape,
+    content: &str,
+    input: &ForwardInput,
+    strip: ArgumentsSent,
+    unfinished: Option<UnfinishedCall>,
+    dangling: bool,
+) -> Parsed {
+    let mut parsed = parse_with(
+        content,
+        false,
+        input.tools_declared,
+        strip,
+        unfinished,
+        dangling,
+    );
+    let streaming = shape.streaming;
+    if input.stream && input.spaces && streaming.drops_section_begin_delta {
+        // The opener's delta is ` <|tool_calls_section_begin|>`: suppressed whole.
+        if let (Some(opener), Some(before)) = (content.find(SECTION_BEGIN), &mut parsed.content) {
+            if before.len() <= opener {
+                before.truncate(before.strip_suffix(' ').unwrap_or(before).len());
+            }
+        }
+    }
+    parsed.content = parsed.content.filter(|c| !c.is_empty());
+    if input.stream && input.tools_declared && streaming.leaks_section_buffer {
+        match section_leak(content) {
+            Ok(Some((leak, after))) => {
+                let mut sent = leak.unwrap_or_default();
+                sent.push_str(after);
+                parsed.content_after_calls = Some(sent).filter(|s| !s.is_empty());
+            }
+            Ok(None) => {}
+            Err(why) => parsed.unmodelled = Some(why),
+        }
+    }
+    parsed
+}
+
+/// vLLM 0.11.2 streaming with tools when the prompt already holds `</think>`: the first token's
+/// delta is sent as reasoning (nothing for a lone `<think>`/`</think>`), and the tool parser gets
+/// everything after it as content, the model's own `</think>` included.
+fn first_token_reasoning(
+    shape: &ServerShape,
+    text: &str,
+    input: &ForwardInput,
+    strip: ArgumentsSent,
+    unfinished: Option<UnfinishedCall>,
+    dangling: bool,
+) -> Parsed {
+    let unknown = |why| Parsed {
+        unmodelled: Some(why),
+        ..Parsed::default()
+    };
+    let Some(first) = input.first_token else {
+        return unknown("vLLM 0.11.2 streams the first token as reasoning here, and which text it holds is not known");
+    };
+    let delta = match (first.is_empty(), input.spaces) {
+        (true, _) => String::new(),
+        (false, true) => format!(" {first}"),
+        (false, false) => first.to_string(),
+    };
+    let Some(rest) = text.strip_prefix(delta.as_str()) else {
+        return unknown("the first token is not where the text starts");
+    };
+    if delta.contains(SECTION_BEGIN) {
+        return unknown(
+            "vLLM 0.11.2 parses calls by token count when the opener went to reasoning",
+        );
+    }
+    let mut parsed = after_reasoning(shape, rest, input, strip, unfinished, dangling);
+    let lone_marker = first == THINK_BEGIN || first == THINK_END;
+    parsed.reasoning = (!lone_marker && !delta.is_empty()).then_some(delta);
+    parsed
 }
 
 fn parse_with(
@@ -534,6 +590,8 @@ mod tests {
             tools_declared: true,
             history_calls: 0,
             syntax: crate::server::Syntax::Kimi,
+            prompt_closes_reasoning: false,
+            first_token: None,
         };
         crate::server::forward(shape, &input)
     }
@@ -598,6 +656,8 @@ mod tests {
                 tools_declared: true,
                 history_calls: 0,
                 syntax: crate::server::Syntax::Kimi,
+                prompt_closes_reasoning: false,
+                first_token: None,
             };
             let p = crate::server::forward(&crate::server::vllm::SHAPE_0_11, &input);
             assert!(p.calls.is_empty());

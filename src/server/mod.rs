@@ -81,6 +81,12 @@ pub struct Streaming {
     /// [`SECTION_LEAK_MAX_CHARS`] — at token boundaries the text does not show, so a longer
     /// leak is not modelled ([`Parsed::unmodelled`]).
     pub leaks_section_buffer: bool,
+    /// Whitespace-only content before the tool section is streamed delta by delta, not nulled.
+    pub keeps_whitespace_content: bool,
+    /// With tools declared and the reasoning close anywhere in the prompt's ids
+    /// (`is_reasoning_end(prompt_token_ids)`), the first token is streamed as reasoning and
+    /// every later one goes to the tool parser as content — the model's own `</think>` too.
+    pub first_token_reasoning: bool,
 }
 
 impl Streaming {
@@ -90,6 +96,8 @@ impl Streaming {
         drops_section_begin_delta: false,
         arguments_first_line: false,
         leaks_section_buffer: false,
+        keeps_whitespace_content: false,
+        first_token_reasoning: false,
     };
 }
 
@@ -221,6 +229,13 @@ pub struct ForwardInput<'a> {
     /// Tool calls made by earlier assistant turns (SGLang's id numbering continues from there).
     pub history_calls: usize,
     pub syntax: Syntax,
+    /// The prompt's ids hold the family's reasoning close (an earlier turn's `</think>`, or a
+    /// thinking-off generation prompt): vLLM 0.11.2 then streams the first token as reasoning
+    /// and sends everything after it through the tool parser ([`Streaming::first_token_reasoning`]).
+    pub prompt_closes_reasoning: bool,
+    /// The text of the answer's first token as the detokenizer sent it (`""` when it ends inside
+    /// a character), where a shape needs it; `None`: unknown.
+    pub first_token: Option<&'a str>,
 }
 
 /// One tool call as the server reports it.
@@ -292,7 +307,13 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         && input.tools_declared
         && input.text.contains(kimi::SECTION_BEGIN);
     let tool_path = !parsed.calls.is_empty() || section_seen;
-    if shape.whitespace_content_null && nulls_here && whitespace_only && tool_path {
+    let streamed_as_is = input.stream && shape.streaming.keeps_whitespace_content;
+    if shape.whitespace_content_null
+        && nulls_here
+        && whitespace_only
+        && tool_path
+        && !streamed_as_is
+    {
         parsed.content = None;
     }
     if parsed.content.as_deref() == Some("") {
@@ -426,6 +447,8 @@ mod tests {
             tools_declared: true,
             history_calls: 2,
             syntax: Syntax::Kimi,
+            prompt_closes_reasoning: false,
+            first_token: None,
         }
     }
 

@@ -73,6 +73,8 @@ pub const SHAPE_0_11: ServerShape = ServerShape {
         drops_section_begin_delta: true,
         arguments_first_line: true,
         leaks_section_buffer: true,
+        keeps_whitespace_content: true,
+        first_token_reasoning: true,
     },
     ..SHAPE
 };

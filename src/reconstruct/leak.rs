@@ -27,20 +27,23 @@ pub(super) fn read_back(completion: &Completion, spaces: bool) -> Option<Complet
     if !doubled.is_char_boundary(half) || doubled[..half] != doubled[half..] {
         return None;
     }
-    let arguments: Vec<&str> = body
+    // Each call's id text and raw arguments (with spaces: a joining space each side of both).
+    let calls: Vec<(&str, &str)> = body
         .split(CALL_BEGIN)
         .skip(1)
         .map(|call| {
-            let (_, after) = call.split_once(ARGUMENT_BEGIN)?;
-            after.split_once(CALL_END).map(|(args, _)| args)
+            let (id, after) = call.split_once(ARGUMENT_BEGIN)?;
+            let id = if spaces { id.trim() } else { id };
+            after.split_once(CALL_END).map(|(args, _)| (id, args))
         })
         .collect::<Option<_>>()?;
-    if arguments.len() != completion.tool_calls.len() {
+    if calls.len() != completion.tool_calls.len() {
         return None;
     }
     let mut model = completion.clone();
     model.content = Some(doubled[..half].to_string());
-    for (call, raw) in model.tool_calls.iter_mut().zip(arguments) {
+    for (call, (id, raw)) in model.tool_calls.iter_mut().zip(calls) {
+        call.id = Some(id.to_string());
         call.arguments = Arguments::Raw(raw.to_string());
     }
     Some(model)

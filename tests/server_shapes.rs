@@ -98,12 +98,24 @@ const MISSED_AT_MOST: usize = 15;
 
 /// The same ratchet for the fixture files of other server versions, counted per file. SGLang:
 /// partial-byte tails it shows as `\u{FFFD}` (12) and cuts right after the section opener with
-/// no content, which its `usage.reasoning_tokens` would settle (6; flagged ambiguous). vLLM 0.11:
-/// mostly streams, where 0.11.2 also sends each finished call's raw text as `content` (not
-/// modelled yet: flagged inconsistent).
+/// no content, which its `usage.reasoning_tokens` would settle (6; flagged ambiguous).
+/// vLLM 0.11.2 (51, from 251 before its streaming quirks were modelled as
+/// `server::Streaming`: the section buffer leaked into `content`, the dropped `</think>` and
+/// opener deltas, first-line streamed arguments, the first token as reasoning when the prompt
+/// holds `</think>`), each flagged, never exact:
+/// - streamed with spaces (18: random_mix 14, single_call 2, model_id_without_prefix,
+///   reasoning_trailing_ws): a model's own space beside a joining space (`tool. </think> `) is
+///   read back as the joining one; streamed random_mix without spaces (2) not analysed yet;
+/// - streamed `length` cuts (12: cut_after_arg_begin*, cut_single_after_arg_begin,
+///   cut_after_section_end*, cut_single_after_section_end, ± spaces): the cut call's streamed
+///   remains and the leak after a closed section are not read back yet;
+/// - section_without_think_end(_ws) (8, every variant): the section stays in the reasoning and
+///   the candidates do not yet propose it there;
+/// - cuts right after a call opener or the section opener (10, ambiguous: a same-count twin
+///   the generator did not vary) and a partial character (1, truncated).
 const MISSED_AT_MOST_PER_FILE: &[(&str, usize)] = &[
     ("kimi_k25_sglang.jsonl", 20),
-    ("kimi_k25_vllm011.jsonl", 251),
+    ("kimi_k25_vllm011.jsonl", 51),
 ];
 
 fn missed_allowed(file: &Path) -> Option<usize> {

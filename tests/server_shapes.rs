@@ -96,9 +96,12 @@ struct Row {
 ///   same answer and count.
 const MISSED_AT_MOST: usize = 15;
 
-/// The same ratchet for the fixture files of other server versions, counted per file. SGLang:
-/// partial-byte tails it shows as `\u{FFFD}` (12) and cuts right after the section opener with
-/// no content, which its `usage.reasoning_tokens` would settle (6; flagged ambiguous).
+/// The same ratchet for the fixture files of other server versions, counted per file. SGLang
+/// (12): `length` cuts that split a character (mid_character_content, mid_character_reasoning,
+/// streamed or not), whose partial-byte ids no field shows — flagged `truncated_mid_character`.
+/// (The 8 cuts right after `</think><|tool_calls_section_begin|>` with no content, flagged
+/// ambiguous before, are settled by its `usage.reasoning_tokens`, counted through `</think>`:
+/// `ServerShape::reasoning_tokens_through_close`.)
 /// vLLM 0.11.2 (51, from 251 before its streaming quirks were modelled as
 /// `server::Streaming`: the section buffer leaked into `content`, the dropped `</think>` and
 /// opener deltas, first-line streamed arguments, the first token as reasoning when the prompt
@@ -114,7 +117,7 @@ const MISSED_AT_MOST: usize = 15;
 /// - cuts right after a call opener or the section opener (10, ambiguous: a same-count twin
 ///   the generator did not vary) and a partial character (1, truncated).
 const MISSED_AT_MOST_PER_FILE: &[(&str, usize)] = &[
-    ("kimi_k25_sglang.jsonl", 20),
+    ("kimi_k25_sglang.jsonl", 12),
     ("kimi_k25_vllm011.jsonl", 51),
 ];
 
@@ -273,6 +276,14 @@ fn corpus_of_the_servers_own_answers() {
                         got.warnings,
                     );
                 }
+            }
+            if std::env::var_os("DRAFTGEN_SHAPES_VERBOSE").is_some() && !missed {
+                eprintln!(
+                    "class {}: {} {:?}",
+                    class.name(),
+                    fixture.name,
+                    got.warnings
+                );
             }
             let problem = if !right && !flagged {
                 Some("WRONG WITHOUT A FLAG")

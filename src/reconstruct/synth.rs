@@ -110,6 +110,41 @@ impl Context<'_> {
             .map_err(|m| m.0)
     }
 
+    /// `usage.reasoning_tokens`, where the shape says how it counts
+    /// ([`ServerShape::reasoning_tokens_through_close`]): through the first reasoning close, or
+    /// every token when there is none (the count check then covers it).
+    fn reasoning_count_agrees(&self, text: &str) -> Result<(), String> {
+        let usage = self.completion.usage.as_ref();
+        let reported = usage.and_then(|u| u.reasoning_tokens);
+        let (true, true, Some(reported)) = (
+            self.shape.reasoning_tokens_through_close,
+            self.thinking,
+            reported,
+        ) else {
+            return Ok(());
+        };
+        let close = self.profile.reasoning_close().unwrap_or_default();
+        let counted = match text.find(close).filter(|_| !close.is_empty()) {
+            // A special token: the ids before it are the prefix's own.
+            Some(at) => self
+                .profile
+                .tokenizer
+                .encode(&text[..at + close.len()])
+                .len() as u64,
+            None => match usage.and_then(|u| u.completion_tokens) {
+                Some(all) => all,
+                None => return Ok(()),
+            },
+        };
+        if counted == reported {
+            Ok(())
+        } else {
+            Err(format!(
+                "usage.reasoning_tokens ({reported}, this stream {counted})"
+            ))
+        }
+    }
+
     /// The sites of `text` where the shape strips whitespace the answer cannot show.
     fn sites(&self, text: &str) -> Vec<Site> {
         let mut sites = Vec::new();
@@ -215,7 +250,10 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         if !seen.insert(text.as_str()) {
             continue;
         }
-        if let Err(m) = cx.agrees(text) {
+        if let Err(m) = cx
+            .agrees(text)
+            .and_then(|()| cx.reasoning_count_agrees(text))
+        {
             out.mismatch.get_or_insert(m);
             continue;
         }

@@ -29,5 +29,6 @@ pub const SHAPE: ServerShape = ServerShape {
     cut_reports_tool_calls: false,
     drops_cut_section: false,
     calls_have_index: false,
+    reasoning_tokens_through_close: false,
     streaming: Streaming::AS_PARSED,
 };

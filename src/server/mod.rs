@@ -160,6 +160,12 @@ pub struct ServerShape {
     /// section's text too: `content` is the text before the opener (SGLang 0.5.23, vLLM 0.33.0
     /// and 0.11.2, streamed or not; tests/data/server_shapes). Unmeasured shapes keep it.
     pub drops_cut_section: bool,
+    /// `usage.reasoning_tokens` counts the answer's tokens up to and including its first
+    /// reasoning close (all of them when there is none) while thinking is on: SGLang 0.5.23's
+    /// `Req.update_reasoning_tokens`, sent as `usage.reasoning_tokens` and
+    /// `usage.completion_tokens_details.reasoning_tokens`. It tells a cut right after
+    /// `</think><|tool_calls_section_begin|>` from one after an unclosed reasoning's opener.
+    pub reasoning_tokens_through_close: bool,
     /// What a stream sends differently ([`Streaming::AS_PARSED`]: nothing).
     pub streaming: Streaming,
 }

@@ -33,5 +33,6 @@ pub const SHAPE: ServerShape = ServerShape {
     cut_reports_tool_calls: false,
     drops_cut_section: true,
     calls_have_index: true,
+    reasoning_tokens_through_close: true,
     streaming: Streaming::AS_PARSED,
 };

@@ -502,6 +502,105 @@ mod tests {
         assert!(!coerced_alike("{\"count\":3}", &answered));
     }
 
+    /// vLLM 0.11.2's own streamed answers (tests/data/server_shapes/kimi_k25_vllm011.jsonl).
+    fn old_stream(text: &str, spaces: bool) -> Parsed {
+        forward(
+            &vllm::SHAPE_0_11,
+            &ForwardInput {
+                stream: true,
+                spaces,
+                history_calls: 0,
+                ..input(text)
+            },
+        )
+    }
+
+    const TWO: &str = "why</think>Checking both.<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{\"a\": 1}<|tool_call_end|><|tool_call_begin|>functions.f:1<|tool_call_argument_begin|>\n{\"a\": 2}\n<|tool_call_end|><|tool_calls_section_end|>";
+
+    #[test]
+    fn vllm_011_streams_leak_the_section_buffer() {
+        // …/stream/nospaces/parallel_2_calls/001: the content streamed, then at the section's
+        // end the buffer — the content again and the calls' raw text, section markers cut.
+        let p = old_stream(TWO, false);
+        assert_eq!(p.content.as_deref(), Some("Checking both."));
+        assert_eq!(
+            p.content_after_calls.as_deref(),
+            Some("Checking both.<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{\"a\": 1}<|tool_call_end|><|tool_call_begin|>functions.f:1<|tool_call_argument_begin|>\n{\"a\": 2}\n<|tool_call_end|>")
+        );
+        // …/stream/nospaces/args_ws/002: streamed arguments skip leading whitespace and stop at
+        // the first newline.
+        assert_eq!(p.calls[1].arguments, "{\"a\": 2}");
+        // …/stream/spaces/parallel_2_calls/001: the `</think>` and opener deltas (with their
+        // joining spaces) are dropped; the buffer keeps the opener's space.
+        let p = old_stream(TWO, true);
+        assert_eq!(p.reasoning.as_deref(), Some(" why"));
+        assert_eq!(p.content.as_deref(), Some(" Checking both."));
+        assert!(p.content_after_calls.as_deref().is_some_and(|c| c
+            .starts_with(" Checking both.  <|tool_call_begin|> functions.f:0 ")
+            && c.ends_with("<|tool_call_end|> ")));
+        assert_eq!(p.calls[0].arguments, "{\"a\": 1}");
+        // Not streamed, or the newer line: nothing leaks.
+        let plain = forward(
+            &vllm::SHAPE_0_11,
+            &ForwardInput {
+                history_calls: 0,
+                ..input(TWO)
+            },
+        );
+        assert_eq!(plain.content_after_calls, None);
+        let newer = forward(
+            &vllm::SHAPE,
+            &ForwardInput {
+                stream: true,
+                ..input(TWO)
+            },
+        );
+        assert_eq!(newer.content_after_calls, None);
+        // A cut inside the section: it never closed, nothing was sent.
+        let cut = TWO.strip_suffix("<|tool_calls_section_end|>").unwrap();
+        let p = forward(
+            &vllm::SHAPE_0_11,
+            &ForwardInput {
+                stream: true,
+                cut: true,
+                history_calls: 0,
+                ..input(cut)
+            },
+        );
+        assert_eq!(p.content_after_calls, None);
+    }
+
+    #[test]
+    fn vllm_011_streams_the_first_token_as_reasoning_after_an_earlier_close() {
+        // …/stream/nospaces/history_offset/001: `</think>` in the prompt's history.
+        let text = "The plan.</think><|tool_calls_section_begin|><|tool_call_begin|>functions.f:1<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>";
+        let p = forward(
+            &vllm::SHAPE_0_11,
+            &ForwardInput {
+                stream: true,
+                prompt_closes_reasoning: true,
+                first_token: Some("The"),
+                ..input(text)
+            },
+        );
+        assert_eq!(p.reasoning.as_deref(), Some("The"));
+        assert_eq!(p.content.as_deref(), Some(" plan.</think>"));
+        assert_eq!(p.calls.len(), 1);
+        // Without the first token's text the answer is not modelled (never agrees).
+        let p = forward(
+            &vllm::SHAPE_0_11,
+            &ForwardInput {
+                stream: true,
+                prompt_closes_reasoning: true,
+                ..input(text)
+            },
+        );
+        assert!(p.unmodelled.is_some());
+        assert!(p
+            .agrees_with(&vllm::SHAPE_0_11, &Completion::default())
+            .is_err());
+    }
+
     #[test]
     fn versions_select_lines() {
         assert_eq!(shape(ServerKind::Vllm, Some("0.11.2")).version, "0.11-0.2x");

@@ -151,13 +151,28 @@ pub fn reconstruct(
         && stream
         && tools_declared
         && profile.family.syntax() == Some(server::Syntax::Kimi);
-    let mut read_back = match leaks
+    let leaked = leaks
         .then(|| leak::read_back(&read_back, options.spaces_around_special_tokens))
-        .flatten()
-    {
-        Some(model) => model,
-        None => read_back,
-    };
+        .flatten();
+    // vLLM 0.11 reports `tool_calls` for a cut answer too; streamed, the leak says whether the
+    // section was closed: calls without it mean the cut fell inside the section.
+    let closed_section = leaked.is_some();
+    let cut_in_section = leaks
+        && !closed_section
+        && !completion.tool_calls.is_empty()
+        && completion.finish_reason.as_deref() == Some("tool_calls");
+    let mut read_back = leaked.unwrap_or(read_back);
+    if leaks && options.spaces_around_special_tokens {
+        // Streamed ids start with the joining space after `<|tool_call_begin|>`.
+        for call in &mut read_back.tool_calls {
+            if let Some(id) = &mut call.id {
+                *id = id.trim().to_string();
+            }
+        }
+    }
+    if cut_in_section {
+        read_back.finish_reason = Some("length".to_string());
+    }
     if leaks && shape.streaming.first_token_reasoning && closes_reasoning(profile, &prompt_ids) {
         // The first token was streamed as reasoning, the rest as content: one text again.
         let mut text = read_back.reasoning.take().unwrap_or_default();
@@ -173,7 +188,7 @@ pub fn reconstruct(
         };
         texts.push(text);
     }
-    let cut = completion.finish_reason.as_deref() == Some("length");
+    let cut = completion.finish_reason.as_deref() == Some("length") || cut_in_section;
     let syntax = profile.family.syntax();
     let synthesized = shape.known && syntax.is_some();
     if syntax == Some(server::Syntax::DeepseekV3) && stream && !completion.tool_calls.is_empty() {
@@ -216,6 +231,16 @@ pub fn reconstruct(
     if let (true, true, true, Some(syntax)) = (synthesized, cut, tools_declared, syntax) {
         texts = flags::with_cut_tails(texts, syntax);
     }
+    if closed_section && shape.cut_reports_tool_calls {
+        // Closed, then maybe cut before the end-of-turn token: the count decides.
+        let eot = profile.end_of_turn();
+        let unended: Vec<String> = texts
+            .iter()
+            .filter_map(|t| t.strip_suffix(eot).filter(|_| !eot.is_empty()))
+            .map(str::to_string)
+            .collect();
+        texts.extend(unended);
+    }
 
     let (mut completion_ids, mut fidelity) = if synthesized {
         let cx = synth::Context {
@@ -229,6 +254,7 @@ pub fn reconstruct(
             history_calls: turn::earlier_tool_calls(request),
             syntax: syntax.unwrap_or_default(),
             prompt_closes_reasoning: closes_reasoning(profile, &prompt_ids),
+            cut,
         };
         let found = synth::synthesize(&cx, &texts);
         flags::classify(
@@ -269,8 +295,17 @@ pub fn reconstruct(
         );
     }
     flags::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
+    // A streamed 0.11 answer whose section closed shows it (the leak), and the count tells a
+    // finished answer from one cut right after the section. One cut inside the section hides
+    // what the streamed calls do not show (whitespace around the arguments, a partial
+    // character the detokenizer held back): flagged as unstreamed.
+    let hidden_cut_shape = if closed_section {
+        &server::generic::SHAPE
+    } else {
+        shape
+    };
     flags::cut_hidden_by_tool_calls(
-        shape,
+        hidden_cut_shape,
         &completion,
         request.max_tokens,
         &mut fidelity,

@@ -40,6 +40,8 @@ pub(super) struct Context<'a> {
     pub syntax: Syntax,
     /// The prompt's ids hold the reasoning close ([`ForwardInput::prompt_closes_reasoning`]).
     pub prompt_closes_reasoning: bool,
+    /// The answer was cut by `max_tokens` (its `finish_reason`, or what the shape shows).
+    pub cut: bool,
 }
 
 /// The outcome over all candidates.
@@ -168,13 +170,14 @@ impl Context<'_> {
                 });
             }
         }
-        if shape.whitespace_content_null && self.tools_declared {
+        let streamed_as_is = self.stream && shape.streaming.keeps_whitespace_content;
+        if shape.whitespace_content_null && self.tools_declared && !streamed_as_is {
             // Empty content right before the tool section: it may have been whitespace.
             if let Some(at) = text.find(SECTION_BEGIN) {
                 let before = &text[..at];
                 let empty = before.is_empty() || before.ends_with(THINK_END);
                 // vLLM 0.11 nulls it once the opener was seen, also when a cut left no call.
-                let cut = self.completion.finish_reason.as_deref() == Some("length");
+                let cut = self.cut;
                 let tool_path =
                     !self.completion.tool_calls.is_empty() || (cut && shape.cut_reports_tool_calls);
                 if empty && tool_path {
@@ -241,7 +244,7 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         short_by: None,
         partial: None,
     };
-    let cut = cx.completion.finish_reason.as_deref() == Some("length");
+    let cut = cx.cut;
     let mut partial_candidates: Vec<Vec<u32>> = Vec::new();
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut shortest_gap: Option<usize> = None;

@@ -83,6 +83,9 @@ pub struct Streaming {
     pub leaks_section_buffer: bool,
     /// Whitespace-only content before the tool section is streamed delta by delta, not nulled.
     pub keeps_whitespace_content: bool,
+    /// Streamed calls carry the model's id text (after the joining space, with spaces around
+    /// added tokens), whatever the non-streamed answer does with ids.
+    pub call_ids_verbatim: bool,
     /// With tools declared and the reasoning close anywhere in the prompt's ids
     /// (`is_reasoning_end(prompt_token_ids)`), the first token is streamed as reasoning and
     /// every later one goes to the tool parser as content — the model's own `</think>` too.
@@ -97,6 +100,7 @@ impl Streaming {
         arguments_first_line: false,
         leaks_section_buffer: false,
         keeps_whitespace_content: false,
+        call_ids_verbatim: false,
         first_token_reasoning: false,
     };
 }
@@ -264,6 +268,8 @@ pub struct Parsed {
     pub content_after_calls: Option<String>,
     /// This shape's answer to the text is not modelled (why): no answer agrees with it.
     pub unmodelled: Option<&'static str>,
+    /// The calls' ids are the model's text (or derived from it): an answer's must be equal.
+    pub call_ids_checked: bool,
 }
 
 /// The answer `shape` would send for the Kimi-format text in `input` (the Completion view; the
@@ -333,6 +339,14 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
             call.id = format!("functions.{}:{}", call.name, input.history_calls + i);
         }
     }
+    parsed.call_ids_checked = shape.call_ids != CallIds::Minted
+        || (input.stream && shape.streaming.call_ids_verbatim && input.syntax.ids_in_stream());
+    if input.stream && input.spaces && shape.streaming.call_ids_verbatim && kimi {
+        // The id is what follows `<|tool_call_begin|>`'s delta: the joining space first.
+        for call in &mut parsed.calls {
+            call.id.insert(0, ' ');
+        }
+    }
     // vLLM 0.11 reports `tool_calls` for a cut answer with calls too.
     let cut_shows = input.cut && (!shape.cut_reports_tool_calls || parsed.calls.is_empty());
     parsed.finish_reason = if cut_shows {
@@ -386,7 +400,7 @@ impl Parsed {
             if !same_args && !coerced {
                 return Err(Mismatch(format!("tool call {i} arguments")));
             }
-            let derived = shape.call_ids != CallIds::Minted && !mine.id.is_empty();
+            let derived = self.call_ids_checked && !mine.id.is_empty();
             if derived && theirs.id.as_deref() != Some(mine.id.as_str()) {
                 return Err(Mismatch(format!("tool call {i} id")));
             }

@@ -75,6 +75,7 @@ pub const SHAPE_0_11: ServerShape = ServerShape {
         arguments_first_line: true,
         leaks_section_buffer: true,
         keeps_whitespace_content: true,
+        call_ids_verbatim: true,
         first_token_reasoning: true,
     },
     ..SHAPE

@@ -102,23 +102,23 @@ const MISSED_AT_MOST: usize = 15;
 /// (The 8 cuts right after `</think><|tool_calls_section_begin|>` with no content, flagged
 /// ambiguous before, are settled by its `usage.reasoning_tokens`, counted through `</think>`:
 /// `ServerShape::reasoning_tokens_through_close`.)
-/// vLLM 0.11.2 (51, from 251 before its streaming quirks were modelled as
-/// `server::Streaming`: the section buffer leaked into `content`, the dropped `</think>` and
-/// opener deltas, first-line streamed arguments, the first token as reasoning when the prompt
-/// holds `</think>`), each flagged, never exact:
-/// - streamed with spaces (18: random_mix 14, single_call 2, model_id_without_prefix,
-///   reasoning_trailing_ws): a model's own space beside a joining space (`tool. </think> `) is
-///   read back as the joining one; streamed random_mix without spaces (2) not analysed yet;
-/// - streamed `length` cuts (12: cut_after_arg_begin*, cut_single_after_arg_begin,
-///   cut_after_section_end*, cut_single_after_section_end, ± spaces): the cut call's streamed
-///   remains and the leak after a closed section are not read back yet;
-/// - section_without_think_end(_ws) (8, every variant): the section stays in the reasoning and
-///   the candidates do not yet propose it there;
-/// - cuts right after a call opener or the section opener (10, ambiguous: a same-count twin
-///   the generator did not vary) and a partial character (1, truncated).
+/// vLLM 0.11.2 (33, from 251 before its streaming quirks were modelled as `server::Streaming`:
+/// the section buffer leaked into `content` — read back, and telling a closed section from a cut
+/// inside it —, the dropped `</think>` and opener deltas, first-line streamed arguments, verbatim
+/// streamed ids, the first token as reasoning when the prompt holds `</think>`; and a section left
+/// inside an unclosed reasoning), each flagged, never exact:
+/// - streamed with spaces (17: random_mix 13, single_call 2, model_id_without_prefix,
+///   reasoning_trailing_ws; `inconsistent`): a model's own space beside a joining space
+///   (`tool. </think> `) is read back as the joining one;
+/// - streamed cuts right after a call's argument opener (9: cut_after_arg_begin*,
+///   cut_single_after_arg_begin ± spaces, random_mix 3; `lossy`, ids right): a cut inside the
+///   section may hide argument whitespace or a held-back partial character, and the flag does not
+///   yet see that nothing of these arguments was streamed;
+/// - not streamed (7): cuts right after a call opener or the section opener (6, `ambiguous`: a
+///   same-count twin the generator did not vary) and a partial character (1, truncated).
 const MISSED_AT_MOST_PER_FILE: &[(&str, usize)] = &[
     ("kimi_k25_sglang.jsonl", 12),
-    ("kimi_k25_vllm011.jsonl", 51),
+    ("kimi_k25_vllm011.jsonl", 33),
 ];
 
 fn missed_allowed(file: &Path) -> Option<usize> {

@@ -173,7 +173,24 @@ pub fn reconstruct(
     if cut_in_section {
         read_back.finish_reason = Some("length".to_string());
     }
-    if leaks && shape.streaming.first_token_reasoning && closes_reasoning(profile, &prompt_ids) {
+    let first_token_mode =
+        leaks && shape.streaming.first_token_reasoning && closes_reasoning(profile, &prompt_ids);
+    if leaks && options.spaces_around_special_tokens && !first_token_mode {
+        // The deltas vLLM 0.11 drops took their joining space with them: put it back, so the
+        // read-back (which removes one joining space at each added token) keeps the model's own.
+        let streaming = shape.streaming;
+        let closed = completion.content.as_deref().is_some_and(|c| !c.is_empty())
+            || !completion.tool_calls.is_empty();
+        if streaming.drops_think_end_delta && closed {
+            if let Some(reasoning) = &mut read_back.reasoning {
+                reasoning.push(' ');
+            }
+        }
+        if streaming.drops_section_begin_delta && !read_back.tool_calls.is_empty() {
+            read_back.content.get_or_insert_with(String::new).push(' ');
+        }
+    }
+    if first_token_mode {
         // The first token was streamed as reasoning, the rest as content: one text again.
         let mut text = read_back.reasoning.take().unwrap_or_default();
         text.push_str(read_back.content.as_deref().unwrap_or_default());

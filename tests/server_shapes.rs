@@ -555,3 +555,41 @@ fn fixture_template(root: &Path, template: Option<&str>) -> Option<PathBuf> {
     let builtin_stands_in = template.is_some_and(|t| t.ends_with("kimi-k2.5-style.jinja"));
     (path.exists() || !builtin_stands_in).then_some(path)
 }
+
+#[test]
+fn sglang_reasoning_tokens_settle_a_cut_right_after_the_section_opener() {
+    // kimi_k25/sglang-0.5.23/*/cut_content_nocontent/001: "R</think><|tool_calls_section_begin|>"
+    // and "R<|tool_calls_section_begin|><|tool_call_begin|>" have the same count and SGLang
+    // answers both with the reasoning alone; its reasoning_tokens (through `</think>`) differ.
+    let kimi = kimi();
+    let truth = "Look it up.</think><|tool_calls_section_begin|>";
+    let ids = kimi.tokenizer.encode(truth);
+    let through_close = kimi.tokenizer.encode("Look it up.</think>").len();
+    let answer = |reasoning_tokens: Option<usize>| {
+        let mut usage =
+            json!({"prompt_tokens": 1, "completion_tokens": ids.len(), "total_tokens": 0});
+        if let Some(n) = reasoning_tokens {
+            usage["reasoning_tokens"] = json!(n);
+            usage["completion_tokens_details"] = json!({"reasoning_tokens": n});
+        }
+        json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "kimi",
+            "choices": [{"index": 0, "finish_reason": "length", "matched_stop": null,
+                "message": {"role": "assistant", "content": "", "reasoning_content": "Look it up."}}],
+            "usage": usage,
+        })
+    };
+    let options = options(ServerKind::Sglang, false, false);
+    let got = reconstruct(
+        &kimi,
+        &request(false),
+        &answer(Some(through_close)),
+        &options,
+    )
+    .unwrap();
+    assert_eq!(got.completion_ids, ids, "{:?}", got.warnings);
+    assert!(got.fidelity.class.is_exact(), "{:?}", got.warnings);
+    // Without it, both streams fit: flagged.
+    let got = reconstruct(&kimi, &request(false), &answer(None), &options).unwrap();
+    assert!(!got.fidelity.class.is_exact(), "{:?}", got.warnings);
+}

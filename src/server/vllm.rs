@@ -21,7 +21,12 @@
 //! a call the cut left unfinished is dropped unstreamed, and one cut inside its id is dropped
 //! streamed too (no bogus call); no schema coercion; a non-streamed
 //! answer's tool calls get fresh random ids (`chatcmpl-tool-…`: the model's id is lost; the
-//! streamed ones carry it).
+//! streamed ones carry it). Its streams are their own code (`ServerShape::streaming`): at
+//! `<|tool_calls_section_end|>` the streaming `kimi_k2` parser sends its whole buffer — the
+//! content again and every call's raw text — as `content`; the `</think>` and opener deltas are
+//! dropped with their joining spaces; streamed arguments stop at the first newline; with
+//! `</think>` anywhere in the prompt the first token is streamed as reasoning and the rest goes
+//! through the tool parser.
 
 use super::{CallIds, CutInCallId, ReasoningField, ServerShape, Streaming};
 use crate::api::ServerKind;

@@ -103,6 +103,7 @@ impl Completion {
             completion_tokens: u.get("completion_tokens").and_then(Value::as_u64),
             reasoning_tokens: u
                 .pointer("/completion_tokens_details/reasoning_tokens")
+                .or_else(|| u.get("reasoning_tokens"))
                 .and_then(Value::as_u64),
             cost: u.get("cost").and_then(Value::as_f64),
         });

@@ -96,14 +96,29 @@ struct Row {
 ///   same answer and count.
 const MISSED_AT_MOST: usize = 15;
 
-/// The same ratchet for the fixture files of other server versions, counted per file. SGLang:
-/// partial-byte tails it shows as `\u{FFFD}` (12) and cuts right after the section opener with
-/// no content, which its `usage.reasoning_tokens` would settle (6; flagged ambiguous). vLLM 0.11:
-/// mostly streams, where 0.11.2 also sends each finished call's raw text as `content` (not
-/// modelled yet: flagged inconsistent).
+/// The same ratchet for the fixture files of other server versions, counted per file. SGLang
+/// (12): `length` cuts that split a character (mid_character_content, mid_character_reasoning,
+/// streamed or not), whose partial-byte ids no field shows — flagged `truncated_mid_character`.
+/// (The 8 cuts right after `</think><|tool_calls_section_begin|>` with no content, flagged
+/// ambiguous before, are settled by its `usage.reasoning_tokens`, counted through `</think>`:
+/// `ServerShape::reasoning_tokens_through_close`.)
+/// vLLM 0.11.2 (28, from 251 before its streaming quirks were modelled as `server::Streaming`:
+/// the section buffer leaked into `content` — read back, and telling a closed section from a cut
+/// inside it —, the dropped `</think>` and opener deltas with their joining spaces, first-line
+/// streamed arguments, verbatim streamed ids, the first token as reasoning when the prompt holds
+/// `</think>`; and a section left inside an unclosed reasoning), each flagged, never exact:
+/// - streamed with spaces (11: random_mix 9, model_id_without_prefix, reasoning_trailing_ws;
+///   `inconsistent`): whitespace-only content, or a model's own space beside a joining one
+///   (`tool. </think> `), is not read back as the model's yet;
+/// - streamed cuts right after a call's argument opener (10: cut_after_arg_begin*,
+///   cut_single_after_arg_begin ± spaces, random_mix 4; `lossy`, ids right): a cut inside the
+///   section may hide argument whitespace or a held-back partial character, and the flag does not
+///   yet see that nothing of these arguments was streamed;
+/// - not streamed (7): cuts right after a call opener or the section opener (6, `ambiguous`: a
+///   same-count twin the generator did not vary) and a partial character (1, truncated).
 const MISSED_AT_MOST_PER_FILE: &[(&str, usize)] = &[
-    ("kimi_k25_sglang.jsonl", 20),
-    ("kimi_k25_vllm011.jsonl", 251),
+    ("kimi_k25_sglang.jsonl", 12),
+    ("kimi_k25_vllm011.jsonl", 28),
 ];
 
 fn missed_allowed(file: &Path) -> Option<usize> {
@@ -261,6 +276,14 @@ fn corpus_of_the_servers_own_answers() {
                         got.warnings,
                     );
                 }
+            }
+            if std::env::var_os("DRAFTGEN_SHAPES_VERBOSE").is_some() && !missed {
+                eprintln!(
+                    "class {}: {} {:?}",
+                    class.name(),
+                    fixture.name,
+                    got.warnings
+                );
             }
             let problem = if !right && !flagged {
                 Some("WRONG WITHOUT A FLAG")
@@ -531,4 +554,42 @@ fn fixture_template(root: &Path, template: Option<&str>) -> Option<PathBuf> {
     let path = root.join(template?);
     let builtin_stands_in = template.is_some_and(|t| t.ends_with("kimi-k2.5-style.jinja"));
     (path.exists() || !builtin_stands_in).then_some(path)
+}
+
+#[test]
+fn sglang_reasoning_tokens_settle_a_cut_right_after_the_section_opener() {
+    // kimi_k25/sglang-0.5.23/*/cut_content_nocontent/001: "R</think><|tool_calls_section_begin|>"
+    // and "R<|tool_calls_section_begin|><|tool_call_begin|>" have the same count and SGLang
+    // answers both with the reasoning alone; its reasoning_tokens (through `</think>`) differ.
+    let kimi = kimi();
+    let truth = "Look it up.</think><|tool_calls_section_begin|>";
+    let ids = kimi.tokenizer.encode(truth);
+    let through_close = kimi.tokenizer.encode("Look it up.</think>").len();
+    let answer = |reasoning_tokens: Option<usize>| {
+        let mut usage =
+            json!({"prompt_tokens": 1, "completion_tokens": ids.len(), "total_tokens": 0});
+        if let Some(n) = reasoning_tokens {
+            usage["reasoning_tokens"] = json!(n);
+            usage["completion_tokens_details"] = json!({"reasoning_tokens": n});
+        }
+        json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "kimi",
+            "choices": [{"index": 0, "finish_reason": "length", "matched_stop": null,
+                "message": {"role": "assistant", "content": "", "reasoning_content": "Look it up."}}],
+            "usage": usage,
+        })
+    };
+    let options = options(ServerKind::Sglang, false, false);
+    let got = reconstruct(
+        &kimi,
+        &request(false),
+        &answer(Some(through_close)),
+        &options,
+    )
+    .unwrap();
+    assert_eq!(got.completion_ids, ids, "{:?}", got.warnings);
+    assert!(got.fidelity.class.is_exact(), "{:?}", got.warnings);
+    // Without it, both streams fit: flagged.
+    let got = reconstruct(&kimi, &request(false), &answer(None), &options).unwrap();
+    assert!(!got.fidelity.class.is_exact(), "{:?}", got.warnings);
 }

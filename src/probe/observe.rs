@@ -517,6 +517,8 @@ fn forward_agreeing(
                 tools_declared,
                 history_calls: 0,
                 syntax,
+                prompt_closes_reasoning: false,
+                first_token: None,
             };
             forward(shape, &input)
                 .agrees_with(shape, &completion)

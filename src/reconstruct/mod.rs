@@ -10,6 +10,7 @@ mod choose;
 pub mod despace;
 pub mod fidelity;
 mod flags;
+mod leak;
 mod spellings;
 mod synth;
 mod turn;
@@ -144,6 +145,57 @@ pub fn reconstruct(
     } else {
         completion.clone()
     };
+    let stream = options.stream.or(request.stream).unwrap_or(false);
+    let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
+    let leaks = shape.streaming.leaks_section_buffer
+        && stream
+        && tools_declared
+        && profile.family.syntax() == Some(server::Syntax::Kimi);
+    let leaked = leaks
+        .then(|| leak::read_back(&read_back, options.spaces_around_special_tokens))
+        .flatten();
+    // vLLM 0.11 reports `tool_calls` for a cut answer too; streamed, the leak says whether the
+    // section was closed: calls without it mean the cut fell inside the section.
+    let closed_section = leaked.is_some();
+    let cut_in_section = leaks
+        && !closed_section
+        && !completion.tool_calls.is_empty()
+        && completion.finish_reason.as_deref() == Some("tool_calls");
+    let mut read_back = leaked.unwrap_or(read_back);
+    if leaks && options.spaces_around_special_tokens {
+        // Streamed ids start with the joining space after `<|tool_call_begin|>`.
+        for call in &mut read_back.tool_calls {
+            if let Some(id) = &mut call.id {
+                *id = id.trim().to_string();
+            }
+        }
+    }
+    if cut_in_section {
+        read_back.finish_reason = Some("length".to_string());
+    }
+    let first_token_mode =
+        leaks && shape.streaming.first_token_reasoning && closes_reasoning(profile, &prompt_ids);
+    if leaks && options.spaces_around_special_tokens && !first_token_mode {
+        // The deltas vLLM 0.11 drops took their joining space with them: put it back, so the
+        // read-back (which removes one joining space at each added token) keeps the model's own.
+        let streaming = shape.streaming;
+        let closed = completion.content.as_deref().is_some_and(|c| !c.is_empty())
+            || !completion.tool_calls.is_empty();
+        if streaming.drops_think_end_delta && closed {
+            if let Some(reasoning) = &mut read_back.reasoning {
+                reasoning.push(' ');
+            }
+        }
+        if streaming.drops_section_begin_delta && !read_back.tool_calls.is_empty() {
+            read_back.content.get_or_insert_with(String::new).push(' ');
+        }
+    }
+    if first_token_mode {
+        // The first token was streamed as reasoning, the rest as content: one text again.
+        let mut text = read_back.reasoning.take().unwrap_or_default();
+        text.push_str(read_back.content.as_deref().unwrap_or_default());
+        read_back.content = Some(text);
+    }
     let turns = turn::candidates(profile, request, &read_back, options, &mut warnings);
     let mut texts = Vec::with_capacity(turns.len());
     for candidate in &turns {
@@ -153,11 +205,9 @@ pub fn reconstruct(
         };
         texts.push(text);
     }
-    let cut = completion.finish_reason.as_deref() == Some("length");
-    let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
+    let cut = completion.finish_reason.as_deref() == Some("length") || cut_in_section;
     let syntax = profile.family.syntax();
     let synthesized = shape.known && syntax.is_some();
-    let stream = options.stream.or(request.stream).unwrap_or(false);
     if syntax == Some(server::Syntax::DeepseekV3) && stream && !completion.tool_calls.is_empty() {
         // vLLM's streaming deepseek_v3 parser leaks the `\n` between calls (and, cut, the one
         // after the last call) into `content`: the model's content may be without them.
@@ -198,6 +248,16 @@ pub fn reconstruct(
     if let (true, true, true, Some(syntax)) = (synthesized, cut, tools_declared, syntax) {
         texts = flags::with_cut_tails(texts, syntax);
     }
+    if closed_section && shape.cut_reports_tool_calls {
+        // Closed, then maybe cut before the end-of-turn token: the count decides.
+        let eot = profile.end_of_turn();
+        let unended: Vec<String> = texts
+            .iter()
+            .filter_map(|t| t.strip_suffix(eot).filter(|_| !eot.is_empty()))
+            .map(str::to_string)
+            .collect();
+        texts.extend(unended);
+    }
 
     let (mut completion_ids, mut fidelity) = if synthesized {
         let cx = synth::Context {
@@ -210,6 +270,8 @@ pub fn reconstruct(
             tools_declared,
             history_calls: turn::earlier_tool_calls(request),
             syntax: syntax.unwrap_or_default(),
+            prompt_closes_reasoning: closes_reasoning(profile, &prompt_ids),
+            cut,
         };
         let found = synth::synthesize(&cx, &texts);
         flags::classify(
@@ -250,8 +312,17 @@ pub fn reconstruct(
         );
     }
     flags::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
+    // A streamed 0.11 answer whose section closed shows it (the leak), and the count tells a
+    // finished answer from one cut right after the section. One cut inside the section hides
+    // what the streamed calls do not show (whitespace around the arguments, a partial
+    // character the detokenizer held back): flagged as unstreamed.
+    let hidden_cut_shape = if closed_section {
+        &server::generic::SHAPE
+    } else {
+        shape
+    };
     flags::cut_hidden_by_tool_calls(
-        shape,
+        hidden_cut_shape,
         &completion,
         request.max_tokens,
         &mut fidelity,
@@ -284,6 +355,17 @@ pub fn reconstruct(
         ambiguous,
         fidelity,
     })
+}
+
+/// The prompt's ids hold the family's reasoning close (as one special token).
+fn closes_reasoning(profile: &Profile, prompt_ids: &[u32]) -> bool {
+    let Some(close) = profile.reasoning_close() else {
+        return false;
+    };
+    match profile.tokenizer.encode(close)[..] {
+        [id] => prompt_ids.contains(&id),
+        _ => false,
+    }
 }
 
 /// Most candidate texts the argument spellings may add for one answer.

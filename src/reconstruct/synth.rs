@@ -38,6 +38,10 @@ pub(super) struct Context<'a> {
     pub tools_declared: bool,
     pub history_calls: usize,
     pub syntax: Syntax,
+    /// The prompt's ids hold the reasoning close ([`ForwardInput::prompt_closes_reasoning`]).
+    pub prompt_closes_reasoning: bool,
+    /// The answer was cut by `max_tokens` (its `finish_reason`, or what the shape shows).
+    pub cut: bool,
 }
 
 /// The outcome over all candidates.
@@ -71,6 +75,23 @@ impl Context<'_> {
             Some(body) => (body, false),
             None => (text, true),
         };
+        // vLLM 0.11.2 streams the first token alone as reasoning in some cases: its text.
+        let first_token = (self.stream
+            && self.prompt_closes_reasoning
+            && self.shape.streaming.first_token_reasoning)
+            .then(|| {
+                let tokenizer = &self.profile.tokenizer;
+                let first = tokenizer
+                    .encode(body)
+                    .first()
+                    .map(|&id| tokenizer.decode(&[id]));
+                let first = first.unwrap_or_default();
+                if first.ends_with('\u{FFFD}') {
+                    String::new()
+                } else {
+                    first
+                }
+            });
         let parsed = forward(
             self.shape,
             &ForwardInput {
@@ -82,11 +103,48 @@ impl Context<'_> {
                 tools_declared: self.tools_declared,
                 history_calls: self.history_calls,
                 syntax: self.syntax,
+                prompt_closes_reasoning: self.prompt_closes_reasoning,
+                first_token: first_token.as_deref(),
             },
         );
         parsed
             .agrees_with(self.shape, self.completion)
             .map_err(|m| m.0)
+    }
+
+    /// `usage.reasoning_tokens`, where the shape says how it counts
+    /// ([`ServerShape::reasoning_tokens_through_close`]): through the first reasoning close, or
+    /// every token when there is none (the count check then covers it).
+    fn reasoning_count_agrees(&self, text: &str) -> Result<(), String> {
+        let usage = self.completion.usage.as_ref();
+        let reported = usage.and_then(|u| u.reasoning_tokens);
+        let (true, true, Some(reported)) = (
+            self.shape.reasoning_tokens_through_close,
+            self.thinking,
+            reported,
+        ) else {
+            return Ok(());
+        };
+        let close = self.profile.reasoning_close().unwrap_or_default();
+        let counted = match text.find(close).filter(|_| !close.is_empty()) {
+            // A special token: the ids before it are the prefix's own.
+            Some(at) => self
+                .profile
+                .tokenizer
+                .encode(&text[..at + close.len()])
+                .len() as u64,
+            None => match usage.and_then(|u| u.completion_tokens) {
+                Some(all) => all,
+                None => return Ok(()),
+            },
+        };
+        if counted == reported {
+            Ok(())
+        } else {
+            Err(format!(
+                "usage.reasoning_tokens ({reported}, this stream {counted})"
+            ))
+        }
     }
 
     /// The sites of `text` where the shape strips whitespace the answer cannot show.
@@ -112,13 +170,14 @@ impl Context<'_> {
                 });
             }
         }
-        if shape.whitespace_content_null && self.tools_declared {
+        let streamed_as_is = self.stream && shape.streaming.keeps_whitespace_content;
+        if shape.whitespace_content_null && self.tools_declared && !streamed_as_is {
             // Empty content right before the tool section: it may have been whitespace.
             if let Some(at) = text.find(SECTION_BEGIN) {
                 let before = &text[..at];
                 let empty = before.is_empty() || before.ends_with(THINK_END);
                 // vLLM 0.11 nulls it once the opener was seen, also when a cut left no call.
-                let cut = self.completion.finish_reason.as_deref() == Some("length");
+                let cut = self.cut;
                 let tool_path =
                     !self.completion.tool_calls.is_empty() || (cut && shape.cut_reports_tool_calls);
                 if empty && tool_path {
@@ -185,7 +244,7 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         short_by: None,
         partial: None,
     };
-    let cut = cx.completion.finish_reason.as_deref() == Some("length");
+    let cut = cx.cut;
     let mut partial_candidates: Vec<Vec<u32>> = Vec::new();
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut shortest_gap: Option<usize> = None;
@@ -194,7 +253,10 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         if !seen.insert(text.as_str()) {
             continue;
         }
-        if let Err(m) = cx.agrees(text) {
+        if let Err(m) = cx
+            .agrees(text)
+            .and_then(|()| cx.reasoning_count_agrees(text))
+        {
             out.mismatch.get_or_insert(m);
             continue;
         }

@@ -143,10 +143,16 @@ pub(super) fn candidates(
     }];
     // Kimi opens a tool section straight after its reasoning without `</think>`, and a
     // `length` stop can land right on `</think>`: the parsers give the same fields either way.
+    // A reasoning that holds a tool section was never closed where the server's reasoning
+    // parser ends only at `</think>` (vLLM 0.11's DeepSeek-R1 parser keeps the section in it).
+    let section_in_reasoning = match (&reasoning, profile.tool_section_begin()) {
+        (Some(r), Some(section)) => r.contains(section),
+        _ => false,
+    };
     let open_question = reasoning.is_some()
         && close.is_some()
         && content.is_empty()
-        && (!tool_calls.is_empty() || !end_of_turn);
+        && (!tool_calls.is_empty() || !end_of_turn || section_in_reasoning);
     if open_question {
         let unclosed = Candidate {
             turn: AssistantTurn {

@@ -50,6 +50,7 @@ pub fn parse(text: &str, tools_declared: bool, stream: bool) -> Parsed {
         content: Some(text.to_string()),
         calls: Vec::new(),
         finish_reason: "stop",
+        ..Parsed::default()
     };
     let Some(start) = text.find(SECTION_BEGIN).filter(|_| tools_declared) else {
         return parsed;
@@ -116,6 +117,7 @@ fn parse_streamed(text: &str, start: usize) -> Parsed {
         content: Some(content),
         calls,
         finish_reason: "stop",
+        ..Parsed::default()
     }
 }
 

@@ -2,7 +2,7 @@
 //! answers like a server without parsers; backward nothing is assumed about it, so the
 //! reconstruction accepts any of the shapes it reads and checks only `usage`.
 
-use super::{CallIds, CutInCallId, ReasoningField, ServerShape};
+use super::{CallIds, CutInCallId, ReasoningField, ServerShape, Streaming};
 use crate::api::ServerKind;
 
 pub const SHAPE: ServerShape = ServerShape {
@@ -29,4 +29,6 @@ pub const SHAPE: ServerShape = ServerShape {
     cut_reports_tool_calls: false,
     drops_cut_section: false,
     calls_have_index: false,
+    reasoning_tokens_through_close: false,
+    streaming: Streaming::AS_PARSED,
 };

@@ -57,6 +57,7 @@ pub fn parse(text: &str, thinking: bool, tools_declared: bool, stream: bool) -> 
         content: Some(content.clone()),
         calls: Vec::new(),
         finish_reason: "stop",
+        ..Parsed::default()
     };
     if !tools_declared {
         return parsed;

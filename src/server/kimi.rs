@@ -65,10 +65,16 @@ struct UnfinishedCall {
 
 /// Run the reasoning parser, then (with tools declared) the tool parser, as `shape` runs them.
 pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
-    let strip = if input.stream {
-        shape.strips_streamed_arguments
+    let strip = if input.stream && shape.streaming.arguments_first_line {
+        ArgumentsSent::FirstLine {
+            spaced: input.spaces,
+        }
+    } else if input.stream && shape.strips_streamed_arguments
+        || !input.stream && shape.strips_arguments
+    {
+        ArgumentsSent::Stripped
     } else {
-        shape.strips_arguments
+        ArgumentsSent::Raw
     };
     let unfinished = input.cut.then_some(UnfinishedCall {
         kept: input.stream || !shape.drops_incomplete_call,
@@ -84,19 +90,22 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
     if !shape.reasoning_ends_at_tool_section && thinking {
         // DeepSeek-R1's parser: reasoning ends at `</think>` only; without it, all is
         // reasoning and the tool parser sees no content.
+        let first_token_mode =
+            shape.streaming.first_token_reasoning && input.prompt_closes_reasoning;
+        if input.stream && input.tools_declared && first_token_mode {
+            return first_token_reasoning(shape, text, input, strip, unfinished, dangling);
+        }
         let text = text.strip_prefix(THINK_BEGIN).unwrap_or(text);
         return match text.split_once(THINK_END) {
             Some((reasoning, content)) => {
-                let mut parsed = parse_with(
-                    content,
-                    false,
-                    input.tools_declared,
-                    strip,
-                    unfinished,
-                    dangling,
-                );
+                let mut reasoning = reasoning;
+                if input.stream && input.spaces && shape.streaming.drops_think_end_delta {
+                    // The `</think>` token's delta is ` </think>`: dropped whole.
+                    reasoning = reasoning.strip_suffix(' ').unwrap_or(reasoning);
+                }
+                let mut parsed =
+                    after_reasoning(shape, content, input, strip, unfinished, dangling);
                 parsed.reasoning = Some(reasoning.to_string());
-                parsed.content = parsed.content.filter(|c| !c.is_empty());
                 parsed
             }
             None => Parsed {
@@ -104,6 +113,7 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
                 content: None,
                 calls: Vec::new(),
                 finish_reason: "stop",
+                ..Parsed::default()
             },
         };
     }
@@ -117,11 +127,90 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
     )
 }
 
+/// The text after the reasoning, through the tool parser as `shape` runs it (for a stream:
+/// with its [`Streaming`](super::Streaming) quirks).
+fn after_reasoning(
+    shape: &ServerShape,
+    content: &str,
+    input: &ForwardInput,
+    strip: ArgumentsSent,
+    unfinished: Option<UnfinishedCall>,
+    dangling: bool,
+) -> Parsed {
+    let mut parsed = parse_with(
+        content,
+        false,
+        input.tools_declared,
+        strip,
+        unfinished,
+        dangling,
+    );
+    let streaming = shape.streaming;
+    if input.stream && input.spaces && streaming.drops_section_begin_delta {
+        // The opener's delta is ` <|tool_calls_section_begin|>`: suppressed whole.
+        if let (Some(opener), Some(before)) = (content.find(SECTION_BEGIN), &mut parsed.content) {
+            if before.len() <= opener {
+                before.truncate(before.strip_suffix(' ').unwrap_or(before).len());
+            }
+        }
+    }
+    parsed.content = parsed.content.filter(|c| !c.is_empty());
+    if input.stream && input.tools_declared && streaming.leaks_section_buffer {
+        match section_leak(content) {
+            Ok(Some((leak, after))) => {
+                let mut sent = leak.unwrap_or_default();
+                sent.push_str(after);
+                parsed.content_after_calls = Some(sent).filter(|s| !s.is_empty());
+            }
+            Ok(None) => {}
+            Err(why) => parsed.unmodelled = Some(why),
+        }
+    }
+    parsed
+}
+
+/// vLLM 0.11.2 streaming with tools when the prompt already holds `</think>`: the first token's
+/// delta is sent as reasoning (nothing for a lone `<think>`/`</think>`), and the tool parser gets
+/// everything after it as content, the model's own `</think>` included.
+fn first_token_reasoning(
+    shape: &ServerShape,
+    text: &str,
+    input: &ForwardInput,
+    strip: ArgumentsSent,
+    unfinished: Option<UnfinishedCall>,
+    dangling: bool,
+) -> Parsed {
+    let unknown = |why| Parsed {
+        unmodelled: Some(why),
+        ..Parsed::default()
+    };
+    let Some(first) = input.first_token else {
+        return unknown("vLLM 0.11.2 streams the first token as reasoning here, and which text it holds is not known");
+    };
+    let delta = match (first.is_empty(), input.spaces) {
+        (true, _) => String::new(),
+        (false, true) => format!(" {first}"),
+        (false, false) => first.to_string(),
+    };
+    let Some(rest) = text.strip_prefix(delta.as_str()) else {
+        return unknown("the first token is not where the text starts");
+    };
+    if delta.contains(SECTION_BEGIN) {
+        return unknown(
+            "vLLM 0.11.2 parses calls by token count when the opener went to reasoning",
+        );
+    }
+    let mut parsed = after_reasoning(shape, rest, input, strip, unfinished, dangling);
+    let lone_marker = first == THINK_BEGIN || first == THINK_END;
+    parsed.reasoning = (!lone_marker && !delta.is_empty()).then_some(delta);
+    parsed
+}
+
 fn parse_with(
     text: &str,
     thinking: bool,
     tools_declared: bool,
-    strip: bool,
+    strip: ArgumentsSent,
     unfinished: Option<UnfinishedCall>,
     drop_dangling_section: bool,
 ) -> Parsed {
@@ -135,6 +224,7 @@ fn parse_with(
         content,
         calls: Vec::new(),
         finish_reason: "stop",
+        ..Parsed::default()
     };
     if tools_declared {
         if let Some(content) = parsed.content.take() {
@@ -173,7 +263,7 @@ fn split_reasoning(text: &str) -> (Option<String>, Option<String>) {
 /// (content before the tool section or `None` if empty, calls); no section: content unchanged.
 fn extract_tool_calls(
     content: &str,
-    strip: bool,
+    strip: ArgumentsSent,
     unfinished: Option<UnfinishedCall>,
     drop_dangling_section: bool,
 ) -> (Option<String>, Vec<ParsedCall>) {
@@ -189,8 +279,7 @@ fn extract_tool_calls(
         .filter_map(|caps| {
             let id = caps.name("tool_call_id")?.as_str().trim().to_string();
             let raw = caps.get(0)?.as_str();
-            let arguments = raw_arguments(raw)?;
-            let arguments = if strip { arguments.trim() } else { arguments };
+            let arguments = strip.complete(raw_arguments(raw)?);
             Some(call(id, arguments.to_string()))
         })
         .collect();
@@ -202,7 +291,7 @@ fn extract_tool_calls(
         let tail = &content[tail_from..];
         if let Some(begin) = tail.find(CALL_BEGIN) {
             let rest = &tail[begin + CALL_BEGIN.len()..];
-            calls.extend(unfinished_call(rest, unfinished));
+            calls.extend(unfinished_call(rest, unfinished, strip));
         }
     }
     if calls.is_empty() && !drop_dangling_section {
@@ -217,7 +306,11 @@ fn extract_tool_calls(
 /// counts once `(?P<id>.+:\d+)` matches the stripped header; until then the header is all the
 /// parser has, and `_build_extracted_result` / `_handle_tool_end` send it as the name
 /// (stripped) with `make_tool_call_id("kimi_k2", header, history count)` as the id.
-fn unfinished_call(rest: &str, unfinished: UnfinishedCall) -> Option<ParsedCall> {
+fn unfinished_call(
+    rest: &str,
+    unfinished: UnfinishedCall,
+    sent: ArgumentsSent,
+) -> Option<ParsedCall> {
     let (header, arguments) = match rest.split_once(ARGUMENT_BEGIN) {
         Some((header, arguments)) => (header, Some(arguments)),
         None => (rest, None),
@@ -226,10 +319,10 @@ fn unfinished_call(rest: &str, unfinished: UnfinishedCall) -> Option<ParsedCall>
     let no_arguments = if unfinished.streamed { "" } else { "{}" };
     match arguments {
         Some(arguments) if unfinished.kept && is_id(id) => {
-            let arguments = if unfinished.streamed {
-                arguments
-            } else {
-                arguments.trim()
+            let arguments = match sent {
+                ArgumentsSent::FirstLine { .. } => sent.so_far(arguments),
+                _ if unfinished.streamed => arguments,
+                _ => arguments.trim(),
             };
             let arguments = if arguments.is_empty() {
                 no_arguments
@@ -246,6 +339,88 @@ fn unfinished_call(rest: &str, unfinished: UnfinishedCall) -> Option<ParsedCall>
         }),
         _ => None,
     }
+}
+
+/// How a shape sends each call's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArgumentsSent {
+    /// The text between the markers, as the model wrote it.
+    Raw,
+    /// … with surrounding whitespace stripped.
+    Stripped,
+    /// What vLLM 0.11.2's streaming regex matched (`\s*(?P<args>.*)`, no DOTALL) before the
+    /// call's end token arrived: leading whitespace skipped, up to the first newline. `spaced`:
+    /// the text has a joining space on each side, the closing one in the end token's delta.
+    FirstLine { spaced: bool },
+}
+
+impl ArgumentsSent {
+    /// The arguments of a call that was closed (`raw`: between its two markers).
+    fn complete(self, raw: &str) -> &str {
+        match self {
+            ArgumentsSent::Raw => raw,
+            ArgumentsSent::Stripped => raw.trim(),
+            ArgumentsSent::FirstLine { spaced } => {
+                let raw = if spaced {
+                    raw.strip_suffix(' ').unwrap_or(raw)
+                } else {
+                    raw
+                };
+                self.so_far(raw)
+            }
+        }
+    }
+
+    /// The arguments streamed of a call the cut left open (`FirstLine` only).
+    fn so_far(self, raw: &str) -> &str {
+        let raw = match self {
+            ArgumentsSent::FirstLine { spaced: true } => raw.strip_prefix(' ').unwrap_or(raw),
+            _ => raw,
+        };
+        let raw = raw.trim_start();
+        raw.split('\n').next().unwrap_or(raw)
+    }
+}
+
+/// The section markers vLLM 0.11.2's streaming parser cuts out of its buffer (both spellings).
+const SECTION_MARKERS: [&str; 4] = [
+    SECTION_BEGIN,
+    SECTION_BEGIN_SINGULAR,
+    SECTION_END,
+    "<|tool_call_section_end|>",
+];
+
+/// vLLM 0.11.2's streamed section leak for the text after `</think>` (as detokenized, spaces
+/// and all): `Ok(None)` when no section was closed (a cut inside it sends nothing more);
+/// `Ok(Some((leak, after)))` with the buffer sent at the section's end (`None` when it is
+/// whitespace only) and the text after the section, streamed as content after it. `Err` when
+/// the buffer passed its size limit, where what is kept depends on token boundaries.
+fn section_leak(after_think: &str) -> Result<Option<(Option<String>, &str)>, &'static str> {
+    let begin = [SECTION_BEGIN, SECTION_BEGIN_SINGULAR]
+        .iter()
+        .filter_map(|m| after_think.find(m))
+        .min();
+    let Some(begin) = begin else {
+        return Ok(None);
+    };
+    let end = [SECTION_END, "<|tool_call_section_end|>"]
+        .iter()
+        .filter_map(|m| after_think[begin..].find(m).map(|at| begin + at + m.len()))
+        .min();
+    let Some(end) = end else {
+        return Ok(None);
+    };
+    let mut buffer = after_think[..end].to_string();
+    for marker in SECTION_MARKERS {
+        buffer = buffer.replace(marker, "");
+    }
+    // The limit is checked on the buffer plus each new delta (a token's text, well under 64
+    // characters); below this margin it never fired.
+    if buffer.chars().count() + 64 > super::SECTION_LEAK_MAX_CHARS {
+        return Err("vLLM 0.11.2 cut its streamed section buffer at token boundaries the text does not show");
+    }
+    let leak = (!buffer.trim().is_empty()).then_some(buffer);
+    Ok(Some((leak, &after_think[end..])))
 }
 
 /// The arguments between `<|tool_call_argument_begin|>` and `<|tool_call_end|>` of one matched
@@ -313,14 +488,28 @@ mod tests {
 
     #[test]
     fn reasoning_ends_at_think_end() {
-        let p = parse_with("hmm</think>Four.", true, false, true, None, false);
+        let p = parse_with(
+            "hmm</think>Four.",
+            true,
+            false,
+            ArgumentsSent::Stripped,
+            None,
+            false,
+        );
         assert_eq!(p.reasoning.as_deref(), Some("hmm"));
         assert_eq!(p.content.as_deref(), Some("Four."));
     }
 
     #[test]
     fn no_end_marker_means_all_reasoning() {
-        let p = parse_with("still thinking", true, false, true, None, false);
+        let p = parse_with(
+            "still thinking",
+            true,
+            false,
+            ArgumentsSent::Stripped,
+            None,
+            false,
+        );
         assert_eq!(p.reasoning.as_deref(), Some("still thinking"));
         assert_eq!(p.content, None);
     }
@@ -331,7 +520,7 @@ mod tests {
             &format!("why</think>Let me look.{CALL}"),
             true,
             true,
-            true,
+            ArgumentsSent::Stripped,
             None,
             false,
         );
@@ -349,7 +538,14 @@ mod tests {
 
     #[test]
     fn a_section_inside_reasoning_ends_it() {
-        let p = parse_with(&format!("why{CALL}"), true, true, true, None, false);
+        let p = parse_with(
+            &format!("why{CALL}"),
+            true,
+            true,
+            ArgumentsSent::Stripped,
+            None,
+            false,
+        );
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content, None);
         assert_eq!(p.calls.len(), 1);
@@ -373,7 +569,7 @@ mod tests {
             &space_added_tokens(&format!("why</think>{CALL}")),
             true,
             true,
-            true,
+            ArgumentsSent::Stripped,
             None,
             false,
         );
@@ -394,6 +590,8 @@ mod tests {
             tools_declared: true,
             history_calls: 0,
             syntax: crate::server::Syntax::Kimi,
+            prompt_closes_reasoning: false,
+            first_token: None,
         };
         crate::server::forward(shape, &input)
     }
@@ -458,6 +656,8 @@ mod tests {
                 tools_declared: true,
                 history_calls: 0,
                 syntax: crate::server::Syntax::Kimi,
+                prompt_closes_reasoning: false,
+                first_token: None,
             };
             let p = crate::server::forward(&crate::server::vllm::SHAPE_0_11, &input);
             assert!(p.calls.is_empty());
@@ -470,10 +670,10 @@ mod tests {
     fn a_cut_dangling_section_is_dropped_by_shapes_that_drop_it() {
         let text =
             "why</think>Let me check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get";
-        let p = parse_with(text, true, true, true, None, true);
+        let p = parse_with(text, true, true, ArgumentsSent::Stripped, None, true);
         assert_eq!(p.content.as_deref(), Some("Let me check."));
         assert!(p.calls.is_empty());
-        let kept = parse_with(text, true, true, true, None, false);
+        let kept = parse_with(text, true, true, ArgumentsSent::Stripped, None, false);
         assert!(kept
             .content
             .as_deref()

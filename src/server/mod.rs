@@ -57,6 +57,57 @@ pub enum CutInCallId {
     Dropped,
 }
 
+/// What a streamed answer sends differently from the same answer unstreamed, where the server's
+/// streaming parsers are code of their own. Measured on vLLM 0.11.2 (`kimi_k2`
+/// `extract_tool_calls_streaming`, `DeepSeekR1ReasoningParser.extract_reasoning_streaming`,
+/// tests/data/server_shapes/kimi_k25_vllm011.jsonl); every other shape streams what it parses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Streaming {
+    /// The lone `</think>` token's delta is dropped whole (the reasoning parser returns nothing
+    /// for a delta that is only the end token): with spaces around added tokens, the joining
+    /// space before `</think>` goes with it, so the reasoning loses one trailing space.
+    pub drops_think_end_delta: bool,
+    /// The section opener's delta is suppressed: with spaces, the joining space before it is
+    /// not sent as content either.
+    pub drops_section_begin_delta: bool,
+    /// Streamed arguments are what the parser's `…<|tool_call_argument_begin|>\s*(?P<args>.*)`
+    /// (no DOTALL) matched before `<|tool_call_end|>` arrived: leading whitespace skipped, up to
+    /// the first newline; the end token's delta (with its joining space) is never sent.
+    pub arguments_first_line: bool,
+    /// At `<|tool_calls_section_end|>` the tool parser sends its buffer as `content`: every
+    /// text it was given since `</think>` (the content before the section again, each call's
+    /// raw text with its markers) with the section markers cut out; nothing when that is
+    /// whitespace only. The buffer is cut to its last 512 characters whenever it passes
+    /// [`SECTION_LEAK_MAX_CHARS`] — at token boundaries the text does not show, so a longer
+    /// leak is not modelled ([`Parsed::unmodelled`]).
+    pub leaks_section_buffer: bool,
+    /// Whitespace-only content before the tool section is streamed delta by delta, not nulled.
+    pub keeps_whitespace_content: bool,
+    /// Streamed calls carry the model's id text (after the joining space, with spaces around
+    /// added tokens), whatever the non-streamed answer does with ids.
+    pub call_ids_verbatim: bool,
+    /// With tools declared and the reasoning close anywhere in the prompt's ids
+    /// (`is_reasoning_end(prompt_token_ids)`), the first token is streamed as reasoning and
+    /// every later one goes to the tool parser as content — the model's own `</think>` too.
+    pub first_token_reasoning: bool,
+}
+
+impl Streaming {
+    /// A stream sends what the non-streamed parse gives.
+    pub const AS_PARSED: Streaming = Streaming {
+        drops_think_end_delta: false,
+        drops_section_begin_delta: false,
+        arguments_first_line: false,
+        leaks_section_buffer: false,
+        keeps_whitespace_content: false,
+        call_ids_verbatim: false,
+        first_token_reasoning: false,
+    };
+}
+
+/// vLLM 0.11.2's `KimiK2ToolParser.buffer_max_size`.
+pub const SECTION_LEAK_MAX_CHARS: usize = 1024;
+
 /// One server kind and version: everything that shapes its answer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ServerShape {
@@ -113,6 +164,14 @@ pub struct ServerShape {
     /// section's text too: `content` is the text before the opener (SGLang 0.5.23, vLLM 0.33.0
     /// and 0.11.2, streamed or not; tests/data/server_shapes). Unmeasured shapes keep it.
     pub drops_cut_section: bool,
+    /// `usage.reasoning_tokens` counts the answer's tokens up to and including its first
+    /// reasoning close (all of them when there is none) while thinking is on: SGLang 0.5.23's
+    /// `Req.update_reasoning_tokens`, sent as `usage.reasoning_tokens` and
+    /// `usage.completion_tokens_details.reasoning_tokens`. It tells a cut right after
+    /// `</think><|tool_calls_section_begin|>` from one after an unclosed reasoning's opener.
+    pub reasoning_tokens_through_close: bool,
+    /// What a stream sends differently ([`Streaming::AS_PARSED`]: nothing).
+    pub streaming: Streaming,
 }
 
 /// Every known shape, newest version of each kind first.
@@ -180,6 +239,13 @@ pub struct ForwardInput<'a> {
     /// Tool calls made by earlier assistant turns (SGLang's id numbering continues from there).
     pub history_calls: usize,
     pub syntax: Syntax,
+    /// The prompt's ids hold the family's reasoning close (an earlier turn's `</think>`, or a
+    /// thinking-off generation prompt): vLLM 0.11.2 then streams the first token as reasoning
+    /// and sends everything after it through the tool parser ([`Streaming::first_token_reasoning`]).
+    pub prompt_closes_reasoning: bool,
+    /// The text of the answer's first token as the detokenizer sent it (`""` when it ends inside
+    /// a character), where a shape needs it; `None`: unknown.
+    pub first_token: Option<&'a str>,
 }
 
 /// One tool call as the server reports it.
@@ -197,6 +263,13 @@ pub struct Parsed {
     pub content: Option<String>,
     pub calls: Vec<ParsedCall>,
     pub finish_reason: &'static str,
+    /// Content a stream sends after its tool calls ([`Streaming::leaks_section_buffer`]); the
+    /// assembled answer's `content` is `content` followed by this.
+    pub content_after_calls: Option<String>,
+    /// This shape's answer to the text is not modelled (why): no answer agrees with it.
+    pub unmodelled: Option<&'static str>,
+    /// The calls' ids are the model's text (or derived from it): an answer's must be equal.
+    pub call_ids_checked: bool,
 }
 
 /// The answer `shape` would send for the Kimi-format text in `input` (the Completion view; the
@@ -216,6 +289,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
             content: Some(text.to_string()),
             calls: Vec::new(),
             finish_reason: if input.cut { "length" } else { "stop" },
+            ..Parsed::default()
         };
     }
     let mut parsed = match input.syntax {
@@ -245,7 +319,13 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         && input.tools_declared
         && input.text.contains(kimi::SECTION_BEGIN);
     let tool_path = !parsed.calls.is_empty() || section_seen;
-    if shape.whitespace_content_null && nulls_here && whitespace_only && tool_path {
+    let streamed_as_is = input.stream && shape.streaming.keeps_whitespace_content;
+    if shape.whitespace_content_null
+        && nulls_here
+        && whitespace_only
+        && tool_path
+        && !streamed_as_is
+    {
         parsed.content = None;
     }
     if parsed.content.as_deref() == Some("") {
@@ -257,6 +337,14 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
     if shape.call_ids == CallIds::Resynthesized && input.syntax.ids_in_stream() {
         for (i, call) in parsed.calls.iter_mut().enumerate() {
             call.id = format!("functions.{}:{}", call.name, input.history_calls + i);
+        }
+    }
+    parsed.call_ids_checked = shape.call_ids != CallIds::Minted
+        || (input.stream && shape.streaming.call_ids_verbatim && input.syntax.ids_in_stream());
+    if input.stream && input.spaces && shape.streaming.call_ids_verbatim && kimi {
+        // The id is what follows `<|tool_call_begin|>`'s delta: the joining space first.
+        for call in &mut parsed.calls {
+            call.id.insert(0, ' ');
         }
     }
     // vLLM 0.11 reports `tool_calls` for a cut answer with calls too.
@@ -279,11 +367,15 @@ impl Parsed {
     /// Compare with the answer received: text fields (`null` and `""` alike), tool calls (name,
     /// arguments; the id where the shape keeps or derives it), `finish_reason`.
     pub fn agrees_with(&self, shape: &ServerShape, got: &Completion) -> Result<(), Mismatch> {
+        if let Some(why) = self.unmodelled {
+            return Err(Mismatch(why.into()));
+        }
         let norm = |s: Option<&str>| s.unwrap_or_default().to_string();
         if norm(self.reasoning.as_deref()) != norm(got.reasoning.as_deref()) {
             return Err(Mismatch("reasoning".into()));
         }
-        if norm(self.content.as_deref()) != norm(got.content.as_deref()) {
+        let content = norm(self.content.as_deref()) + &norm(self.content_after_calls.as_deref());
+        if content != norm(got.content.as_deref()) {
             return Err(Mismatch("content".into()));
         }
         if self.calls.len() != got.tool_calls.len() {
@@ -308,7 +400,7 @@ impl Parsed {
             if !same_args && !coerced {
                 return Err(Mismatch(format!("tool call {i} arguments")));
             }
-            let derived = shape.call_ids != CallIds::Minted && !mine.id.is_empty();
+            let derived = self.call_ids_checked && !mine.id.is_empty();
             if derived && theirs.id.as_deref() != Some(mine.id.as_str()) {
                 return Err(Mismatch(format!("tool call {i} id")));
             }
@@ -375,6 +467,8 @@ mod tests {
             tools_declared: true,
             history_calls: 2,
             syntax: Syntax::Kimi,
+            prompt_closes_reasoning: false,
+            first_token: None,
         }
     }
 
@@ -420,6 +514,105 @@ mod tests {
         assert!(!coerced_alike("{\"count\": \"3", &answered));
         // No type changed: the server would have sent the model's own text.
         assert!(!coerced_alike("{\"count\":3}", &answered));
+    }
+
+    /// vLLM 0.11.2's own streamed answers (tests/data/server_shapes/kimi_k25_vllm011.jsonl).
+    fn old_stream(text: &str, spaces: bool) -> Parsed {
+        forward(
+            &vllm::SHAPE_0_11,
+            &ForwardInput {
+                stream: true,
+                spaces,
+                history_calls: 0,
+                ..input(text)
+            },
+        )
+    }
+
+    const TWO: &str = "why</think>Checking both.<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{\"a\": 1}<|tool_call_end|><|tool_call_begin|>functions.f:1<|tool_call_argument_begin|>\n{\"a\": 2}\n<|tool_call_end|><|tool_calls_section_end|>";
+
+    #[test]
+    fn vllm_011_streams_leak_the_section_buffer() {
+        // …/stream/nospaces/parallel_2_calls/001: the content streamed, then at the section's
+        // end the buffer — the content again and the calls' raw text, section markers cut.
+        let p = old_stream(TWO, false);
+        assert_eq!(p.content.as_deref(), Some("Checking both."));
+        assert_eq!(
+            p.content_after_calls.as_deref(),
+            Some("Checking both.<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{\"a\": 1}<|tool_call_end|><|tool_call_begin|>functions.f:1<|tool_call_argument_begin|>\n{\"a\": 2}\n<|tool_call_end|>")
+        );
+        // …/stream/nospaces/args_ws/002: streamed arguments skip leading whitespace and stop at
+        // the first newline.
+        assert_eq!(p.calls[1].arguments, "{\"a\": 2}");
+        // …/stream/spaces/parallel_2_calls/001: the `</think>` and opener deltas (with their
+        // joining spaces) are dropped; the buffer keeps the opener's space.
+        let p = old_stream(TWO, true);
+        assert_eq!(p.reasoning.as_deref(), Some(" why"));
+        assert_eq!(p.content.as_deref(), Some(" Checking both."));
+        assert!(p.content_after_calls.as_deref().is_some_and(|c| c
+            .starts_with(" Checking both.  <|tool_call_begin|> functions.f:0 ")
+            && c.ends_with("<|tool_call_end|> ")));
+        assert_eq!(p.calls[0].arguments, "{\"a\": 1}");
+        // Not streamed, or the newer line: nothing leaks.
+        let plain = forward(
+            &vllm::SHAPE_0_11,
+            &ForwardInput {
+                history_calls: 0,
+                ..input(TWO)
+            },
+        );
+        assert_eq!(plain.content_after_calls, None);
+        let newer = forward(
+            &vllm::SHAPE,
+            &ForwardInput {
+                stream: true,
+                ..input(TWO)
+            },
+        );
+        assert_eq!(newer.content_after_calls, None);
+        // A cut inside the section: it never closed, nothing was sent.
+        let cut = TWO.strip_suffix("<|tool_calls_section_end|>").unwrap();
+        let p = forward(
+            &vllm::SHAPE_0_11,
+            &ForwardInput {
+                stream: true,
+                cut: true,
+                history_calls: 0,
+                ..input(cut)
+            },
+        );
+        assert_eq!(p.content_after_calls, None);
+    }
+
+    #[test]
+    fn vllm_011_streams_the_first_token_as_reasoning_after_an_earlier_close() {
+        // …/stream/nospaces/history_offset/001: `</think>` in the prompt's history.
+        let text = "The plan.</think><|tool_calls_section_begin|><|tool_call_begin|>functions.f:1<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>";
+        let p = forward(
+            &vllm::SHAPE_0_11,
+            &ForwardInput {
+                stream: true,
+                prompt_closes_reasoning: true,
+                first_token: Some("The"),
+                ..input(text)
+            },
+        );
+        assert_eq!(p.reasoning.as_deref(), Some("The"));
+        assert_eq!(p.content.as_deref(), Some(" plan.</think>"));
+        assert_eq!(p.calls.len(), 1);
+        // Without the first token's text the answer is not modelled (never agrees).
+        let p = forward(
+            &vllm::SHAPE_0_11,
+            &ForwardInput {
+                stream: true,
+                prompt_closes_reasoning: true,
+                ..input(text)
+            },
+        );
+        assert!(p.unmodelled.is_some());
+        assert!(p
+            .agrees_with(&vllm::SHAPE_0_11, &Completion::default())
+            .is_err());
     }
 
     #[test]

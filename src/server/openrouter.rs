@@ -4,7 +4,7 @@
 //! `finish_reason` normalized. What the upstream strips is the upstream's business; taken here
 //! as the raw parser's (arguments stripped, nothing else).
 
-use super::{CallIds, CutInCallId, ReasoningField, ServerShape};
+use super::{CallIds, CutInCallId, ReasoningField, ServerShape, Streaming};
 use crate::api::ServerKind;
 
 pub const SHAPE: ServerShape = ServerShape {
@@ -31,4 +31,6 @@ pub const SHAPE: ServerShape = ServerShape {
     cut_reports_tool_calls: false,
     drops_cut_section: true,
     calls_have_index: true,
+    reasoning_tokens_through_close: false,
+    streaming: Streaming::AS_PARSED,
 };

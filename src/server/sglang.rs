@@ -6,7 +6,7 @@
 //! arguments are stripped by the parser's regex and an incomplete (cut) call is dropped; no
 //! spaces around special tokens.
 
-use super::{CallIds, CutInCallId, ReasoningField, ServerShape};
+use super::{CallIds, CutInCallId, ReasoningField, ServerShape, Streaming};
 use crate::api::ServerKind;
 
 pub const SHAPE: ServerShape = ServerShape {
@@ -33,4 +33,6 @@ pub const SHAPE: ServerShape = ServerShape {
     cut_reports_tool_calls: false,
     drops_cut_section: true,
     calls_have_index: true,
+    reasoning_tokens_through_close: true,
+    streaming: Streaming::AS_PARSED,
 };

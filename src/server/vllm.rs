@@ -21,9 +21,14 @@
 //! a call the cut left unfinished is dropped unstreamed, and one cut inside its id is dropped
 //! streamed too (no bogus call); no schema coercion; a non-streamed
 //! answer's tool calls get fresh random ids (`chatcmpl-tool-…`: the model's id is lost; the
-//! streamed ones carry it).
+//! streamed ones carry it). Its streams are their own code (`ServerShape::streaming`): at
+//! `<|tool_calls_section_end|>` the streaming `kimi_k2` parser sends its whole buffer — the
+//! content again and every call's raw text — as `content`; the `</think>` and opener deltas are
+//! dropped with their joining spaces; streamed arguments stop at the first newline; with
+//! `</think>` anywhere in the prompt the first token is streamed as reasoning and the rest goes
+//! through the tool parser.
 
-use super::{CallIds, CutInCallId, ReasoningField, ServerShape};
+use super::{CallIds, CutInCallId, ReasoningField, ServerShape, Streaming};
 use crate::api::ServerKind;
 
 pub const SHAPE: ServerShape = ServerShape {
@@ -51,6 +56,8 @@ pub const SHAPE: ServerShape = ServerShape {
     cut_reports_tool_calls: false,
     drops_cut_section: true,
     calls_have_index: false,
+    reasoning_tokens_through_close: false,
+    streaming: Streaming::AS_PARSED,
 };
 
 pub const SHAPE_0_11: ServerShape = ServerShape {
@@ -66,6 +73,16 @@ pub const SHAPE_0_11: ServerShape = ServerShape {
     honours_thinking_off: false,
     cut_reports_tool_calls: true,
     whitespace_content_null: true,
+    // 0.11.2's streaming parsers (tests/data/server_shapes/kimi_k25_vllm011.jsonl, stream).
+    streaming: Streaming {
+        drops_think_end_delta: true,
+        drops_section_begin_delta: true,
+        arguments_first_line: true,
+        leaks_section_buffer: true,
+        keeps_whitespace_content: true,
+        call_ids_verbatim: true,
+        first_token_reasoning: true,
+    },
     ..SHAPE
 };
 

@@ -70,6 +70,9 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
             tools_declared: turn.tools_declared,
             history_calls: turn.history_calls,
             syntax: turn.syntax,
+            // Not modelled in the simulator: its prompts carry no earlier reasoning close.
+            prompt_closes_reasoning: false,
+            first_token: None,
         },
     );
     // Parsers of families without ids in their stream mint random ones.

@@ -18,18 +18,33 @@ use crate::server::sglang::SHAPE;
 const IM_END_ID: u32 = 163586;
 
 pub fn usage(turn: &Turn) -> Value {
+    let reasoning_tokens = reasoning_tokens(turn);
     json!({
         "prompt_tokens": turn.prompt_tokens,
         "total_tokens": turn.prompt_tokens + turn.completion_tokens,
         "completion_tokens": turn.completion_tokens,
         "prompt_tokens_details": null,
-        "reasoning_tokens": turn.reasoning_tokens,
-        "completion_tokens_details": if turn.reasoning_tokens > 0 {
-            json!({"reasoning_tokens": turn.reasoning_tokens})
+        "reasoning_tokens": reasoning_tokens,
+        "completion_tokens_details": if reasoning_tokens > 0 {
+            json!({"reasoning_tokens": reasoning_tokens})
         } else {
             Value::Null
         },
     })
+}
+
+/// SGLang counts the tokens up to and including the first `</think>`, all of them when the
+/// answer has none, while thinking is on (`Req.update_reasoning_tokens`;
+/// `ServerShape::reasoning_tokens_through_close`).
+fn reasoning_tokens(turn: &Turn) -> usize {
+    if !turn.thinking || !SHAPE.reasoning_tokens_through_close {
+        return turn.reasoning_tokens;
+    }
+    if turn.text.contains(crate::server::kimi::THINK_END) {
+        (turn.reasoning_tokens + 1).min(turn.completion_tokens)
+    } else {
+        turn.completion_tokens
+    }
 }
 
 fn metadata(turn: &Turn) -> Value {

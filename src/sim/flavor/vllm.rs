@@ -121,6 +121,12 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
             }]})));
         }
     }
+    if let Some(leak) = &parsed.content_after_calls {
+        // 0.11.2 sends its tool parser's buffer at the section's end (`Streaming`).
+        for piece in chunks(leak, size) {
+            out.push(delta(json!({"content": piece})));
+        }
+    }
     out.push(Event::Data(chunk(
         turn,
         json!({"index": 0, "delta": {"content": ""}, "logprobs": null,
@@ -131,4 +137,121 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
     }
     out.push(Event::Done);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::assemble::ChunkAssembler;
+    use crate::sim::config::Flavor;
+
+    /// A fixture of tests/data/server_shapes/kimi_k25_vllm011.jsonl: vLLM 0.11.2's own stream.
+    fn fixture(name: &str) -> Value {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/server_shapes/kimi_k25_vllm011.jsonl"
+        );
+        let text = std::fs::read_to_string(path).expect("the vLLM 0.11.2 fixtures");
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("fixture {name}"))
+    }
+
+    fn assembled(chunks: impl IntoIterator<Item = Value>) -> Value {
+        let mut assembler = ChunkAssembler::new();
+        for chunk in chunks {
+            assembler.push(&chunk);
+        }
+        assembler.finish()
+    }
+
+    fn turn(text: &str, spaces: bool) -> Turn {
+        Turn {
+            id: "chatcmpl-1".into(),
+            created: 0,
+            model: "kimi".into(),
+            text: text.into(),
+            token_ids: None,
+            prompt_token_ids: None,
+            prompt_tokens: 24,
+            completion_tokens: 62,
+            reasoning_tokens: 0,
+            cut: false,
+            thinking: true,
+            tools_declared: true,
+            cost: 0.0,
+            minted_call_ids: Vec::new(),
+            provider: String::new(),
+            spaces_around_special_tokens: spaces,
+            stream_chunk_chars: 7,
+            exclude_reasoning: false,
+            return_token_ids: false,
+            llama_verbose_tokens: false,
+            include_usage: false,
+            history_calls: 0,
+            syntax: crate::server::Syntax::Kimi,
+            flavor: Flavor::Vllm011,
+            defects: Vec::new(),
+            provider_in_body: false,
+        }
+    }
+
+    #[test]
+    fn the_011_stream_leaks_what_vllm_0_11_2_leaks() {
+        // The simulator's `--flavor vllm-0.11 --stream` against vLLM 0.11.2's own chunks of the
+        // same token stream: the content before the section twice (once streamed, once in the
+        // buffer sent at the section's end), every call's raw text, the joining spaces.
+        for (name, spaces) in [
+            (
+                "kimi_k25/vllm-0.11.2/stream/nospaces/parallel_2_calls/001",
+                false,
+            ),
+            (
+                "kimi_k25/vllm-0.11.2/stream/spaces/parallel_2_calls/001",
+                true,
+            ),
+            (
+                "kimi_k25/vllm-0.11.2/stream/nospaces/nested_args/004",
+                false,
+            ),
+        ] {
+            let case = fixture(name);
+            let truth = case["truth"]["completion_text"].as_str().unwrap();
+            let text = truth.strip_suffix("<|im_end|>").unwrap();
+            let real = assembled(case["chunks"].as_array().unwrap().iter().cloned());
+            let events = events(Flavor::Vllm011.shape(), &turn(text, spaces));
+            let ours = assembled(events.into_iter().filter_map(|e| match e {
+                Event::Data(v) => Some(v),
+                _ => None,
+            }));
+            let (real, ours) = (&real["choices"][0], &ours["choices"][0]);
+            let leaked = real["message"]["content"].as_str().unwrap_or_default();
+            assert!(leaked.contains("<|tool_call_begin|>"), "{name}: {leaked:?}");
+            for field in ["content", "reasoning_content", "reasoning"] {
+                assert_eq!(
+                    ours["message"][field], real["message"][field],
+                    "{name}: {field}"
+                );
+            }
+            assert_eq!(ours["finish_reason"], real["finish_reason"], "{name}");
+            let calls = |c: &Value| -> Vec<(Value, Value)> {
+                c["message"]["tool_calls"]
+                    .as_array()
+                    .map(|calls| {
+                        calls
+                            .iter()
+                            .map(|t| {
+                                (
+                                    t["function"]["name"].clone(),
+                                    t["function"]["arguments"].clone(),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            assert_eq!(calls(ours), calls(real), "{name}");
+        }
+    }
 }

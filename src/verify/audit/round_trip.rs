@@ -95,6 +95,8 @@ pub fn check(
             tools_declared: true,
             history_calls: history,
             syntax,
+            prompt_closes_reasoning: false,
+            first_token: None,
         },
     );
     if parsed.calls.len() != written.len() {

@@ -4,7 +4,9 @@
 //!
 //! A request is matched on what decides the recorded answer's shape and content: `messages`,
 //! `tools`, `chat_template_kwargs`, `stream`, `spaces_between_special_tokens` (absent: vLLM's
-//! default `true`) and `return_token_ids` (absent: `false`), compared as canonical JSON. A match
+//! default `true`), `return_token_ids` (absent: `false`) and `max_tokens` (a recorded cut was made
+//! by its limit: replayed for another, the answer would lie about where it stopped), compared as
+//! canonical JSON. A match
 //! is answered with the recorded body (non-streamed) or the recorded chunks as SSE events ending
 //! in `[DONE]` (streamed), byte for byte as recorded apart from key order, which the recording's
 //! JSON keeps. No match: 404 naming what was compared and how many recordings have the same
@@ -251,11 +253,11 @@ impl Replay {
                 StatusCode::NOT_FOUND,
                 &format!(
                     "replay: no recorded answer for this request ({} recorded; matched on messages, tools, \
-                     chat_template_kwargs, stream, spaces_between_special_tokens, return_token_ids): \
+                     chat_template_kwargs, stream, spaces_between_special_tokens, return_token_ids, max_tokens): \
                      {same_conversation} recording(s) have these messages and tools{}",
                     self.recordings,
                     if same_conversation > 0 {
-                        " but another stream / spaces / return_token_ids / chat_template_kwargs setting"
+                        " but another stream / spaces / return_token_ids / chat_template_kwargs / max_tokens setting"
                     } else {
                         ""
                     }
@@ -321,6 +323,7 @@ impl RequestKey {
             "stream": flag("stream", false),
             "spaces_between_special_tokens": flag("spaces_between_special_tokens", true),
             "return_token_ids": flag("return_token_ids", false),
+            "max_tokens": obj.get("max_tokens").cloned().unwrap_or(Value::Null),
         });
         Ok(RequestKey {
             request: canonical_json(&request),
@@ -371,7 +374,7 @@ mod tests {
         let replay = Replay::parse(&file, "f.jsonl", None).unwrap();
         assert_eq!((replay.len(), replay.repeated()), (4, 1));
         let body = |extra: Value| {
-            let mut b = json!({"model": "x", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 100});
+            let mut b = json!({"model": "x", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 9});
             b.as_object_mut()
                 .unwrap()
                 .extend(extra.as_object().unwrap().clone());
@@ -405,6 +408,10 @@ mod tests {
             got.contains("4 recording(s) have these messages and tools"),
             "{got}"
         );
+        // Another limit would have cut elsewhere: not this recording.
+        let (status, got) = text(replay.respond(body(json!({"max_tokens": 100})).as_bytes())).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert!(got.contains("max_tokens setting"), "{got}");
         let (status, _) = text(replay.respond(b"{\"messages\": 3}")).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
     }

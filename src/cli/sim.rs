@@ -246,7 +246,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()?;
     runtime.block_on(async {
         let simulator = Simulator::new(config)?;
-        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+        let listener = crate::sim::server::listen(&args.host, args.port)
             .await
             .map_err(|e| {
                 anyhow::anyhow!("sim: cannot listen on {}:{}: {e}", args.host, args.port)

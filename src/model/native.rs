@@ -2,10 +2,14 @@
 //!
 //! Rendering through minijinja costs tens of µs per conversation (the context tree, the VM,
 //! strings passed around as template values), while the templates draftgen meets most are few and
-//! fixed. Each of those has a hand-written twin beside its family (`family/qwen3.rs`,
-//! `family/deepseek_v3.rs`, `family/kimi_render.rs`). A twin is used only when the template source
-//! is byte-identical to the one it was written from (its SHA-256 is in [`KNOWN`]) and the profile
-//! is the family whose pre-processing it assumes; any other template keeps the template path.
+//! fixed. Each of those has a hand-written twin in its family's file (`family/qwen3.rs`,
+//! `family/deepseek_v3.rs`, `family/kimi/render.rs`), listed in the family's
+//! [`FamilySpec::native_twins`] with the SHA-256 of the template it was written from. A twin is
+//! used only when the template source is byte-identical to that one and the profile is the family
+//! whose pre-processing it assumes (only the profile's family's twins are looked at); any other
+//! template keeps the template path.
+//!
+//! [`FamilySpec::native_twins`]: super::family::FamilySpec::native_twins
 //!
 //! A twin answers `None` ("not handled", the template renders it) for every input whose render it
 //! does not reproduce exactly: roles other than system/user/assistant/tool, values the template
@@ -21,7 +25,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-use super::family::{deepseek_v3, kimi_render, qwen3, Family};
+use super::family::Family;
 use crate::json::Json;
 
 /// Which code rendered a conversation.
@@ -33,65 +37,36 @@ pub enum RenderPath {
     Template,
 }
 
-/// The native renderers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Renderer {
-    Qwen3,
-    DeepseekV3,
-    Kimi(kimi_render::Variant),
+/// A known template's native twin, as its family lists it.
+#[derive(Clone, Copy)]
+pub struct NativeTwin {
+    /// Which template it is, for people ("kimi-k2 (July 2025)").
+    pub name: &'static str,
+    /// Hex SHA-256 of the template source it reproduces.
+    pub sha256: &'static str,
+    /// The `chat_template_kwargs` it implements (any other the template reads makes it decline).
+    pub kwargs: &'static [&'static str],
+    /// The render, or `None` for an input it does not reproduce exactly.
+    pub render: fn(&Request) -> Option<String>,
 }
 
-/// A known template: the SHA-256 of its source, the family whose context it expects, its twin.
-struct Known {
-    sha256: &'static str,
-    family: Family,
-    renderer: Renderer,
+/// Twins are the same twin when they reproduce the same template.
+impl PartialEq for NativeTwin {
+    fn eq(&self, other: &Self) -> bool {
+        self.sha256 == other.sha256
+    }
 }
 
-/// The templates with a native twin.
-const KNOWN: [Known; 7] = [
-    // `chat_template` of Qwen3's tokenizer_config.json (Qwen/Qwen3-*, as shipped in the assets).
-    Known {
-        sha256: qwen3::TEMPLATE_SHA256,
-        family: Family::Qwen3,
-        renderer: Renderer::Qwen3,
-    },
-    // `chat_template` of DeepSeek-V3's tokenizer_config.json.
-    Known {
-        sha256: deepseek_v3::TEMPLATE_SHA256,
-        family: Family::DeepseekV3,
-        renderer: Renderer::DeepseekV3,
-    },
-    Known {
-        sha256: kimi_render::K2_JULY_2025_SHA256,
-        family: Family::KimiK2,
-        renderer: Renderer::Kimi(kimi_render::Variant::K2July2025),
-    },
-    Known {
-        sha256: kimi_render::K2_BUILTIN_SHA256,
-        family: Family::KimiK2,
-        renderer: Renderer::Kimi(kimi_render::Variant::K2),
-    },
-    Known {
-        sha256: kimi_render::K2_THINKING_SHA256,
-        family: Family::KimiK2Thinking,
-        renderer: Renderer::Kimi(kimi_render::Variant::K2Thinking {
-            compact_tools: false,
-        }),
-    },
-    Known {
-        sha256: kimi_render::K2_THINKING_BUILTIN_SHA256,
-        family: Family::KimiK2Thinking,
-        renderer: Renderer::Kimi(kimi_render::Variant::K2Thinking {
-            compact_tools: true,
-        }),
-    },
-    Known {
-        sha256: kimi_render::K25_BUILTIN_SHA256,
-        family: Family::KimiK25,
-        renderer: Renderer::Kimi(kimi_render::Variant::K25),
-    },
-];
+impl Eq for NativeTwin {}
+
+impl std::fmt::Debug for NativeTwin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeTwin")
+            .field("name", &self.name)
+            .field("sha256", &self.sha256)
+            .finish_non_exhaustive()
+    }
+}
 
 /// Context variables the profile sets after the kwargs, so a kwarg of that name never reaches
 /// the template.
@@ -100,7 +75,7 @@ const CONTEXT_OWNED: [&str; 4] = ["messages", "tools", "documents", "add_generat
 /// The native twin of one template source.
 #[derive(Debug)]
 pub struct NativeTemplate {
-    renderer: Renderer,
+    twin: &'static NativeTwin,
     /// Every identifier-like word of the template source (string literals and comments
     /// included): a context variable whose name is not among them cannot change the output.
     words: HashSet<String>,
@@ -111,18 +86,20 @@ impl NativeTemplate {
     /// The twin of `source` when the profile's family is the one it was written for.
     pub fn select(source: &str, family: Family) -> Option<Self> {
         let sha256 = hex::encode(Sha256::digest(source.as_bytes()));
-        let known = KNOWN
+        let twin = family
+            .spec()
+            .native_twins
             .iter()
-            .find(|k| k.sha256 == sha256 && k.family == family)?;
+            .find(|twin| twin.sha256 == sha256)?;
         Some(Self {
-            renderer: known.renderer,
+            twin,
             words: words(source),
             tools_cache: ToolsCache::default(),
         })
     }
 
-    pub fn renderer(&self) -> Renderer {
-        self.renderer
+    pub fn twin(&self) -> &'static NativeTwin {
+        self.twin
     }
 
     /// The render, or `None` when the twin does not reproduce this input exactly.
@@ -132,7 +109,7 @@ impl NativeTemplate {
         special_tokens: &Map<String, Value>,
     ) -> Option<String> {
         if let Some(kwargs) = input.chat_template_kwargs {
-            let implemented = self.implemented_kwargs();
+            let implemented = self.twin.kwargs;
             let unsupported = kwargs.keys().any(|key| {
                 self.words.contains(key.as_str())
                     && !implemented.contains(&key.as_str())
@@ -150,20 +127,7 @@ impl NativeTemplate {
             special_tokens,
             tools_cache: &self.tools_cache,
         };
-        match self.renderer {
-            Renderer::Qwen3 => qwen3::render(&request),
-            Renderer::DeepseekV3 => deepseek_v3::render(&request),
-            Renderer::Kimi(variant) => kimi_render::render(variant, &request),
-        }
-    }
-
-    /// The `chat_template_kwargs` the twin reads (any other the template reads makes it decline).
-    fn implemented_kwargs(&self) -> &'static [&'static str] {
-        match self.renderer {
-            Renderer::Qwen3 => &["enable_thinking"],
-            Renderer::DeepseekV3 => &[],
-            Renderer::Kimi(variant) => variant.implemented_kwargs(),
-        }
+        (self.twin.render)(&request)
     }
 }
 
@@ -512,17 +476,17 @@ mod tests {
 
     #[test]
     fn builtin_templates_are_known() {
-        for family in [Family::KimiK2, Family::KimiK2Thinking, Family::KimiK25] {
+        for family in [Family::KIMI_K2, Family::KIMI_K2_THINKING, Family::KIMI_K25] {
             let source = family.spec().builtin_template.unwrap();
             let native = NativeTemplate::select(source, family)
                 .unwrap_or_else(|| panic!("{}: built-in template without its twin", family.name()));
-            assert!(matches!(native.renderer(), Renderer::Kimi(_)));
+            assert!(family.spec().native_twins.contains(native.twin()));
         }
         // Another family's context: the template path.
-        let k25 = Family::KimiK25.spec().builtin_template.unwrap();
-        assert!(NativeTemplate::select(k25, Family::KimiK2).is_none());
+        let k25 = Family::KIMI_K25.spec().builtin_template.unwrap();
+        assert!(NativeTemplate::select(k25, Family::KIMI_K2).is_none());
         // One byte more: the template path.
-        assert!(NativeTemplate::select(&format!("{k25} "), Family::KimiK25).is_none());
+        assert!(NativeTemplate::select(&format!("{k25} "), Family::KIMI_K25).is_none());
     }
 
     #[test]

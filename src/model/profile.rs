@@ -15,7 +15,7 @@ use sha2::Digest;
 use std::path::{Path, PathBuf};
 
 use super::family::Family;
-use super::native::{JsonRenderInput, NativeTemplate, RenderPath, Renderer, Tools};
+use super::native::{JsonRenderInput, NativeTemplate, NativeTwin, RenderPath, Tools};
 use super::{ChatTemplate, ModelError, Tokenizer};
 use crate::completion::{Arguments, ToolCall};
 use crate::json::Json;
@@ -231,8 +231,8 @@ impl Profile {
     }
 
     /// The native twin of the (default) template, if it has one.
-    pub fn native_renderer(&self) -> Option<Renderer> {
-        self.native.as_ref().map(NativeTemplate::renderer)
+    pub fn native_renderer(&self) -> Option<&'static NativeTwin> {
+        self.native.as_ref().map(NativeTemplate::twin)
     }
 
     /// Render and tokenize.

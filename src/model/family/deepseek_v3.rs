@@ -15,15 +15,16 @@
 
 use serde_json::Value;
 
-use super::{FamilyRules, FamilySpec, Syntax};
+use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
 use crate::completion::{Arguments, ToolCall};
-use crate::model::native::{self, Request, Role};
+use crate::model::native::{self, NativeTwin, Request, Role};
 use crate::model::profile::AssistantTurn;
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, DumpOptions};
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "deepseek-v3",
+    detect_order: 30,
     builtin_template: None,
     end_of_turn: Some("<｜end▁of▁sentence｜>"),
     reasoning_close: None,
@@ -34,7 +35,20 @@ pub const SPEC: FamilySpec = FamilySpec {
     detokenizer_spaces: false,
     keeps_null_content_with_tool_calls: true,
     template_ignores_tools: true,
+    native_twins: &[NativeTwin {
+        name: "deepseek-v3",
+        sha256: TEMPLATE_SHA256,
+        kwargs: &[],
+        render,
+    }],
+    k2vv: K2vvThreshold::BORROWED_FROM_K2_0905,
 };
+
+impl Family {
+    pub const DEEPSEEK_V3: Family = Family::new(&DeepseekV3);
+}
+
+pub const FAMILIES: &[Family] = &[Family::DEEPSEEK_V3];
 
 /// DeepSeek-V3's rules: detection and the native completion text.
 pub struct DeepseekV3;

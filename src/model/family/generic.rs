@@ -5,10 +5,12 @@
 //! - End of turn: the tokenizer's `eos_token`.
 //! - No built-in template: the model directory (or `--chat-template`) must provide one.
 
-use super::{FamilyRules, FamilySpec};
+use super::{Family, FamilyRules, FamilySpec, K2vvThreshold};
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "generic",
+    // Last: it recognizes nothing, and is what detection falls back to.
+    detect_order: u8::MAX,
     builtin_template: None,
     end_of_turn: None,
     reasoning_close: None,
@@ -19,7 +21,15 @@ pub const SPEC: FamilySpec = FamilySpec {
     detokenizer_spaces: false,
     keeps_null_content_with_tool_calls: false,
     template_ignores_tools: false,
+    native_twins: &[],
+    k2vv: K2vvThreshold::BORROWED_FROM_K2_0905,
 };
+
+impl Family {
+    pub const GENERIC: Family = Family::new(&Generic);
+}
+
+pub const FAMILIES: &[Family] = &[Family::GENERIC];
 
 /// No rules of its own: every [`FamilyRules`] default (detected only when nothing else is).
 pub struct Generic;

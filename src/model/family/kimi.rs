@@ -22,19 +22,26 @@
 //!   ends at `<|im_middle|>` and the model writes `<think>` itself; same default system (no `\n`).
 //! - **K2.5**: like K2-Thinking but `<think>` is in the generation prompt (`<think></think>` when
 //!   `thinking=false`), tools are the TypeScript declaration `tools_ts_str` (see
-//!   `kimi_tools_ts.rs`), defaults `thinking=true`, `preserve_thinking=false`, and no default
+//!   `kimi/tools_ts.rs`), defaults `thinking=true`, `preserve_thinking=false`, and no default
 //!   system message (the K2.5-derived template injects none; some third-party renderers do).
 
 use serde_json::{Map, Value};
 
-use super::{kimi_tools_ts, Family, FamilyRules, FamilySpec, Syntax};
+use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
 use crate::completion::{Arguments, ToolCall};
 use crate::model::profile::AssistantTurn;
 use crate::model::ModelError;
 use crate::pyjson::{self, DumpOptions};
 
+// The registry loads this file by its path, so its submodules are named by path.
+#[path = "kimi/render.rs"]
+pub mod render;
+#[path = "kimi/tools_ts.rs"]
+pub mod tools_ts;
+
 pub const K2: FamilySpec = FamilySpec {
     name: "kimi-k2",
+    detect_order: DETECT_ORDER,
     builtin_template: Some(include_str!("templates/kimi-k2.jinja")),
     end_of_turn: Some(END_OF_TURN),
     reasoning_close: None,
@@ -45,10 +52,16 @@ pub const K2: FamilySpec = FamilySpec {
     detokenizer_spaces: true,
     keeps_null_content_with_tool_calls: false,
     template_ignores_tools: false,
+    native_twins: render::K2_TWINS,
+    k2vv: K2vvThreshold {
+        tool_call_f1_min: 0.80,
+        basis: "K2-0905 at temperature 0.6 (official minimum 82.71%)",
+    },
 };
 
 pub const K2_THINKING: FamilySpec = FamilySpec {
     name: "kimi-k2-thinking",
+    detect_order: DETECT_ORDER,
     builtin_template: Some(include_str!("templates/kimi-k2-thinking.jinja")),
     end_of_turn: Some(END_OF_TURN),
     reasoning_close: Some(THINK_CLOSE),
@@ -59,10 +72,16 @@ pub const K2_THINKING: FamilySpec = FamilySpec {
     detokenizer_spaces: true,
     keeps_null_content_with_tool_calls: false,
     template_ignores_tools: false,
+    native_twins: render::K2_THINKING_TWINS,
+    k2vv: K2vvThreshold {
+        tool_call_f1_min: 0.73,
+        basis: "K2-Thinking at temperature 1.0 (official minimum 75.81%)",
+    },
 };
 
 pub const K25: FamilySpec = FamilySpec {
     name: "kimi-k2.5",
+    detect_order: DETECT_ORDER,
     builtin_template: Some(include_str!("templates/kimi-k2.5.jinja")),
     end_of_turn: Some(END_OF_TURN),
     reasoning_close: Some(THINK_CLOSE),
@@ -73,26 +92,56 @@ pub const K25: FamilySpec = FamilySpec {
     detokenizer_spaces: true,
     keeps_null_content_with_tool_calls: false,
     template_ignores_tools: false,
+    native_twins: render::K25_TWINS,
+    k2vv: K2vvThreshold {
+        tool_call_f1_min: 0.73,
+        basis: "K2-Thinking's (none published for K2.5)",
+    },
 };
 
+/// Before Qwen3: Kimi's tokenizer also has ChatML's `<|im_start|>`.
+const DETECT_ORDER: u8 = 10;
+
+impl Family {
+    pub const KIMI_K2: Family = Family::new(&KimiRules {
+        model: Model::K2,
+        spec: &K2,
+    });
+    pub const KIMI_K2_THINKING: Family = Family::new(&KimiRules {
+        model: Model::K2Thinking,
+        spec: &K2_THINKING,
+    });
+    pub const KIMI_K25: Family = Family::new(&KimiRules {
+        model: Model::K25,
+        spec: &K25,
+    });
+}
+
+pub const FAMILIES: &[Family] = &[Family::KIMI_K2, Family::KIMI_K2_THINKING, Family::KIMI_K25];
+
+/// Which Kimi model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Model {
+    K2,
+    K2Thinking,
+    K25,
+}
+
 /// The rules of one Kimi model: the three share their functions and differ in their spec.
-pub struct KimiRules {
-    family: Family,
+struct KimiRules {
+    model: Model,
     spec: &'static FamilySpec,
 }
 
-pub const K2_RULES: KimiRules = KimiRules {
-    family: Family::KimiK2,
-    spec: &K2,
-};
-pub const K2_THINKING_RULES: KimiRules = KimiRules {
-    family: Family::KimiK2Thinking,
-    spec: &K2_THINKING,
-};
-pub const K25_RULES: KimiRules = KimiRules {
-    family: Family::KimiK25,
-    spec: &K25,
-};
+impl KimiRules {
+    fn family(&self) -> Family {
+        match self.model {
+            Model::K2 => Family::KIMI_K2,
+            Model::K2Thinking => Family::KIMI_K2_THINKING,
+            Model::K25 => Family::KIMI_K25,
+        }
+    }
+}
 
 impl FamilyRules for KimiRules {
     fn spec(&self) -> &'static FamilySpec {
@@ -100,11 +149,11 @@ impl FamilyRules for KimiRules {
     }
 
     fn detect(&self, model_type: &str, tokenizer_config: &str, template: &str) -> bool {
-        detect(model_type, tokenizer_config, template) == Some(self.family)
+        detect(model_type, tokenizer_config, template) == Some(self.family())
     }
 
     fn prepare_context(&self, tools: Option<&[Value]>, context: &mut Map<String, Value>) {
-        prepare(self.family, tools, context);
+        prepare(self.family(), tools, context);
     }
 
     fn completion_text(
@@ -113,7 +162,7 @@ impl FamilyRules for KimiRules {
         turn: &AssistantTurn,
     ) -> Option<Result<String, ModelError>> {
         Some(completion_text(
-            self.family,
+            self.family(),
             thinking,
             turn.reasoning.as_deref(),
             turn.reasoning_closed,
@@ -149,11 +198,11 @@ pub fn detect(model_type: &str, tokenizer_config: &str, template: &str) -> Optio
     }
     Some(
         if model_type == "kimi_k25" || template.contains("tools_ts_str") {
-            Family::KimiK25
+            Family::KIMI_K25
         } else if template.contains(THINK_OPEN) {
-            Family::KimiK2Thinking
+            Family::KIMI_K2_THINKING
         } else {
-            Family::KimiK2
+            Family::KIMI_K2
         },
     )
 }
@@ -163,11 +212,11 @@ pub fn detect(model_type: &str, tokenizer_config: &str, template: &str) -> Optio
 /// `tools_ts_str` (left unset when the TypeScript encoder fails, as upstream does).
 pub fn prepare(family: Family, tools: Option<&[Value]>, context: &mut Map<String, Value>) {
     let tools = tools.map(|tools| tools.iter().map(deep_sort).collect::<Vec<_>>());
-    if family == Family::KimiK25 {
+    if family == Family::KIMI_K25 {
         context.insert("thinking".into(), Value::Bool(true));
         context.insert("preserve_thinking".into(), Value::Bool(false));
         if let Some(tools) = tools.as_deref().filter(|t| !t.is_empty()) {
-            if let Ok(ts) = kimi_tools_ts::encode_tools(tools) {
+            if let Ok(ts) = tools_ts::encode_tools(tools) {
                 context.insert("tools_ts_str".into(), Value::String(ts));
             }
         }
@@ -221,25 +270,21 @@ pub fn completion_text(
     end_of_turn: bool,
 ) -> Result<String, ModelError> {
     let mut out = String::new();
-    match (family, reasoning) {
+    if family == Family::KIMI_K25 && thinking {
         // K2.5 with thinking: `<think>` is the last prompt token, the model starts with reasoning.
-        (Family::KimiK25, reasoning) if thinking => {
-            out.push_str(reasoning.unwrap_or_default());
-            if reasoning_closed {
-                out.push_str(THINK_CLOSE);
-            }
+        out.push_str(reasoning.unwrap_or_default());
+        if reasoning_closed {
+            out.push_str(THINK_CLOSE);
         }
+    } else if let (true, Some(reasoning)) = (family == Family::KIMI_K2_THINKING, reasoning) {
         // K2-Thinking writes its own `<think>`.
-        (Family::KimiK2Thinking, Some(reasoning)) => {
-            out.push_str(THINK_OPEN);
-            out.push_str(reasoning);
-            if reasoning_closed {
-                out.push_str(THINK_CLOSE);
-            }
+        out.push_str(THINK_OPEN);
+        out.push_str(reasoning);
+        if reasoning_closed {
+            out.push_str(THINK_CLOSE);
         }
-        // K2, K2.5 with thinking off (the prompt ends `<think></think>`), no reasoning.
-        _ => {}
     }
+    // K2, K2.5 with thinking off (the prompt ends `<think></think>`), no reasoning: nothing.
     out.push_str(content);
     if !tool_calls.is_empty() {
         out.push_str(SECTION_BEGIN);
@@ -317,21 +362,21 @@ mod tests {
             arguments: Arguments::Raw("{\"city\":\"Paris\"}".into()),
             ..call.clone()
         };
-        let k25 = completion_text(Family::KimiK25, true, Some("r"), true, "c", &[call], true);
+        let k25 = completion_text(Family::KIMI_K25, true, Some("r"), true, "c", &[call], true);
         assert_eq!(
             k25.unwrap(),
             "r</think>c<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0\
              <|tool_call_argument_begin|>{\"city\": \"Paris\", \"n\": 1.0}<|tool_call_end|>\
              <|tool_calls_section_end|><|im_end|>"
         );
-        let inside = completion_text(Family::KimiK25, true, Some("r"), false, "", &[raw], false);
+        let inside = completion_text(Family::KIMI_K25, true, Some("r"), false, "", &[raw], false);
         assert_eq!(
             inside.unwrap(),
             "r<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0\
              <|tool_call_argument_begin|>{\"city\":\"Paris\"}<|tool_call_end|><|tool_calls_section_end|>"
         );
         let k2t = completion_text(
-            Family::KimiK2Thinking,
+            Family::KIMI_K2_THINKING,
             true,
             Some("r"),
             true,
@@ -341,7 +386,7 @@ mod tests {
         );
         assert_eq!(k2t.unwrap(), "<think>r</think>c<|im_end|>");
         let k2 = completion_text(
-            Family::KimiK2,
+            Family::KIMI_K2,
             false,
             Some("ignored"),
             true,
@@ -350,7 +395,7 @@ mod tests {
             true,
         );
         assert_eq!(k2.unwrap(), "Four.<|im_end|>");
-        let off = completion_text(Family::KimiK25, false, None, false, "c", &[], true);
+        let off = completion_text(Family::KIMI_K25, false, None, false, "c", &[], true);
         assert_eq!(off.unwrap(), "c<|im_end|>");
     }
 }

@@ -1,33 +1,47 @@
 //! One file per model family: its template quirks, pre-processing and native output syntax.
 //!
 //! A family is data ([`FamilySpec`]: markers, built-in template, thinking switch, the syntax
-//! servers parse, what history keeps) plus the few functions that differ ([`FamilyRules`]:
-//! detection, the tokenizer's pre-processing of the template context, the native completion text
-//! of a turn, native tool-call ids), both in the family's file, plus native twins of the family's
-//! known chat templates (`model/native.rs`; Kimi's in `kimi_render.rs`). [`Profile`] and the
-//! rest of the crate ask the family through these and never branch on which family it is.
-//! Adding a family is its file (spec + `FamilyRules` impl + tests) and one line each in
-//! [`Family`], [`Family::ALL`] and [`Family::rules`].
+//! servers parse, what history keeps, the native twins of its known chat templates, its
+//! K2-Vendor-Verifier threshold) plus the few functions that differ ([`FamilyRules`]: detection,
+//! the tokenizer's pre-processing of the template context, the native completion text of a turn,
+//! native tool-call ids), both in the family's file, which also defines its [`Family`] handle
+//! (`Family::QWEN3`, …) and lists it in its `FAMILIES`. [`Profile`] and the rest of the crate ask
+//! the family through these and never branch on which family it is.
+//!
+//! **How a family is found.** Every `*.rs` file in this directory but `mod.rs` is a family file,
+//! and nothing else is: `build.rs` declares each as a module of this one and collects their
+//! `FAMILIES` into `FILES`, from which [`Family::all`] is made (ordered by
+//! [`FamilySpec::detect_order`]). So adding a family is adding its file (spec + `FamilyRules`
+//! impl + `Family` const + `FAMILIES` + tests); no list anywhere else names it, and a family's
+//! helper modules live in a folder of its name (`kimi/`). Why a build script and not a
+//! distributed slice (`linkme`) or a proc macro that globs the directory (`automod`): a slice
+//! still needs the `mod` line in this file, and a globbing macro is not re-run when a file is
+//! added (cargo does not know it read the directory), while a build script says
+//! `rerun-if-changed` on the directory. The cost: rustfmt follows only `mod` items it can see,
+//! so `cargo fmt` skips the family files; `.ci/run` formats them explicitly
+//! (`rustfmt --check src/model/family/*.rs`), and so should you after editing one.
 //!
 //! [`Profile`]: crate::model::Profile
 
-pub mod deepseek_v3;
-pub mod generic;
-pub mod kimi;
-pub mod kimi_render;
-pub mod kimi_tools_ts;
-pub mod qwen3;
+include!(concat!(env!("OUT_DIR"), "/families.rs"));
 
 use serde_json::{Map, Value};
+use std::sync::LazyLock;
 
+use super::native::NativeTwin;
 use super::profile::AssistantTurn;
 use super::ModelError;
 
-/// What a family's token stream looks like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a family's token stream looks like, and what else is known about the family.
+#[derive(Debug, Clone, Copy)]
 pub struct FamilySpec {
     /// The profile name (`--profile`).
     pub name: &'static str,
+    /// When detection asks this family, lower first (ties: file name, then the order of the
+    /// file's `FAMILIES`), which is also the order `--profile` lists the names in. A family whose
+    /// tokens include another's markers must ask before it: Kimi's tokenizer also has ChatML's
+    /// `<|im_start|>` that Qwen3 looks for.
+    pub detect_order: u8,
     /// The template used when the model directory has none.
     pub builtin_template: Option<&'static str>,
     /// The token that ends an assistant turn; `None`: the tokenizer's `eos_token`.
@@ -53,6 +67,32 @@ pub struct FamilySpec {
     pub keeps_null_content_with_tool_calls: bool,
     /// The template never renders a request's `tools` (DeepSeek-V3's has none).
     pub template_ignores_tools: bool,
+    /// Hand-written twins of the family's known chat templates (`model/native.rs`), each used
+    /// only for the template source it was written from.
+    pub native_twins: &'static [NativeTwin],
+    /// The ToolCall-Trigger Similarity (F1) a provider is held to (`verify/audit/k2vv.rs`).
+    pub k2vv: K2vvThreshold,
+}
+
+/// A family's K2-Vendor-Verifier F1 threshold and where it comes from (the report says which).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct K2vvThreshold {
+    pub tool_call_f1_min: f64,
+    /// Which published threshold it is, e.g. "K2-0905 at temperature 0.6 (…)".
+    pub basis: &'static str,
+}
+
+impl K2vvThreshold {
+    /// For a thinking family without a published threshold of its own: K2-Thinking's.
+    pub const BORROWED_FROM_K2_THINKING: K2vvThreshold = K2vvThreshold {
+        tool_call_f1_min: 0.73,
+        basis: "K2-Thinking's (none published for this family)",
+    };
+    /// For any other family without a published threshold of its own: K2-0905's.
+    pub const BORROWED_FROM_K2_0905: K2vvThreshold = K2vvThreshold {
+        tool_call_f1_min: 0.80,
+        basis: "K2-0905's (none published for this family)",
+    };
 }
 
 /// The model family's output syntax, which decides which parsers a server runs on it.
@@ -121,37 +161,56 @@ pub trait FamilyRules: Sync {
     }
 }
 
-/// The model families draftgen knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Family {
-    KimiK2,
-    KimiK2Thinking,
-    KimiK25,
-    Qwen3,
-    DeepseekV3,
-    Generic,
+/// A model family: a handle on its rules, compared and hashed by its name. Each family's file
+/// defines its own (`Family::QWEN3`, `Family::KIMI_K25`, …); [`Family::all`] lists them.
+#[derive(Clone, Copy)]
+pub struct Family(&'static dyn FamilyRules);
+
+impl PartialEq for Family {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
 }
 
-impl Family {
-    pub const ALL: [Family; 6] = [
-        Family::KimiK2,
-        Family::KimiK2Thinking,
-        Family::KimiK25,
-        Family::Qwen3,
-        Family::DeepseekV3,
-        Family::Generic,
-    ];
+impl Eq for Family {}
 
-    /// The family's rules: the one place that maps a family to its file.
+impl std::hash::Hash for Family {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name().hash(state);
+    }
+}
+
+impl std::fmt::Debug for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Family({})", self.name())
+    }
+}
+
+/// Every registered family, in detection order.
+static ALL: LazyLock<Vec<Family>> = LazyLock::new(|| {
+    let mut all: Vec<Family> = FILES
+        .iter()
+        .flat_map(|(_, families)| families.iter().copied())
+        .collect();
+    // Stable: ties keep the file order and each file's own order.
+    all.sort_by_key(|f| f.spec().detect_order);
+    all
+});
+
+impl Family {
+    /// The handle on `rules` (what a family's file writes for its `Family` const).
+    pub const fn new(rules: &'static dyn FamilyRules) -> Family {
+        Family(rules)
+    }
+
+    /// Every family draftgen knows, in the order detection asks them.
+    pub fn all() -> &'static [Family] {
+        &ALL
+    }
+
+    /// The family's rules.
     pub fn rules(self) -> &'static dyn FamilyRules {
-        match self {
-            Family::KimiK2 => &kimi::K2_RULES,
-            Family::KimiK2Thinking => &kimi::K2_THINKING_RULES,
-            Family::KimiK25 => &kimi::K25_RULES,
-            Family::Qwen3 => &qwen3::Qwen3,
-            Family::DeepseekV3 => &deepseek_v3::DeepseekV3,
-            Family::Generic => &generic::Generic,
-        }
+        self.0
     }
 
     pub fn spec(self) -> &'static FamilySpec {
@@ -169,24 +228,18 @@ impl Family {
 
     /// The family named `name` (`kimi-k2.5`, `qwen3`, …).
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|f| f.name() == name)
+        Self::all().iter().copied().find(|f| f.name() == name)
     }
 
     /// The names `--profile` accepts, for error messages.
     pub fn names() -> String {
-        Self::ALL.map(Family::name).join(", ")
-    }
-
-    pub fn is_kimi(self) -> bool {
-        matches!(
-            self,
-            Family::KimiK2 | Family::KimiK2Thinking | Family::KimiK25
-        )
+        let names: Vec<&str> = Self::all().iter().map(|f| f.name()).collect();
+        names.join(", ")
     }
 
     /// Guess the family from `config.json` and `tokenizer_config.json` (either may be absent)
-    /// and the template text that will be used: the first family in [`Family::ALL`] whose
-    /// rules recognize them, else `generic`.
+    /// and the template text that will be used: the first family in [`Family::all`] whose
+    /// rules recognize them, else [`Family::GENERIC`].
     pub fn detect(
         config: Option<&Value>,
         tokenizer_config: Option<&Value>,
@@ -198,10 +251,11 @@ impl Family {
             .unwrap_or_default();
         let tokenizer_text = tokenizer_config.map(Value::to_string).unwrap_or_default();
         let template = template.unwrap_or_default();
-        Self::ALL
-            .into_iter()
+        Self::all()
+            .iter()
+            .copied()
             .find(|f| f.rules().detect(model_type, &tokenizer_text, template))
-            .unwrap_or(Family::Generic)
+            .unwrap_or(Family::GENERIC)
     }
 
     /// Whether this request has the model think, from `chat_template_kwargs`.
@@ -229,10 +283,47 @@ mod tests {
 
     #[test]
     fn every_family_is_found_by_its_name_and_owns_its_spec() {
-        for family in Family::ALL {
+        for &family in Family::all() {
             assert_eq!(Family::from_name(family.name()), Some(family));
             assert!(std::ptr::eq(family.spec(), family.rules().spec()));
             assert_eq!(Syntax::of(family), family.spec().syntax);
+        }
+    }
+
+    /// How a family is found: every `*.rs` here but `mod.rs` is a family file (build.rs
+    /// declares it and collects its `FAMILIES`), each defines at least one family, and
+    /// [`Family::all`] is all of them, once each, in detection order with `generic` last.
+    #[test]
+    fn every_file_here_is_a_registered_family() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/model/family");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.is_file() && path.extension().is_some_and(|e| e == "rs"))
+            .map(|path| path.file_name().unwrap().to_str().unwrap().to_string())
+            .filter(|name| name != "mod.rs")
+            .collect();
+        on_disk.sort();
+        let registered: Vec<&str> = FILES.iter().map(|(file, _)| *file).collect();
+        assert_eq!(registered, on_disk, "family files vs the registry");
+        for (file, families) in FILES {
+            assert!(!families.is_empty(), "{file}: FAMILIES is empty");
+        }
+
+        let all = Family::all();
+        let listed: usize = FILES.iter().map(|(_, families)| families.len()).sum();
+        assert_eq!(all.len(), listed);
+        let names: std::collections::HashSet<&str> = all.iter().map(|f| f.name()).collect();
+        assert_eq!(names.len(), all.len(), "two families share a name");
+        assert!(all
+            .windows(2)
+            .all(|w| w[0].spec().detect_order <= w[1].spec().detect_order));
+        assert_eq!(all.last(), Some(&Family::GENERIC));
+        assert!(!Family::GENERIC.rules().detect("", "", ""));
+        for family in all {
+            for twin in family.spec().native_twins {
+                assert_eq!(twin.sha256.len(), 64, "{}: {}", family.name(), twin.name);
+            }
         }
     }
 
@@ -245,20 +336,20 @@ mod tests {
                 Some(template),
             )
         };
-        assert_eq!(detect("kimi_k25", "", ""), Family::KimiK25);
-        assert_eq!(detect("kimi_k2", "", "<think>"), Family::KimiK2Thinking);
-        assert_eq!(detect("", "<|im_middle|>", ""), Family::KimiK2);
+        assert_eq!(detect("kimi_k25", "", ""), Family::KIMI_K25);
+        assert_eq!(detect("kimi_k2", "", "<think>"), Family::KIMI_K2_THINKING);
+        assert_eq!(detect("", "<|im_middle|>", ""), Family::KIMI_K2);
         // Kimi before Qwen3: a Kimi tokenizer with ChatML-looking text is still Kimi.
         assert_eq!(
             detect("", "<|im_middle|><|im_start|>", "<think>"),
-            Family::KimiK2Thinking
+            Family::KIMI_K2_THINKING
         );
-        assert_eq!(detect("qwen3", "<|im_start|>", "<think>"), Family::Qwen3);
+        assert_eq!(detect("qwen3", "<|im_start|>", "<think>"), Family::QWEN3);
         assert_eq!(
             detect("deepseek_v3", "<｜begin▁of▁sentence｜>", ""),
-            Family::DeepseekV3
+            Family::DEEPSEEK_V3
         );
-        assert_eq!(detect("llama", "", "{{ messages }}"), Family::Generic);
+        assert_eq!(detect("llama", "", "{{ messages }}"), Family::GENERIC);
     }
 
     #[test]
@@ -266,12 +357,12 @@ mod tests {
         let off = json!({"thinking": false, "enable_thinking": false});
         let off = off.as_object();
         for (family, default, switched_off) in [
-            (Family::KimiK2, false, false),
-            (Family::KimiK2Thinking, true, true),
-            (Family::KimiK25, true, false),
-            (Family::Qwen3, true, false),
-            (Family::DeepseekV3, false, false),
-            (Family::Generic, false, false),
+            (Family::KIMI_K2, false, false),
+            (Family::KIMI_K2_THINKING, true, true),
+            (Family::KIMI_K25, true, false),
+            (Family::QWEN3, true, false),
+            (Family::DEEPSEEK_V3, false, false),
+            (Family::GENERIC, false, false),
         ] {
             assert_eq!(family.thinking_enabled(None), default, "{family:?}");
             assert_eq!(family.thinking_enabled(off), switched_off, "{family:?}");

@@ -12,16 +12,18 @@
 //! - No built-in template: the model's `tokenizer_config.json` carries it; [`render`] is its
 //!   native twin (see `model/native.rs`).
 
-use super::{FamilyRules, FamilySpec, Syntax};
+use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
 use crate::completion::{Arguments, ToolCall};
 use crate::json::Json;
-use crate::model::native::{self, Message, Request, Role};
+use crate::model::native::{self, Message, NativeTwin, Request, Role};
 use crate::model::profile::AssistantTurn;
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, write_json, DumpOptions};
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "qwen3",
+    // After Kimi, whose tokenizer also has `<|im_start|>`.
+    detect_order: 20,
     builtin_template: None,
     end_of_turn: Some("<|im_end|>"),
     reasoning_close: Some("</think>"),
@@ -32,7 +34,20 @@ pub const SPEC: FamilySpec = FamilySpec {
     detokenizer_spaces: false,
     keeps_null_content_with_tool_calls: false,
     template_ignores_tools: false,
+    native_twins: &[NativeTwin {
+        name: "qwen3",
+        sha256: TEMPLATE_SHA256,
+        kwargs: &["enable_thinking"],
+        render,
+    }],
+    k2vv: K2vvThreshold::BORROWED_FROM_K2_THINKING,
 };
+
+impl Family {
+    pub const QWEN3: Family = Family::new(&Qwen3);
+}
+
+pub const FAMILIES: &[Family] = &[Family::QWEN3];
 
 /// Qwen3's rules: detection and the native completion text.
 pub struct Qwen3;

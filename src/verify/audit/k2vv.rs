@@ -14,7 +14,8 @@
 //! - Thresholds, from repeated official runs: F1 ≥ 80% for K2-0905 (temperature 0.6), ≥ 73% for
 //!   K2-Thinking (temperature 1.0); official schema accuracy is 100%. K2.5 and other families have
 //!   no published threshold: the K2-Thinking one is used for thinking families, the K2-0905 one
-//!   otherwise, and the report says which.
+//!   otherwise, and the report says which. Each family's file says which is its own
+//!   ([`FamilySpec::k2vv`](crate::model::family::FamilySpec::k2vv)).
 
 use serde::Serialize;
 
@@ -31,22 +32,14 @@ pub struct Thresholds {
 
 impl Thresholds {
     pub fn for_family(family: Family) -> Thresholds {
-        let (f1, basis) = match family {
-            Family::KimiK2 => (0.80, "K2-0905 at temperature 0.6 (official minimum 82.71%)"),
-            Family::KimiK2Thinking => (
-                0.73,
-                "K2-Thinking at temperature 1.0 (official minimum 75.81%)",
-            ),
-            Family::KimiK25 => (0.73, "K2-Thinking's (none published for K2.5)"),
-            Family::Qwen3 => (0.73, "K2-Thinking's (none published for this family)"),
-            Family::DeepseekV3 | Family::Generic => {
-                (0.80, "K2-0905's (none published for this family)")
-            }
-        };
+        let k2vv = family.spec().k2vv;
         Thresholds {
-            tool_call_f1_min: f1,
+            tool_call_f1_min: k2vv.tool_call_f1_min,
             schema_accuracy_min: 1.0,
-            basis: format!("K2-Vendor-Verifier: F1 {basis}; schema accuracy: official 100%"),
+            basis: format!(
+                "K2-Vendor-Verifier: F1 {}; schema accuracy: official 100%",
+                k2vv.basis
+            ),
         }
     }
 }

@@ -557,5 +557,7 @@ fn py_str(value: &Value) -> String {
     pyjson::py_str(&minijinja::Value::from(minijinja::value::Serde(value)))
 }
 
+// The registry loads `kimi.rs` by its path, so its submodules (and theirs) are named by path.
 #[cfg(test)]
+#[path = "tools_ts/tests.rs"]
 mod tests;

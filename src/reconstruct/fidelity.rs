@@ -68,6 +68,11 @@ pub enum Reason {
     UsageDisagrees,
     /// The answer has no usable `usage.completion_tokens` to decide between candidates.
     NoUsage,
+    /// `usage.prompt_tokens` differs from the rendered prompt's length and the server sent no
+    /// prompt ids: the prompt the server rendered is not the one rebuilt (always noted; the
+    /// sample is `inconsistent` where the server's count is known to be the render's,
+    /// `ServerShape::prompt_tokens_are_render`).
+    PromptTokensDisagree,
     /// The server strips trailing whitespace from the reasoning (vLLM).
     ServerStripsReasoningTrailingWhitespace,
     /// The server turns whitespace-only content into `null` (vLLM).

@@ -121,7 +121,7 @@ pub fn reconstruct(
     let completion = Completion::from_response(response)?;
     let mut warnings = Vec::new();
 
-    let prompt_ids = prompt_ids(profile, request, &completion, &mut warnings)?;
+    let (prompt_ids, prompt_count) = prompt_ids(profile, request, &completion, &mut warnings)?;
 
     // vLLM's spaces around added tokens come from the slow (tiktoken-based) Kimi tokenizer's
     // detokenizer; fast tokenizers (Qwen3, DeepSeek-V3) do not insert them.
@@ -348,6 +348,18 @@ pub fn reconstruct(
             completion_ids = server_ids.clone();
         }
     }
+    if let Some(counted) = prompt_count {
+        // After the server-ids block: completion ids do not settle the prompt.
+        fidelity.because(Reason::PromptTokensDisagree);
+        if shape.prompt_tokens_are_render {
+            fidelity.at_most(FidelityClass::Inconsistent);
+            warnings.push(format!(
+                "inconsistent: {} counts the prompt it rendered, {counted} tokens, and the prompt rendered here has {}: the server rendered another prompt (its template, or a tool handler's system message), so the prompt ids are not what the model saw",
+                shape.describe(),
+                prompt_ids.len()
+            ));
+        }
+    }
     Ok(Reconstruction {
         prompt_ids,
         completion_ids,
@@ -462,20 +474,23 @@ pub fn reconstruct_batch(
         .collect()
 }
 
-/// The rendered prompt, cross-checked with the server's count and ids when it sent them.
+/// The rendered prompt, cross-checked with the server's count and ids when it sent them, and
+/// the server's count when it disagrees and no server ids replace the render.
 fn prompt_ids(
     profile: &Profile,
     request: &Request,
     completion: &Completion,
     warnings: &mut Vec<String>,
-) -> Result<Vec<u32>, ModelError> {
+) -> Result<(Vec<u32>, Option<u64>), ModelError> {
     let rendered = profile.render_ids(&request.render_input())?;
+    let mut disagreeing = None;
     if let Some(server) = completion.usage.as_ref().and_then(|u| u.prompt_tokens) {
         if server != rendered.len() as u64 {
             warnings.push(format!(
                 "prompt_tokens: the server counted {server}, the rendered prompt has {}",
                 rendered.len()
             ));
+            disagreeing = Some(server);
         }
     }
     match &completion.prompt_token_ids {
@@ -484,9 +499,11 @@ fn prompt_ids(
                 "server prompt ids differ from the rendered prompt (first difference at position {}); using the server's ids",
                 first_difference(server_ids, &rendered)
             ));
-            Ok(server_ids.clone())
+            Ok((server_ids.clone(), None))
         }
-        _ => Ok(rendered),
+        // The server's own prompt ids are the render: its count was about something else.
+        Some(_) => Ok((rendered, None)),
+        None => Ok((rendered, disagreeing)),
     }
 }
 

@@ -30,5 +30,6 @@ pub const SHAPE: ServerShape = ServerShape {
     drops_cut_section: false,
     calls_have_index: false,
     reasoning_tokens_through_close: false,
+    prompt_tokens_are_render: false,
     streaming: Streaming::AS_PARSED,
 };

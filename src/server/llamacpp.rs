@@ -29,5 +29,6 @@ pub const SHAPE: ServerShape = ServerShape {
     reasoning_field: ReasoningField::ReasoningContent,
     call_ids: CallIds::Minted,
     finish_tool_calls: true,
+    prompt_tokens_are_render: true,
     ..super::generic::SHAPE
 };

@@ -170,6 +170,13 @@ pub struct ServerShape {
     /// `usage.completion_tokens_details.reasoning_tokens`. It tells a cut right after
     /// `</think><|tool_calls_section_begin|>` from one after an unclosed reasoning's opener.
     pub reasoning_tokens_through_close: bool,
+    /// `usage.prompt_tokens` is the length of the prompt rendered from the request with the
+    /// model's own template, so a different count means the server rendered another prompt
+    /// (llama.cpp b8204's generic tool handler replaces the system message): the rebuilt prompt ids
+    /// are not what the model saw. Measured for llama.cpp (54 of 54 equal without tools, tests/
+    /// real_server_e2e.rs); false elsewhere until measured (OpenRouter providers count a few
+    /// tokens more, per Kimi-Vendor-Verifier's band; the sim's count is approximate).
+    pub prompt_tokens_are_render: bool,
     /// What a stream sends differently ([`Streaming::AS_PARSED`]: nothing).
     pub streaming: Streaming,
 }

@@ -32,5 +32,6 @@ pub const SHAPE: ServerShape = ServerShape {
     drops_cut_section: true,
     calls_have_index: true,
     reasoning_tokens_through_close: false,
+    prompt_tokens_are_render: false,
     streaming: Streaming::AS_PARSED,
 };

@@ -34,5 +34,6 @@ pub const SHAPE: ServerShape = ServerShape {
     drops_cut_section: true,
     calls_have_index: true,
     reasoning_tokens_through_close: true,
+    prompt_tokens_are_render: false,
     streaming: Streaming::AS_PARSED,
 };

@@ -57,6 +57,7 @@ pub const SHAPE: ServerShape = ServerShape {
     drops_cut_section: true,
     calls_have_index: false,
     reasoning_tokens_through_close: false,
+    prompt_tokens_are_render: false,
     streaming: Streaming::AS_PARSED,
 };
 
@@ -74,6 +75,7 @@ pub const SHAPE_0_11: ServerShape = ServerShape {
     cut_reports_tool_calls: true,
     whitespace_content_null: true,
     // 0.11.2's streaming parsers (tests/data/server_shapes/kimi_k25_vllm011.jsonl, stream).
+    prompt_tokens_are_render: false,
     streaming: Streaming {
         drops_think_end_delta: true,
         drops_section_begin_delta: true,

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use draftgen::dataset::Prompt;
+use draftgen::dataset::{Prompt, PromptOptions};
 use draftgen::journal::streams;
 use draftgen::sim::{self, Replay, SimConfig};
 use serde_json::Value;
@@ -70,12 +70,17 @@ fn kept_chunks_read_back_as_the_server_sent_them() {
     let prompt_lines: String = chosen
         .values()
         .map(|v| {
-            let p = Prompt::new(
+            let mut p = Prompt::new(
                 "server_shapes",
                 v["request"]["messages"].as_array().unwrap().clone(),
                 v["request"]["tools"].as_array().cloned(),
                 Value::Null,
             );
+            // The limit the answer was recorded with (`sim --replay` matches on it).
+            p.request_options = Some(Box::new(PromptOptions {
+                max_tokens: v["request"]["max_tokens"].as_u64().map(|n| n as u32),
+                ..PromptOptions::default()
+            }));
             format!("{}\n", serde_json::to_string(&p).unwrap())
         })
         .collect();
@@ -83,7 +88,14 @@ fn kept_chunks_read_back_as_the_server_sent_them() {
     let run = dir.path().join("run");
     let out = Command::new(BIN)
         .args(["generate", "--progress", "none", "--kind", "vllm"])
-        .args(["--model", "kimi-k2.5", "--stream", "--keep-stream"])
+        .args([
+            "--model",
+            "kimi-k2.5",
+            "--stream",
+            "--keep-stream",
+            "--max-tokens",
+            "4096",
+        ])
         .arg("--prompts")
         .arg(&prompts)
         .arg("--run")

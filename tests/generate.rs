@@ -412,13 +412,14 @@ fn text(o: &Output) -> String {
 #[test]
 fn kill_9_at_random_moments_then_resume_loses_and_duplicates_nothing() {
     let server = TestServer::start(Behaviour {
-        // About 5 s of work at 4 in flight, so every kill lands mid-run.
-        latency_ms: (50, 150),
+        // About 7.5 s of work at 8 in flight (300 prompts) (the limiter reaches 8 within the first answers), so
+        // six kills at 150-700 ms each land mid-run.
+        latency_ms: (100, 300),
         faults: vec![(Fault::ServerError, 0.05), (Fault::RateLimited, 0.02)],
         ..Behaviour::default()
     });
     let dir = tempfile::tempdir().unwrap();
-    let (prompts, ids) = write_prompts(dir.path(), 200);
+    let (prompts, ids) = write_prompts(dir.path(), 300);
     let config = write_config(dir.path(), 8);
     let run = dir.path().join("run");
     let mut rng = rand::rng();

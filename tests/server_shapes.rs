@@ -53,6 +53,10 @@ struct Server {
 #[derive(Deserialize)]
 struct Truth {
     completion_ids: Vec<u32>,
+    /// The prompt's ids from the reference renderer (Kimi: K2.5's own `apply_chat_template`,
+    /// tools as Moonshot's TypeScript declaration; Qwen3 / DeepSeek-V3: transformers).
+    #[serde(default)]
+    prompt_ids: Option<Vec<u32>>,
 }
 
 #[derive(Deserialize)]
@@ -193,6 +197,7 @@ fn corpus_of_the_servers_own_answers() {
     let mut failures = Vec::new();
     let mut missed_elsewhere: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut missed_main = 0;
+    let mut prompts_checked = 0;
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
         for (number, line) in text
@@ -230,6 +235,19 @@ fn corpus_of_the_servers_own_answers() {
                 .entry(format!("{family} {}", shape_key(&fixture.server)))
                 .or_default();
             row.total += 1;
+            // The prompt: draftgen's render (tools included) must be the reference renderer's,
+            // or `usage.prompt_tokens` and every sample's prompt would be another prompt's.
+            match (&fixture.truth.prompt_ids, profile.render_ids(&fixture.request.render_input())) {
+                (Some(want), Ok(got)) if &got == want => prompts_checked += 1,
+                (Some(want), Ok(got)) => failures.push(format!(
+                    "{}: draftgen's prompt render differs from the reference renderer's\n   got  {:?}\n   want {:?}",
+                    fixture.name,
+                    profile.tokenizer.decode(&got),
+                    profile.tokenizer.decode(want),
+                )),
+                (Some(_), Err(e)) => failures.push(format!("{}: render error {e}", fixture.name)),
+                (None, _) => failures.push(format!("{}: no truth.prompt_ids", fixture.name)),
+            }
             let got = match reconstruct(profile, &fixture.request, &answer(&fixture), &options) {
                 Ok(got) => got,
                 Err(e) => {
@@ -321,6 +339,9 @@ fn corpus_of_the_servers_own_answers() {
             r.missed
         );
     }
+    println!(
+        "{prompts_checked} prompts rendered by draftgen equal to the reference renderer's ids"
+    );
     let missed = missed_main;
     assert!(
         failures.is_empty(),

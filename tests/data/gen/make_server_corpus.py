@@ -264,6 +264,31 @@ class KCase:
         return out + IM_END
 
 
+VENDOR_KIMI = REPO / "tests" / "py" / "vendor" / "kimi_k25_tokenizer"
+
+
+def kimi_render_k25(msgs: list, tools: list | None, kwargs: dict) -> str:
+    """The prompt as K2.5's own `TikTokenTokenizer.apply_chat_template` renders it
+    (tests/py/vendor/kimi_k25_tokenizer/tokenization_kimi.py): tools deep-sorted, turned into
+    the TypeScript declaration by Moonshot's `encode_tools_to_typescript_style` (vendored
+    unchanged) and handed to the template as `tools_ts_str` beside `tools` (left unset when the
+    encoder raises, as upstream does)."""
+    import importlib.util
+
+    from reference import deep_sort_dict, kimi_render
+
+    kwargs = dict(kwargs)
+    if tools:
+        spec = importlib.util.spec_from_file_location("tool_declaration_ts", VENDOR_KIMI / "tool_declaration_ts.py")
+        ts = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(ts)
+        try:
+            kwargs["tools_ts_str"] = ts.encode_tools_to_typescript_style(deep_sort_dict(tools))
+        except Exception:   # noqa: BLE001 -- upstream prints and renders without it
+            pass
+    return kimi_render(K25_TEMPLATE, msgs, tools, True, **kwargs)
+
+
 def history_messages(n: int, user: str) -> list:
     msgs = [{"role": "system", "content": "You are a helpful assistant."}]
     if n:
@@ -647,7 +672,7 @@ def seed_of(name: str) -> int:
 
 
 def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[dict]:
-    from reference import kimi_encode, kimi_encoding, kimi_render
+    from reference import kimi_encode, kimi_encoding
 
     enc = kimi_encoding()
     sid = {t: enc._special_tokens[t] for t in ["</think>", SEC_B, SEC_E, CALL_B, ARG_B, CALL_E, IM_END]}
@@ -678,7 +703,7 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
         tools = TOOLS if case.tools else None
         chat_kwargs = None if case.thinking else {"thinking": False}
         tkw = {} if case.thinking else {"thinking": False}
-        prompt_text = kimi_render(K25_TEMPLATE, msgs, None, True, **tkw)
+        prompt_text = kimi_render_k25(msgs, tools, tkw)
         prompt_ids = kimi_encode(prompt_text)
         truth_ids, max_tokens = completion(case)
         # twins: structurally varied cases, cut at the same kind of place, plus token swaps in the
@@ -736,7 +761,7 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
             destroyed = kimi_destroyed(case, shape, view, twin_reasons, complete)
             fx = {
                 "name": name, "family": "kimi-k2.5", "profile": "kimi-k2.5", "model": "kimi-k2.5",
-                "chat_template": K25_TEMPLATE if not case.tools else None,
+                "chat_template": K25_TEMPLATE,
                 "server": {"kind": shape.kind, "version": shape.version, "stream": shape.stream,
                            "spaces_between_special_tokens": shape.spaces, "tool_parser": "kimi_k2",
                            "reasoning_parser": "kimi_k2", "return_token_ids": shape.return_token_ids},
@@ -744,7 +769,7 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
             }
             fx["chunks" if shape.stream else "response"] = body
             fx["truth"] = {"completion_ids": truth_ids, "completion_text": enc.decode(truth_ids),
-                           "prompt_ids": prompt_ids if not case.tools else None}
+                           "prompt_ids": prompt_ids}
             fx["expect"] = {"determined": twins == 0, "twins": twins, "destroyed": destroyed,
                             "cut": None if case.cut is None else CUT_FORMAT.get(case.cut, case.cut)}
             fixtures.append(fx)

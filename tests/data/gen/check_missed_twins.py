@@ -1,8 +1,12 @@
-r"""Report-only: fixtures of `server_shapes/` marked `determined` that draftgen flags instead
-(`MISSED_AT_MOST` in tests/server_shapes.rs), each with the twin draftgen found, run through
-vLLM 0.33.0's own serving code (the corpus harness of make_server_corpus.py): the twin has the
-same token count and vLLM sends the same answer (ignoring ids and timestamps), so the answer does
-not determine the stream. Never feeds a fixture.
+r"""Report-only spot check, written by hand: five twins that draftgen's candidates suggested for
+fixtures once marked `determined` (the old `MISSED_AT_MOST` list in tests/server_shapes.rs), each
+run through vLLM 0.33.0's own serving code (the corpus harness of make_server_corpus.py): the twin
+has the same token count and vLLM sends the same answer (ignoring ids and timestamps), so the
+answer does not determine the stream. make_server_corpus.py now generates these families itself
+(`hf_twin_cases`: argument spellings combined over the calls, Qwen3's wrapper spelled with a space
+before its `}`, every twin of a cut cut by the same `max_tokens`, another call after the last), so
+these fixtures are `determined: false` there; this script stays as an independent check of five
+of them. Never feeds a fixture.
 
     DRAFTGEN_ASSETS=... python3 tests/data/gen/check_missed_twins.py
 

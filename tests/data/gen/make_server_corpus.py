@@ -9,10 +9,13 @@ them. Stubs per server: server_stubs/{vllm,sglang,vllm011}_harness.py say what r
 what is stood in for. Each fixture holds the request, the server's response (or its stream chunks) and the truth;
 `expect` says whether the answer (with its `usage`) pins the ids down: the same case with the
 information a server destroys varied ("twins": trailing reasoning whitespace, whitespace-only
-content, whitespace around arguments, argument JSON formatting, call-id numbers, and, for `length`
-cuts, the tokens the server drops) is sent through the same code, and every twin whose answer is
-identical to the truth's (ignoring `id`, `created`, `system_fingerprint`) is counted. Fixture
-format: /work/tasks/FORMAT-server-shapes.md (copied into tests/data/README.md).
+content, whitespace around arguments, argument JSON spellings, call wrappers, call-id numbers;
+for `length` cuts every such twin cut by the same `max_tokens`, fewer or more calls, and the
+tokens the server drops or cannot show: the last ones swapped, a marker swapped for whitespace,
+another incomplete character) is sent through the same code, and every twin whose answer —
+streamed ones assembled, as a client journals them — is identical to the truth's (ignoring `id`,
+`created`, `system_fingerprint`) is counted. The families are listed in tests/data/README.md;
+`DRAFTGEN_SHOW_TWINS=1` prints each twin found. Fixture format: tests/data/README.md.
 
 Run (deterministic: fixed seeds, fixed clock; same library versions give byte-identical files):
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -153,6 +157,62 @@ def normalize(body, random_call_ids: bool):
             return [walk(x, parent) for x in v]
         return v
     return json.dumps(walk(body, "top"), sort_keys=True, ensure_ascii=False)
+
+
+def journal_view(stream: bool, body):
+    """The answer as a client that keeps the assembled completion sees it (what `generate`
+    journals and `reconstruct` reads; OpenAI's SDKs assemble the same way): the body, or the
+    stream's chunks merged — string delta fields concatenated under the server's own names, tool
+    calls accumulated per `index` (`arguments` concatenated, the other fields as last sent),
+    list fields (`token_ids`, …) concatenated, every other choice and top-level field its last
+    non-null value, `usage` from the last chunk with one. Two streams whose chunks differ only in
+    where the text was split, or in which order content and a call's deltas came, look alike."""
+    if not stream:
+        return body
+    top, choices, usage = {}, {}, None
+    for chunk in body:
+        for k, v in chunk.items():
+            if k not in ("choices", "usage") and v is not None:
+                top[k] = v
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for ch in chunk.get("choices") or []:
+            st = choices.setdefault(ch.get("index", 0), ({"role": "assistant", "content": None}, {}, {}))
+            message, calls, fields = st
+            for k, v in ch.items():
+                if k == "index" or v is None:
+                    continue
+                if k != "delta":
+                    fields[k] = fields.get(k, []) + v if isinstance(v, list) else v
+                    continue
+                for dk, dv in v.items():
+                    if dk == "role" or dv is None:
+                        continue
+                    if dk != "tool_calls":
+                        message[dk] = (message.get(dk) or "") + dv if isinstance(dv, str) else dv
+                        continue
+                    for tc in dv:
+                        slot = calls.setdefault(tc.get("index", 0), {})
+                        for ck, cv in tc.items():
+                            if ck == "function":
+                                fn = slot.setdefault("function", {})
+                                for fk, fv in (cv or {}).items():
+                                    if fk == "arguments" and fv is not None:
+                                        fn["arguments"] = fn.get("arguments", "") + fv
+                                    elif fv is not None:
+                                        fn[fk] = fv
+                            elif cv is not None:
+                                slot[ck] = cv
+    out = dict(top)
+    out["choices"] = []
+    for i in sorted(choices):
+        message, calls, fields = choices[i]
+        message = dict(message)
+        if calls:
+            message["tool_calls"] = [calls[j] for j in sorted(calls)]
+        out["choices"].append({"index": i, "message": message, **fields})
+    out["usage"] = usage
+    return out
 
 
 def assemble(shape_stream: bool, body) -> dict:
@@ -375,6 +435,8 @@ def args(obj, style: str = "spaced") -> str:
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     if style == "ascii":
         return json.dumps(obj)
+    if style == "ascii_compact":
+        return json.dumps(obj, separators=(",", ":"))
     if style == "pretty":
         return json.dumps(obj, ensure_ascii=False, indent=2)
     raise ValueError(style)
@@ -586,6 +648,56 @@ CUT_FORMAT = {  # the format file's cut vocabulary
 }
 
 
+def last_token_twins(ids: list[int], alt_ids: list[int]) -> list[list[int]]:
+    """The stream with its last token swapped for each of `alt_ids` (markers included)."""
+    return [ids[:-1] + [alt] for alt in alt_ids if alt != ids[-1]]
+
+
+class Fragments:
+    """Tokens whose bytes are clean text followed by an incomplete UTF-8 character (a lead byte
+    and fewer continuation bytes than it announces), indexed by that clean text. A `length` cut
+    ending in one of them shows the text and one U+FFFD whatever the incomplete bytes were."""
+
+    PER_PREFIX = 3   # twins tried per cut (the lowest ids): one same answer suffices
+
+    def __init__(self, n_vocab: int, token_bytes):
+        self.token_bytes = token_bytes
+        self.by_prefix: dict[bytes, list[int]] = {}
+        for t in range(n_vocab):
+            try:
+                b = token_bytes(t)
+            except (KeyError, ValueError):
+                continue
+            split = self.split(b)
+            if split is not None:
+                self.by_prefix.setdefault(split[0], []).append(t)
+
+    @staticmethod
+    def split(b: bytes):
+        """(clean text, incomplete character) of a token's bytes, or None."""
+        for j in range(len(b) - 1, max(-1, len(b) - 4), -1):
+            lead, tail = b[j], b[j + 1:]
+            if 0x80 <= lead < 0xC0:
+                continue   # a continuation byte: the lead is further left
+            if lead < 0xC2 or lead > 0xF4:
+                return None
+            need = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+            if len(tail) + 1 < need and all(0x80 <= c < 0xC0 for c in tail):
+                try:
+                    b[:j].decode("utf-8")
+                except UnicodeDecodeError:
+                    return None
+                return b[:j], b[j:]
+            return None
+        return None
+
+    def same_prefix(self, token: int) -> list[int]:
+        split = self.split(self.token_bytes(token))
+        if split is None:
+            return []
+        return [t for t in self.by_prefix.get(split[0], []) if t != token][: self.PER_PREFIX]
+
+
 def substitution_twins(ids: list[int], k: int, special_ids: set[int], alt_ids: list[int]) -> list[list[int]]:
     """For a cut at k: the last few (non-special) tokens swapped for others — what a server that
     drops an incomplete tail cannot show."""
@@ -667,6 +779,15 @@ class Runner:
         return out["body"]
 
 
+def show_twin(name: str, reason: str, truth: str, twin: str) -> None:
+    """DRAFTGEN_SHOW_TWINS=1: each twin found, as the text where it departs from the truth."""
+    if not os.environ.get("DRAFTGEN_SHOW_TWINS"):
+        return
+    i = next((j for j, (a, b) in enumerate(zip(truth, twin)) if a != b), min(len(truth), len(twin)))
+    print(f"twin {name} [{reason}]\n   truth {truth[max(0, i - 30):]!r}\n   twin  {twin[max(0, i - 30):]!r}",
+          file=sys.stderr)
+
+
 def seed_of(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
 
@@ -680,6 +801,8 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
     alt_ids = [kimi_encode("x")[0], kimi_encode("7")[0]]
     # single-byte tokens that start a 4-byte / 3-byte UTF-8 sequence
     kimi_fragment_ids = [enc.encode_single_token(bytes([0xF0])), enc.encode_single_token(bytes([0xE6]))]
+    kimi_fragments = Fragments(enc.n_vocab, enc.decode_single_token_bytes)
+    kimi_ws_ids = [kimi_encode(" ")[0], kimi_encode("\n")[0]]
     fixtures = []
     counter: dict[str, int] = {}
 
@@ -710,6 +833,10 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
         # tail a cut leaves
         twin_sets = []
         for reason, tc in kimi_twin_cases(case):
+            if case.cut:
+                # the same request (same max_tokens), the model having written the twin: cut by
+                # the same limit wherever that falls in the twin's text
+                twin_sets.append((reason, kimi_encode(tc.text())[:max_tokens], max_tokens))
             try:
                 t_ids, t_max = completion(tc)
             except (AssertionError, IndexError):
@@ -718,6 +845,11 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
         if case.cut and case.cut != "mid_character":
             for t in substitution_twins(truth_ids, len(truth_ids), specials, alt_ids):
                 twin_sets.append((CUT_REASON.get(case.cut, "cut"), t, max_tokens))
+            # the last token (a marker too) swapped for whitespace: beside a marker, a space or
+            # newline may read as the joining space the server puts around special tokens, or be
+            # dropped with the marker
+            for t in last_token_twins(truth_ids, kimi_ws_ids):
+                twin_sets.append((CUT_REASON.get(case.cut, "spaces_around_special_tokens"), t, max_tokens))
         if case.cut and truth_ids[-1] == sid[SEC_B] and sid["</think>"] in truth_ids:
             # a cut right after the opener, with no content: the same count without `</think>`
             # (the opener ends the reasoning) and one token further, on the first call's begin
@@ -726,6 +858,9 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
         if case.cut == "mid_character":
             # the last token is a fragment of a character: other fragments read the same
             for t in substitution_twins(truth_ids, len(truth_ids), specials, kimi_fragment_ids)[-len(kimi_fragment_ids):]:
+                twin_sets.append(("partial_character", t, max_tokens))
+            # the same clean text before another incomplete character (" \xf0\x9f" for " \xea")
+            for t in last_token_twins(truth_ids, kimi_fragments.same_prefix(truth_ids[-1])):
                 twin_sets.append(("partial_character", t, max_tokens))
         seen = {tuple(truth_ids)}
         uniq = []
@@ -746,16 +881,21 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
             body = runner.answer(shape, request, prompt_ids, truth_ids, seed_of(name))
             again = runner.answer(shape, request, prompt_ids, truth_ids, seed_of(name))
             assert body == again, f"{name}: not deterministic"
-            norm = normalize(body, random_call_ids=False)
-            twins, twin_reasons = 0, set()
+            norm = normalize(journal_view(shape.stream, body), random_call_ids=False)
+            norm_chunks = normalize(body, random_call_ids=False)
+            twins, twins_in_chunks, twin_reasons = 0, 0, set()
             for reason, t_ids, t_max in uniq:
                 if t_max != max_tokens and case.cut:
                     continue   # a different max_tokens is a different request
+                if not case.cut and len(t_ids) != len(truth_ids):
+                    continue   # usage.completion_tokens differs: never the same answer
                 t_req = vllm_request("kimi-k2.5", msgs, tools, max_tokens, shape, chat_kwargs)
                 t_body = runner.answer(shape, t_req, prompt_ids, t_ids, seed_of(name))
-                if normalize(t_body, random_call_ids=False) == norm:
+                twins_in_chunks += normalize(t_body, random_call_ids=False) == norm_chunks
+                if normalize(journal_view(shape.stream, t_body), random_call_ids=False) == norm:
                     twins += 1
                     twin_reasons.add(reason)
+                    show_twin(name, reason, enc.decode(truth_ids), enc.decode(t_ids))
             view = assemble(shape.stream, body)
             complete = truth_ids.count(sid[CALL_E])
             destroyed = kimi_destroyed(case, shape, view, twin_reasons, complete)
@@ -772,6 +912,8 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
                            "prompt_ids": prompt_ids}
             fx["expect"] = {"determined": twins == 0, "twins": twins, "destroyed": destroyed,
                             "cut": None if case.cut is None else CUT_FORMAT.get(case.cut, case.cut)}
+            if shape.stream:
+                fx["expect"]["twins_in_chunks"] = twins_in_chunks
             fixtures.append(fx)
     return fixtures
 
@@ -821,6 +963,7 @@ class HCase:
     cut_at: int = 0
     history: int = 0
     canonical: bool = True   # layout checked against the model's own chat template
+    wrapper: str = "spaced"  # Qwen3: how the `{"name": …, "arguments": …}` around each call is spelled
 
 
 @dataclass(frozen=True)
@@ -833,6 +976,11 @@ class HFamily:
     open_marks: tuple  # tokens that open a call (for cuts)
     close_mark: str    # token that closes a call
 
+
+# Spellings of hermes' call wrapper (its parser json.loads it and re-serializes the arguments).
+QWEN3_WRAPPERS = {"spaced": '{{"name": "{name}", "arguments": {args}}}',
+                  "space_before_close": '{{"name": "{name}", "arguments": {args} }}',
+                  "compact": '{{"name":"{name}","arguments":{args}}}'}
 
 QWEN3 = HFamily("qwen3", "qwen3", "hermes", "qwen3", "<|im_end|>", ("<tool_call>",), "</tool_call>")
 DSV3 = HFamily("deepseek_v3", "deepseek-v3", "deepseek_v3", "deepseek_v3", "<｜end▁of▁sentence｜>",
@@ -848,7 +996,7 @@ def hf_text(fam: HFamily, case: HCase) -> str:
         for i, (name, a) in enumerate(case.calls):
             if i or case.content:
                 out += "\n"
-            out += '<tool_call>\n{"name": "' + name + '", "arguments": ' + a + "}\n</tool_call>"
+            out += "<tool_call>\n" + QWEN3_WRAPPERS[case.wrapper].format(name=name, args=a) + "\n</tool_call>"
         return out + fam.end
     out = case.content
     if case.calls:
@@ -986,6 +1134,17 @@ def build_hf(fam: HFamily, runner: Runner) -> list[dict]:
 
     byte_char = bytes_to_unicode()   # byte-level BPE: the token for a lone lead byte
     fragment_ids = [tok.convert_tokens_to_ids(byte_char[0xF0]), tok.convert_tokens_to_ids(byte_char[0xE6])]
+    char_byte = {c: b for b, c in byte_char.items()}
+    vocab = {i: t for t, i in tok.get_vocab().items()}
+
+    def token_bytes(i: int) -> bytes:
+        t = vocab[i]
+        if i in specials:
+            return t.encode()
+        return bytes(char_byte[c] for c in t)
+
+    fragments = Fragments(max(vocab) + 1, token_bytes)
+    ws_ids = [hf_encode(fam.family, " ")[0], hf_encode(fam.family, "\n")[0]]
     fixtures = []
     counter: dict[str, int] = {}
 
@@ -1021,6 +1180,10 @@ def build_hf(fam: HFamily, runner: Runner) -> list[dict]:
         truth_ids, max_tokens = completion(case)
         twins_in = []
         for reason, tc in hf_twin_cases(fam, case):
+            if case.cut:
+                # the same request (same max_tokens), the model having written the twin: cut by
+                # the same limit wherever that falls in the twin's text
+                twins_in.append((reason, hf_encode(fam.family, hf_text(fam, tc))[:max_tokens]))
             try:
                 t_ids, t_max = completion(tc)
             except (AssertionError, IndexError):
@@ -1030,8 +1193,12 @@ def build_hf(fam: HFamily, runner: Runner) -> list[dict]:
         if case.cut and case.cut != "mid_character":
             for t in substitution_twins(truth_ids, len(truth_ids), specials, alt_ids):
                 twins_in.append((HF_CUT_REASON.get(case.cut, "cut_inside_tool_section"), t))
+            for t in last_token_twins(truth_ids, ws_ids):
+                twins_in.append((HF_CUT_REASON.get(case.cut, "cut_inside_tool_section"), t))
         if case.cut == "mid_character":
             for t in substitution_twins(truth_ids, len(truth_ids), specials, fragment_ids)[-len(fragment_ids):]:
+                twins_in.append(("partial_character", t))
+            for t in last_token_twins(truth_ids, fragments.same_prefix(truth_ids[-1])):
                 twins_in.append(("partial_character", t))
         seen, uniq = {tuple(truth_ids)}, []
         for reason, t in twins_in:
@@ -1046,19 +1213,26 @@ def build_hf(fam: HFamily, runner: Runner) -> list[dict]:
                                    {"enable_thinking": False} if kwargs else None)
             body = runner.answer(shape, request, prompt_ids, truth_ids, seed_of(name))
             assert body == runner.answer(shape, request, prompt_ids, truth_ids, seed_of(name)), name
-            norm = normalize(body, random_call_ids=True)
+            norm = normalize(journal_view(shape.stream, body), random_call_ids=True)
+            norm_chunks = normalize(body, random_call_ids=True)
             # The fast detokenizer ignores spaces_between_special_tokens on these streams: the
             # same request with it off gives the same answer (so that shape is not written twice).
             off = replace(shape, spaces=False)
             off_body = runner.answer(off, vllm_request(fam.family, msgs, tools, max_tokens, off,
                                                        {"enable_thinking": False} if kwargs else None),
                                      prompt_ids, truth_ids, seed_of(name))
-            assert normalize(off_body, True) == norm, f"{name}: spaces_between_special_tokens matters here"
-            twins, reasons = 0, set()
+            assert normalize(off_body, True) == norm_chunks, f"{name}: spaces_between_special_tokens matters here"
+            twins, twins_in_chunks, reasons = 0, 0, set()
             for reason, t in uniq:
-                if normalize(runner.answer(shape, request, prompt_ids, t, seed_of(name)), True) == norm:
+                if not case.cut and len(t) != len(truth_ids):
+                    continue   # usage.completion_tokens differs: never the same answer
+                t_body = runner.answer(shape, request, prompt_ids, t, seed_of(name))
+                twins_in_chunks += normalize(t_body, True) == norm_chunks
+                if normalize(journal_view(shape.stream, t_body), True) == norm:
                     twins += 1
                     reasons.add(reason)
+                    show_twin(name, reason, tok.decode(truth_ids, skip_special_tokens=False),
+                              tok.decode(t, skip_special_tokens=False))
             view = assemble(shape.stream, body)
             destroyed = set(reasons)
             if view["calls"]:
@@ -1085,6 +1259,8 @@ def build_hf(fam: HFamily, runner: Runner) -> list[dict]:
                            "prompt_ids": prompt_ids}
             fx["expect"] = {"determined": twins == 0, "twins": twins, "destroyed": sorted(destroyed),
                             "cut": {"before_end": "content"}.get(case.cut, case.cut)}
+            if shape.stream:
+                fx["expect"]["twins_in_chunks"] = twins_in_chunks
             fixtures.append(fx)
     return fixtures
 
@@ -1102,23 +1278,48 @@ def hf_twin_cases(fam: HFamily, case: HCase) -> list[tuple[str, HCase]]:
             for tw in ["", "\n", " "]:
                 if lw + core + tw != case.reasoning:
                     out.append(("server_strips_reasoning_trailing_whitespace", replace(case, reasoning=lw + core + tw)))
-    for i, (name, a) in enumerate(case.calls):
-        try:
-            obj = json.loads(a)
-        except ValueError:
-            continue
-        for style in ("spaced", "compact", "ascii"):
-            b = args(obj, style)
-            if b != a:
-                calls = list(case.calls)
-                calls[i] = (name, b)
-                out.append(("arguments_reserialized", replace(case, calls=calls)))
     if case.content.strip():
         core = case.content.strip()
         for lw in ["", " ", "\n"]:
-            if lw + core != case.content:
-                out.append(("server_nulls_whitespace_content", replace(case, content=lw + core)))
+            for tw in ["", " ", "\n"]:
+                if lw + core + tw != case.content:
+                    out.append(("server_nulls_whitespace_content", replace(case, content=lw + core + tw)))
+    elif case.calls:
+        for w in WS:
+            if w != case.content:
+                out.append(("server_nulls_whitespace_content", replace(case, content=w)))
+    # every argument spelling at once (each call its own): the re-serialized answer shows none
+    spellings = []
+    for name, a in case.calls:
+        try:
+            obj = json.loads(a)
+        except ValueError:
+            spellings.append([a])
+            continue
+        spellings.append(list(dict.fromkeys([a] + [args(obj, st) for st in ARG_STYLES])))
+    for combo in itertools.islice(itertools.product(*spellings), 1, 256):
+        calls = [(name, b) for (name, _), b in zip(case.calls, combo)]
+        if calls != case.calls:
+            out.append(("arguments_reserialized", replace(case, calls=calls)))
+    if fam is QWEN3 and case.calls:
+        for w in QWEN3_WRAPPERS:
+            if w != case.wrapper:
+                out.append(("arguments_reserialized", replace(case, wrapper=w)))
+    if case.cut and case.calls:
+        # The limit hides how the answer went on: the model may have closed the section after
+        # fewer calls or gone on with another one, and written other whitespace before the
+        # section (the two together: a `\n` moved from after a call to before the section).
+        reason = HF_CUT_REASON.get(case.cut, "cut_after_tool_call")
+        contents = [case.content] + ([] if case.content.strip() else [w for w in WS if w != case.content]) \
+            + ([case.content.rstrip() + w for w in WS if case.content.rstrip() + w != case.content]
+               if case.content.strip() else [])
+        for content in contents:
+            for calls in [case.calls[:j] for j in range(1, len(case.calls))] + [case.calls + case.calls[-1:]]:
+                out.append((reason, replace(case, content=content, calls=calls)))
     return out
+
+
+ARG_STYLES = ("spaced", "compact", "ascii", "ascii_compact", "pretty")
 
 
 # SGLang imports more of its engine at module level than vLLM does: these are stubbed on top of

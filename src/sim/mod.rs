@@ -43,7 +43,7 @@ pub use counters::{CounterSnapshot, Counters};
 pub use faults::{FaultKind, FaultRates, ToolDefect, ToolDefectRates};
 pub use providers::NamedProvider;
 pub use replay::{Replay, ReplayError};
-pub use server::{serve, spawn, SimHandle, Simulator};
+pub use server::{serve, spawn, Answered, SimHandle, Simulator};
 
 /// Why the simulator could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]

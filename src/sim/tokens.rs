@@ -48,13 +48,18 @@ impl TokenCounter {
     /// just its tokenizer.
     /// `profile` names the family (`kimi-k2-thinking`) where the directory alone cannot tell
     /// (Kimi K2, K2-Thinking and K2.5 share one set of tokenizer files).
-    pub fn load(model_dir: Option<&Path>, profile: Option<&str>) -> Result<Self, ModelError> {
+    /// `chat_template` replaces the directory's template (`--chat-template`).
+    pub fn load(
+        model_dir: Option<&Path>,
+        profile: Option<&str>,
+        chat_template: Option<&Path>,
+    ) -> Result<Self, ModelError> {
         let Some(dir) = model_dir else {
             return Ok(TokenCounter::default());
         };
         let options = LoadOptions {
             profile: profile.map(str::to_string),
-            ..LoadOptions::default()
+            chat_template: chat_template.map(Path::to_path_buf),
         };
         let model = match Profile::load(dir, &options) {
             Ok(profile) => Model::Profile(Box::new(profile)),
@@ -142,6 +147,69 @@ impl TokenCounter {
                 exact: false,
             },
         }
+    }
+
+    /// What the model sampled when it is given as ids (`stop` included unless `max_tokens` cut
+    /// it): the text the server detokenizes, without the stop token. `None` without a tokenizer.
+    pub fn given(&self, ids: &[u32], stop: &str) -> Option<Sampled> {
+        let tokenizer = self.tokenizer()?;
+        let stop_id = match tokenizer.encode(stop)[..] {
+            [id] if !stop.is_empty() => Some(id),
+            _ => None,
+        };
+        let cut = stop_id.is_none() || ids.last().copied() != stop_id;
+        let body = if cut { ids } else { &ids[..ids.len() - 1] };
+        Some(Sampled {
+            text: tokenizer.decode(body),
+            ids: Some(ids.to_vec()),
+            count: ids.len(),
+            cut,
+        })
+    }
+
+    /// The tokens before the first `close` (a single special token) in `ids`: all of them
+    /// when it is not there. `None` without a tokenizer or a single-token `close`.
+    pub fn before(&self, ids: &[u32], close: &str) -> Option<usize> {
+        let tokenizer = self.tokenizer()?;
+        match tokenizer.encode(close)[..] {
+            [id] if !close.is_empty() => {
+                Some(ids.iter().position(|&i| i == id).unwrap_or(ids.len()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The tokens a reasoning parser counts as reasoning in `ids` (vLLM's
+    /// `count_reasoning_tokens`): those after `open` (or from the start when the prompt opened
+    /// the reasoning: `open` is not among the ids before an end) up to the first of `ends`, all
+    /// of them when no end came. Markers are single special tokens; `None` without a tokenizer.
+    pub fn reasoning_tokens(&self, ids: &[u32], open: &str, ends: &[&str]) -> Option<usize> {
+        let tokenizer = self.tokenizer()?;
+        let single = |marker: &str| match tokenizer.encode(marker)[..] {
+            [id] if !marker.is_empty() => Some(id),
+            _ => None,
+        };
+        let end_ids: Vec<u32> = ends.iter().filter_map(|m| single(m)).collect();
+        let end = ids
+            .iter()
+            .position(|id| end_ids.contains(id))
+            .unwrap_or(ids.len());
+        let start = single(open)
+            .and_then(|open| ids[..end].iter().position(|&id| id == open))
+            .map_or(0, |at| at + 1);
+        Some(end - start)
+    }
+
+    /// The text of the first of `ids` as an incremental detokenizer sends it: `""` when the
+    /// token ends inside a character (the detokenizer holds partial bytes back).
+    pub fn first_token_text(&self, ids: &[u32]) -> Option<String> {
+        let tokenizer = self.tokenizer()?;
+        let first = tokenizer.decode(&ids[..ids.len().min(1)]);
+        Some(if first.ends_with('\u{FFFD}') {
+            String::new()
+        } else {
+            first
+        })
     }
 
     /// Sample `native` (which ends with `stop`) under a `max_tokens` limit.

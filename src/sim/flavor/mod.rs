@@ -47,6 +47,12 @@ pub struct Turn {
     pub include_usage: bool,
     /// Tool calls made by earlier assistant turns of the request.
     pub history_calls: usize,
+    /// The prompt's ids hold the family's reasoning close (`server::ForwardInput`).
+    pub prompt_closes_reasoning: bool,
+    /// The first sampled token's text as the detokenizer sends it (`None`: no tokenizer).
+    pub first_token: Option<String>,
+    /// The end-of-turn id that ended the answer (`None`: cut, or no tokenizer).
+    pub stop_token: Option<u32>,
     /// The family syntax of `text` (which parsers the server runs).
     pub syntax: server::Syntax,
     /// The flavour answering (the simulator's, or the named provider's).
@@ -70,9 +76,8 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
             tools_declared: turn.tools_declared,
             history_calls: turn.history_calls,
             syntax: turn.syntax,
-            // Not modelled in the simulator: its prompts carry no earlier reasoning close.
-            prompt_closes_reasoning: false,
-            first_token: None,
+            prompt_closes_reasoning: turn.prompt_closes_reasoning,
+            first_token: turn.first_token.as_deref(),
         },
     );
     // Parsers of families without ids in their stream mint random ones.

@@ -7,18 +7,26 @@
 //! random `chatcmpl-tool-…` ids. Streaming: deltas of `reasoning`, `content`, tool calls by index (id and name first, then
 //! argument pieces), a finish chunk, a usage chunk if `stream_options.include_usage`, `[DONE]`.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::{attach_token_ids, chunk, chunks, parsed, reasoning_key, usage_chunk, Event, Turn};
+use super::{chunk, chunks, parsed, reasoning_key, usage_chunk, Event, Turn};
 use crate::server::{CallIds, ReasoningField, ServerShape};
 
-pub fn usage(turn: &Turn) -> Value {
-    json!({
+/// `usage` as vLLM sends it: 0.33 adds `completion_tokens_details.reasoning_tokens` (its reasoning
+/// parser's `count_reasoning_tokens`); a stream's usage chunk has no `prompt_tokens_details`.
+pub fn usage(shape: &ServerShape, turn: &Turn, stream: bool) -> Value {
+    let mut usage = json!({
         "prompt_tokens": turn.prompt_tokens,
         "total_tokens": turn.prompt_tokens + turn.completion_tokens,
         "completion_tokens": turn.completion_tokens,
-        "prompt_tokens_details": null,
-    })
+    });
+    if !stream {
+        usage["prompt_tokens_details"] = Value::Null;
+    }
+    if !old_line(shape) {
+        usage["completion_tokens_details"] = json!({"reasoning_tokens": turn.reasoning_tokens});
+    }
+    usage
 }
 
 /// vLLM 0.11 sends the reasoning under both names (`reasoning` mirrors `reasoning_content`).
@@ -26,9 +34,23 @@ fn old_line(shape: &ServerShape) -> bool {
     shape.reasoning_field == ReasoningField::Both
 }
 
+/// `stop_reason`: the end-of-turn id that stopped the answer, `null` on a cut.
+fn stop_reason(turn: &Turn) -> Value {
+    turn.stop_token.map_or(Value::Null, Value::from)
+}
+
+/// `token_ids` of a choice and `prompt_token_ids`: the ids with `return_token_ids`, else `null`.
+fn ids(turn: &Turn, ids: &Option<Vec<u32>>) -> Value {
+    match ids {
+        Some(ids) if turn.return_token_ids => json!(ids),
+        _ => Value::Null,
+    }
+}
+
 pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
     let mut parsed = parsed(shape, turn, false);
-    if old_line(shape) && shape.call_ids == CallIds::Minted {
+    let old = old_line(shape);
+    if old && shape.call_ids == CallIds::Minted {
         // 0.11's non-streamed assembly wraps each parsed call in a new `ToolCall`, whose id is
         // random: the model's id text is not sent.
         for (i, call) in parsed.calls.iter_mut().enumerate() {
@@ -50,57 +72,95 @@ pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
             })
         })
         .collect();
+    let mut message = json!({
+        "role": "assistant",
+        "content": parsed.content,
+        "refusal": null,
+        "annotations": null,
+        "audio": null,
+        "function_call": null,
+    });
+    // 0.11 always sends `tool_calls` (`[]` without calls); 0.33 leaves an empty list out.
+    if old || !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    message[reasoning_key(shape)] = json!(parsed.reasoning);
+    if old {
+        message["reasoning_content"] = json!(parsed.reasoning);
+    }
     let mut choice = json!({
         "index": 0,
-        "message": {
-            "role": "assistant",
-            "content": parsed.content,
-            "refusal": null,
-            "annotations": null,
-            "audio": null,
-            "function_call": null,
-            "tool_calls": calls,
-            reasoning_key(shape): parsed.reasoning,
-        },
+        "message": message,
         "logprobs": null,
         "finish_reason": parsed.finish_reason,
-        "stop_reason": null,
+        "stop_reason": stop_reason(turn),
+        "token_ids": ids(turn, &turn.token_ids),
     });
+    if !old {
+        choice["routed_experts"] = Value::Null;
+        choice["weight_versions"] = Value::Null;
+    }
     let mut body = json!({
         "id": turn.id,
         "object": "chat.completion",
         "created": turn.created,
         "model": turn.model,
-        "choices": [],
+        "choices": [choice],
         "service_tier": null,
         "system_fingerprint": null,
-        "usage": usage(turn),
+        "usage": usage(shape, turn, false),
         "prompt_logprobs": null,
-        "kv_transfer_params": null,
+        "prompt_token_ids": ids(turn, &turn.prompt_token_ids),
     });
-    if old_line(shape) {
-        choice["message"]["reasoning"] = choice["message"]["reasoning_content"].clone();
+    if !old {
+        body["prompt_text"] = Value::Null;
     }
-    attach_token_ids(turn, &mut choice, &mut body);
-    body["choices"] = Value::Array(vec![choice]);
+    body["kv_transfer_params"] = Value::Null;
+    if !old {
+        body["ec_transfer_params"] = Value::Null;
+        body["metrics"] = Value::Null;
+    }
     body
 }
 
 pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
     let parsed = parsed(shape, turn, true);
+    let old = old_line(shape);
     let size = turn.stream_chunk_chars;
-    let delta = |delta: Value| {
-        Event::Data(chunk(
+    // Every delta chunk: `token_ids` on the choice; 0.33 adds a top-level `kv_transfer_params`;
+    // 0.11 sends `reasoning_content: null` beside anything that is not reasoning.
+    let delta = |mut delta: Value| {
+        if old && delta.get("reasoning_content").is_none() {
+            delta["reasoning_content"] = Value::Null;
+        }
+        let mut chunk = chunk(
             turn,
-            json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": null}),
-        ))
+            json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": null,
+                   "token_ids": null}),
+        );
+        if !old {
+            chunk["kv_transfer_params"] = Value::Null;
+        }
+        Event::Data(chunk)
     };
-    let mut out = vec![delta(json!({"role": "assistant", "content": ""}))];
+    let mut first = chunk(
+        turn,
+        json!({"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null,
+               "finish_reason": null}),
+    );
+    if old {
+        first["choices"][0]["delta"]["reasoning_content"] = Value::Null;
+    }
+    first["prompt_token_ids"] = ids(turn, &turn.prompt_token_ids);
+    if !old {
+        first["prompt_text"] = Value::Null;
+    }
+    let mut out = vec![Event::Data(first)];
     if let Some(reasoning) = &parsed.reasoning {
         for piece in chunks(reasoning, size) {
             let mut d = json!({reasoning_key(shape): piece});
-            if old_line(shape) {
-                d["reasoning"] = json!(piece);
+            if old {
+                d = json!({"reasoning": piece, "reasoning_content": piece});
             }
             out.push(delta(d));
         }
@@ -111,11 +171,21 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
         }
     }
     for (i, call) in parsed.calls.iter().enumerate() {
+        // 0.33 sends the first argument piece with the call's header; 0.11 the name alone.
+        let pieces = chunks(&call.arguments, size);
+        let (head, rest) = match pieces.split_first() {
+            Some((head, rest)) if !old => (Some(*head), rest),
+            _ => (None, &pieces[..]),
+        };
+        let mut function = Map::new();
+        function.insert("name".into(), json!(call.name));
+        if let Some(head) = head {
+            function.insert("arguments".into(), json!(head));
+        }
         out.push(delta(json!({"tool_calls": [{
-            "index": i, "id": call.id, "type": "function",
-            "function": {"name": call.name},
+            "id": call.id, "type": "function", "index": i, "function": function,
         }]})));
-        for piece in chunks(&call.arguments, size) {
+        for piece in rest {
             out.push(delta(json!({"tool_calls": [{
                 "index": i, "function": {"arguments": piece},
             }]})));
@@ -127,13 +197,27 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
             out.push(delta(json!({"content": piece})));
         }
     }
-    out.push(Event::Data(chunk(
-        turn,
-        json!({"index": 0, "delta": {"content": ""}, "logprobs": null,
-               "finish_reason": parsed.finish_reason, "stop_reason": null}),
-    )));
+    let finish = if old {
+        json!({"index": 0, "delta": {"content": "", "reasoning_content": null}, "logprobs": null,
+               "finish_reason": parsed.finish_reason, "stop_reason": stop_reason(turn),
+               "token_ids": null})
+    } else {
+        json!({"index": 0, "delta": {}, "logprobs": null,
+               "finish_reason": parsed.finish_reason, "stop_reason": stop_reason(turn),
+               "token_ids": null, "weight_versions": null})
+    };
+    let mut finish = chunk(turn, finish);
+    if turn.return_token_ids {
+        // The ids go out with the deltas they produced; the whole list once, at the end, is what
+        // a client assembles from them.
+        finish["choices"][0]["token_ids"] = json!(turn.token_ids);
+    }
+    if !old {
+        finish["kv_transfer_params"] = Value::Null;
+    }
+    out.push(Event::Data(finish));
     if turn.include_usage {
-        out.push(usage_chunk(turn, usage(turn)));
+        out.push(usage_chunk(turn, usage(shape, turn, true)));
     }
     out.push(Event::Done);
     out
@@ -190,6 +274,9 @@ mod tests {
             llama_verbose_tokens: false,
             include_usage: false,
             history_calls: 0,
+            prompt_closes_reasoning: false,
+            first_token: None,
+            stop_token: None,
             syntax: crate::server::Syntax::Kimi,
             flavor: Flavor::Vllm011,
             defects: Vec::new(),

@@ -597,7 +597,7 @@ fn make_turn(
     };
     // The end-of-turn id that stopped the answer (vLLM's `stop_reason`).
     let stop_token = match (&sampled.ids, sampled.cut) {
-        (Some(ids), false) => ids.last().copied(),
+        (Some(ids), false) => ids.last().copied().filter(|&id| !tokens.is_eos(id)),
         _ => None,
     };
     let (prompt_token_ids, prompt_tokens) = (prompt.ids, prompt.count);
@@ -632,6 +632,8 @@ fn make_turn(
             .model
             .clone()
             .unwrap_or_else(|| config.model_name.clone()),
+        complete_text: sampled.complete_text,
+        partial_tokens: sampled.partial_tokens,
         text: sampled.text,
         token_ids,
         prompt_token_ids,

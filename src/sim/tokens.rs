@@ -22,6 +22,24 @@ pub struct Sampled {
     pub count: usize,
     /// `max_tokens` cut the stream before its end token.
     pub cut: bool,
+    /// The last ids that end inside a character (a cut): an incremental detokenizer that waits
+    /// for a character's last byte (vLLM's) never sends their text.
+    pub partial_tokens: usize,
+    /// `text` without those ids' text (`text` itself unless a cut split a character).
+    pub complete_text: String,
+}
+
+impl Sampled {
+    fn whole(text: String, ids: Option<Vec<u32>>, count: usize, cut: bool) -> Sampled {
+        Sampled {
+            complete_text: text.clone(),
+            text,
+            ids,
+            count,
+            cut,
+            partial_tokens: 0,
+        }
+    }
 }
 
 /// What `--model` loaded: a full profile, or only its tokenizer.
@@ -33,6 +51,8 @@ enum Model {
 #[derive(Clone, Default)]
 pub struct TokenCounter {
     model: Option<Arc<Model>>,
+    /// The tokenizer's `eos_token` id (`tokenizer_config.json`), when it is one token.
+    eos_id: Option<u32>,
 }
 
 /// A request's prompt as the server counts it.
@@ -72,9 +92,21 @@ impl TokenCounter {
                 Model::Tokenizer(Tokenizer::from_dir(dir)?)
             }
         };
-        Ok(TokenCounter {
+        let mut counter = TokenCounter {
             model: Some(Arc::new(model)),
-        })
+            eos_id: None,
+        };
+        counter.eos_id = eos_token(dir).and_then(|eos| match counter.encode(&eos).as_deref() {
+            Some([id]) => Some(*id),
+            _ => None,
+        });
+        Ok(counter)
+    }
+
+    /// `id` is the tokenizer's own `eos_token` (vLLM stops on it without a `stop_reason`; an
+    /// end-of-turn id from `generation_config`, such as Kimi's `<|im_end|>`, is the stop reason).
+    pub fn is_eos(&self, id: u32) -> bool {
+        self.eos_id == Some(id)
     }
 
     fn tokenizer(&self) -> Option<&Tokenizer> {
@@ -159,12 +191,31 @@ impl TokenCounter {
         };
         let cut = stop_id.is_none() || ids.last().copied() != stop_id;
         let body = if cut { ids } else { &ids[..ids.len() - 1] };
-        Some(Sampled {
-            text: tokenizer.decode(body),
-            ids: Some(ids.to_vec()),
+        Some(self.cut_at(tokenizer, body, ids.to_vec(), cut))
+    }
+
+    /// `body` (the ids without the stop token) decoded, with the partial character a cut may
+    /// leave at its end told apart.
+    fn cut_at(&self, tokenizer: &Tokenizer, body: &[u32], ids: Vec<u32>, cut: bool) -> Sampled {
+        let text = tokenizer.decode(body);
+        let partial_tokens = if cut {
+            partial_tokens(tokenizer, body)
+        } else {
+            0
+        };
+        let complete_text = if partial_tokens == 0 {
+            text.clone()
+        } else {
+            tokenizer.decode(&body[..body.len() - partial_tokens])
+        };
+        Sampled {
+            text,
             count: ids.len(),
+            ids: Some(ids),
             cut,
-        })
+            partial_tokens,
+            complete_text,
+        }
     }
 
     /// The tokens before the first `close` (a single special token) in `ids`: all of them
@@ -221,41 +272,45 @@ impl TokenCounter {
                 match max_tokens {
                     Some(max) if ids.len() > max => {
                         let kept = ids[..max].to_vec();
-                        Sampled {
-                            text: tokenizer.decode(&kept),
-                            count: kept.len(),
-                            ids: Some(kept),
-                            cut: true,
-                        }
+                        self.cut_at(tokenizer, &kept, kept.clone(), true)
                     }
-                    _ => Sampled {
-                        text: whole.to_string(),
-                        count: ids.len(),
-                        ids: Some(ids),
-                        cut: false,
-                    },
+                    _ => Sampled::whole(whole.to_string(), Some(ids.clone()), ids.len(), false),
                 }
             }
             None => {
                 // The stop token counts as one more piece.
                 let pieces = whole.split_whitespace().count() + 1;
                 match max_tokens {
-                    Some(max) if pieces > max => Sampled {
-                        text: first_pieces(whole, max),
-                        ids: None,
-                        count: max,
-                        cut: true,
-                    },
-                    _ => Sampled {
-                        text: whole.to_string(),
-                        ids: None,
-                        count: pieces,
-                        cut: false,
-                    },
+                    Some(max) if pieces > max => {
+                        Sampled::whole(first_pieces(whole, max), None, max, true)
+                    }
+                    _ => Sampled::whole(whole.to_string(), None, pieces, false),
                 }
             }
         }
     }
+}
+
+/// `eos_token` of `dir/tokenizer_config.json` (a string, or an added-token object's `content`).
+fn eos_token(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("tokenizer_config.json")).ok()?;
+    let config: Value = serde_json::from_str(&text).ok()?;
+    match config.get("eos_token")? {
+        Value::String(s) => Some(s.clone()),
+        other => other.get("content")?.as_str().map(str::to_string),
+    }
+}
+
+/// How many of the last `ids` end inside a character: after them the bytes so far are not
+/// UTF-8 (a character is at most 4 bytes, so at most 3 such ids).
+fn partial_tokens(tokenizer: &Tokenizer, ids: &[u32]) -> usize {
+    (0..ids.len().min(4))
+        .find(|&k| {
+            tokenizer
+                .decode_bytes(&ids[..ids.len() - k])
+                .is_ok_and(|bytes| std::str::from_utf8(&bytes).is_ok())
+        })
+        .unwrap_or(0)
 }
 
 /// `text` up to the end of its `n`-th whitespace-separated piece.

@@ -25,6 +25,11 @@ pub struct Turn {
     pub model: String,
     /// The detokenized output without the stop token: what a server's parsers see.
     pub text: String,
+    /// `text` without the partial character a cut may end on ([`Turn::partial_tokens`]).
+    pub complete_text: String,
+    /// The last sampled ids that end inside a character (a cut), whose text an incremental
+    /// detokenizer waiting for whole characters never sends.
+    pub partial_tokens: usize,
     /// Sampled ids (`<|im_end|>` included unless cut), when a tokenizer is loaded.
     pub token_ids: Option<Vec<u32>>,
     pub prompt_token_ids: Option<Vec<u32>>,
@@ -68,7 +73,7 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
     let mut parsed = server::forward(
         shape,
         &ForwardInput {
-            text: &turn.text,
+            text: detokenized(turn),
             cut: turn.cut,
             stream,
             spaces: turn.spaces_around_special_tokens && shape.spaces_default,
@@ -92,6 +97,17 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
     }
     inject_defects(&mut parsed, turn);
     parsed
+}
+
+/// The text the flavour's detokenizer hands its parsers. vLLM's incremental detokenizer waits
+/// for a character's last byte, so a cut inside a character leaves that character's tokens
+/// unsent (`Look:` for ids ending `Look: ` + a partial `好`: tests/data/server_shapes, vLLM 0.33.0
+/// and 0.11.2, Kimi and DeepSeek-V3); SGLang's sends the partial bytes as U+FFFD.
+pub fn detokenized(turn: &Turn) -> &str {
+    match turn.flavor {
+        Flavor::Vllm | Flavor::Vllm011 => &turn.complete_text,
+        Flavor::OpenRouter | Flavor::Sglang | Flavor::LlamaCpp | Flavor::Raw => &turn.text,
+    }
 }
 
 /// Make a correct answer wrong the ways `turn.defects` say (each only where it applies: an

@@ -24,7 +24,13 @@ pub fn usage(shape: &ServerShape, turn: &Turn, stream: bool) -> Value {
         usage["prompt_tokens_details"] = Value::Null;
     }
     if !old_line(shape) {
-        usage["completion_tokens_details"] = json!({"reasoning_tokens": turn.reasoning_tokens});
+        // Streamed, the parser counts the tokens it was shown: a partial character the cut left
+        // inside the reasoning never was.
+        let mut reasoning_tokens = turn.reasoning_tokens;
+        if stream && reasoning_tokens == turn.completion_tokens {
+            reasoning_tokens -= turn.partial_tokens.min(reasoning_tokens);
+        }
+        usage["completion_tokens_details"] = json!({"reasoning_tokens": reasoning_tokens});
     }
     usage
 }
@@ -84,10 +90,10 @@ pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
     if old || !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls);
     }
-    message[reasoning_key(shape)] = json!(parsed.reasoning);
     if old {
-        message["reasoning_content"] = json!(parsed.reasoning);
+        message["reasoning"] = json!(parsed.reasoning);
     }
+    message[reasoning_key(shape)] = json!(parsed.reasoning);
     let mut choice = json!({
         "index": 0,
         "message": message,
@@ -256,6 +262,8 @@ mod tests {
             created: 0,
             model: "kimi".into(),
             text: text.into(),
+            complete_text: text.into(),
+            partial_tokens: 0,
             token_ids: None,
             prompt_token_ids: None,
             prompt_tokens: 24,

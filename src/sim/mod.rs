@@ -23,6 +23,7 @@ pub mod answer;
 pub mod arguments;
 mod attempts;
 pub mod capacity;
+pub mod coerce;
 pub mod config;
 pub mod counters;
 pub mod endpoints;

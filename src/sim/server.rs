@@ -643,6 +643,7 @@ fn make_turn(
         cut: sampled.cut,
         thinking,
         tools_declared: !request.tools.is_empty(),
+        tools: request.tools.clone(),
         cost,
         minted_call_ids,
         provider: provider.map_or_else(|| config.provider_name.clone(), |p| p.name.clone()),

@@ -40,6 +40,8 @@ pub struct Turn {
     pub cut: bool,
     pub thinking: bool,
     pub tools_declared: bool,
+    /// The request's `tools` (vLLM 0.33 coerces arguments to their schemas).
+    pub tools: Vec<Value>,
     pub cost: f64,
     /// Ids for structured tool calls where the flavour mints its own (`call_<24 hex>`).
     pub minted_call_ids: Vec<String>,
@@ -93,6 +95,13 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
                 .get(i)
                 .map(|id| format!("chatcmpl-tool-{}", id.trim_start_matches("call_")))
                 .unwrap_or_else(|| format!("chatcmpl-tool-{i:024}"));
+        }
+    }
+    // vLLM 0.33's Kimi parser (its parser engine) coerces a non-streamed call's arguments to the
+    // declared schema; streamed deltas were measured unchanged (tests/sim_vs_servers.rs).
+    if shape.coerces_arguments && !stream && turn.syntax == server::Syntax::Kimi {
+        for call in &mut parsed.calls {
+            call.arguments = super::coerce::fix_arg_types(&call.arguments, &call.name, &turn.tools);
         }
     }
     inject_defects(&mut parsed, turn);

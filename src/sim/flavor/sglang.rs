@@ -78,7 +78,8 @@ pub fn response(turn: &Turn) -> Value {
     let mut message = json!({
         "role": "assistant",
         "content": parsed.content,
-        "reasoning_content": parsed.reasoning,
+        // An empty reasoning (`</think>` first) is `null` (…/nonstream/empty_reasoning/001).
+        "reasoning_content": parsed.reasoning.filter(|r| !r.is_empty()),
     });
     if !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls);

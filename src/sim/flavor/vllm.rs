@@ -92,6 +92,9 @@ pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
     }
     if old {
         message["reasoning"] = json!(parsed.reasoning);
+    } else {
+        // 0.33 sends an empty reasoning (`</think>` first) as `null` (…/empty_reasoning/001).
+        parsed.reasoning = parsed.reasoning.filter(|r| !r.is_empty());
     }
     message[reasoning_key(shape)] = json!(parsed.reasoning);
     let mut choice = json!({
@@ -272,6 +275,7 @@ mod tests {
             cut: false,
             thinking: true,
             tools_declared: true,
+            tools: Vec::new(),
             cost: 0.0,
             minted_call_ids: Vec::new(),
             provider: String::new(),

@@ -60,8 +60,116 @@ struct Truth {
 }
 
 /// Known differences, per shape and field, each with how many fixtures may show it at most (the
-/// count may only go down). Each is a difference of the flavour's answer from the server's own.
-const KNOWN: &[(&str, &str, usize)] = &[];
+/// count may only go down). Every one comes from `draftgen::server::forward` (the shape the
+/// flavours and the reconstruction share), not from the flavours' dressing: fixing it there
+/// fixes the sim and the reconstruction's synthesis check together.
+const KNOWN: &[(&str, &str, usize)] = &[
+    // random_mix/002, /007: the model wrote only `<｜end▁of▁sentence｜>`; vLLM's deepseek_v3
+    // parsers send `content: ""`, forward `null` (the reconstruction reads both alike).
+    (
+        "deepseek_v3 vllm 0.33.0 non-stream spaces",
+        "message.content",
+        2,
+    ),
+    // cut_after_arg_begin*, cut_single_after_arg_begin, random_mix/023, /028: a streamed call
+    // cut right after `<|tool_call_argument_begin|>` is sent with arguments `"{}"` (README,
+    // kimi_k25_sglang.jsonl); forward sends `""` for every streamed shape.
+    (
+        "kimi_k25 sglang 0.5.23 stream",
+        "message.tool_calls[].function.arguments",
+        7,
+    ),
+    // vLLM 0.11.2 streamed:
+    // - thinking_off_call/001, random_mix/060 (thinking off, tools, the first token is
+    //   `<|tool_calls_section_begin|>`): vLLM streams the opener as reasoning and still sends
+    //   the call, finish `tool_calls`; forward marks the case `unmodelled` and sends nothing
+    //   (finish_reason, reasoning, reasoning_content, and every field of the call below);
+    // - cut_arguments/001, /002, cut_arguments_nocontent/001, /002, cut_single_arguments/001,
+    //   random_mix/009, /051 (a cut inside the arguments): vLLM streams the arguments so far and
+    //   then the whole argument text again as a JSON string (`{"city": "Tok"{\"city\": …`);
+    //   forward sends the text so far.
+    ("kimi_k25 vllm 0.11.2 stream", "finish_reason", 2),
+    ("kimi_k25 vllm 0.11.2 stream", "message.reasoning", 2),
+    (
+        "kimi_k25 vllm 0.11.2 stream",
+        "message.reasoning_content",
+        2,
+    ),
+    (
+        "kimi_k25 vllm 0.11.2 stream",
+        "message.tool_calls[].function.arguments",
+        9,
+    ),
+    (
+        "kimi_k25 vllm 0.11.2 stream",
+        "message.tool_calls[].function.name",
+        2,
+    ),
+    ("kimi_k25 vllm 0.11.2 stream", "message.tool_calls[].id", 2),
+    (
+        "kimi_k25 vllm 0.11.2 stream",
+        "message.tool_calls[].index",
+        2,
+    ),
+    (
+        "kimi_k25 vllm 0.11.2 stream",
+        "message.tool_calls[].type",
+        2,
+    ),
+    // The same with spaces, plus: the two first-token cases' content `" "` (the joining space
+    // after the opener), and model_id_without_prefix/001, whose streamed name keeps the
+    // joining space (`" get_weather"`: the id has no `functions.` to split it off).
+    ("kimi_k25 vllm 0.11.2 stream spaces", "finish_reason", 2),
+    ("kimi_k25 vllm 0.11.2 stream spaces", "message.content", 2),
+    ("kimi_k25 vllm 0.11.2 stream spaces", "message.reasoning", 2),
+    (
+        "kimi_k25 vllm 0.11.2 stream spaces",
+        "message.reasoning_content",
+        2,
+    ),
+    (
+        "kimi_k25 vllm 0.11.2 stream spaces",
+        "message.tool_calls[].function.arguments",
+        9,
+    ),
+    (
+        "kimi_k25 vllm 0.11.2 stream spaces",
+        "message.tool_calls[].function.name",
+        3,
+    ),
+    (
+        "kimi_k25 vllm 0.11.2 stream spaces",
+        "message.tool_calls[].id",
+        2,
+    ),
+    (
+        "kimi_k25 vllm 0.11.2 stream spaces",
+        "message.tool_calls[].index",
+        2,
+    ),
+    (
+        "kimi_k25 vllm 0.11.2 stream spaces",
+        "message.tool_calls[].type",
+        2,
+    ),
+    // vLLM 0.33.0 with spaces, cut right after `<|tool_call_begin|>` with no content
+    // (cut_after_call_begin_nocontent/001, cut_single_after_call_begin/001): vLLM sends no
+    // content (`null`; `""` streamed), forward the joining space before the opener (`" "`).
+    (
+        "kimi_k25 vllm 0.33.0 non-stream spaces",
+        "message.content",
+        2,
+    ),
+    ("kimi_k25 vllm 0.33.0 stream spaces", "message.content", 2),
+    // cut_call_id/001, /002, cut_call_id_nocontent/001, /002, cut_single_call_id/001: the bogus
+    // call of a streamed cut inside the id is named with the joining space (`" functions"`);
+    // forward strips it.
+    (
+        "kimi_k25 vllm 0.33.0 stream spaces",
+        "message.tool_calls[].function.name",
+        5,
+    ),
+];
 
 fn fixture_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/server_shapes");

@@ -1012,3 +1012,39 @@ fn the_sim_command_prints_its_url_and_serves() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--faults-all 1.5"));
 }
+
+#[tokio::test]
+async fn vllm_011_streams_the_first_token_as_reasoning_when_the_prompt_closes_it() {
+    // vLLM 0.11.2 (`server::Streaming::first_token_reasoning`, its own chunks in
+    // tests/data/server_shapes/kimi_k25_vllm011.jsonl, compared whole by tests/sim_vs_servers.rs):
+    // with tools and `</think>` already in the prompt's ids (here the thinking-off generation
+    // prompt `<think></think>`), the first token streams as reasoning, the rest as content.
+    let sim = start(Flavor::Vllm011, true).await;
+    let tokenizer = Tokenizer::from_dir(&kimi_dir()).unwrap();
+    let mut seen = 0;
+    for i in 0..12 {
+        let mut body = tool_request(i);
+        body["chat_template_kwargs"] = json!({"thinking": false});
+        body["spaces_between_special_tokens"] = json!(false);
+        let (_, plain) = post(&sim, &body).await;
+        let (streamed, _, _, done) = reassemble(&post_stream(&sim, &body).await);
+        assert!(done);
+        // Not streamed, the whole answer is reasoning (0.11 runs the reasoning parser anyway).
+        let whole = message(&plain)["reasoning_content"].as_str().unwrap_or("");
+        let first = tokenizer.decode(&tokenizer.encode(whole)[..1]);
+        if first.ends_with('\u{FFFD}') || first.starts_with("<|") {
+            continue;
+        }
+        seen += 1;
+        assert_eq!(streamed["reasoning"], first, "{whole:?}");
+        // The rest is the tool parser's content (with 0.11.2's section leak after it).
+        let content = streamed["content"].as_str().unwrap();
+        let rest = whole.strip_prefix(first.as_str()).unwrap();
+        let before_section = rest.split("<|tool_calls_section_begin|>").next().unwrap();
+        assert!(
+            content.starts_with(before_section),
+            "{whole:?} / {content:?}"
+        );
+    }
+    assert!(seen > 0);
+}

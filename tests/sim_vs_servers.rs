@@ -171,6 +171,13 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ),
 ];
 
+/// vLLM 0.11.2 streams with tools whose prompt holds `</think>` (an earlier assistant turn, or
+/// thinking off), where the first token streams as reasoning (`Streaming::first_token_reasoning`):
+/// how many of them may differ — thinking_off_call/001 and random_mix/060 (the first token is the
+/// section opener) and random_mix/051 (a cut inside the arguments), each with and without spaces:
+/// all in [`KNOWN`].
+const FIRST_TOKEN_REASONING_DIFFERING: usize = 6;
+
 fn fixture_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/server_shapes");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -351,6 +358,8 @@ fn every_flavour_answers_as_the_server_s_own_code() {
     let mut table: BTreeMap<String, Row> = BTreeMap::new();
     let mut examples: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let verbose = std::env::var_os("DRAFTGEN_SIM_VERBOSE").is_some();
+    // (fixtures, identical) where vLLM 0.11.2 streams the first token as reasoning.
+    let mut first_token = (0, 0);
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
         for (number, line) in text.lines().enumerate() {
@@ -410,6 +419,19 @@ fn every_flavour_answers_as_the_server_s_own_code() {
             normalize(&mut ours, compare_prompt);
             normalize(&mut theirs, compare_prompt);
             let diffs = differing(&ours, &theirs);
+            let request = &fixture.request;
+            let closes_reasoning = request["chat_template_kwargs"]["thinking"] == false
+                || request["messages"]
+                    .as_array()
+                    .is_some_and(|m| m.iter().any(|m| m["role"] == "assistant"));
+            if flavor == Flavor::Vllm011
+                && fixture.server.stream
+                && request["tools"].as_array().is_some_and(|t| !t.is_empty())
+                && closes_reasoning
+            {
+                first_token.0 += 1;
+                first_token.1 += usize::from(diffs.is_empty());
+            }
             if diffs.is_empty() {
                 row.identical += 1;
                 continue;
@@ -453,7 +475,18 @@ fn every_flavour_answers_as_the_server_s_own_code() {
             fields.join(", ")
         );
     }
+    println!(
+        "\nvLLM 0.11.2 streams with the first token as reasoning: {} fixtures, {} identical",
+        first_token.0, first_token.1
+    );
     let mut failures = Vec::new();
+    if first_token.0 == 0 || first_token.0 - first_token.1 > FIRST_TOKEN_REASONING_DIFFERING {
+        failures.push(format!(
+            "first token as reasoning: {} of {} fixtures differ (known: {FIRST_TOKEN_REASONING_DIFFERING})",
+            first_token.0 - first_token.1,
+            first_token.0
+        ));
+    }
     for (shape, row) in &table {
         for (field, &count) in &row.by_field {
             let allowed = KNOWN

@@ -178,6 +178,23 @@ const KNOWN: &[(&str, &str, usize)] = &[
 /// all in [`KNOWN`].
 const FIRST_TOKEN_REASONING_DIFFERING: usize = 6;
 
+/// Streams whose chunks use a framing (a chunk's keys, their order and nulls; text left out) the
+/// server's do not, or miss one of the server's, per shape; may only go down. The assembled
+/// answers are equal (above); what is left is where the finish rides and how fields are split:
+/// the servers send one delta per token, and their parsers hold a token back or merge it with
+/// the next where the text shows no boundary (a tool call's header with its first argument
+/// piece, trailing whitespace, the finish with the last token's text), while the flavours cut
+/// each field into pieces of `stream_chunk_chars` characters.
+const FRAMING_DIFFERS_AT_MOST: &[(&str, usize)] = &[
+    ("deepseek_v3 vllm 0.33.0 stream spaces", 42),
+    ("kimi_k25 sglang 0.5.23 stream", 5),
+    ("kimi_k25 vllm 0.11.2 stream", 66),
+    ("kimi_k25 vllm 0.11.2 stream spaces", 65),
+    ("kimi_k25 vllm 0.33.0 stream", 106),
+    ("kimi_k25 vllm 0.33.0 stream spaces", 124),
+    ("qwen3 vllm 0.33.0 stream spaces", 46),
+];
+
 fn fixture_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/server_shapes");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -337,12 +354,43 @@ fn field_name(path: &str) -> String {
     out.replace("choices[].", "")
 }
 
+/// A chunk's framing: its leaf paths in order, each marked `=null` when null, with the text and
+/// numbers left out (`choices[].delta.content`, `choices[].finish_reason=null`, …).
+fn framing(chunk: &Value) -> String {
+    fn walk(v: &Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, x) in map {
+                    walk(x, &format!("{path}.{k}"), out);
+                }
+            }
+            Value::Array(items) if !items.is_empty() && !items.iter().all(Value::is_number) => {
+                for x in items {
+                    walk(x, &format!("{path}[]"), out);
+                }
+            }
+            Value::Null => out.push(format!("{path}=null")),
+            _ => out.push(path.to_string()),
+        }
+    }
+    let mut out = Vec::new();
+    walk(chunk, "", &mut out);
+    out.join(" ")
+}
+
+/// The framings a stream uses (each once).
+fn framings<'a>(chunks: impl IntoIterator<Item = &'a Value>) -> std::collections::BTreeSet<String> {
+    chunks.into_iter().map(framing).collect()
+}
+
 #[derive(Default)]
 struct Row {
     fixtures: usize,
     identical: usize,
     prompt_tokens_differ: usize,
     by_field: BTreeMap<String, usize>,
+    /// Streams whose chunks use framings the other side's do not.
+    framing_differs: usize,
 }
 
 #[test]
@@ -358,6 +406,7 @@ fn every_flavour_answers_as_the_server_s_own_code() {
     let mut table: BTreeMap<String, Row> = BTreeMap::new();
     let mut examples: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let verbose = std::env::var_os("DRAFTGEN_SIM_VERBOSE").is_some();
+    let mut framing_examples: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     // (fixtures, identical) where vLLM 0.11.2 streams the first token as reasoning.
     let mut first_token = (0, 0);
     for file in &files {
@@ -388,6 +437,7 @@ fn every_flavour_answers_as_the_server_s_own_code() {
                 })
                 .expect("sim")
             });
+            let mut framing_diff = None;
             let ours = match sim
                 .answer_with(&fixture.request, &fixture.truth.completion_ids)
                 .unwrap_or_else(|e| panic!("{}: {e}", fixture.name))
@@ -401,6 +451,15 @@ fn every_flavour_answers_as_the_server_s_own_code() {
                             _ => None,
                         })
                         .collect();
+                    if let Some(chunks) = &fixture.chunks {
+                        let (a, b) = (framings(&data), framings(chunks));
+                        if a != b {
+                            framing_diff = Some((
+                                a.difference(&b).cloned().collect::<Vec<_>>(),
+                                b.difference(&a).cloned().collect::<Vec<_>>(),
+                            ));
+                        }
+                    }
                     assembled(&data)
                 }
             };
@@ -412,6 +471,18 @@ fn every_flavour_answers_as_the_server_s_own_code() {
             let compare_prompt = fixture.truth.prompt_ids.is_some();
             let row = table.entry(shape_key(&fixture)).or_default();
             row.fixtures += 1;
+            if let Some((only_ours, only_theirs)) = framing_diff {
+                row.framing_differs += 1;
+                let list = framing_examples.entry(shape_key(&fixture)).or_default();
+                for f in only_ours {
+                    list.entry(format!("sim only:    {f}"))
+                        .or_insert_with(|| fixture.name.clone());
+                }
+                for f in only_theirs {
+                    list.entry(format!("server only: {f}"))
+                        .or_insert_with(|| fixture.name.clone());
+                }
+            }
             if ours["usage"]["prompt_tokens"] != theirs["usage"]["prompt_tokens"] {
                 row.prompt_tokens_differ += 1;
             }
@@ -459,8 +530,8 @@ fn every_flavour_answers_as_the_server_s_own_code() {
             }
         }
     }
-    println!("\n| shape | fixtures | identical | prompt_tokens differ | differing by field |");
-    println!("|---|---|---|---|---|");
+    println!("\n| shape | fixtures | identical | prompt_tokens differ | chunk framing differs | differing by field |");
+    println!("|---|---|---|---|---|---|");
     for (shape, row) in &table {
         let fields: Vec<String> = row
             .by_field
@@ -468,12 +539,19 @@ fn every_flavour_answers_as_the_server_s_own_code() {
             .map(|(f, n)| format!("{f} {n}"))
             .collect();
         println!(
-            "| {shape} | {} | {} | {} | {} |",
+            "| {shape} | {} | {} | {} | {} | {} |",
             row.fixtures,
             row.identical,
             row.prompt_tokens_differ,
+            row.framing_differs,
             fields.join(", ")
         );
+    }
+    for (shape, list) in &framing_examples {
+        println!("\n{shape}: chunk framings on one side only (first fixture showing it)");
+        for (framing, name) in list {
+            println!("  {framing}\n      {name}");
+        }
     }
     println!(
         "\nvLLM 0.11.2 streams with the first token as reasoning: {} fixtures, {} identical",
@@ -488,6 +566,18 @@ fn every_flavour_answers_as_the_server_s_own_code() {
         ));
     }
     for (shape, row) in &table {
+        let framing_allowed = FRAMING_DIFFERS_AT_MOST
+            .iter()
+            .find(|(s, _)| s == shape)
+            .map_or(0, |(_, n)| *n);
+        if row.framing_differs > framing_allowed {
+            failures.push(format!(
+                "{shape}: the chunk framing differs in {} streams (known: {framing_allowed}; run with --nocapture for the framings)",
+                row.framing_differs
+            ));
+        } else if row.framing_differs < framing_allowed {
+            println!("{shape}: chunk framing now differs in {} streams, FRAMING_DIFFERS_AT_MOST says {framing_allowed}: lower it", row.framing_differs);
+        }
         for (field, &count) in &row.by_field {
             let allowed = KNOWN
                 .iter()

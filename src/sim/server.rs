@@ -595,6 +595,11 @@ fn make_turn(
         // Without a tokenizer a token is a whitespace-separated piece.
         None => Some(first_piece(&sampled.text)),
     };
+    let last_token = sampled
+        .ids
+        .as_deref()
+        .and_then(|ids| ids.last())
+        .and_then(|&id| tokens.decode(&[id]));
     // The end-of-turn id that stopped the answer (vLLM's `stop_reason`).
     let stop_token = match (&sampled.ids, sampled.cut) {
         (Some(ids), false) => ids.last().copied().filter(|&id| !tokens.is_eos(id)),
@@ -665,6 +670,7 @@ fn make_turn(
         history_calls: answer::prior_tool_calls(&request.messages),
         prompt_closes_reasoning,
         first_token,
+        last_token,
         stop_token,
         syntax,
     }

@@ -251,6 +251,10 @@ impl TokenCounter {
         Some(end - start)
     }
 
+    pub fn decode(&self, ids: &[u32]) -> Option<String> {
+        self.tokenizer().map(|t| t.decode(ids))
+    }
+
     /// The text of the first of `ids` as an incremental detokenizer sends it: `""` when the
     /// token ends inside a character (the detokenizer holds partial bytes back).
     pub fn first_token_text(&self, ids: &[u32]) -> Option<String> {

@@ -58,6 +58,8 @@ pub struct Turn {
     pub prompt_closes_reasoning: bool,
     /// The first sampled token's text as the detokenizer sends it (`None`: no tokenizer).
     pub first_token: Option<String>,
+    /// The last sampled token's text (`None`: no tokenizer, or nothing sampled).
+    pub last_token: Option<String>,
     /// The end-of-turn id that ended the answer (`None`: cut, or no tokenizer).
     pub stop_token: Option<u32>,
     /// The family syntax of `text` (which parsers the server runs).

@@ -129,27 +129,42 @@ pub fn events(turn: &Turn) -> Vec<Event> {
             out.push(delta(json!({"reasoning_content": piece})));
         }
     }
+    // With tools declared, content goes through the tool parser's path, whose chunks carry
+    // `role: null` and a top-level `usage: null` (as every tool-call chunk does).
+    let tool_path = |delta: Event| match delta {
+        Event::Data(mut chunk) => {
+            chunk["usage"] = Value::Null;
+            Event::Data(chunk)
+        }
+        other => other,
+    };
     if let Some(content) = &parsed.content {
         for piece in chunks(content, size) {
-            out.push(delta(json!({"reasoning_content": null, "content": piece})));
+            out.push(if turn.tools_declared {
+                tool_path(delta(
+                    json!({"role": null, "content": piece, "reasoning_content": null}),
+                ))
+            } else {
+                delta(json!({"reasoning_content": null, "content": piece}))
+            });
         }
     }
     for (i, call) in parsed.calls.iter().enumerate() {
-        out.push(delta(
+        out.push(tool_path(delta(
             json!({"role": null, "content": null, "reasoning_content": null,
             "tool_calls": [{
                 "id": call.id, "index": i, "type": "function",
                 "function": {"name": call.name, "arguments": ""},
             }]}),
-        ));
+        )));
         for piece in chunks(&call.arguments, size) {
-            out.push(delta(
+            out.push(tool_path(delta(
                 json!({"role": null, "content": null, "reasoning_content": null,
                 "tool_calls": [{
                     "id": null, "index": i, "type": "function",
                     "function": {"name": null, "arguments": piece},
                 }]}),
-            ));
+            )));
         }
     }
     out.push(Event::Data(chunk(

@@ -132,6 +132,16 @@ pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
     body
 }
 
+/// Some text of `delta` ends with `text` (the delta shows that token).
+fn ends_with(delta: &Value, text: &str) -> bool {
+    match delta {
+        Value::String(s) => s.ends_with(text),
+        Value::Array(items) => items.iter().any(|v| ends_with(v, text)),
+        Value::Object(map) => map.values().any(|v| ends_with(v, text)),
+        _ => false,
+    }
+}
+
 pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
     let parsed = parsed(shape, turn, true);
     let old = old_line(shape);
@@ -140,7 +150,15 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
     // 0.11 sends `reasoning_content: null` beside anything that is not reasoning.
     let delta = |mut delta: Value| {
         if old && delta.get("reasoning_content").is_none() {
+            // Before the tool calls, after the content (the fields' order in 0.11's deltas).
+            let calls = delta.as_object_mut().and_then(|d| d.remove("tool_calls"));
             delta["reasoning_content"] = Value::Null;
+            if let Some(calls) = calls {
+                let mut ordered = Map::new();
+                ordered.insert("reasoning_content".into(), Value::Null);
+                ordered.insert("tool_calls".into(), calls);
+                delta = Value::Object(ordered);
+            }
         }
         let mut chunk = chunk(
             turn,
@@ -206,15 +224,34 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
             out.push(delta(json!({"content": piece})));
         }
     }
-    let finish = if old {
-        json!({"index": 0, "delta": {"content": "", "reasoning_content": null}, "logprobs": null,
-               "finish_reason": parsed.finish_reason, "stop_reason": stop_reason(turn),
-               "token_ids": null})
-    } else {
-        json!({"index": 0, "delta": {}, "logprobs": null,
-               "finish_reason": parsed.finish_reason, "stop_reason": stop_reason(turn),
-               "token_ids": null, "weight_versions": null})
+    // The finish rides on the last token's chunk: the end-of-turn token's, which shows nothing
+    // (`{}`; 0.11: `content: ""`), or on a cut the last sampled token's — its text when it
+    // showed some (the last delta, moved here), nothing when it was a marker or a partial
+    // character.
+    let last_token = turn.last_token.as_deref().filter(|t| !t.is_empty());
+    let shown_by_last = |delta: &Value| {
+        turn.cut && turn.partial_tokens == 0 && last_token.is_some_and(|t| ends_with(delta, t))
     };
+    let last_delta = match out.last() {
+        Some(Event::Data(last)) if out.len() > 1 && shown_by_last(&last["choices"][0]["delta"]) => {
+            let delta = last["choices"][0]["delta"].clone();
+            out.pop();
+            Some(delta)
+        }
+        _ => None,
+    };
+    let finish_delta = match (last_delta, turn.cut, old) {
+        (Some(delta), _, _) => delta,
+        (None, false, true) => json!({"content": "", "reasoning_content": null}),
+        (None, true, true) => json!({"reasoning_content": null}),
+        (None, _, false) => json!({}),
+    };
+    let mut finish = json!({"index": 0, "delta": finish_delta, "logprobs": null,
+        "finish_reason": parsed.finish_reason, "stop_reason": stop_reason(turn),
+        "token_ids": null});
+    if !old {
+        finish["weight_versions"] = Value::Null;
+    }
     let mut finish = chunk(turn, finish);
     if turn.return_token_ids {
         // The ids go out with the deltas they produced; the whole list once, at the end, is what
@@ -288,6 +325,7 @@ mod tests {
             history_calls: 0,
             prompt_closes_reasoning: false,
             first_token: None,
+            last_token: None,
             stop_token: None,
             syntax: crate::server::Syntax::Kimi,
             flavor: Flavor::Vllm011,

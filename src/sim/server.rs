@@ -672,6 +672,10 @@ fn make_turn(
         first_token,
         last_token,
         stop_token,
+        // vLLM and SGLang send a delta per token (OpenRouter's providers vary: pieces).
+        token_deltas: matches!(flavor, Flavor::Vllm | Flavor::Vllm011 | Flavor::Sglang)
+            .then(|| tokens.clone())
+            .filter(|t| t.has_tokenizer()),
         syntax,
     }
 }

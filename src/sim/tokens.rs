@@ -48,6 +48,15 @@ enum Model {
     Tokenizer(Tokenizer),
 }
 
+impl std::fmt::Debug for TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenCounter")
+            .field("tokenizer", &self.has_tokenizer())
+            .field("eos_id", &self.eos_id)
+            .finish()
+    }
+}
+
 #[derive(Clone, Default)]
 pub struct TokenCounter {
     model: Option<Arc<Model>>,
@@ -249,6 +258,25 @@ impl TokenCounter {
             .and_then(|open| ids[..end].iter().position(|&id| id == open))
             .map_or(0, |at| at + 1);
         Some(end - start)
+    }
+
+    /// Where `text` splits into its tokens' texts, as a server streaming one token per delta sends
+    /// it: the byte offsets after each piece, a token that ends inside a character joined with the
+    /// next. `None` without a tokenizer, or when the tokens' bytes do not spell `text` back.
+    pub fn token_ends(&self, text: &str) -> Option<Vec<usize>> {
+        let tokenizer = self.tokenizer()?;
+        let mut ends = Vec::new();
+        let mut at = 0;
+        for id in tokenizer.encode(text) {
+            at += tokenizer.decode_bytes(&[id]).ok()?.len();
+            if at > text.len() {
+                return None;
+            }
+            if text.is_char_boundary(at) {
+                ends.push(at);
+            }
+        }
+        (at == text.len()).then_some(ends)
     }
 
     pub fn decode(&self, ids: &[u32]) -> Option<String> {

@@ -62,6 +62,9 @@ pub struct Turn {
     pub last_token: Option<String>,
     /// The end-of-turn id that ended the answer (`None`: cut, or no tokenizer).
     pub stop_token: Option<u32>,
+    /// Stream one token's text per delta, split with this tokenizer (vLLM and SGLang do); `None`:
+    /// pieces of `stream_chunk_chars` characters.
+    pub token_deltas: Option<super::tokens::TokenCounter>,
     /// The family syntax of `text` (which parsers the server runs).
     pub syntax: server::Syntax,
     /// The flavour answering (the simulator's, or the named provider's).
@@ -318,6 +321,26 @@ pub fn chunks(text: &str, size: usize) -> Vec<&str> {
         out.push(&text[start..]);
     }
     out
+}
+
+/// The pieces a stream sends `text` in: one token's text each where the turn streams by token
+/// ([`Turn::token_deltas`]), else [`chunks`] of `stream_chunk_chars`.
+pub fn deltas<'a>(turn: &Turn, text: &'a str) -> Vec<&'a str> {
+    let ends = turn.token_deltas.as_ref().and_then(|t| t.token_ends(text));
+    match ends {
+        Some(ends) => {
+            let mut start = 0;
+            ends.into_iter()
+                .map(|end| {
+                    let piece = &text[start..end];
+                    start = end;
+                    piece
+                })
+                .filter(|piece| !piece.is_empty())
+                .collect()
+        }
+        None => chunks(text, turn.stream_chunk_chars),
+    }
 }
 
 /// A chunk object around one `choices[0]` entry.

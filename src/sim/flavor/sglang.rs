@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 
-use super::{attach_token_ids, chunk, chunks, parsed, usage_chunk, Event, Turn};
+use super::{attach_token_ids, chunk, deltas, parsed, usage_chunk, Event, Turn};
 use crate::server::sglang::SHAPE;
 
 /// `<|im_end|>`, which SGLang reports as the stop it matched.
@@ -113,7 +113,6 @@ pub fn response(turn: &Turn) -> Value {
 
 pub fn events(turn: &Turn) -> Vec<Event> {
     let parsed = parsed(&SHAPE, turn, true);
-    let size = turn.stream_chunk_chars;
     let delta = |delta: Value| {
         Event::Data(chunk(
             turn,
@@ -125,7 +124,7 @@ pub fn events(turn: &Turn) -> Vec<Event> {
         json!({"reasoning_content": null, "role": "assistant", "content": ""}),
     )];
     if let Some(reasoning) = &parsed.reasoning {
-        for piece in chunks(reasoning, size) {
+        for piece in deltas(turn, reasoning) {
             out.push(delta(json!({"reasoning_content": piece})));
         }
     }
@@ -139,7 +138,7 @@ pub fn events(turn: &Turn) -> Vec<Event> {
         other => other,
     };
     if let Some(content) = &parsed.content {
-        for piece in chunks(content, size) {
+        for piece in deltas(turn, content) {
             out.push(if turn.tools_declared {
                 tool_path(delta(
                     json!({"role": null, "content": piece, "reasoning_content": null}),
@@ -157,7 +156,7 @@ pub fn events(turn: &Turn) -> Vec<Event> {
                 "function": {"name": call.name, "arguments": ""},
             }]}),
         )));
-        for piece in chunks(&call.arguments, size) {
+        for piece in deltas(turn, &call.arguments) {
             out.push(tool_path(delta(
                 json!({"role": null, "content": null, "reasoning_content": null,
                 "tool_calls": [{

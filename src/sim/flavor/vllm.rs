@@ -9,7 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chunk, chunks, parsed, reasoning_key, usage_chunk, Event, Turn};
+use super::{chunk, deltas, parsed, reasoning_key, usage_chunk, Event, Turn};
 use crate::server::{CallIds, ReasoningField, ServerShape};
 
 /// `usage` as vLLM sends it: 0.33 adds `completion_tokens_details.reasoning_tokens` (its reasoning
@@ -145,7 +145,6 @@ fn ends_with(delta: &Value, text: &str) -> bool {
 pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
     let parsed = parsed(shape, turn, true);
     let old = old_line(shape);
-    let size = turn.stream_chunk_chars;
     // Every delta chunk: `token_ids` on the choice; 0.33 adds a top-level `kv_transfer_params`;
     // 0.11 sends `reasoning_content: null` beside anything that is not reasoning.
     let delta = |mut delta: Value| {
@@ -184,7 +183,7 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
     }
     let mut out = vec![Event::Data(first)];
     if let Some(reasoning) = &parsed.reasoning {
-        for piece in chunks(reasoning, size) {
+        for piece in deltas(turn, reasoning) {
             let mut d = json!({reasoning_key(shape): piece});
             if old {
                 d = json!({"reasoning": piece, "reasoning_content": piece});
@@ -193,34 +192,46 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
         }
     }
     if let Some(content) = &parsed.content {
-        for piece in chunks(content, size) {
+        for piece in deltas(turn, content) {
             out.push(delta(json!({"content": piece})));
         }
     }
+    // 0.33's Kimi parser (its parser engine) sends a call's header with its first argument piece
+    // (`""` when none came yet); 0.11's and the hermes / deepseek_v3 parsers send the name alone.
+    // hermes adds `content: null` to every tool-call delta.
+    let kimi = turn.syntax == crate::server::Syntax::Kimi;
+    let header_with_arguments = kimi && !old;
+    let tool_delta = |calls: Value| {
+        if turn.syntax == crate::server::Syntax::Hermes {
+            json!({"content": null, "tool_calls": calls})
+        } else {
+            json!({"tool_calls": calls})
+        }
+    };
     for (i, call) in parsed.calls.iter().enumerate() {
-        // 0.33 sends the first argument piece with the call's header; 0.11 the name alone.
-        let pieces = chunks(&call.arguments, size);
+        let pieces = deltas(turn, &call.arguments);
         let (head, rest) = match pieces.split_first() {
-            Some((head, rest)) if !old => (Some(*head), rest),
-            _ => (None, &pieces[..]),
+            _ if !header_with_arguments => (None, &pieces[..]),
+            Some((head, rest)) => (Some(*head), rest),
+            None => (Some(""), &pieces[..]),
         };
         let mut function = Map::new();
         function.insert("name".into(), json!(call.name));
         if let Some(head) = head {
             function.insert("arguments".into(), json!(head));
         }
-        out.push(delta(json!({"tool_calls": [{
+        out.push(delta(tool_delta(json!([{
             "id": call.id, "type": "function", "index": i, "function": function,
-        }]})));
+        }]))));
         for piece in rest {
-            out.push(delta(json!({"tool_calls": [{
+            out.push(delta(tool_delta(json!([{
                 "index": i, "function": {"arguments": piece},
-            }]})));
+            }]))));
         }
     }
     if let Some(leak) = &parsed.content_after_calls {
         // 0.11.2 sends its tool parser's buffer at the section's end (`Streaming`).
-        for piece in chunks(leak, size) {
+        for piece in deltas(turn, leak) {
             out.push(delta(json!({"content": piece})));
         }
     }
@@ -327,6 +338,7 @@ mod tests {
             first_token: None,
             last_token: None,
             stop_token: None,
+            token_deltas: None,
             syntax: crate::server::Syntax::Kimi,
             flavor: Flavor::Vllm011,
             defects: Vec::new(),

@@ -531,7 +531,7 @@ fn every_flavour_answers_as_the_server_s_own_code() {
             }
         }
     }
-    println!("\n| shape | fixtures | identical | prompt_tokens differ | chunk framing differs | differing by field |");
+    println!("\n| shape | fixtures | identical | prompt_tokens differ (prompt rendered without its tools) | chunk framing differs | differing by field |");
     println!("|---|---|---|---|---|---|");
     for (shape, row) in &table {
         let fields: Vec<String> = row

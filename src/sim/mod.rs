@@ -8,6 +8,9 @@
 //! (seed, request), so a retried or resumed request gets the same answer; a [`flavor`] turns it
 //! into one server's response through that server's shape (`crate::server`); [`faults`] decides, per attempt, whether
 //! the answer is replaced by a failure. [`server`] ties them to HTTP.
+//! [`Simulator::answer_with`] answers a request with given token ids instead of the model's own
+//! through the same path (how `tests/sim_vs_servers.rs` holds every flavour to the servers' own
+//! answers).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), draftgen::sim::SimError> {

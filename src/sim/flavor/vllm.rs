@@ -1,11 +1,24 @@
-//! vLLM serving Kimi with `--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`; what it does
-//! to the text is `crate::server::vllm`'s shape (0.33, or the 0.11–0.2x line with
-//! `reasoning_content`): this file dresses it as vLLM's JSON. `return_token_ids` adds
-//! `prompt_token_ids` and `choices[].token_ids`. With `spaces_around_special_tokens` the text is
-//! first detokenized with vLLM's default `spaces_between_special_tokens=True` artefact.
-//! 0.11 (vLLM 0.11.2's own code): both `reasoning` and `reasoning_content`; non-streamed calls get
-//! random `chatcmpl-tool-…` ids. Streaming: deltas of `reasoning`, `content`, tool calls by index (id and name first, then
-//! argument pieces), a finish chunk, a usage chunk if `stream_options.include_usage`, `[DONE]`.
+//! vLLM serving a model with its reasoning and tool parsers (Kimi: `kimi_k2`; Qwen3: `qwen3` +
+//! `hermes`; DeepSeek-V3: `deepseek_v3`); what it does to the text is `crate::server::vllm`'s shape
+//! (0.33, or the 0.11–0.2x line): this file dresses it as vLLM's JSON, key for key as vLLM
+//! 0.33.0's and 0.11.2's own serving code sends it (tests/data/server_shapes, compared whole by
+//! tests/sim_vs_servers.rs):
+//! - 0.33: `reasoning`; no `tool_calls` key without calls; `stop_reason` (the end-of-turn id, `null`
+//!   for the tokenizer's own eos or a cut), `token_ids`, `routed_experts`, `weight_versions` on
+//!   the choice; `prompt_token_ids`, `prompt_text`, `kv_transfer_params`, `ec_transfer_params`,
+//!   `metrics` on the body; `usage.completion_tokens_details.reasoning_tokens` (the reasoning
+//!   parser's count). Non-streamed Kimi arguments are coerced to the schema ([`crate::sim::coerce`]).
+//! - 0.11: `reasoning` and `reasoning_content` alike, `tool_calls: []` without calls, random
+//!   `chatcmpl-tool-…` ids on non-streamed calls, no `completion_tokens_details`; every
+//!   non-reasoning delta carries `reasoning_content: null`.
+//! - Streams: one token's text per delta; a call's header (id, type, index, name — with 0.33's
+//!   Kimi parser also its first argument piece) then argument deltas; the finish rides on the
+//!   last token's chunk (`delta: {}` for the end-of-turn token; on a cut, the last text); a usage
+//!   chunk without `prompt_tokens_details` if `stream_options.include_usage`; `[DONE]`.
+//!
+//! `return_token_ids` fills `prompt_token_ids` and `choices[].token_ids`. With spaces around
+//! special tokens (the request's `spaces_between_special_tokens`, else the sim's setting) a Kimi
+//! text is first detokenized with vLLM's `spaces_between_special_tokens=True` artefact.
 
 use serde_json::{json, Map, Value};
 

@@ -152,7 +152,8 @@ pub struct SimConfig {
     pub model_name: String,
     pub faults: FaultRates,
     pub latency: Latency,
-    /// Characters of text per streamed delta.
+    /// Characters of text per streamed delta, where the flavour does not stream one token per
+    /// delta (vLLM and SGLang do, with a tokenizer loaded).
     pub stream_chunk_chars: usize,
     /// vLLM's `spaces_between_special_tokens` artefact: one space joined around every added token,
     /// for requests that do not say (a request's `spaces_between_special_tokens` wins, as on vLLM).

@@ -484,6 +484,13 @@ fn every_flavour_answers_as_the_server_s_own_code() {
                         .1 += 1;
                 }
             }
+            // The count is the sampled ids' (the end-of-turn token included), whatever else differs.
+            assert_eq!(
+                ours["usage"]["completion_tokens"],
+                fixture.truth.completion_ids.len(),
+                "{}: completion_tokens",
+                fixture.name
+            );
             if ours["usage"]["prompt_tokens"] != theirs["usage"]["prompt_tokens"] {
                 row.prompt_tokens_differ += 1;
             }

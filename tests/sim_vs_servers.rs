@@ -13,7 +13,11 @@
 //! reference render (`truth.prompt_ids`); the fixtures with tools were rendered without them
 //! (README there), so their count is reported, not compared.
 //!
-//! Every difference left is in [`KNOWN`], with why; the list may only shrink.
+//! Every difference left is in [`KNOWN`], with why; the list may only shrink. Streams are also
+//! compared chunk by chunk for their framing (keys, order, nulls; [`FRAMING_DIFFERS_AT_MOST`]),
+//! and vLLM 0.11.2's first token streamed as reasoning is counted on its own
+//! ([`FIRST_TOKEN_REASONING_DIFFERING`]). `DRAFTGEN_SIM_VERBOSE=1` lists every difference;
+//! `--nocapture` prints the table (BENCHMARKS.md) and the framings on one side only.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -37,7 +37,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // Trainer files from a build (the conversation export reads the run's journal lines).
     ("export", &["build", "completion", "journal"]),
-    ("sim", &["api", "completion", "dataset", "model", "server"]),
+    // pyjson: vLLM 0.33 re-serializes coerced arguments with `json.dumps` (sim/coerce.rs).
+    (
+        "sim",
+        &["api", "completion", "dataset", "model", "pyjson", "server"],
+    ),
     (
         "build",
         &[

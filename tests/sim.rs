@@ -247,6 +247,45 @@ fn native_from_vllm(body: &Value, think_end: bool) -> String {
     out
 }
 
+/// `body` with each call's arguments as the model wrote them (read from `sampled`, the decoded
+/// ids) where vLLM 0.33 coerced them to the schema: the values must be the same numbers (the
+/// simulated model writes `0.0` for a `number`, which vLLM sends as `0`), nothing else changed.
+fn uncoerced(mut body: Value, sampled: &str) -> Value {
+    let written: Vec<&str> = sampled
+        .split("<|tool_call_argument_begin|>")
+        .skip(1)
+        .filter_map(|rest| rest.split("<|tool_call_end|>").next())
+        .collect();
+    fn numbers_as_f64(v: &Value) -> Value {
+        match v {
+            Value::Number(n) => json!(n.as_f64()),
+            Value::Array(items) => Value::Array(items.iter().map(numbers_as_f64).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), numbers_as_f64(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    let Some(calls) = body["choices"][0]["message"]["tool_calls"].as_array_mut() else {
+        return body;
+    };
+    for (call, written) in calls.iter_mut().zip(written) {
+        let sent = call["function"]["arguments"].as_str().unwrap_or_default();
+        if sent != written {
+            let parse = |t: &str| numbers_as_f64(&serde_json::from_str::<Value>(t).unwrap());
+            assert_eq!(
+                parse(sent),
+                parse(written),
+                "only coerced: {sent} / {written}"
+            );
+            call["function"]["arguments"] = json!(written);
+        }
+    }
+    body
+}
+
 #[tokio::test]
 async fn openrouter_stream_reassembles_to_the_plain_answer() {
     let sim = start(Flavor::OpenRouter, false).await;
@@ -406,6 +445,7 @@ async fn vllm_return_token_ids_equal_the_tokenized_native_stream() {
         assert_eq!(status, 200);
         let ids: Vec<u32> =
             serde_json::from_value(answer["choices"][0]["token_ids"].clone()).unwrap();
+        let answer = uncoerced(answer, &tokenizer.decode(&ids));
         let native = native_from_vllm(&answer, true);
         let ambiguous = !calls(&answer).is_empty() && message(&answer)["content"].is_null();
         if ambiguous && ids != tokenizer.encode(&native) {
@@ -971,4 +1011,40 @@ fn the_sim_command_prints_its_url_and_serves() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--faults-all 1.5"));
+}
+
+#[tokio::test]
+async fn vllm_011_streams_the_first_token_as_reasoning_when_the_prompt_closes_it() {
+    // vLLM 0.11.2 (`server::Streaming::first_token_reasoning`, its own chunks in
+    // tests/data/server_shapes/kimi_k25_vllm011.jsonl, compared whole by tests/sim_vs_servers.rs):
+    // with tools and `</think>` already in the prompt's ids (here the thinking-off generation
+    // prompt `<think></think>`), the first token streams as reasoning, the rest as content.
+    let sim = start(Flavor::Vllm011, true).await;
+    let tokenizer = Tokenizer::from_dir(&kimi_dir()).unwrap();
+    let mut seen = 0;
+    for i in 0..12 {
+        let mut body = tool_request(i);
+        body["chat_template_kwargs"] = json!({"thinking": false});
+        body["spaces_between_special_tokens"] = json!(false);
+        let (_, plain) = post(&sim, &body).await;
+        let (streamed, _, _, done) = reassemble(&post_stream(&sim, &body).await);
+        assert!(done);
+        // Not streamed, the whole answer is reasoning (0.11 runs the reasoning parser anyway).
+        let whole = message(&plain)["reasoning_content"].as_str().unwrap_or("");
+        let first = tokenizer.decode(&tokenizer.encode(whole)[..1]);
+        if first.ends_with('\u{FFFD}') || first.starts_with("<|") {
+            continue;
+        }
+        seen += 1;
+        assert_eq!(streamed["reasoning"], first, "{whole:?}");
+        // The rest is the tool parser's content (with 0.11.2's section leak after it).
+        let content = streamed["content"].as_str().unwrap();
+        let rest = whole.strip_prefix(first.as_str()).unwrap();
+        let before_section = rest.split("<|tool_calls_section_begin|>").next().unwrap();
+        assert!(
+            content.starts_with(before_section),
+            "{whole:?} / {content:?}"
+        );
+    }
+    assert!(seen > 0);
 }

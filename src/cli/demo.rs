@@ -197,6 +197,10 @@ fn demo_config(base_url: &str, flavor: Flavor, model_name: &str) -> RunConfig {
     // Say what the simulator does (no spaces around special tokens unless configured), rather
     // than leave it to the kind's default (true for vLLM).
     endpoint.spaces_around_special_tokens = Some(SimConfig::default().spaces_around_special_tokens);
+    // The 0.11 flavour answers as vLLM's 0.11–0.2x line: the run records that version.
+    if flavor == Flavor::Vllm011 {
+        endpoint.server_version = Some("0.11".to_string());
+    }
     config.endpoints = vec![endpoint];
     config.request.model = model_name.to_string();
     config.request.max_tokens = Some(2048);

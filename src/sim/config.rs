@@ -146,13 +146,17 @@ pub struct SimConfig {
     pub model_dir: Option<PathBuf>,
     /// The model family profile for `model_dir` (`None`: detected from the directory).
     pub profile: Option<String>,
+    /// A chat template replacing `model_dir`'s (prompt counts and ids render with it).
+    pub chat_template: Option<PathBuf>,
     /// The model name reported when a request names none (and listed by `/v1/models`).
     pub model_name: String,
     pub faults: FaultRates,
     pub latency: Latency,
-    /// Characters of text per streamed delta.
+    /// Characters of text per streamed delta, where the flavour does not stream one token per
+    /// delta (vLLM and SGLang do, with a tokenizer loaded).
     pub stream_chunk_chars: usize,
-    /// vLLM's `spaces_between_special_tokens` artefact: one space joined around every added token.
+    /// vLLM's `spaces_between_special_tokens` artefact: one space joined around every added token,
+    /// for requests that do not say (a request's `spaces_between_special_tokens` wins, as on vLLM).
     pub spaces_around_special_tokens: bool,
     pub prices: Prices,
     /// `GET /api/v1/key` `limit`; once spent, chat requests get 402. `None`: unlimited.
@@ -182,6 +186,7 @@ impl Default for SimConfig {
             seed: 0,
             model_dir: None,
             profile: None,
+            chat_template: None,
             model_name: "moonshotai/kimi-k2.5".to_string(),
             faults: FaultRates::default(),
             latency: Latency::default(),

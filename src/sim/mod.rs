@@ -8,6 +8,9 @@
 //! (seed, request), so a retried or resumed request gets the same answer; a [`flavor`] turns it
 //! into one server's response through that server's shape (`crate::server`); [`faults`] decides, per attempt, whether
 //! the answer is replaced by a failure. [`server`] ties them to HTTP.
+//! [`Simulator::answer_with`] answers a request with given token ids instead of the model's own
+//! through the same path (how `tests/sim_vs_servers.rs` holds every flavour to the servers' own
+//! answers).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), draftgen::sim::SimError> {
@@ -23,6 +26,7 @@ pub mod answer;
 pub mod arguments;
 mod attempts;
 pub mod capacity;
+pub mod coerce;
 pub mod config;
 pub mod counters;
 pub mod endpoints;
@@ -43,7 +47,7 @@ pub use counters::{CounterSnapshot, Counters};
 pub use faults::{FaultKind, FaultRates, ToolDefect, ToolDefectRates};
 pub use providers::NamedProvider;
 pub use replay::{Replay, ReplayError};
-pub use server::{serve, spawn, SimHandle, Simulator};
+pub use server::{serve, spawn, Answered, SimHandle, Simulator};
 
 /// Why the simulator could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]

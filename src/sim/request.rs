@@ -23,6 +23,8 @@ pub struct ChatRequest {
     pub exclude_reasoning: bool,
     /// vLLM/SGLang `return_token_ids`.
     pub return_token_ids: bool,
+    /// vLLM's `spaces_between_special_tokens` as sent (`None`: the server's default).
+    pub spaces_between_special_tokens: Option<bool>,
     /// llama.cpp `return_tokens` + `verbose` (`__verbose.tokens`).
     pub llama_verbose_tokens: bool,
     /// OpenRouter `provider.only`: the providers allowed to answer.
@@ -77,6 +79,9 @@ impl ChatRequest {
                 .unwrap_or(true),
             exclude_reasoning: flag(obj.get("reasoning").and_then(|r| r.get("exclude"))),
             return_token_ids: flag(obj.get("return_token_ids")),
+            spaces_between_special_tokens: obj
+                .get("spaces_between_special_tokens")
+                .and_then(Value::as_bool),
             llama_verbose_tokens: flag(obj.get("return_tokens")) && flag(obj.get("verbose")),
             provider_only: obj
                 .get("provider")

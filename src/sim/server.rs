@@ -58,15 +58,19 @@ pub struct Simulator {
 impl Simulator {
     /// Load the tokenizer (if `model_dir` is set) and prepare the state.
     pub fn new(config: SimConfig) -> Result<Self, SimError> {
-        let tokens = TokenCounter::load(config.model_dir.as_deref(), config.profile.as_deref())
-            .map_err(|source| SimError::Model {
-                dir: config
-                    .model_dir
-                    .as_ref()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_default(),
-                source,
-            })?;
+        let tokens = TokenCounter::load(
+            config.model_dir.as_deref(),
+            config.profile.as_deref(),
+            config.chat_template.as_deref(),
+        )
+        .map_err(|source| SimError::Model {
+            dir: config
+                .model_dir
+                .as_ref()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+            source,
+        })?;
         let (shutdown_tx, shutdown) = watch::channel(false);
         let capacity = config.capacity.map(|c| Arc::new(Capacity::new(c)));
         Ok(Simulator {
@@ -414,14 +418,12 @@ async fn chat_completions(
         _ => {}
     }
 
-    let turn = make_turn(
-        &shared,
-        &request,
-        key,
-        attempt,
-        fault == Some(FaultKind::Empty),
-        provider,
-    );
+    let written = if fault == Some(FaultKind::Empty) {
+        Written::Empty
+    } else {
+        Written::Own
+    };
+    let turn = make_turn(&shared, &request, key, attempt, written, provider);
     let latency = config.latency.base + config.latency.per_token * turn.completion_tokens as u32;
     if fault.is_none() || fault == Some(FaultKind::Empty) {
         shared.counters.answered(turn.cost);
@@ -434,15 +436,73 @@ async fn chat_completions(
     }
 }
 
-/// Write, sample and count the answer to `request`.
+/// What the simulated model writes for one request.
+#[derive(Clone, Copy)]
+enum Written<'a> {
+    /// Its own answer, a pure function of (seed, request).
+    Own,
+    /// Nothing (the `empty` fault).
+    Empty,
+    /// These ids, its end-of-turn token included unless `max_tokens` cut them
+    /// ([`Simulator::answer_with`]).
+    Given(&'a [u32]),
+}
+
+/// What the simulator sends for one chat request: the body, or the stream's events.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answered {
+    Body(Value),
+    Events(Vec<Event>),
+}
+
+impl Simulator {
+    /// What `POST /v1/chat/completions` answers to the request `body` when the model wrote
+    /// `completion_ids` (the end-of-turn id last unless `max_tokens` cut it) instead of its own
+    /// answer: the same request reading, sampling, counting and flavour as a served answer,
+    /// without faults, pacing or named providers. It lets a test send a known token stream
+    /// through a flavour and compare with what a real server's code sent for it
+    /// (`tests/sim_vs_servers.rs`). Needs a tokenizer (`model_dir`).
+    pub fn answer_with(&self, body: &Value, completion_ids: &[u32]) -> Result<Answered, String> {
+        let shared = &self.shared;
+        if !shared.tokens.has_tokenizer() {
+            return Err("sim: answering given ids needs a tokenizer (model_dir)".to_string());
+        }
+        let request = ChatRequest::from_json(body)?;
+        let key = seed::request_key(
+            &Value::Array(request.messages.clone()),
+            &Value::Array(request.tools.clone()),
+            request.seed,
+        );
+        let turn = make_turn(
+            shared,
+            &request,
+            key,
+            0,
+            Written::Given(completion_ids),
+            None,
+        );
+        Ok(if request.stream {
+            Answered::Events(flavor::events(turn.flavor, &turn))
+        } else {
+            Answered::Body(flavor::response(turn.flavor, &turn))
+        })
+    }
+}
+
+/// Write (or take), sample and count the answer to `request`.
 fn make_turn(
     shared: &Shared,
     request: &ChatRequest,
     key: u64,
     attempt: u32,
-    empty: bool,
+    written: Written,
     provider: Option<&super::providers::NamedProvider>,
 ) -> Turn {
+    let empty = matches!(written, Written::Empty);
+    let given = match written {
+        Written::Given(ids) => Some(ids),
+        Written::Own | Written::Empty => None,
+    };
     let config = &shared.config;
     let flavor = provider.map_or(config.flavor, |p| p.flavor);
     let defects = provider.map_or_else(Vec::new, |p| p.defects.decide(config.seed, key));
@@ -460,7 +520,7 @@ fn make_turn(
         }
         None => request.thinking,
     };
-    let written = if empty {
+    let written = if empty || given.is_some() {
         None
     } else {
         // A model that never calls: as if every request said `tool_choice: "none"`.
@@ -478,14 +538,19 @@ fn make_turn(
         let mut rng = seed::rng(config.seed, key, Purpose::Answer, 0);
         Some(answer::write(&prompted, &config.behaviour, &mut rng))
     };
+    let end_of_turn = family.map_or(IM_END, |p| p.end_of_turn());
     // The model writes its own family's syntax: Kimi's natively, others as their profile does.
-    let sampled = match (&written, family) {
-        (Some(answer), Some(profile)) => {
+    let given = given.and_then(|ids| tokens.given(ids, end_of_turn));
+    let sampled = match (given, &written, family) {
+        (Some(given), _, _) => given,
+        (None, Some(answer), Some(profile)) => {
             let native = answer::family_text(answer, profile, request);
             tokens.sample(&native, profile.end_of_turn(), request.max_tokens)
         }
-        (Some(answer), None) => tokens.sample(&answer.native_text(), IM_END, request.max_tokens),
-        (None, _) => tokens.sample("", "", None),
+        (None, Some(answer), None) => {
+            tokens.sample(&answer.native_text(), IM_END, request.max_tokens)
+        }
+        (None, None, _) => tokens.sample("", "", None),
     };
     let syntax = family.and_then(|p| p.family.syntax()).unwrap_or_default();
     let (completion_tokens, token_ids) = if empty {
@@ -493,17 +558,53 @@ fn make_turn(
     } else {
         (sampled.count, sampled.ids.clone())
     };
-    let reasoning_tokens = written
-        .as_ref()
-        .and_then(|a| a.reasoning.as_deref())
-        .map(|r| tokens.count(r).min(completion_tokens))
-        .unwrap_or(0);
+    let close = family.map_or(Some(answer::THINK_END), |p| p.reasoning_close());
+    // What the reasoning parser counts: up to the reasoning's end (Kimi's also ends at the tool
+    // section), from the model's own opener if it writes one (Qwen3's `<think>`).
+    let reasoning_ends: Vec<&str> = match (family, close) {
+        (_, None) => Vec::new(),
+        (None, Some(close)) => vec![close, answer::SECTION_BEGIN, answer::CALL_BEGIN],
+        (Some(_), Some(close)) => vec![close],
+    };
+    let counted = match (&sampled.ids, close) {
+        (Some(ids), Some(_)) if thinking => {
+            tokens.reasoning_tokens(ids, "<think>", &reasoning_ends)
+        }
+        (Some(_), _) => Some(0),
+        (None, _) => None,
+    };
+    let reasoning_tokens = counted.unwrap_or_else(|| {
+        written
+            .as_ref()
+            .and_then(|a| a.reasoning.as_deref())
+            .map(|r| tokens.count(r).min(completion_tokens))
+            .unwrap_or(0)
+    });
     let prompt = tokens.prompt(
         &request.messages,
         &request.tools,
         request.chat_template_kwargs.as_ref(),
         request.thinking,
     );
+    let prompt_closes_reasoning = match (&prompt.ids, close) {
+        (Some(ids), Some(close)) => tokens.before(ids, close).is_some_and(|n| n < ids.len()),
+        _ => false,
+    };
+    let first_token = match &sampled.ids {
+        Some(ids) => tokens.first_token_text(ids),
+        // Without a tokenizer a token is a whitespace-separated piece.
+        None => Some(first_piece(&sampled.text)),
+    };
+    let last_token = sampled
+        .ids
+        .as_deref()
+        .and_then(|ids| ids.last())
+        .and_then(|&id| tokens.decode(&[id]));
+    // The end-of-turn id that stopped the answer (vLLM's `stop_reason`).
+    let stop_token = match (&sampled.ids, sampled.cut) {
+        (Some(ids), false) => ids.last().copied().filter(|&id| !tokens.is_eos(id)),
+        _ => None,
+    };
     let (prompt_token_ids, prompt_tokens) = (prompt.ids, prompt.count);
     let cost = prompt_tokens as f64 * config.prices.prompt
         + completion_tokens as f64 * config.prices.completion;
@@ -520,7 +621,10 @@ fn make_turn(
     };
     // Call ids depend on the request only, so a retry reports the same ids.
     let mut call_rng = seed::rng(config.seed, key, Purpose::Ids, u32::MAX);
-    let minted_call_ids = (0..written.as_ref().map_or(0, |a| a.tool_calls.len()))
+    let calls = written
+        .as_ref()
+        .map_or_else(|| calls_written(&sampled.text), |a| a.tool_calls.len());
+    let minted_call_ids = (0..calls)
         .map(|_| format!("call_{}", seed::hex(&mut call_rng, 24)))
         .collect();
     Turn {
@@ -533,6 +637,8 @@ fn make_turn(
             .model
             .clone()
             .unwrap_or_else(|| config.model_name.clone()),
+        complete_text: sampled.complete_text,
+        partial_tokens: sampled.partial_tokens,
         text: sampled.text,
         token_ids,
         prompt_token_ids,
@@ -542,21 +648,57 @@ fn make_turn(
         cut: sampled.cut,
         thinking,
         tools_declared: !request.tools.is_empty(),
+        tools: request.tools.clone(),
         cost,
         minted_call_ids,
         provider: provider.map_or_else(|| config.provider_name.clone(), |p| p.name.clone()),
         flavor,
         defects,
         provider_in_body: provider.is_some(),
-        spaces_around_special_tokens: config.spaces_around_special_tokens,
+        // Only a slow detokenizer (Kimi's tiktoken one) puts spaces around added tokens.
+        spaces_around_special_tokens: request
+            .spaces_between_special_tokens
+            .unwrap_or(config.spaces_around_special_tokens)
+            && tokens
+                .profile()
+                .is_none_or(|p| p.family.spec().detokenizer_spaces),
         stream_chunk_chars: config.stream_chunk_chars,
         exclude_reasoning: request.exclude_reasoning,
         return_token_ids: request.return_token_ids,
         llama_verbose_tokens: request.llama_verbose_tokens,
         include_usage: request.include_usage || flavor == Flavor::OpenRouter,
         history_calls: answer::prior_tool_calls(&request.messages),
+        prompt_closes_reasoning,
+        first_token,
+        last_token,
+        stop_token,
+        // vLLM and SGLang send a delta per token (OpenRouter's providers vary: pieces).
+        token_deltas: matches!(flavor, Flavor::Vllm | Flavor::Vllm011 | Flavor::Sglang)
+            .then(|| tokens.clone())
+            .filter(|t| t.has_tokenizer()),
         syntax,
     }
+}
+
+/// The text up to the end of its first whitespace-separated piece.
+fn first_piece(text: &str) -> String {
+    let start = text.len() - text.trim_start().len();
+    let end = text[start..]
+        .find(char::is_whitespace)
+        .map_or(text.len(), |at| start + at);
+    text[..end].to_string()
+}
+
+/// How many tool calls a given text opens, in any family's syntax (ids to mint for them).
+fn calls_written(text: &str) -> usize {
+    [
+        crate::server::kimi::CALL_BEGIN,
+        "<tool_call>",
+        "<｜tool▁call▁begin｜>",
+    ]
+    .iter()
+    .map(|marker| text.matches(marker).count())
+    .sum()
 }
 
 fn rate_limited(retry_after: u64) -> Response {

@@ -22,6 +22,24 @@ pub struct Sampled {
     pub count: usize,
     /// `max_tokens` cut the stream before its end token.
     pub cut: bool,
+    /// The last ids that end inside a character (a cut): an incremental detokenizer that waits
+    /// for a character's last byte (vLLM's) never sends their text.
+    pub partial_tokens: usize,
+    /// `text` without those ids' text (`text` itself unless a cut split a character).
+    pub complete_text: String,
+}
+
+impl Sampled {
+    fn whole(text: String, ids: Option<Vec<u32>>, count: usize, cut: bool) -> Sampled {
+        Sampled {
+            complete_text: text.clone(),
+            text,
+            ids,
+            count,
+            cut,
+            partial_tokens: 0,
+        }
+    }
 }
 
 /// What `--model` loaded: a full profile, or only its tokenizer.
@@ -30,9 +48,20 @@ enum Model {
     Tokenizer(Tokenizer),
 }
 
+impl std::fmt::Debug for TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenCounter")
+            .field("tokenizer", &self.has_tokenizer())
+            .field("eos_id", &self.eos_id)
+            .finish()
+    }
+}
+
 #[derive(Clone, Default)]
 pub struct TokenCounter {
     model: Option<Arc<Model>>,
+    /// The tokenizer's `eos_token` id (`tokenizer_config.json`), when it is one token.
+    eos_id: Option<u32>,
 }
 
 /// A request's prompt as the server counts it.
@@ -48,13 +77,18 @@ impl TokenCounter {
     /// just its tokenizer.
     /// `profile` names the family (`kimi-k2-thinking`) where the directory alone cannot tell
     /// (Kimi K2, K2-Thinking and K2.5 share one set of tokenizer files).
-    pub fn load(model_dir: Option<&Path>, profile: Option<&str>) -> Result<Self, ModelError> {
+    /// `chat_template` replaces the directory's template (`--chat-template`).
+    pub fn load(
+        model_dir: Option<&Path>,
+        profile: Option<&str>,
+        chat_template: Option<&Path>,
+    ) -> Result<Self, ModelError> {
         let Some(dir) = model_dir else {
             return Ok(TokenCounter::default());
         };
         let options = LoadOptions {
             profile: profile.map(str::to_string),
-            ..LoadOptions::default()
+            chat_template: chat_template.map(Path::to_path_buf),
         };
         let model = match Profile::load(dir, &options) {
             Ok(profile) => Model::Profile(Box::new(profile)),
@@ -67,9 +101,21 @@ impl TokenCounter {
                 Model::Tokenizer(Tokenizer::from_dir(dir)?)
             }
         };
-        Ok(TokenCounter {
+        let mut counter = TokenCounter {
             model: Some(Arc::new(model)),
-        })
+            eos_id: None,
+        };
+        counter.eos_id = eos_token(dir).and_then(|eos| match counter.encode(&eos).as_deref() {
+            Some([id]) => Some(*id),
+            _ => None,
+        });
+        Ok(counter)
+    }
+
+    /// `id` is the tokenizer's own `eos_token` (vLLM stops on it without a `stop_reason`; an
+    /// end-of-turn id from `generation_config`, such as Kimi's `<|im_end|>`, is the stop reason).
+    pub fn is_eos(&self, id: u32) -> bool {
+        self.eos_id == Some(id)
     }
 
     fn tokenizer(&self) -> Option<&Tokenizer> {
@@ -144,6 +190,111 @@ impl TokenCounter {
         }
     }
 
+    /// What the model sampled when it is given as ids (`stop` included unless `max_tokens` cut
+    /// it): the text the server detokenizes, without the stop token. `None` without a tokenizer.
+    pub fn given(&self, ids: &[u32], stop: &str) -> Option<Sampled> {
+        let tokenizer = self.tokenizer()?;
+        let stop_id = match tokenizer.encode(stop)[..] {
+            [id] if !stop.is_empty() => Some(id),
+            _ => None,
+        };
+        let cut = stop_id.is_none() || ids.last().copied() != stop_id;
+        let body = if cut { ids } else { &ids[..ids.len() - 1] };
+        Some(self.cut_at(tokenizer, body, ids.to_vec(), cut))
+    }
+
+    /// `body` (the ids without the stop token) decoded, with the partial character a cut may
+    /// leave at its end told apart.
+    fn cut_at(&self, tokenizer: &Tokenizer, body: &[u32], ids: Vec<u32>, cut: bool) -> Sampled {
+        let text = tokenizer.decode(body);
+        let partial_tokens = if cut {
+            partial_tokens(tokenizer, body)
+        } else {
+            0
+        };
+        let complete_text = if partial_tokens == 0 {
+            text.clone()
+        } else {
+            tokenizer.decode(&body[..body.len() - partial_tokens])
+        };
+        Sampled {
+            text,
+            count: ids.len(),
+            ids: Some(ids),
+            cut,
+            partial_tokens,
+            complete_text,
+        }
+    }
+
+    /// The tokens before the first `close` (a single special token) in `ids`: all of them
+    /// when it is not there. `None` without a tokenizer or a single-token `close`.
+    pub fn before(&self, ids: &[u32], close: &str) -> Option<usize> {
+        let tokenizer = self.tokenizer()?;
+        match tokenizer.encode(close)[..] {
+            [id] if !close.is_empty() => {
+                Some(ids.iter().position(|&i| i == id).unwrap_or(ids.len()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The tokens a reasoning parser counts as reasoning in `ids` (vLLM's
+    /// `count_reasoning_tokens`): those after `open` (or from the start when the prompt opened
+    /// the reasoning: `open` is not among the ids before an end) up to the first of `ends`, all
+    /// of them when no end came. Markers are single special tokens; `None` without a tokenizer.
+    pub fn reasoning_tokens(&self, ids: &[u32], open: &str, ends: &[&str]) -> Option<usize> {
+        let tokenizer = self.tokenizer()?;
+        let single = |marker: &str| match tokenizer.encode(marker)[..] {
+            [id] if !marker.is_empty() => Some(id),
+            _ => None,
+        };
+        let end_ids: Vec<u32> = ends.iter().filter_map(|m| single(m)).collect();
+        let end = ids
+            .iter()
+            .position(|id| end_ids.contains(id))
+            .unwrap_or(ids.len());
+        let start = single(open)
+            .and_then(|open| ids[..end].iter().position(|&id| id == open))
+            .map_or(0, |at| at + 1);
+        Some(end - start)
+    }
+
+    /// Where `text` splits into its tokens' texts, as a server streaming one token per delta sends
+    /// it: the byte offsets after each piece, a token that ends inside a character joined with the
+    /// next. `None` without a tokenizer, or when the tokens' bytes do not spell `text` back.
+    pub fn token_ends(&self, text: &str) -> Option<Vec<usize>> {
+        let tokenizer = self.tokenizer()?;
+        let mut ends = Vec::new();
+        let mut at = 0;
+        for id in tokenizer.encode(text) {
+            at += tokenizer.decode_bytes(&[id]).ok()?.len();
+            if at > text.len() {
+                return None;
+            }
+            if text.is_char_boundary(at) {
+                ends.push(at);
+            }
+        }
+        (at == text.len()).then_some(ends)
+    }
+
+    pub fn decode(&self, ids: &[u32]) -> Option<String> {
+        self.tokenizer().map(|t| t.decode(ids))
+    }
+
+    /// The text of the first of `ids` as an incremental detokenizer sends it: `""` when the
+    /// token ends inside a character (the detokenizer holds partial bytes back).
+    pub fn first_token_text(&self, ids: &[u32]) -> Option<String> {
+        let tokenizer = self.tokenizer()?;
+        let first = tokenizer.decode(&ids[..ids.len().min(1)]);
+        Some(if first.ends_with('\u{FFFD}') {
+            String::new()
+        } else {
+            first
+        })
+    }
+
     /// Sample `native` (which ends with `stop`) under a `max_tokens` limit.
     pub fn sample(&self, native: &str, stop: &str, max_tokens: Option<usize>) -> Sampled {
         let whole = native.strip_suffix(stop).unwrap_or(native);
@@ -153,41 +304,45 @@ impl TokenCounter {
                 match max_tokens {
                     Some(max) if ids.len() > max => {
                         let kept = ids[..max].to_vec();
-                        Sampled {
-                            text: tokenizer.decode(&kept),
-                            count: kept.len(),
-                            ids: Some(kept),
-                            cut: true,
-                        }
+                        self.cut_at(tokenizer, &kept, kept.clone(), true)
                     }
-                    _ => Sampled {
-                        text: whole.to_string(),
-                        count: ids.len(),
-                        ids: Some(ids),
-                        cut: false,
-                    },
+                    _ => Sampled::whole(whole.to_string(), Some(ids.clone()), ids.len(), false),
                 }
             }
             None => {
                 // The stop token counts as one more piece.
                 let pieces = whole.split_whitespace().count() + 1;
                 match max_tokens {
-                    Some(max) if pieces > max => Sampled {
-                        text: first_pieces(whole, max),
-                        ids: None,
-                        count: max,
-                        cut: true,
-                    },
-                    _ => Sampled {
-                        text: whole.to_string(),
-                        ids: None,
-                        count: pieces,
-                        cut: false,
-                    },
+                    Some(max) if pieces > max => {
+                        Sampled::whole(first_pieces(whole, max), None, max, true)
+                    }
+                    _ => Sampled::whole(whole.to_string(), None, pieces, false),
                 }
             }
         }
     }
+}
+
+/// `eos_token` of `dir/tokenizer_config.json` (a string, or an added-token object's `content`).
+fn eos_token(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("tokenizer_config.json")).ok()?;
+    let config: Value = serde_json::from_str(&text).ok()?;
+    match config.get("eos_token")? {
+        Value::String(s) => Some(s.clone()),
+        other => other.get("content")?.as_str().map(str::to_string),
+    }
+}
+
+/// How many of the last `ids` end inside a character: after them the bytes so far are not
+/// UTF-8 (a character is at most 4 bytes, so at most 3 such ids).
+fn partial_tokens(tokenizer: &Tokenizer, ids: &[u32]) -> usize {
+    (0..ids.len().min(4))
+        .find(|&k| {
+            tokenizer
+                .decode_bytes(&ids[..ids.len() - k])
+                .is_ok_and(|bytes| std::str::from_utf8(&bytes).is_ok())
+        })
+        .unwrap_or(0)
 }
 
 /// `text` up to the end of its `n`-th whitespace-separated piece.

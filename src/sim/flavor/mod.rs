@@ -25,6 +25,11 @@ pub struct Turn {
     pub model: String,
     /// The detokenized output without the stop token: what a server's parsers see.
     pub text: String,
+    /// `text` without the partial character a cut may end on ([`Turn::partial_tokens`]).
+    pub complete_text: String,
+    /// The last sampled ids that end inside a character (a cut), whose text an incremental
+    /// detokenizer waiting for whole characters never sends.
+    pub partial_tokens: usize,
     /// Sampled ids (`<|im_end|>` included unless cut), when a tokenizer is loaded.
     pub token_ids: Option<Vec<u32>>,
     pub prompt_token_ids: Option<Vec<u32>>,
@@ -35,6 +40,8 @@ pub struct Turn {
     pub cut: bool,
     pub thinking: bool,
     pub tools_declared: bool,
+    /// The request's `tools` (vLLM 0.33 coerces arguments to their schemas).
+    pub tools: Vec<Value>,
     pub cost: f64,
     /// Ids for structured tool calls where the flavour mints its own (`call_<24 hex>`).
     pub minted_call_ids: Vec<String>,
@@ -47,6 +54,17 @@ pub struct Turn {
     pub include_usage: bool,
     /// Tool calls made by earlier assistant turns of the request.
     pub history_calls: usize,
+    /// The prompt's ids hold the family's reasoning close (`server::ForwardInput`).
+    pub prompt_closes_reasoning: bool,
+    /// The first sampled token's text as the detokenizer sends it (`None`: no tokenizer).
+    pub first_token: Option<String>,
+    /// The last sampled token's text (`None`: no tokenizer, or nothing sampled).
+    pub last_token: Option<String>,
+    /// The end-of-turn id that ended the answer (`None`: cut, or no tokenizer).
+    pub stop_token: Option<u32>,
+    /// Stream one token's text per delta, split with this tokenizer (vLLM and SGLang do); `None`:
+    /// pieces of `stream_chunk_chars` characters.
+    pub token_deltas: Option<super::tokens::TokenCounter>,
     /// The family syntax of `text` (which parsers the server runs).
     pub syntax: server::Syntax,
     /// The flavour answering (the simulator's, or the named provider's).
@@ -62,7 +80,7 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
     let mut parsed = server::forward(
         shape,
         &ForwardInput {
-            text: &turn.text,
+            text: detokenized(turn),
             cut: turn.cut,
             stream,
             spaces: turn.spaces_around_special_tokens && shape.spaces_default,
@@ -70,9 +88,8 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
             tools_declared: turn.tools_declared,
             history_calls: turn.history_calls,
             syntax: turn.syntax,
-            // Not modelled in the simulator: its prompts carry no earlier reasoning close.
-            prompt_closes_reasoning: false,
-            first_token: None,
+            prompt_closes_reasoning: turn.prompt_closes_reasoning,
+            first_token: turn.first_token.as_deref(),
         },
     );
     // Parsers of families without ids in their stream mint random ones.
@@ -85,8 +102,26 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
                 .unwrap_or_else(|| format!("chatcmpl-tool-{i:024}"));
         }
     }
+    // vLLM 0.33's Kimi parser (its parser engine) coerces a non-streamed call's arguments to the
+    // declared schema; streamed deltas were measured unchanged (tests/sim_vs_servers.rs).
+    if shape.coerces_arguments && !stream && turn.syntax == server::Syntax::Kimi {
+        for call in &mut parsed.calls {
+            call.arguments = super::coerce::fix_arg_types(&call.arguments, &call.name, &turn.tools);
+        }
+    }
     inject_defects(&mut parsed, turn);
     parsed
+}
+
+/// The text the flavour's detokenizer hands its parsers. vLLM's incremental detokenizer waits
+/// for a character's last byte, so a cut inside a character leaves that character's tokens
+/// unsent (`Look:` for ids ending `Look: ` + a partial `好`: tests/data/server_shapes, vLLM 0.33.0
+/// and 0.11.2, Kimi and DeepSeek-V3); SGLang's sends the partial bytes as U+FFFD.
+pub fn detokenized(turn: &Turn) -> &str {
+    match turn.flavor {
+        Flavor::Vllm | Flavor::Vllm011 => &turn.complete_text,
+        Flavor::OpenRouter | Flavor::Sglang | Flavor::LlamaCpp | Flavor::Raw => &turn.text,
+    }
 }
 
 /// Make a correct answer wrong the ways `turn.defects` say (each only where it applies: an
@@ -286,6 +321,26 @@ pub fn chunks(text: &str, size: usize) -> Vec<&str> {
         out.push(&text[start..]);
     }
     out
+}
+
+/// The pieces a stream sends `text` in: one token's text each where the turn streams by token
+/// ([`Turn::token_deltas`]), else [`chunks`] of `stream_chunk_chars`.
+pub fn deltas<'a>(turn: &Turn, text: &'a str) -> Vec<&'a str> {
+    let ends = turn.token_deltas.as_ref().and_then(|t| t.token_ends(text));
+    match ends {
+        Some(ends) => {
+            let mut start = 0;
+            ends.into_iter()
+                .map(|end| {
+                    let piece = &text[start..end];
+                    start = end;
+                    piece
+                })
+                .filter(|piece| !piece.is_empty())
+                .collect()
+        }
+        None => chunks(text, turn.stream_chunk_chars),
+    }
 }
 
 /// A chunk object around one `choices[0]` entry.

@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 
-use super::{attach_token_ids, chunk, chunks, parsed, usage_chunk, Event, Turn};
+use super::{attach_token_ids, chunk, deltas, parsed, usage_chunk, Event, Turn};
 use crate::server::sglang::SHAPE;
 
 /// `<|im_end|>`, which SGLang reports as the stop it matched.
@@ -78,7 +78,8 @@ pub fn response(turn: &Turn) -> Value {
     let mut message = json!({
         "role": "assistant",
         "content": parsed.content,
-        "reasoning_content": parsed.reasoning,
+        // An empty reasoning (`</think>` first) is `null` (…/nonstream/empty_reasoning/001).
+        "reasoning_content": parsed.reasoning.filter(|r| !r.is_empty()),
     });
     if !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls);
@@ -112,7 +113,6 @@ pub fn response(turn: &Turn) -> Value {
 
 pub fn events(turn: &Turn) -> Vec<Event> {
     let parsed = parsed(&SHAPE, turn, true);
-    let size = turn.stream_chunk_chars;
     let delta = |delta: Value| {
         Event::Data(chunk(
             turn,
@@ -124,31 +124,46 @@ pub fn events(turn: &Turn) -> Vec<Event> {
         json!({"reasoning_content": null, "role": "assistant", "content": ""}),
     )];
     if let Some(reasoning) = &parsed.reasoning {
-        for piece in chunks(reasoning, size) {
+        for piece in deltas(turn, reasoning) {
             out.push(delta(json!({"reasoning_content": piece})));
         }
     }
+    // With tools declared, content goes through the tool parser's path, whose chunks carry
+    // `role: null` and a top-level `usage: null` (as every tool-call chunk does).
+    let tool_path = |delta: Event| match delta {
+        Event::Data(mut chunk) => {
+            chunk["usage"] = Value::Null;
+            Event::Data(chunk)
+        }
+        other => other,
+    };
     if let Some(content) = &parsed.content {
-        for piece in chunks(content, size) {
-            out.push(delta(json!({"reasoning_content": null, "content": piece})));
+        for piece in deltas(turn, content) {
+            out.push(if turn.tools_declared {
+                tool_path(delta(
+                    json!({"role": null, "content": piece, "reasoning_content": null}),
+                ))
+            } else {
+                delta(json!({"reasoning_content": null, "content": piece}))
+            });
         }
     }
     for (i, call) in parsed.calls.iter().enumerate() {
-        out.push(delta(
+        out.push(tool_path(delta(
             json!({"role": null, "content": null, "reasoning_content": null,
             "tool_calls": [{
                 "id": call.id, "index": i, "type": "function",
                 "function": {"name": call.name, "arguments": ""},
             }]}),
-        ));
-        for piece in chunks(&call.arguments, size) {
-            out.push(delta(
+        )));
+        for piece in deltas(turn, &call.arguments) {
+            out.push(tool_path(delta(
                 json!({"role": null, "content": null, "reasoning_content": null,
                 "tool_calls": [{
                     "id": null, "index": i, "type": "function",
                     "function": {"name": null, "arguments": piece},
                 }]}),
-            ));
+            )));
         }
     }
     out.push(Event::Data(chunk(

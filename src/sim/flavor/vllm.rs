@@ -1,24 +1,51 @@
-//! vLLM serving Kimi with `--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`; what it does
-//! to the text is `crate::server::vllm`'s shape (0.33, or the 0.11–0.2x line with
-//! `reasoning_content`): this file dresses it as vLLM's JSON. `return_token_ids` adds
-//! `prompt_token_ids` and `choices[].token_ids`. With `spaces_around_special_tokens` the text is
-//! first detokenized with vLLM's default `spaces_between_special_tokens=True` artefact.
-//! 0.11 (vLLM 0.11.2's own code): both `reasoning` and `reasoning_content`; non-streamed calls get
-//! random `chatcmpl-tool-…` ids. Streaming: deltas of `reasoning`, `content`, tool calls by index (id and name first, then
-//! argument pieces), a finish chunk, a usage chunk if `stream_options.include_usage`, `[DONE]`.
+//! vLLM serving a model with its reasoning and tool parsers (Kimi: `kimi_k2`; Qwen3: `qwen3` +
+//! `hermes`; DeepSeek-V3: `deepseek_v3`); what it does to the text is `crate::server::vllm`'s shape
+//! (0.33, or the 0.11–0.2x line): this file dresses it as vLLM's JSON, key for key as vLLM
+//! 0.33.0's and 0.11.2's own serving code sends it (tests/data/server_shapes, compared whole by
+//! tests/sim_vs_servers.rs):
+//! - 0.33: `reasoning`; no `tool_calls` key without calls; `stop_reason` (the end-of-turn id, `null`
+//!   for the tokenizer's own eos or a cut), `token_ids`, `routed_experts`, `weight_versions` on
+//!   the choice; `prompt_token_ids`, `prompt_text`, `kv_transfer_params`, `ec_transfer_params`,
+//!   `metrics` on the body; `usage.completion_tokens_details.reasoning_tokens` (the reasoning
+//!   parser's count). Non-streamed Kimi arguments are coerced to the schema ([`crate::sim::coerce`]).
+//! - 0.11: `reasoning` and `reasoning_content` alike, `tool_calls: []` without calls, random
+//!   `chatcmpl-tool-…` ids on non-streamed calls, no `completion_tokens_details`; every
+//!   non-reasoning delta carries `reasoning_content: null`.
+//! - Streams: one token's text per delta; a call's header (id, type, index, name — with 0.33's
+//!   Kimi parser also its first argument piece) then argument deltas; the finish rides on the
+//!   last token's chunk (`delta: {}` for the end-of-turn token; on a cut, the last text); a usage
+//!   chunk without `prompt_tokens_details` if `stream_options.include_usage`; `[DONE]`.
+//!
+//! `return_token_ids` fills `prompt_token_ids` and `choices[].token_ids`. With spaces around
+//! special tokens (the request's `spaces_between_special_tokens`, else the sim's setting) a Kimi
+//! text is first detokenized with vLLM's `spaces_between_special_tokens=True` artefact.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::{attach_token_ids, chunk, chunks, parsed, reasoning_key, usage_chunk, Event, Turn};
+use super::{chunk, deltas, parsed, reasoning_key, usage_chunk, Event, Turn};
 use crate::server::{CallIds, ReasoningField, ServerShape};
 
-pub fn usage(turn: &Turn) -> Value {
-    json!({
+/// `usage` as vLLM sends it: 0.33 adds `completion_tokens_details.reasoning_tokens` (its reasoning
+/// parser's `count_reasoning_tokens`); a stream's usage chunk has no `prompt_tokens_details`.
+pub fn usage(shape: &ServerShape, turn: &Turn, stream: bool) -> Value {
+    let mut usage = json!({
         "prompt_tokens": turn.prompt_tokens,
         "total_tokens": turn.prompt_tokens + turn.completion_tokens,
         "completion_tokens": turn.completion_tokens,
-        "prompt_tokens_details": null,
-    })
+    });
+    if !stream {
+        usage["prompt_tokens_details"] = Value::Null;
+    }
+    if !old_line(shape) {
+        // Streamed, the parser counts the tokens it was shown: a partial character the cut left
+        // inside the reasoning never was.
+        let mut reasoning_tokens = turn.reasoning_tokens;
+        if stream && reasoning_tokens == turn.completion_tokens {
+            reasoning_tokens -= turn.partial_tokens.min(reasoning_tokens);
+        }
+        usage["completion_tokens_details"] = json!({"reasoning_tokens": reasoning_tokens});
+    }
+    usage
 }
 
 /// vLLM 0.11 sends the reasoning under both names (`reasoning` mirrors `reasoning_content`).
@@ -26,9 +53,23 @@ fn old_line(shape: &ServerShape) -> bool {
     shape.reasoning_field == ReasoningField::Both
 }
 
+/// `stop_reason`: the end-of-turn id that stopped the answer, `null` on a cut.
+fn stop_reason(turn: &Turn) -> Value {
+    turn.stop_token.map_or(Value::Null, Value::from)
+}
+
+/// `token_ids` of a choice and `prompt_token_ids`: the ids with `return_token_ids`, else `null`.
+fn ids(turn: &Turn, ids: &Option<Vec<u32>>) -> Value {
+    match ids {
+        Some(ids) if turn.return_token_ids => json!(ids),
+        _ => Value::Null,
+    }
+}
+
 pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
     let mut parsed = parsed(shape, turn, false);
-    if old_line(shape) && shape.call_ids == CallIds::Minted {
+    let old = old_line(shape);
+    if old && shape.call_ids == CallIds::Minted {
         // 0.11's non-streamed assembly wraps each parsed call in a new `ToolCall`, whose id is
         // random: the model's id text is not sent.
         for (i, call) in parsed.calls.iter_mut().enumerate() {
@@ -50,90 +91,203 @@ pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
             })
         })
         .collect();
+    let mut message = json!({
+        "role": "assistant",
+        "content": parsed.content,
+        "refusal": null,
+        "annotations": null,
+        "audio": null,
+        "function_call": null,
+    });
+    // 0.11 always sends `tool_calls` (`[]` without calls); 0.33 leaves an empty list out.
+    if old || !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    if old {
+        message["reasoning"] = json!(parsed.reasoning);
+    } else {
+        // 0.33 sends an empty reasoning (`</think>` first) as `null` (…/empty_reasoning/001).
+        parsed.reasoning = parsed.reasoning.filter(|r| !r.is_empty());
+    }
+    message[reasoning_key(shape)] = json!(parsed.reasoning);
     let mut choice = json!({
         "index": 0,
-        "message": {
-            "role": "assistant",
-            "content": parsed.content,
-            "refusal": null,
-            "annotations": null,
-            "audio": null,
-            "function_call": null,
-            "tool_calls": calls,
-            reasoning_key(shape): parsed.reasoning,
-        },
+        "message": message,
         "logprobs": null,
         "finish_reason": parsed.finish_reason,
-        "stop_reason": null,
+        "stop_reason": stop_reason(turn),
+        "token_ids": ids(turn, &turn.token_ids),
     });
+    if !old {
+        choice["routed_experts"] = Value::Null;
+        choice["weight_versions"] = Value::Null;
+    }
     let mut body = json!({
         "id": turn.id,
         "object": "chat.completion",
         "created": turn.created,
         "model": turn.model,
-        "choices": [],
+        "choices": [choice],
         "service_tier": null,
         "system_fingerprint": null,
-        "usage": usage(turn),
+        "usage": usage(shape, turn, false),
         "prompt_logprobs": null,
-        "kv_transfer_params": null,
+        "prompt_token_ids": ids(turn, &turn.prompt_token_ids),
     });
-    if old_line(shape) {
-        choice["message"]["reasoning"] = choice["message"]["reasoning_content"].clone();
+    if !old {
+        body["prompt_text"] = Value::Null;
     }
-    attach_token_ids(turn, &mut choice, &mut body);
-    body["choices"] = Value::Array(vec![choice]);
+    body["kv_transfer_params"] = Value::Null;
+    if !old {
+        body["ec_transfer_params"] = Value::Null;
+        body["metrics"] = Value::Null;
+    }
     body
+}
+
+/// Some text of `delta` ends with `text` (the delta shows that token).
+fn ends_with(delta: &Value, text: &str) -> bool {
+    match delta {
+        Value::String(s) => s.ends_with(text),
+        Value::Array(items) => items.iter().any(|v| ends_with(v, text)),
+        Value::Object(map) => map.values().any(|v| ends_with(v, text)),
+        _ => false,
+    }
 }
 
 pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
     let parsed = parsed(shape, turn, true);
-    let size = turn.stream_chunk_chars;
-    let delta = |delta: Value| {
-        Event::Data(chunk(
+    let old = old_line(shape);
+    // Every delta chunk: `token_ids` on the choice; 0.33 adds a top-level `kv_transfer_params`;
+    // 0.11 sends `reasoning_content: null` beside anything that is not reasoning.
+    let delta = |mut delta: Value| {
+        if old && delta.get("reasoning_content").is_none() {
+            // Before the tool calls, after the content (the fields' order in 0.11's deltas).
+            let calls = delta.as_object_mut().and_then(|d| d.remove("tool_calls"));
+            delta["reasoning_content"] = Value::Null;
+            if let Some(calls) = calls {
+                let mut ordered = Map::new();
+                ordered.insert("reasoning_content".into(), Value::Null);
+                ordered.insert("tool_calls".into(), calls);
+                delta = Value::Object(ordered);
+            }
+        }
+        let mut chunk = chunk(
             turn,
-            json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": null}),
-        ))
+            json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": null,
+                   "token_ids": null}),
+        );
+        if !old {
+            chunk["kv_transfer_params"] = Value::Null;
+        }
+        Event::Data(chunk)
     };
-    let mut out = vec![delta(json!({"role": "assistant", "content": ""}))];
+    let mut first = chunk(
+        turn,
+        json!({"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null,
+               "finish_reason": null}),
+    );
+    if old {
+        first["choices"][0]["delta"]["reasoning_content"] = Value::Null;
+    }
+    first["prompt_token_ids"] = ids(turn, &turn.prompt_token_ids);
+    if !old {
+        first["prompt_text"] = Value::Null;
+    }
+    let mut out = vec![Event::Data(first)];
     if let Some(reasoning) = &parsed.reasoning {
-        for piece in chunks(reasoning, size) {
+        for piece in deltas(turn, reasoning) {
             let mut d = json!({reasoning_key(shape): piece});
-            if old_line(shape) {
-                d["reasoning"] = json!(piece);
+            if old {
+                d = json!({"reasoning": piece, "reasoning_content": piece});
             }
             out.push(delta(d));
         }
     }
     if let Some(content) = &parsed.content {
-        for piece in chunks(content, size) {
+        for piece in deltas(turn, content) {
             out.push(delta(json!({"content": piece})));
         }
     }
+    // 0.33's Kimi parser (its parser engine) sends a call's header with its first argument piece
+    // (`""` when none came yet); 0.11's and the hermes / deepseek_v3 parsers send the name alone.
+    // hermes adds `content: null` to every tool-call delta.
+    let kimi = turn.syntax == crate::server::Syntax::Kimi;
+    let header_with_arguments = kimi && !old;
+    let tool_delta = |calls: Value| {
+        if turn.syntax == crate::server::Syntax::Hermes {
+            json!({"content": null, "tool_calls": calls})
+        } else {
+            json!({"tool_calls": calls})
+        }
+    };
     for (i, call) in parsed.calls.iter().enumerate() {
-        out.push(delta(json!({"tool_calls": [{
-            "index": i, "id": call.id, "type": "function",
-            "function": {"name": call.name},
-        }]})));
-        for piece in chunks(&call.arguments, size) {
-            out.push(delta(json!({"tool_calls": [{
+        let pieces = deltas(turn, &call.arguments);
+        let (head, rest) = match pieces.split_first() {
+            _ if !header_with_arguments => (None, &pieces[..]),
+            Some((head, rest)) => (Some(*head), rest),
+            None => (Some(""), &pieces[..]),
+        };
+        let mut function = Map::new();
+        function.insert("name".into(), json!(call.name));
+        if let Some(head) = head {
+            function.insert("arguments".into(), json!(head));
+        }
+        out.push(delta(tool_delta(json!([{
+            "id": call.id, "type": "function", "index": i, "function": function,
+        }]))));
+        for piece in rest {
+            out.push(delta(tool_delta(json!([{
                 "index": i, "function": {"arguments": piece},
-            }]})));
+            }]))));
         }
     }
     if let Some(leak) = &parsed.content_after_calls {
         // 0.11.2 sends its tool parser's buffer at the section's end (`Streaming`).
-        for piece in chunks(leak, size) {
+        for piece in deltas(turn, leak) {
             out.push(delta(json!({"content": piece})));
         }
     }
-    out.push(Event::Data(chunk(
-        turn,
-        json!({"index": 0, "delta": {"content": ""}, "logprobs": null,
-               "finish_reason": parsed.finish_reason, "stop_reason": null}),
-    )));
+    // The finish rides on the last token's chunk: the end-of-turn token's, which shows nothing
+    // (`{}`; 0.11: `content: ""`), or on a cut the last sampled token's — its text when it
+    // showed some (the last delta, moved here), nothing when it was a marker or a partial
+    // character.
+    let last_token = turn.last_token.as_deref().filter(|t| !t.is_empty());
+    let shown_by_last = |delta: &Value| {
+        turn.cut && turn.partial_tokens == 0 && last_token.is_some_and(|t| ends_with(delta, t))
+    };
+    let last_delta = match out.last() {
+        Some(Event::Data(last)) if out.len() > 1 && shown_by_last(&last["choices"][0]["delta"]) => {
+            let delta = last["choices"][0]["delta"].clone();
+            out.pop();
+            Some(delta)
+        }
+        _ => None,
+    };
+    let finish_delta = match (last_delta, turn.cut, old) {
+        (Some(delta), _, _) => delta,
+        (None, false, true) => json!({"content": "", "reasoning_content": null}),
+        (None, true, true) => json!({"reasoning_content": null}),
+        (None, _, false) => json!({}),
+    };
+    let mut finish = json!({"index": 0, "delta": finish_delta, "logprobs": null,
+        "finish_reason": parsed.finish_reason, "stop_reason": stop_reason(turn),
+        "token_ids": null});
+    if !old {
+        finish["weight_versions"] = Value::Null;
+    }
+    let mut finish = chunk(turn, finish);
+    if turn.return_token_ids {
+        // The ids go out with the deltas they produced; the whole list once, at the end, is what
+        // a client assembles from them.
+        finish["choices"][0]["token_ids"] = json!(turn.token_ids);
+    }
+    if !old {
+        finish["kv_transfer_params"] = Value::Null;
+    }
+    out.push(Event::Data(finish));
     if turn.include_usage {
-        out.push(usage_chunk(turn, usage(turn)));
+        out.push(usage_chunk(turn, usage(shape, turn, true)));
     }
     out.push(Event::Done);
     out
@@ -172,6 +326,8 @@ mod tests {
             created: 0,
             model: "kimi".into(),
             text: text.into(),
+            complete_text: text.into(),
+            partial_tokens: 0,
             token_ids: None,
             prompt_token_ids: None,
             prompt_tokens: 24,
@@ -180,6 +336,7 @@ mod tests {
             cut: false,
             thinking: true,
             tools_declared: true,
+            tools: Vec::new(),
             cost: 0.0,
             minted_call_ids: Vec::new(),
             provider: String::new(),
@@ -190,6 +347,11 @@ mod tests {
             llama_verbose_tokens: false,
             include_usage: false,
             history_calls: 0,
+            prompt_closes_reasoning: false,
+            first_token: None,
+            last_token: None,
+            stop_token: None,
+            token_deltas: None,
             syntax: crate::server::Syntax::Kimi,
             flavor: Flavor::Vllm011,
             defects: Vec::new(),

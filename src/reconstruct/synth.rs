@@ -69,7 +69,7 @@ impl Context<'_> {
         self.profile.end_of_turn()
     }
 
-    fn agrees(&self, text: &str) -> Result<(), String> {
+    pub(super) fn agrees(&self, text: &str) -> Result<(), String> {
         let eot = self.end_of_turn();
         let (body, cut) = match text.strip_suffix(eot).filter(|_| !eot.is_empty()) {
             Some(body) => (body, false),
@@ -379,6 +379,7 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
             }
         }
     }
+    super::spellings::count_hidden_spellings(cx, &mut out);
     out
 }
 

@@ -300,6 +300,40 @@ mod tests {
     }
 
     #[test]
+    fn hermes_hides_the_wrapper_and_the_nulled_content() {
+        // Twins vLLM 0.33.0's own hermes code answers like the truth (make_server_corpus.py
+        // qwen3 with DRAFTGEN_SHOW_TWINS=1): qwen3/…/nonstream/spaces/single_call/001 (4 and 5
+        // newlines after `</think>`), …/stream/spaces/nested_args/002 (`} }` closing the wrapper).
+        let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}\n</tool_call><|im_end|>";
+        let truth = format!("<think>\nR.\n</think>\n\n{call}");
+        let alternatives: Vec<String> = hermes_alternatives(&truth)
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+        assert!(alternatives.contains(&format!("<think>\nR.\n</think>\n\n\n\n{call}")));
+        assert!(alternatives.contains(&format!("<think>\nR.\n</think>\n{call}")));
+        let nested = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"range\":{\"max\":20}}}\n</tool_call>";
+        let spaced_close = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"range\":{\"max\":20}} }\n</tool_call>";
+        let compact = "<tool_call>\n{\"name\":\"search\",\"arguments\":{\"range\":{\"max\":20}}}\n</tool_call>";
+        let found: Vec<String> = hermes_alternatives(nested)
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+        assert!(found.contains(&spaced_close.to_string()));
+        assert!(found.contains(&compact.to_string()));
+        // Content that is not whitespace is shown by the answer: nothing to vary there.
+        let shown = format!("Sure.\n{call}");
+        assert!(hermes_alternatives(&shown)
+            .iter()
+            .all(|(_, r)| *r != Reason::ServerNullsWhitespaceContent));
+        // A call cut inside its arguments keeps its tail; only the header is respelled.
+        let cut = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"um";
+        assert!(hermes_alternatives(cut)
+            .iter()
+            .any(|(t, _)| t == "<tool_call>\n{\"name\":\"search\",\"arguments\":{\"q\": \"um"));
+    }
+
+    #[test]
     fn too_many_sites_are_not_enumerated() {
         let wide: serde_json::Map<String, Value> =
             (0..7).map(|i| (format!("k{i}"), json!(i))).collect();

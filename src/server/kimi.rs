@@ -636,6 +636,41 @@ mod tests {
         crate::server::forward(shape, &input)
     }
 
+    #[test]
+    fn sglang_streams_the_section_text_outside_calls_as_content() {
+        // SGLang 0.5.23 (`KimiK2Detector.parse_streaming_increment`, tests/data/server_shapes/
+        // kimi_k25_sglang.jsonl */cut_after_call_begin/001): cut right after the call opener,
+        // the stream shows "Let me check." only; a space in the opener's place would have been
+        // drained as normal text ("Let me check. "), while unstreamed both read the same.
+        let answer = |text: &str, stream: bool| {
+            let input = ForwardInput {
+                text,
+                cut: true,
+                stream,
+                spaces: false,
+                thinking: true,
+                tools_declared: true,
+                history_calls: 0,
+                syntax: crate::server::Syntax::Kimi,
+                prompt_closes_reasoning: false,
+                first_token: None,
+            };
+            crate::server::forward(&crate::server::sglang::SHAPE, &input).content
+        };
+        let head = "Reason.</think>Let me check.<|tool_calls_section_begin|>";
+        let truth = format!("{head}{CALL_BEGIN}");
+        let twin = format!("{head} ");
+        assert_eq!(answer(&truth, true).as_deref(), Some("Let me check."));
+        assert_eq!(answer(&twin, true).as_deref(), Some("Let me check. "));
+        assert_eq!(answer(&twin, false), answer(&truth, false));
+        assert_eq!(
+            section_text_outside_calls(&format!(
+                "a{SECTION_BEGIN}\n{CALL_BEGIN}x{CALL_END} {CALL_BEGIN}y"
+            )),
+            "\n "
+        );
+    }
+
     // The answers below are vLLM 0.33.0's own, in tests/data/server_shapes/kimi_k25.jsonl.
     const OPEN: &str = "The user wants the weather. I should call the tool.</think>Let me check.<|tool_calls_section_begin|><|tool_call_begin|>";
 

@@ -189,9 +189,12 @@ pub(super) fn classify(
                 None => "the response has no usage.completion_tokens".to_string(),
                 Some(k) => format!("usage.completion_tokens = {k} does not decide between them"),
             };
+            let open = match names(&found.open) {
+                names if names.is_empty() => String::new(),
+                names => format!(" ({names})"),
+            };
             warnings.push(format!(
-                "ambiguous: {n} token streams fit this response from {server} ({}) and {why}; chose the most likely form",
-                names(&found.open)
+                "ambiguous: {n} token streams fit this response from {server}{open} and {why}; chose the most likely form"
             ));
             (ids, fidelity)
         }
@@ -293,11 +296,19 @@ pub(super) fn server_losses(
         if fidelity.class.is_exact() && shape.known {
             return;
         }
+        // Ambiguous for another reason only (whitespace-only content it nulled, a cut's tail):
+        // that warning says what is open. (Candidates that differ in nothing the synthesis
+        // names are the argument spellings.)
+        let spelling_open = fidelity.reasons.is_empty()
+            || fidelity.reasons.contains(&Reason::ArgumentsReserialized);
+        if fidelity.class == FidelityClass::Ambiguous && shape.known && !spelling_open {
+            return;
+        }
         fidelity.at_most(FidelityClass::Lossy);
         fidelity.because(Reason::ArgumentsReserialized);
         fidelity.because(Reason::ServerRewritesToolCallIds);
         warnings.push(
-            "lossy: the server re-serialized the tool-call arguments (json.dumps); rebuilt as the template writes them, the model's own spacing and escapes may differ"
+            "lossy: the server parsed the tool calls (hermes: arguments re-serialized with json.dumps unstreamed, the call wrapper's spacing dropped streamed or not); rebuilt as the template writes them, the model's own spacing and escapes may differ"
                 .to_string(),
         );
     }

@@ -8,10 +8,24 @@
 //!
 //! Written here rather than with `pyjson::dumps` because `json.dumps` has one separator for the
 //! whole value; a model does not.
+//!
+//! Beside the arguments, hermes hides two more things of the model's text, which
+//! [`count_hidden_spellings`] tries on the stream the synthesis chose: the call's wrapper (the
+//! `{"name": …, "arguments": …}` object is parsed, so its spacing is lost, streamed too: the
+//! streamed arguments end before the wrapper's `}`), and, unstreamed, whitespace-only content
+//! before the first call (sent as `null` whatever it was).
 
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::Value;
 
 use crate::pyjson::{dumps_json, write_json_string, DumpOptions};
+use crate::server::Syntax;
+
+use super::fidelity::Reason;
+use super::synth::{Context, Synthesis};
 
 /// Separator sites beyond which the spellings are not enumerated (2^10 = 1,024 spellings per value).
 const MOST_SITES: usize = 10;
@@ -111,6 +125,154 @@ fn write(out: &mut String, value: &Value, ascii: bool, mask: u32, site: &mut usi
     }
 }
 
+const CALL_OPEN: &str = "<tool_call>";
+const CALL_CLOSE: &str = "</tool_call>";
+const THINK_CLOSE: &str = "</think>";
+
+/// Whitespace a model may have written in place of, or after, the content hermes nulls.
+const WHITESPACE: [&str; 7] = [" ", "\n", "\n\n", "  ", "\t", " \n", "\n "];
+
+/// The spellings of hermes' call wrapper around the arguments: the header up to the name, from
+/// the name to the arguments, and the close (the template's first).
+const WRAPPERS: [(&str, &str, &str); 4] = [
+    ("{\"name\": \"", "\", \"arguments\": ", "}"),
+    ("{\"name\": \"", "\", \"arguments\": ", " }"),
+    ("{\"name\":\"", "\",\"arguments\":", "}"),
+    ("{\"name\":\"", "\",\"arguments\":", " }"),
+];
+
+/// A call's wrapper header as any of [`WRAPPERS`] writes it, right after `<tool_call>\n`.
+static HEADER_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\A\{"name": ?"([^"]+)", ?"arguments": ?"#)
+        .unwrap_or_else(|e| panic!("the wrapper regex is a constant and compiles: {e}"))
+});
+
+/// One call of a hermes text: where its wrapper starts, the name, the arguments' span, and
+/// whether the wrapper's close was written (a cut may fall inside the arguments).
+struct Wrapped {
+    start: usize,
+    name: String,
+    arguments: (usize, usize),
+    /// End of the wrapper (after its `}`), where the text after it starts.
+    end: usize,
+    closed: bool,
+}
+
+fn wrapped_calls(text: &str) -> Option<Vec<Wrapped>> {
+    let mut calls = Vec::new();
+    let mut from = 0;
+    while let Some(rel) = text[from..].find(CALL_OPEN) {
+        let start = from + rel + CALL_OPEN.len();
+        let start = start + usize::from(text[start..].starts_with('\n'));
+        let header = HEADER_RE.captures(&text[start..])?;
+        let name = header.get(1)?.as_str().to_string();
+        let args_start = start + header.get(0)?.end();
+        let tail_end = text[args_start..]
+            .find(CALL_CLOSE)
+            .map_or(text.len(), |at| args_start + at);
+        let tail = text[args_start..tail_end].trim_end();
+        let (arguments, end, closed) = match tail.strip_suffix('}') {
+            Some(inner) if !inner.trim().is_empty() => {
+                let inner = inner.strip_suffix(' ').unwrap_or(inner);
+                (
+                    (args_start, args_start + inner.len()),
+                    args_start + tail.len(),
+                    true,
+                )
+            }
+            _ => (
+                (args_start, args_start + tail.len()),
+                args_start + tail.len(),
+                false,
+            ),
+        };
+        calls.push(Wrapped {
+            start,
+            name,
+            arguments,
+            end,
+            closed,
+        });
+        from = end;
+    }
+    Some(calls)
+}
+
+/// The texts `text` could have been instead that a hermes answer does not tell apart by their
+/// fields: every call's wrapper spelled another way (all alike), and the whitespace-only
+/// content before the first call longer or shorter. Each with what hides it.
+fn hermes_alternatives(text: &str) -> Vec<(String, Reason)> {
+    let mut out = Vec::new();
+    if let Some(calls) = wrapped_calls(text).filter(|c| !c.is_empty()) {
+        for (head, middle, close) in WRAPPERS {
+            let mut alt = String::with_capacity(text.len() + 8);
+            let mut last = 0;
+            for call in &calls {
+                alt.push_str(&text[last..call.start]);
+                alt.push_str(head);
+                alt.push_str(&call.name);
+                alt.push_str(middle);
+                alt.push_str(&text[call.arguments.0..call.arguments.1]);
+                if call.closed {
+                    alt.push_str(close);
+                    last = call.end;
+                } else {
+                    last = call.arguments.1;
+                }
+            }
+            alt.push_str(&text[last..]);
+            out.push((alt, Reason::ArgumentsReserialized));
+        }
+    }
+    if let Some(first_call) = text.find(CALL_OPEN) {
+        let content_start = text[..first_call]
+            .find(THINK_CLOSE)
+            .map_or(0, |at| at + THINK_CLOSE.len());
+        let content = &text[content_start..first_call];
+        if content.trim().is_empty() {
+            let (before, after) = (&text[..content_start], &text[first_call..]);
+            let longer = WHITESPACE.iter().map(|w| format!("{content}{w}"));
+            let shorter = (0..content.len())
+                .filter(|&k| content.is_char_boundary(k))
+                .map(|k| content[..k].to_string());
+            for run in longer.chain(shorter) {
+                out.push((
+                    format!("{before}{run}{after}"),
+                    Reason::ServerNullsWhitespaceContent,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Count, beside the stream the synthesis chose, the other spellings hermes hides
+/// ([`hermes_alternatives`]) that have the same length and give the same answer through the
+/// shape: each is another consistent stream, so the sample is ambiguous, never `unique`.
+pub(super) fn count_hidden_spellings(cx: &Context, out: &mut Synthesis) {
+    if cx.syntax != Syntax::Hermes {
+        return;
+    }
+    let Some(ids) = &out.ids else {
+        return;
+    };
+    let tokenizer = &cx.profile.tokenizer;
+    let text = tokenizer.decode(ids);
+    let mut seen = HashSet::new();
+    for (alt, reason) in hermes_alternatives(&text) {
+        if alt == text || !seen.insert(alt.clone()) {
+            continue;
+        }
+        if tokenizer.encode(&alt).len() != ids.len() || cx.agrees(&alt).is_err() {
+            continue;
+        }
+        out.consistent = out.consistent.saturating_add(1);
+        if !out.open.contains(&reason) {
+            out.open.push(reason);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +297,40 @@ mod tests {
         assert!(all.contains(&"{\n  \"query\": \"rain gear\",\n  \"filters\": {\n    \"tags\": [\n      \"umbrella\",\n      \"☔\"\n    ],\n    \"range\": {\n      \"min\": 1,\n      \"max\": 20\n    }\n  }\n}".to_string()));
         // 10 sites, two ways to write the non-ASCII, two pretty forms.
         assert_eq!(all.len(), 2 * 1024 + 2);
+    }
+
+    #[test]
+    fn hermes_hides_the_wrapper_and_the_nulled_content() {
+        // Twins vLLM 0.33.0's own hermes code answers like the truth (make_server_corpus.py
+        // qwen3 with DRAFTGEN_SHOW_TWINS=1): qwen3/…/nonstream/spaces/single_call/001 (4 and 5
+        // newlines after `</think>`), …/stream/spaces/nested_args/002 (`} }` closing the wrapper).
+        let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}\n</tool_call><|im_end|>";
+        let truth = format!("<think>\nR.\n</think>\n\n{call}");
+        let alternatives: Vec<String> = hermes_alternatives(&truth)
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+        assert!(alternatives.contains(&format!("<think>\nR.\n</think>\n\n\n\n{call}")));
+        assert!(alternatives.contains(&format!("<think>\nR.\n</think>\n{call}")));
+        let nested = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"range\":{\"max\":20}}}\n</tool_call>";
+        let spaced_close = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"range\":{\"max\":20}} }\n</tool_call>";
+        let compact = "<tool_call>\n{\"name\":\"search\",\"arguments\":{\"range\":{\"max\":20}}}\n</tool_call>";
+        let found: Vec<String> = hermes_alternatives(nested)
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+        assert!(found.contains(&spaced_close.to_string()));
+        assert!(found.contains(&compact.to_string()));
+        // Content that is not whitespace is shown by the answer: nothing to vary there.
+        let shown = format!("Sure.\n{call}");
+        assert!(hermes_alternatives(&shown)
+            .iter()
+            .all(|(_, r)| *r != Reason::ServerNullsWhitespaceContent));
+        // A call cut inside its arguments keeps its tail; only the header is respelled.
+        let cut = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"um";
+        assert!(hermes_alternatives(cut)
+            .iter()
+            .any(|(t, _)| t == "<tool_call>\n{\"name\":\"search\",\"arguments\":{\"q\": \"um"));
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl Context<'_> {
         self.profile.end_of_turn()
     }
 
-    fn agrees(&self, text: &str) -> Result<(), String> {
+    pub(super) fn agrees(&self, text: &str) -> Result<(), String> {
         let eot = self.end_of_turn();
         let (body, cut) = match text.strip_suffix(eot).filter(|_| !eot.is_empty()) {
             Some(body) => (body, false),
@@ -379,15 +379,18 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
             }
         }
     }
+    super::spellings::count_hidden_spellings(cx, &mut out);
     out
 }
 
-/// How many ordinary tokens the cut tail of `ids` can hold that the answer does not show: each
-/// of the last [`TAIL_PROBED`] ordinary tokens is swapped for another token and the stream sent
-/// forward again; a swap that gives the same answer (with the same count, by construction) is a
-/// stream the answer cannot tell from this one. Special tokens are not swapped: the family's
-/// tool grammar fixes them (after a section opener comes a call opener), and the candidate
-/// tails already hold every structural token that may follow a call.
+/// How many tokens the cut tail of `ids` can hold that the answer does not show: each of the
+/// last [`TAIL_PROBED`] ordinary tokens is swapped for another token, and the last token (a
+/// marker too) for whitespace, and the stream sent forward again; a swap that gives the same
+/// answer (with the same count, by construction) is a stream the answer cannot tell from this
+/// one. The whitespace swap is the marker the parsers skip or hold back at a cut: whitespace
+/// after a section opener instead of its first call's opener (Kimi, DeepSeek-V3), a space or
+/// newline where a call's close was (Kimi's streamed arguments drop it beside the joining space,
+/// DeepSeek-V3's and hermes' stream parsers show an unclosed call as a closed one).
 fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
     let tokenizer = &cx.profile.tokenizer;
     let probes: Vec<u32> = ["x", "7"]
@@ -402,6 +405,19 @@ fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
         for &probe in probes.iter().filter(|&&p| p != ids[at]) {
             let mut twin = ids.to_vec();
             twin[at] = probe;
+            if cx.agrees(&tokenizer.decode(&twin)).is_ok() {
+                hidden += 1;
+            }
+        }
+    }
+    let whitespace: Vec<u32> = [" ", "\n"]
+        .iter()
+        .filter_map(|w| tokenizer.encode(w).first().copied())
+        .collect();
+    if let Some((&last, kept)) = ids.split_last() {
+        for &probe in whitespace.iter().filter(|&&w| w != last) {
+            let mut twin = kept.to_vec();
+            twin.push(probe);
             if cx.agrees(&tokenizer.decode(&twin)).is_ok() {
                 hidden += 1;
             }

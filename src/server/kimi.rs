@@ -117,14 +117,31 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
             },
         };
     }
-    parse_with(
+    let mut parsed = parse_with(
         text,
         thinking,
         input.tools_declared,
         strip,
         unfinished,
         dangling,
-    )
+    );
+    stream_section_text(shape, input, text, &mut parsed);
+    parsed
+}
+
+/// Where the shape streams the tool section's text outside its calls as content
+/// ([`Streaming::section_text_as_content`](super::Streaming)): appended to `parsed.content`.
+fn stream_section_text(shape: &ServerShape, input: &ForwardInput, text: &str, parsed: &mut Parsed) {
+    if !(input.stream && input.tools_declared && shape.streaming.section_text_as_content) {
+        return;
+    }
+    let outside = section_text_outside_calls(text);
+    if !outside.is_empty() {
+        parsed
+            .content
+            .get_or_insert_with(String::new)
+            .push_str(&outside);
+    }
 }
 
 /// The text after the reasoning, through the tool parser as `shape` runs it (for a stream:
@@ -154,6 +171,7 @@ fn after_reasoning(
             }
         }
     }
+    stream_section_text(shape, input, content, &mut parsed);
     parsed.content = parsed.content.filter(|c| !c.is_empty());
     if input.stream && input.tools_declared && streaming.leaks_section_buffer {
         match section_leak(content) {
@@ -167,6 +185,28 @@ fn after_reasoning(
         }
     }
     parsed
+}
+
+/// The tool section's text outside its calls, the section markers cut out (what SGLang streams
+/// of it as content, [`Streaming::section_text_as_content`](super::Streaming)): after the opener,
+/// between calls, after the last call's close; nothing of a call the text leaves open.
+fn section_text_outside_calls(content: &str) -> String {
+    let Some(at) = content.find(SECTION_BEGIN) else {
+        return String::new();
+    };
+    let mut rest = &content[at + SECTION_BEGIN.len()..];
+    let mut out = String::new();
+    loop {
+        let Some(begin) = rest.find(CALL_BEGIN) else {
+            out.push_str(&rest.replace(SECTION_END, "").replace(CALL_END, ""));
+            return out;
+        };
+        out.push_str(&rest[..begin].replace(SECTION_END, "").replace(CALL_END, ""));
+        match rest[begin..].find(CALL_END) {
+            Some(end) => rest = &rest[begin + end + CALL_END.len()..],
+            None => return out,
+        }
+    }
 }
 
 /// vLLM 0.11.2 streaming with tools when the prompt already holds `</think>`: the first token's
@@ -594,6 +634,41 @@ mod tests {
             first_token: None,
         };
         crate::server::forward(shape, &input)
+    }
+
+    #[test]
+    fn sglang_streams_the_section_text_outside_calls_as_content() {
+        // SGLang 0.5.23 (`KimiK2Detector.parse_streaming_increment`, tests/data/server_shapes/
+        // kimi_k25_sglang.jsonl */cut_after_call_begin/001): cut right after the call opener,
+        // the stream shows "Let me check." only; a space in the opener's place would have been
+        // drained as normal text ("Let me check. "), while unstreamed both read the same.
+        let answer = |text: &str, stream: bool| {
+            let input = ForwardInput {
+                text,
+                cut: true,
+                stream,
+                spaces: false,
+                thinking: true,
+                tools_declared: true,
+                history_calls: 0,
+                syntax: crate::server::Syntax::Kimi,
+                prompt_closes_reasoning: false,
+                first_token: None,
+            };
+            crate::server::forward(&crate::server::sglang::SHAPE, &input).content
+        };
+        let head = "Reason.</think>Let me check.<|tool_calls_section_begin|>";
+        let truth = format!("{head}{CALL_BEGIN}");
+        let twin = format!("{head} ");
+        assert_eq!(answer(&truth, true).as_deref(), Some("Let me check."));
+        assert_eq!(answer(&twin, true).as_deref(), Some("Let me check. "));
+        assert_eq!(answer(&twin, false), answer(&truth, false));
+        assert_eq!(
+            section_text_outside_calls(&format!(
+                "a{SECTION_BEGIN}\n{CALL_BEGIN}x{CALL_END} {CALL_BEGIN}y"
+            )),
+            "\n "
+        );
     }
 
     // The answers below are vLLM 0.33.0's own, in tests/data/server_shapes/kimi_k25.jsonl.

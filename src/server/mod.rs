@@ -90,6 +90,11 @@ pub struct Streaming {
     /// (`is_reasoning_end(prompt_token_ids)`), the first token is streamed as reasoning and
     /// every later one goes to the tool parser as content — the model's own `</think>` too.
     pub first_token_reasoning: bool,
+    /// The text of the tool section outside its calls (whitespace after the opener, between
+    /// calls, after the last call) is streamed as `content`, the section's markers cut out:
+    /// SGLang 0.5.23's `KimiK2Detector.parse_streaming_increment` drains the buffer before each
+    /// `<|tool_call_begin|>` as normal text; unstreamed, only the text before the section is.
+    pub section_text_as_content: bool,
 }
 
 impl Streaming {
@@ -102,6 +107,7 @@ impl Streaming {
         keeps_whitespace_content: false,
         call_ids_verbatim: false,
         first_token_reasoning: false,
+        section_text_as_content: false,
     };
 }
 

@@ -35,5 +35,8 @@ pub const SHAPE: ServerShape = ServerShape {
     calls_have_index: true,
     reasoning_tokens_through_close: true,
     prompt_tokens_are_render: false,
-    streaming: Streaming::AS_PARSED,
+    streaming: Streaming {
+        section_text_as_content: true,
+        ..Streaming::AS_PARSED
+    },
 };

@@ -77,6 +77,7 @@ pub const SHAPE_0_11: ServerShape = ServerShape {
     // 0.11.2's streaming parsers (tests/data/server_shapes/kimi_k25_vllm011.jsonl, stream).
     prompt_tokens_are_render: false,
     streaming: Streaming {
+        section_text_as_content: false,
         drops_think_end_delta: true,
         drops_section_begin_delta: true,
         arguments_first_line: true,

@@ -145,13 +145,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &out("samples.jsonl"),
     )?;
     eprintln!(
-        "build     {} samples from {} successful records ({} prompt + {} completion tokens; {} with warnings, {} ambiguous, {} failed)",
+        "build     {} samples from {} successful records ({} prompt + {} completion tokens; {} with warnings, {} failed)",
         built.samples,
         built.records,
         built.prompt_tokens,
         built.completion_tokens,
         built.with_warnings,
-        built.ambiguous,
         built.failed.len(),
     );
     let classes: Vec<String> = built

@@ -157,8 +157,15 @@ pub fn reconstruct(
     // vLLM 0.11 reports `tool_calls` for a cut answer too; streamed, the leak says whether the
     // section was closed: calls without it mean the cut fell inside the section.
     let closed_section = leaked.is_some();
+    // A count below the request's limit says the answer finished (no leak then means the
+    // parser never held the section: the opener was the first token, or it left a long one).
+    let below_limit = match (request.max_tokens, usage_count(&completion)) {
+        (Some(limit), Some(n)) => n < u64::from(limit),
+        _ => false,
+    };
     let cut_in_section = leaks
         && !closed_section
+        && !below_limit
         && !completion.tool_calls.is_empty()
         && completion.finish_reason.as_deref() == Some("tool_calls");
     let mut read_back = leaked.unwrap_or(read_back);
@@ -192,9 +199,17 @@ pub fn reconstruct(
     }
     if first_token_mode {
         // The first token was streamed as reasoning, the rest as content: one text again.
-        let mut text = read_back.reasoning.take().unwrap_or_default();
-        text.push_str(read_back.content.as_deref().unwrap_or_default());
-        read_back.content = Some(text);
+        let first = read_back.reasoning.take().unwrap_or_default();
+        let opener_first = first.trim_start_matches(' ') == server::kimi::SECTION_BEGIN;
+        if opener_first && !read_back.tool_calls.is_empty() {
+            // The opener went to reasoning, so the tool parser never held the section: the calls
+            // are all there is (what it sent as content is joining spaces around markers).
+            read_back.content = None;
+        } else {
+            let mut text = first;
+            text.push_str(read_back.content.as_deref().unwrap_or_default());
+            read_back.content = Some(text);
+        }
     }
     let turns = turn::candidates(profile, request, &read_back, options, &mut warnings);
     let mut texts = Vec::with_capacity(turns.len());
@@ -272,6 +287,8 @@ pub fn reconstruct(
             syntax: syntax.unwrap_or_default(),
             prompt_closes_reasoning: closes_reasoning(profile, &prompt_ids),
             cut,
+            // Streamed calls with no leak to read them from: the first line of each was sent.
+            arguments_hidden: leaks && !closed_section && !cut,
         };
         let found = synth::synthesize(&cx, &texts);
         flags::classify(
@@ -445,6 +462,10 @@ fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -
     }
     texts.extend(added);
     settled
+}
+
+fn usage_count(completion: &Completion) -> Option<u64> {
+    completion.usage.as_ref().and_then(|u| u.completion_tokens)
 }
 
 fn has_count(completion: &Completion) -> bool {

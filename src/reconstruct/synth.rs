@@ -13,7 +13,8 @@
 use crate::completion::Completion;
 use crate::model::Profile;
 use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, THINK_END};
-use crate::server::{forward, ForwardInput, ServerShape, Syntax};
+use crate::server::vllm011_stream::Token;
+use crate::server::{forward, forward_tokens, ForwardInput, ServerShape, Syntax};
 
 use super::fidelity::Reason;
 
@@ -42,6 +43,9 @@ pub(super) struct Context<'a> {
     pub prompt_closes_reasoning: bool,
     /// The answer was cut by `max_tokens` (its `finish_reason`, or what the shape shows).
     pub cut: bool,
+    /// The whitespace around each call's arguments is not in the answer, whatever the shape
+    /// says of its arguments (a vLLM 0.11 stream whose section buffer never leaked).
+    pub arguments_hidden: bool,
 }
 
 /// The outcome over all candidates.
@@ -92,24 +96,40 @@ impl Context<'_> {
                     first
                 }
             });
-        let parsed = forward(
-            self.shape,
-            &ForwardInput {
-                text: body,
-                cut,
-                stream: self.stream,
-                spaces: self.spaces,
-                thinking: self.thinking,
-                tools_declared: self.tools_declared,
-                history_calls: self.history_calls,
-                syntax: self.syntax,
-                prompt_closes_reasoning: self.prompt_closes_reasoning,
-                first_token: first_token.as_deref(),
-            },
-        );
+        let input = ForwardInput {
+            text: body,
+            cut,
+            stream: self.stream,
+            spaces: self.spaces,
+            thinking: self.thinking,
+            tools_declared: self.tools_declared,
+            history_calls: self.history_calls,
+            syntax: self.syntax,
+            prompt_closes_reasoning: self.prompt_closes_reasoning,
+            first_token: first_token.as_deref(),
+        };
+        let parsed = if self.shape.streaming.stepwise && self.stream {
+            forward_tokens(self.shape, &input, &self.tokens(body))
+        } else {
+            forward(self.shape, &input)
+        };
         parsed
             .agrees_with(self.shape, self.completion)
             .map_err(|m| m.0)
+    }
+
+    /// `text`'s tokens as a server's detokenizer sees them: each one's bytes, and whether it is an
+    /// added token.
+    fn tokens(&self, text: &str) -> Vec<Token> {
+        let tokenizer = &self.profile.tokenizer;
+        tokenizer
+            .encode(text)
+            .into_iter()
+            .map(|id| Token {
+                bytes: tokenizer.decode_bytes(&[id]).unwrap_or_default(),
+                special: tokenizer.is_special(id),
+            })
+            .collect()
     }
 
     /// `usage.reasoning_tokens`, where the shape says how it counts
@@ -189,7 +209,7 @@ impl Context<'_> {
             }
         }
         let strips_arguments = if self.stream {
-            shape.strips_streamed_arguments
+            shape.strips_streamed_arguments || self.arguments_hidden
         } else {
             shape.strips_arguments
         };

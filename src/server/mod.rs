@@ -20,6 +20,7 @@ pub mod llamacpp;
 pub mod openrouter;
 pub mod sglang;
 pub mod vllm;
+pub mod vllm011_stream;
 
 use serde_json::Value;
 
@@ -90,6 +91,10 @@ pub struct Streaming {
     /// (`is_reasoning_end(prompt_token_ids)`), the first token is streamed as reasoning and
     /// every later one goes to the tool parser as content — the model's own `</think>` too.
     pub first_token_reasoning: bool,
+    /// The stream is modelled token by token from the server's own code
+    /// ([`vllm011_stream`], read by [`forward_tokens`]): every quirk above, exactly, and the
+    /// section buffer's cuts at delta boundaries that the text alone does not show.
+    pub stepwise: bool,
 }
 
 impl Streaming {
@@ -102,6 +107,7 @@ impl Streaming {
         keeps_whitespace_content: false,
         call_ids_verbatim: false,
         first_token_reasoning: false,
+        stepwise: false,
     };
 }
 
@@ -363,6 +369,40 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
     } else {
         "stop"
     };
+    parsed
+}
+
+/// [`forward`] for a text whose tokens are known: a shape whose stream is modelled step by step
+/// ([`Streaming::stepwise`]) sends the tokens through [`vllm011_stream`]; any other answer is
+/// [`forward`]'s. `tokens` are `input.text`'s (the end-of-turn token excluded).
+pub fn forward_tokens(
+    shape: &ServerShape,
+    input: &ForwardInput,
+    tokens: &[vllm011_stream::Token],
+) -> Parsed {
+    let stepwise =
+        shape.streaming.stepwise && shape.parses && input.stream && input.syntax == Syntax::Kimi;
+    if !stepwise {
+        return forward(shape, input);
+    }
+    let mut parsed = vllm011_stream::stream(
+        tokens,
+        &vllm011_stream::Request {
+            spaces: input.spaces,
+            tools: input.tools_declared,
+            prompt_closes_reasoning: input.prompt_closes_reasoning,
+            stopped: !input.cut,
+        },
+    );
+    if parsed.content.as_deref() == Some("") {
+        parsed.content = None;
+    }
+    if parsed.content_after_calls.as_deref() == Some("") {
+        parsed.content_after_calls = None;
+    }
+    if !shape.empty_content_null && parsed.content.is_none() {
+        parsed.content = Some(String::new());
+    }
     parsed
 }
 

@@ -182,18 +182,22 @@ pub fn reconstruct(
     }
     let first_token_mode =
         leaks && shape.streaming.first_token_reasoning && closes_reasoning(profile, &prompt_ids);
-    if leaks && options.spaces_around_special_tokens && !first_token_mode {
+    // Streamed by a shape whose stream is its own code (vLLM 0.11), tools declared or not.
+    let stepwise =
+        shape.streaming.stepwise && stream && profile.family.syntax() == Some(server::Syntax::Kimi);
+    if stepwise && options.spaces_around_special_tokens {
         // The deltas vLLM 0.11 drops took their joining space with them: put it back, so the
         // read-back (which removes one joining space at each added token) keeps the model's own.
+        // (With the first token as reasoning, the model's `</think>` stays in the content.)
         let streaming = shape.streaming;
         let closed = completion.content.as_deref().is_some_and(|c| !c.is_empty())
             || !completion.tool_calls.is_empty();
-        if streaming.drops_think_end_delta && closed {
+        if streaming.drops_think_end_delta && closed && !first_token_mode {
             if let Some(reasoning) = &mut read_back.reasoning {
                 reasoning.push(' ');
             }
         }
-        if streaming.drops_section_begin_delta && !read_back.tool_calls.is_empty() {
+        if leaks && streaming.drops_section_begin_delta && !read_back.tool_calls.is_empty() {
             read_back.content.get_or_insert_with(String::new).push(' ');
         }
     }
@@ -274,6 +278,12 @@ pub fn reconstruct(
         texts.extend(unended);
     }
 
+    if std::env::var_os("DRAFTGEN_DEBUG_TEXTS").is_some() {
+        eprintln!("read back {read_back:?}");
+        for t in &texts {
+            eprintln!("candidate {t:?}");
+        }
+    }
     let (mut completion_ids, mut fidelity) = if synthesized {
         let cx = synth::Context {
             profile,

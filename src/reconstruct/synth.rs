@@ -386,7 +386,7 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         out.consistent = 0;
     }
     if let (true, Some(ids)) = (cut, &out.ids) {
-        let hidden = hidden_tail_tokens(cx, ids);
+        let hidden = hidden_tail_tokens(cx, ids) + hidden_section_whitespace(cx, ids);
         if hidden > 0 {
             out.consistent = out.consistent.saturating_add(hidden);
             let reason = if ends_inside_a_call(cx, ids) {
@@ -423,6 +423,51 @@ fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
             let mut twin = ids.to_vec();
             twin[at] = probe;
             if cx.agrees(&tokenizer.decode(&twin)).is_ok() {
+                hidden += 1;
+            }
+        }
+    }
+    hidden
+}
+
+/// For a stream modelled step by step ([`Streaming::stepwise`](crate::server::Streaming)) cut
+/// inside the tool section: how many streams of the same length the answer cannot tell from
+/// `ids` because they hold whitespace where the section's parser sends nothing until the section
+/// closes (after the opener, between calls) or skips it (before the arguments), with as many
+/// tokens fewer at the cut. Each is built and sent forward: only those giving the same answer
+/// count. (Other shapes flag every cut the answer reports as `tool_calls`, see
+/// `flags::cut_hidden_by_tool_calls`.)
+fn hidden_section_whitespace(cx: &Context, ids: &[u32]) -> u64 {
+    if !(cx.shape.streaming.stepwise && cx.stream) || cx.syntax != Syntax::Kimi {
+        return 0;
+    }
+    let tokenizer = &cx.profile.tokenizer;
+    let text = tokenizer.decode(ids);
+    let Some(section) = text.find(SECTION_BEGIN) else {
+        return 0;
+    };
+    let mut sites = vec![section + SECTION_BEGIN.len()];
+    for marker in [CALL_END, ARGUMENT_BEGIN] {
+        let mut from = section;
+        while let Some(at) = text[from..].find(marker) {
+            from += at + marker.len();
+            sites.push(from);
+        }
+    }
+    let mut hidden = 0;
+    for at in sites {
+        for ws in [" ", "\n"] {
+            let twin = format!("{}{ws}{}", &text[..at], &text[at..]);
+            let twin_ids = tokenizer.encode(&twin);
+            let Some(extra) = twin_ids.len().checked_sub(ids.len()) else {
+                continue;
+            };
+            let same_length = &twin_ids[..twin_ids.len() - extra];
+            // (Whitespace may merge into the next token: then no token is dropped at the cut.)
+            if same_length == ids {
+                continue;
+            }
+            if cx.agrees(&tokenizer.decode(same_length)).is_ok() {
                 hidden += 1;
             }
         }

@@ -30,7 +30,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::kimi::{CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END, THINK_END};
+use super::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END, THINK_END};
 use super::{Parsed, ParsedCall};
 
 /// `<think>`: the reasoning parser's start token.
@@ -60,6 +60,64 @@ enum Id {
     CallBegin,
     CallEnd,
     Other,
+}
+
+/// A list of token ids as the parsers read it: only its length and how often each marker is in
+/// it (`in`, `.count()`), kept as counts so a long answer is not copied at every step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Ids {
+    len: usize,
+    counts: [usize; 7],
+}
+
+impl Ids {
+    fn one(id: Id) -> Ids {
+        Ids::default().with(id)
+    }
+
+    fn with(mut self, id: Id) -> Ids {
+        self.len += 1;
+        self.counts[id as usize] += 1;
+        self
+    }
+
+    fn contains(&self, id: Id) -> bool {
+        self.counts[id as usize] > 0
+    }
+
+    fn count(&self, id: Id) -> usize {
+        self.counts[id as usize]
+    }
+}
+
+/// The text so far (`current_text`), with where its last call opener ends: the parser reads
+/// `current_text.split(CALL_BEGIN)[-1]` at every step of a call.
+#[derive(Debug, Clone, Default)]
+struct Text {
+    text: String,
+    after_last_call_begin: Option<usize>,
+}
+
+impl Text {
+    fn new(text: String) -> Text {
+        let after_last_call_begin = text.rfind(CALL_BEGIN).map(|at| at + CALL_BEGIN.len());
+        Text {
+            text,
+            after_last_call_begin,
+        }
+    }
+
+    fn push(&mut self, delta: &str) {
+        if let Some(at) = delta.rfind(CALL_BEGIN) {
+            self.after_last_call_begin = Some(self.text.len() + at + CALL_BEGIN.len());
+        }
+        self.text.push_str(delta);
+    }
+
+    /// `text.split(CALL_BEGIN)[-1]`
+    fn last_call(&self) -> &str {
+        &self.text[self.after_last_call_begin.unwrap_or(0)..]
+    }
 }
 
 impl Id {
@@ -239,8 +297,9 @@ struct Glue {
     request: Request,
     reasoning_end: bool,
     added_content_delta: bool,
-    previous_text: String,
-    previous_ids: Vec<Id>,
+    /// `previous_texts[i]` and `all_previous_token_ids[i]`.
+    previous_text: Text,
+    previous_ids: Ids,
     tools_streamed: bool,
     tool: ToolParser,
 }
@@ -251,8 +310,8 @@ impl Glue {
             request,
             reasoning_end: false,
             added_content_delta: false,
-            previous_text: String::new(),
-            previous_ids: Vec::new(),
+            previous_text: Text::default(),
+            previous_ids: Ids::default(),
             tools_streamed: false,
             tool: ToolParser::default(),
         }
@@ -263,50 +322,49 @@ impl Glue {
     }
 
     fn step(&mut self, id: Id, delta_text: String, finishing: bool) -> Option<Delta> {
-        let previous_text = std::mem::take(&mut self.previous_text);
-        let previous_ids = std::mem::take(&mut self.previous_ids);
-        let mut current_text = format!("{previous_text}{delta_text}");
-        let mut current_ids = previous_ids.clone();
-        current_ids.push(id);
-        let output_ids = [id];
+        let previous_ids = self.previous_ids;
+        let mut current_text = std::mem::take(&mut self.previous_text);
+        current_text.push(&delta_text);
+        let mut current_ids = previous_ids.with(id);
+        let output_ids = Ids::one(id);
         let message = if !self.request.tools {
             // "when only reasoning"
-            r1_reasoning(&delta_text, &previous_ids, &output_ids)
+            r1_reasoning(&delta_text, previous_ids, output_ids)
         } else if !self.reasoning_end {
-            let mut message = r1_reasoning(&delta_text, &previous_ids, &output_ids);
-            let mut ends = |current_ids: &mut Vec<Id>, ids: Vec<Id>| {
+            let mut message = r1_reasoning(&delta_text, previous_ids, output_ids);
+            let mut ends = |current_ids: &mut Ids, ids: Ids| {
                 self.reasoning_end = true;
                 *current_ids = ids;
-                match message.as_mut().and_then(|m| m.content.take()) {
-                    Some(content) if !content.is_empty() => current_text = content,
-                    _ => current_text = String::new(),
-                }
+                current_text = match message.as_mut().and_then(|m| m.content.take()) {
+                    Some(content) if !content.is_empty() => Text::new(content),
+                    _ => Text::default(),
+                };
             };
             if self.request.prompt_closes_reasoning {
-                ends(&mut current_ids, output_ids.to_vec());
+                ends(&mut current_ids, output_ids);
             }
-            if output_ids.contains(&Id::ThinkEnd) {
+            if output_ids.contains(Id::ThinkEnd) {
                 // `extract_content_ids`: one token per step, so nothing after the end token.
-                ends(&mut current_ids, Vec::new());
+                ends(&mut current_ids, Ids::default());
             }
             message
         } else {
-            let (mut previous_text, mut previous_ids_seen, mut delta_text, mut delta_ids) =
-                (previous_text, previous_ids, delta_text, output_ids.to_vec());
+            let (mut previous_ids_seen, mut delta_text, mut delta_ids) =
+                (previous_ids, delta_text, output_ids);
             if !self.added_content_delta {
+                // "First time to tool call, add the remaining text and token ids to delta from
+                // previous."
                 self.added_content_delta = true;
-                previous_text = String::new();
-                previous_ids_seen = Vec::new();
-                delta_text = current_text.clone();
-                delta_ids = current_ids.clone();
+                previous_ids_seen = Ids::default();
+                delta_text = current_text.text.clone();
+                delta_ids = current_ids;
             }
             let message = self.tool.stream(
-                &previous_text,
                 &current_text,
                 delta_text,
-                &previous_ids_seen,
-                &current_ids,
-                &delta_ids,
+                previous_ids_seen,
+                current_ids,
+                delta_ids,
             );
             if message.as_ref().is_some_and(|m| m.call.is_some()) {
                 self.tools_streamed = true;
@@ -361,16 +419,14 @@ impl Glue {
 }
 
 /// `DeepSeekR1ReasoningParser.extract_reasoning_streaming` for a one-token step.
-fn r1_reasoning(delta_text: &str, previous_ids: &[Id], delta_ids: &[Id]) -> Option<Delta> {
-    if let [only] = delta_ids {
-        if matches!(only, Id::ThinkBegin | Id::ThinkEnd) {
-            return None;
-        }
+fn r1_reasoning(delta_text: &str, previous_ids: Ids, delta_ids: Ids) -> Option<Delta> {
+    let start_here = delta_ids.contains(Id::ThinkBegin);
+    let end_here = delta_ids.contains(Id::ThinkEnd);
+    if delta_ids.len == 1 && (start_here || end_here) {
+        return None;
     }
-    let start_before = previous_ids.contains(&Id::ThinkBegin);
-    let start_here = delta_ids.contains(&Id::ThinkBegin);
-    let end_here = delta_ids.contains(&Id::ThinkEnd);
-    let end_before = previous_ids.contains(&Id::ThinkEnd);
+    let start_before = previous_ids.contains(Id::ThinkBegin);
+    let end_before = previous_ids.contains(Id::ThinkEnd);
     let split = || {
         let at = delta_text.find(THINK_END).unwrap_or(0);
         let content = &delta_text[(at + THINK_END.len()).min(delta_text.len())..];
@@ -424,14 +480,28 @@ struct ToolParser {
     started: bool,
 }
 
-/// `stream_tool_call_portion_regex` and `stream_tool_call_name_regex`, anchored as `re.match`.
+/// `stream_tool_call_portion_regex` (up to the argument opener, see [`portion_match`]) and
+/// `stream_tool_call_name_regex`, anchored as `re.match`.
 static PORTION_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<id>.+:\d+)\s*<\|tool_call_argument_begin\|>\s*(?P<args>.*)")
+    Regex::new(r"^(?P<id>.+:\d+)\s*<\|tool_call_argument_begin\|>")
         .unwrap_or_else(|e| panic!("a constant regex compiles: {e}"))
 });
 static NAME_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?P<id>.+:\d+)\s*").unwrap_or_else(|e| panic!("a constant regex compiles: {e}"))
 });
+
+/// `stream_tool_call_portion_regex.match(portion)`: the id and the arguments' first line. The
+/// regex runs on the portion up to its argument opener only (the id must stand before it); the
+/// arguments are `\s*(.*)` after it, read directly: a long argument would make the regex scan
+/// it at every step.
+fn portion_match(portion: &str) -> Option<(&str, &str)> {
+    let at = portion.find(ARGUMENT_BEGIN)? + ARGUMENT_BEGIN.len();
+    let caps = PORTION_RE.captures(&portion[..at])?;
+    let id = caps.name("id")?.as_str();
+    let rest = portion[at..].trim_start();
+    let arguments = rest.split('\n').next().unwrap_or_default();
+    Some((id, arguments))
+}
 
 /// `_check_and_strip_markers`: the text without section markers, and which were found.
 fn strip_markers(text: &str) -> (String, bool, bool) {
@@ -451,10 +521,6 @@ fn strip_markers(text: &str) -> (String, bool, bool) {
         }
     }
     (cleaned, found_begin, found_end)
-}
-
-fn count(ids: &[Id], id: Id) -> usize {
-    ids.iter().filter(|&&i| i == id).count()
 }
 
 /// `function_id.split(":")[0].split(".")[-1]`
@@ -478,12 +544,11 @@ impl ToolParser {
 
     fn stream(
         &mut self,
-        _previous_text: &str,
-        current_text: &str,
+        current_text: &Text,
         delta_text: String,
-        previous_ids: &[Id],
-        current_ids: &[Id],
-        delta_ids: &[Id],
+        previous_ids: Ids,
+        current_ids: Ids,
+        delta_ids: Ids,
     ) -> Option<Delta> {
         if !self.started {
             self.started = true;
@@ -501,7 +566,7 @@ impl ToolParser {
             self.section_char_count = 0;
         }
         if found_end && self.in_tool_section {
-            if delta_ids.contains(&Id::CallEnd) {
+            if delta_ids.contains(Id::CallEnd) {
                 deferred_section_exit = true;
                 self.token_buffer = buffered;
             } else {
@@ -515,7 +580,7 @@ impl ToolParser {
         } else {
             self.token_buffer = buffered;
         }
-        let has_section_token = current_ids.contains(&Id::SectionBegin);
+        let has_section_token = current_ids.contains(Id::SectionBegin);
         if !has_section_token && !self.in_tool_section {
             return Some(Delta::content(delta_text));
         }
@@ -531,10 +596,10 @@ impl ToolParser {
                 }));
             }
         }
-        let prev_start = count(previous_ids, Id::CallBegin);
-        let prev_end = count(previous_ids, Id::CallEnd);
-        let cur_start = count(current_ids, Id::CallBegin);
-        let cur_end = count(current_ids, Id::CallEnd);
+        let prev_start = previous_ids.count(Id::CallBegin);
+        let prev_end = previous_ids.count(Id::CallEnd);
+        let cur_start = current_ids.count(Id::CallBegin);
+        let cur_end = current_ids.count(Id::CallEnd);
         let mut portion: Option<String> = None;
         let mut text_portion: Option<String> = None;
         if cur_start == cur_end && prev_end == cur_end && !delta_text.contains(CALL_END) {
@@ -549,8 +614,11 @@ impl ToolParser {
             }
         };
         if delta_text.contains(CALL_END) {
-            let full_text = format!("{current_text}{delta_text}");
-            let last_call = full_text.rsplit(CALL_BEGIN).next().unwrap_or_default();
+            // `(current_text + delta_text).split(CALL_BEGIN)[-1]`
+            let last_call = match delta_text.rfind(CALL_BEGIN) {
+                Some(at) => delta_text[at + CALL_BEGIN.len()..].to_string(),
+                None => format!("{}{delta_text}", current_text.last_call()),
+            };
             let call = last_call.split(CALL_END).next().unwrap_or_default();
             portion = Some(call.trim_end().to_string());
             delta_text = delta_text
@@ -562,14 +630,8 @@ impl ToolParser {
             text_portion = Some(delta_text.trim_start().to_string());
         }
         if cur_start > cur_end && cur_start > prev_start {
-            portion = if delta_ids.len() > 1 {
-                Some(
-                    current_text
-                        .rsplit(CALL_BEGIN)
-                        .next()
-                        .unwrap_or_default()
-                        .to_string(),
-                )
+            portion = if delta_ids.len > 1 {
+                Some(current_text.last_call().to_string())
             } else {
                 None
             };
@@ -578,13 +640,7 @@ impl ToolParser {
             self.current_tool_name_sent = false;
             self.streamed_args_for_tool.push(String::new());
         } else if cur_start > cur_end && cur_start == prev_start {
-            portion = Some(
-                current_text
-                    .rsplit(CALL_BEGIN)
-                    .next()
-                    .unwrap_or_default()
-                    .to_string(),
-            );
+            portion = Some(current_text.last_call().to_string());
             text_portion = None;
         } else if cur_start == cur_end && cur_end >= prev_end {
             let Some(current) = usize::try_from(self.current_tool_id)
@@ -625,12 +681,10 @@ impl ToolParser {
 
         let mut current_call = CallSoFar::default();
         if let Some(portion) = portion.as_deref().filter(|p| !p.is_empty()) {
-            if let Some(caps) = PORTION_RE.captures(portion) {
-                let id = caps.name("id").map_or("", |m| m.as_str()).to_string();
-                current_call.name = Some(name_of(&id));
-                current_call.id = Some(id);
-                current_call.arguments =
-                    Some(caps.name("args").map_or("", |m| m.as_str()).to_string());
+            if let Some((id, arguments)) = portion_match(portion) {
+                current_call.name = Some(name_of(id));
+                current_call.id = Some(id.to_string());
+                current_call.arguments = Some(arguments.to_string());
             } else if let Some(caps) = NAME_RE.captures(portion) {
                 let id = caps.name("id").map_or("", |m| m.as_str()).to_string();
                 current_call.name = Some(name_of(&id));

@@ -1,0 +1,236 @@
+"""Write tests/data/server_shapes/kimi_k25_vllm011_long.jsonl: vLLM 0.11.2's OWN answers to long
+Kimi K2.5 tool sections (and to the thinking-off answers whose first token is the section opener).
+
+vLLM 0.11.2's streaming `kimi_k2` tool parser keeps a buffer of everything it was sent since the
+reasoning ended; past 1024 characters it keeps the last 512 (cut at a delta boundary), past 8192
+characters in the section it leaves the section, and at `<|tool_calls_section_end|>` it sends the
+buffer as `content`. Long agent arguments (2-10 KB, several calls, content before the section)
+hit all of it. The cases here are sent through the same unchanged vLLM 0.11.2 code as
+make_server_corpus.py's `vllm011` fixtures (its ChildServer harness, imported, not copied), with
+ids from the reference encoder and prompts rendered WITH the tools as Kimi's tokenizer renders
+them (`tools_ts_str` from tests/py/vendor/kimi_k25_tokenizer/tool_declaration_ts.py, then the
+K2.5-style template), so `usage.prompt_tokens` is the prompt draftgen renders.
+
+`expect.determined` is computed as in make_server_corpus.py (its `kimi_twin_cases`, the cut tail
+swaps), plus swaps spread over every long argument: a long section hides text the short cases
+never could, and a twin that changes it without changing the answer makes the fixture
+undetermined.
+
+    DRAFTGEN_ASSETS=/path/to/shared/assets python3 tests/data/gen/make_long_leak.py
+
+Deterministic (fixed texts, seeds and clock): same library versions give a byte-identical file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+sys.path[:0] = [str(HERE / "server_stubs"), str(HERE), str(REPO / "tests" / "py" / "vendor" / "kimi_k25_tokenizer")]
+
+import make_server_corpus as corpus  # noqa: E402
+from make_server_corpus import (  # noqa: E402
+    ARG_B, CALL_B, CALL_E, CUT_FORMAT, CUT_REASON, IM_END, K25_TEMPLATE, OUT, SEC_B, SEC_E, TOOLS,
+    VLLM011_SHAPES, ChildServer, KCase, Runner, history_messages, kimi_cut_index, kimi_destroyed,
+    kimi_twin_cases, normalize, seed_of, substitution_twins, summary, vllm_request, write,
+)
+from tool_declaration_ts import encode_tools_to_typescript_style  # noqa: E402
+
+# An agent writing files: the tool the long cases call.
+WRITE_FILE = {"type": "function", "function": {
+    "name": "write_file", "description": "Write a file in the workspace.",
+    "parameters": {"type": "object", "properties": {
+        "path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}}}
+LONG_TOOLS = TOOLS + [WRITE_FILE]
+
+REASONING = "The user wants the module written. I will write it with the tool."
+
+
+def source_text(lines: int, seed: int) -> str:
+    """A Python module of about 60 characters a line (varied, deterministic)."""
+    out = []
+    for i in range(lines):
+        k = (i * 7 + seed) % 11
+        if k == 0:
+            out.append(f"def step_{i}(value: int) -> int:")
+        elif k in (1, 2, 3):
+            out.append(f"    total_{i} = value * {k + seed} + {i}  # accumulate the partial sums")
+        elif k == 4:
+            out.append(f"    if total_{i - 1} > {100 + i}:\n        return total_{i - 1} - {i}")
+        elif k == 5:
+            out.append(f'    message = "step {i}: ü, 東京, naïve café"')
+        elif k == 6:
+            out.append("")
+        else:
+            out.append(f"    return value + {i} * {k}")
+    return "\n".join(out) + "\n"
+
+
+def write_args(path: str, lines: int, seed: int, style: str = "spaced") -> str:
+    return corpus.args({"path": path, "content": source_text(lines, seed)}, style)
+
+
+def cases() -> list[KCase]:
+    out: list[KCase] = []
+    add = out.append
+    u = "Write the module files."
+    # One long call; compact JSON is one line (its newlines escaped), pretty JSON is many.
+    for lines, style in [(40, "spaced"), (90, "spaced"), (150, "compact"), (60, "pretty")]:
+        add(KCase(f"long_args_{style}_{lines}", reasoning=REASONING, content="Writing it now.", tools=True,
+                  calls=[("functions.write_file:0", write_args("src/mod.py", lines, lines, style))], user=u))
+    # Long content before the section (the buffer passes its limit before the section opens).
+    long_content = " ".join(f"Step {i}: check the inputs, then write the result." for i in range(40))
+    add(KCase("long_content_then_call", reasoning=REASONING, content=long_content, tools=True,
+              calls=[("functions.get_weather:0", corpus.args({"city": "Tokyo"}))], user=u))
+    add(KCase("long_content_then_long_call", reasoning=REASONING, content=long_content, tools=True,
+              calls=[("functions.write_file:0", write_args("src/a.py", 50, 3))], user=u))
+    # Two long calls, and a short one after a long one.
+    add(KCase("two_long_calls", reasoning=REASONING, content="Two files.", tools=True,
+              calls=[("functions.write_file:0", write_args("src/a.py", 45, 1)),
+                     ("functions.write_file:1", write_args("src/b.py", 45, 2))], user=u))
+    add(KCase("long_then_short_call", reasoning=REASONING, content="", tools=True,
+              calls=[("functions.write_file:0", write_args("src/a.py", 70, 5)),
+                     ("functions.get_weather:1", corpus.args({"city": "東京"}))], user=u))
+    # Past the parser's 8192 characters in the section.
+    add(KCase("section_past_8192", reasoning=REASONING, content="One big file.", tools=True,
+              calls=[("functions.write_file:0", write_args("src/big.py", 170, 7))], user=u))
+    # `length` cuts inside a long argument, and after a long call.
+    add(KCase("cut_inside_long_args", reasoning=REASONING, content="Writing it now.", tools=True,
+              calls=[("functions.write_file:0", write_args("src/mod.py", 60, 4))], user=u,
+              cut="arguments", cut_at=0))
+    add(KCase("cut_after_long_call", reasoning=REASONING, content="Two files.", tools=True,
+              calls=[("functions.write_file:0", write_args("src/a.py", 45, 1)),
+                     ("functions.write_file:1", write_args("src/b.py", 10, 2))], user=u,
+              cut="after_call_end", cut_at=0))
+    # Thinking off, tools, the first token is the section opener (the reasoning parser takes it).
+    add(KCase("thinking_off_opener_first", thinking=False, tools=True, content="",
+              calls=[("functions.get_weather:0", corpus.args({"city": "Tokyo"}))]))
+    add(KCase("thinking_off_opener_first_two_calls", thinking=False, tools=True, content="",
+              calls=[("functions.get_weather:0", corpus.args({"city": "Zürich"}, "compact")),
+                     ("functions.search:1", corpus.args({"query": "a b", "filters": {"tags": ["x"]}}))]))
+    add(KCase("thinking_off_opener_first_long", thinking=False, tools=True, content="",
+              calls=[("functions.write_file:0", write_args("src/mod.py", 40, 9))], user=u))
+    add(KCase("thinking_off_opener_first_cut", thinking=False, tools=True, content="",
+              calls=[("functions.get_weather:0", corpus.args({"city": "Tokyo"}))], cut="arguments", cut_at=0))
+    return out
+
+
+def spread_twins(case: KCase, ids: list[int], specials: set[int], alt_ids: list[int], sid: dict) -> list[list[int]]:
+    """One token swapped at eight places spread over each long argument: text a long section may
+    hide anywhere, not only in a cut's tail."""
+    out = []
+    begins = [i for i, t in enumerate(ids) if t == sid[ARG_B]]
+    ends = [i for i, t in enumerate(ids) if t == sid[CALL_E]] + [len(ids)]
+    for b in begins:
+        e = min(x for x in ends if x > b)
+        if e - b < 64:
+            continue
+        for k in range(1, 9):
+            p = b + 1 + (e - b - 2) * k // 9
+            if ids[p] in specials:
+                continue
+            for alt in alt_ids:
+                if alt != ids[p]:
+                    twin = list(ids)
+                    twin[p] = alt
+                    out.append(twin)
+                    break
+    return out
+
+
+def build(runner: Runner) -> list[dict]:
+    from reference import deep_sort_dict, kimi_encode, kimi_encoding, kimi_render
+
+    enc = kimi_encoding()
+    sid = {t: enc._special_tokens[t] for t in ["</think>", SEC_B, SEC_E, CALL_B, ARG_B, CALL_E, IM_END]}
+    specials = set(enc._special_tokens.values())
+    alt_ids = [kimi_encode("x")[0], kimi_encode("7")[0]]
+    fixtures = []
+
+    def completion(case: KCase):
+        full = kimi_encode(case.text())
+        if case.cut is None:
+            return full, 16384
+        k = kimi_cut_index(case, full, sid)
+        assert 0 < k < len(full), (case.label, k, len(full))
+        return full[:k], k
+
+    for case in cases():
+        msgs = history_messages(case.history, case.user)
+        tools = LONG_TOOLS if case.tools else None
+        chat_kwargs = None if case.thinking else {"thinking": False}
+        tkw = {} if case.thinking else {"thinking": False}
+        if tools:
+            # As tokenization_kimi.py's apply_chat_template: tools deep-sorted, then declared.
+            tkw["tools_ts_str"] = encode_tools_to_typescript_style(deep_sort_dict(corpus.copy.deepcopy(tools)))
+        prompt_text = kimi_render(K25_TEMPLATE, msgs, tools, True, **tkw)
+        prompt_ids = kimi_encode(prompt_text)
+        truth_ids, max_tokens = completion(case)
+        twin_sets = []
+        for reason, tc in kimi_twin_cases(case):
+            try:
+                t_ids, t_max = completion(tc)
+            except (AssertionError, IndexError):
+                continue
+            twin_sets.append((reason, t_ids, t_max))
+        if case.cut:
+            for t in substitution_twins(truth_ids, len(truth_ids), specials, alt_ids):
+                twin_sets.append((CUT_REASON.get(case.cut, "cut"), t, max_tokens))
+        for t in spread_twins(case, truth_ids, specials, alt_ids, sid):
+            twin_sets.append(("section_buffer_cut", t, max_tokens))
+        seen = {tuple(truth_ids)}
+        uniq = []
+        for reason, t_ids, t_max in twin_sets:
+            if tuple(t_ids) not in seen:
+                seen.add(tuple(t_ids))
+                uniq.append((reason, t_ids, t_max))
+        for shape in VLLM011_SHAPES:
+            name = f"kimi_k25/{shape.slug()}/{case.label}/001"
+            request = vllm_request("kimi-k2.5", msgs, tools, max_tokens, shape, chat_kwargs)
+            body = runner.answer(shape, request, prompt_ids, truth_ids, seed_of(name))
+            norm = normalize(body, random_call_ids=False)
+            twins, twin_reasons = 0, set()
+            for reason, t_ids, t_max in uniq:
+                if t_max != max_tokens and case.cut:
+                    continue
+                t_body = runner.answer(shape, request, prompt_ids, t_ids, seed_of(name))
+                if normalize(t_body, random_call_ids=False) == norm:
+                    twins += 1
+                    twin_reasons.add(reason)
+            view = corpus.assemble(shape.stream, body)
+            complete = truth_ids.count(sid[CALL_E])
+            destroyed = [d for d in kimi_destroyed(case, shape, view, twin_reasons, complete)
+                         if d != "section_buffer_cut"]
+            fx = {
+                "name": name, "family": "kimi-k2.5", "profile": "kimi-k2.5", "model": "kimi-k2.5",
+                "chat_template": None,
+                "server": {"kind": shape.kind, "version": shape.version, "stream": shape.stream,
+                           "spaces_between_special_tokens": shape.spaces, "tool_parser": "kimi_k2",
+                           "reasoning_parser": "kimi_k2", "return_token_ids": shape.return_token_ids},
+                "request": request,
+            }
+            fx["chunks" if shape.stream else "response"] = body
+            fx["truth"] = {"completion_ids": truth_ids, "completion_text": enc.decode(truth_ids),
+                           "prompt_ids": prompt_ids}
+            fx["expect"] = {"determined": twins == 0, "twins": twins, "destroyed": destroyed,
+                            "cut": None if case.cut is None else CUT_FORMAT.get(case.cut, case.cut)}
+            fixtures.append(fx)
+    return fixtures
+
+
+def main() -> None:
+    server = ChildServer("serve-vllm011")
+    runner = Runner({"vllm": server})
+    fixtures = build(runner)
+    server.close()
+    write(OUT / "kimi_k25_vllm011_long.jsonl", fixtures)
+    summary(fixtures)
+    print(f"{runner.calls} server runs", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

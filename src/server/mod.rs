@@ -79,8 +79,9 @@ pub struct Streaming {
     /// text it was given since `</think>` (the content before the section again, each call's
     /// raw text with its markers) with the section markers cut out; nothing when that is
     /// whitespace only. The buffer is cut to its last 512 characters whenever it passes
-    /// [`SECTION_LEAK_MAX_CHARS`] — at token boundaries the text does not show, so a longer
-    /// leak is not modelled ([`Parsed::unmodelled`]).
+    /// [`SECTION_LEAK_MAX_CHARS`] — at token boundaries the text does not show: [`forward`]
+    /// leaves a longer leak unmodelled ([`Parsed::unmodelled`]), [`forward_tokens`] follows it
+    /// ([`Streaming::stepwise`]).
     pub leaks_section_buffer: bool,
     /// Whitespace-only content before the tool section is streamed delta by delta, not nulled.
     pub keeps_whitespace_content: bool,

@@ -3,7 +3,9 @@ r"""Report-only: vLLM 0.11.2 fixtures of `server_shapes/kimi_k25_vllm011.jsonl` 
 `synth::hidden_section_whitespace`), run through vLLM 0.11.2's own serving code (the ChildServer
 harness of make_server_corpus.py): the twin has the same token count and vLLM sends the same
 answer (ignoring ids and timestamps), so the answer does not determine the stream. Never feeds
-a fixture.
+a fixture. "Same answer" is the answer as a client assembles the chunks (what `generate`
+journals); the chunks themselves differ (an empty `content` delta more or less), which is why
+make_server_corpus.py, comparing chunks, counts these fixtures as determined.
 
     DRAFTGEN_ASSETS=... python3 tests/data/gen/check_missed_twins_vllm011.py
 
@@ -56,8 +58,11 @@ for name, ws in CASES:
     prompt_ids = kimi_encode(kimi_render(m.K25_TEMPLATE, request["messages"], None, True, **kwargs))
     a = server.complete(request, prompt_ids, truth, 1)["body"]
     b = server.complete(request, prompt_ids, twin, 1)["body"]
-    same = m.normalize(a, random_call_ids=False) == m.normalize(b, random_call_ids=False)
+    chunks_same = m.normalize(a, random_call_ids=False) == m.normalize(b, random_call_ids=False)
+    # What a client (and draftgen's journal) keeps of a stream: the chunks assembled.
+    same = m.assemble(True, a) == m.assemble(True, b)
     all_same &= same
-    print(f"{name:70} {len(truth)} {len(twin)} same answer: {same}  (whitespace {ws!r} after the opener)")
+    print(f"{name:70} {len(truth)} {len(twin)} same answer: {same} (same chunks: {chunks_same})"
+          f"  (whitespace {ws!r} after the opener)")
 server.close()
 sys.exit(0 if all_same else 1)

@@ -154,7 +154,7 @@ def build(runner: Runner) -> list[dict]:
     def completion(case: KCase):
         full = kimi_encode(case.text())
         if case.cut is None:
-            return full, 16384
+            return full, 4096
         k = kimi_cut_index(case, full, sid)
         assert 0 < k < len(full), (case.label, k, len(full))
         return full[:k], k

@@ -749,3 +749,71 @@ impl ToolParser {
         delta
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(text: &[u8], special: bool) -> Token {
+        Token {
+            bytes: text.to_vec(),
+            special,
+        }
+    }
+
+    #[test]
+    fn deltas_join_added_tokens_and_hold_back_partial_characters() {
+        // As kimi_k25/vllm-0.11.2/stream/spaces/random_mix/003 streams `tool. </think>  …`: the
+        // first delta after the prompt's added token and every delta beside an added token
+        // bring the joining space; `é` split over two tokens arrives whole with the second.
+        let tokens = [
+            token(b"ok", false),
+            token(b"</think>", true),
+            token(&[0xC3], false),
+            token(&[0xA9], false),
+            token(b"<|tool_calls_section_begin|>", true),
+        ];
+        assert_eq!(
+            deltas(&tokens, true),
+            [
+                " ok",
+                " </think>",
+                "",
+                " \u{e9}",
+                " <|tool_calls_section_begin|>"
+            ]
+        );
+        assert_eq!(
+            deltas(&tokens, false),
+            [
+                "ok",
+                "</think>",
+                "",
+                "\u{e9}",
+                "<|tool_calls_section_begin|>"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_lone_reasoning_end_is_not_streamed() {
+        // kimi_k25/vllm-0.11.2/stream/*/plain_reasoning_*: the `</think>` delta is dropped.
+        let tokens = [
+            token(b"Hm", false),
+            token(b"</think>", true),
+            token(b"Hi", false),
+        ];
+        let parsed = stream(
+            &tokens,
+            &Request {
+                spaces: false,
+                tools: false,
+                prompt_closes_reasoning: false,
+                stopped: true,
+            },
+        );
+        assert_eq!(parsed.reasoning.as_deref(), Some("Hm"));
+        assert_eq!(parsed.content.as_deref(), Some("Hi"));
+        assert_eq!(parsed.finish_reason, "stop");
+    }
+}

@@ -19,9 +19,9 @@ use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END};
 #[derive(Debug, Clone)]
 pub(super) struct Leaked {
     pub completion: Completion,
-    /// The buffer had passed its limit and what is left of it misses calls: those are known
-    /// from their streamed first lines only.
-    pub trimmed: bool,
+    /// The buffer had passed its limit and what is left of it misses the starts of this many
+    /// calls (the first ones): they are known from their streamed first lines only.
+    pub streamed_only: usize,
 }
 
 /// Every reading of the content as a leak of these calls: the whole buffer ([`doubled`]), or,
@@ -31,7 +31,7 @@ pub(super) fn read_back(completion: &Completion, spaces: bool) -> Vec<Leaked> {
     if let Some(whole) = doubled(completion, spaces) {
         return vec![Leaked {
             completion: whole,
-            trimmed: false,
+            streamed_only: 0,
         }];
     }
     trimmed(completion, spaces)
@@ -165,7 +165,7 @@ fn trimmed(completion: &Completion, spaces: bool) -> Vec<Leaked> {
         }
         readings.push(Leaked {
             completion: model,
-            trimmed: streamed_only > 0,
+            streamed_only,
         });
     }
     readings

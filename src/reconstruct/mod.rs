@@ -161,7 +161,7 @@ pub fn reconstruct(
     let closed_section = !leaked.is_empty();
     // The section buffer passed its limit and was cut: the calls not in what is left are known
     // from their streamed first lines only (the whitespace around them too).
-    let leak_trimmed = leaked.iter().any(|c| c.trimmed);
+    let leak_streamed_only = leaked.iter().map(|c| c.streamed_only).max().unwrap_or(0);
     // A count below the request's limit says the answer finished (no leak then means the
     // parser never held the section: the opener was the first token, or it left a long one).
     let below_limit = match (request.max_tokens, usage_count(&completion)) {
@@ -312,7 +312,12 @@ pub fn reconstruct(
             prompt_closes_reasoning: closes_reasoning(profile, &prompt_ids),
             cut,
             // Streamed calls with no leak to read them from: the first line of each was sent.
-            arguments_hidden: leaks && (!closed_section || leak_trimmed) && !cut,
+            arguments_hidden: match (leaks && !cut, closed_section, leak_streamed_only) {
+                (false, _, _) => None,
+                (true, false, _) => Some(None),
+                (true, true, 0) => None,
+                (true, true, n) => Some(Some(n)),
+            },
         };
         let found = synth::synthesize(&cx, &texts);
         flags::classify(

@@ -44,8 +44,10 @@ pub(super) struct Context<'a> {
     /// The answer was cut by `max_tokens` (its `finish_reason`, or what the shape shows).
     pub cut: bool,
     /// The whitespace around each call's arguments is not in the answer, whatever the shape
-    /// says of its arguments (a vLLM 0.11 stream whose section buffer never leaked).
-    pub arguments_hidden: bool,
+    /// says of its arguments: `Some(None)` for every call (a vLLM 0.11 stream whose section
+    /// buffer never leaked), `Some(Some(n))` before the first `n` calls' arguments only (what
+    /// is left of a cut buffer shows their ends and the later calls whole).
+    pub arguments_hidden: Option<Option<usize>>,
 }
 
 /// The outcome over all candidates.
@@ -209,25 +211,36 @@ impl Context<'_> {
             }
         }
         let strips_arguments = if self.stream {
-            shape.strips_streamed_arguments || self.arguments_hidden
+            shape.strips_streamed_arguments || self.arguments_hidden.is_some()
         } else {
             shape.strips_arguments
         };
         if strips_arguments && !self.completion.tool_calls.is_empty() {
+            let starts_only = self
+                .arguments_hidden
+                .flatten()
+                .filter(|_| !shape.strips_streamed_arguments || !self.stream);
             let mut from = 0;
+            let mut call = 0;
             while let Some(rel) = text[from..].find(ARGUMENT_BEGIN) {
                 let start = from + rel + ARGUMENT_BEGIN.len();
                 let Some(end_rel) = text[start..].find(CALL_END) else {
                     break;
                 };
                 let end = start + end_rel;
-                for at in [start, end] {
+                let at: &[usize] = match starts_only {
+                    Some(n) if call >= n => &[],
+                    Some(_) => &[start],
+                    None => &[start, end],
+                };
+                for &at in at {
                     sites.push(Site {
                         at,
                         reason: Reason::ServerStripsArgumentWhitespace,
                     });
                 }
                 from = end;
+                call += 1;
             }
         }
         sites
@@ -314,7 +327,19 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
                         any_longer_or_equal = true;
                     }
                 }
-                combinations(&deltas, target)
+                let (count, choice) = combinations(&deltas, target);
+                if cx.shape.streaming.stepwise && cx.stream && count > 1 && count <= MOST_CHECKED {
+                    // A stream modelled step by step: send every variant forward and count only
+                    // those that give this answer (a whitespace the answer does not show
+                    // directly may still move where the section buffer was cut).
+                    let agreeing: Vec<Vec<usize>> = every_combination(&deltas, target)
+                        .into_iter()
+                        .filter(|c| cx.agrees(&with_inserts(text, &sites, c)).is_ok())
+                        .collect();
+                    (agreeing.len() as u64, agreeing.into_iter().next())
+                } else {
+                    (count, choice)
+                }
             }
             None => {
                 let all = deltas
@@ -492,6 +517,29 @@ fn ends_inside_a_call(cx: &Context, ids: &[u32]) -> bool {
         (Some(_), None) => true,
         _ => false,
     }
+}
+
+/// Most variants of one text sent forward one by one (beyond it, the count is the knapsack's).
+const MOST_CHECKED: u64 = 16;
+
+/// Every choice (one option per site) whose deltas sum to `target`, plainest first.
+fn every_combination(deltas: &[Vec<i64>], target: i64) -> Vec<Vec<usize>> {
+    fn walk(deltas: &[Vec<i64>], t: i64, prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        let Some((first, rest)) = deltas.split_first() else {
+            if t == 0 {
+                out.push(prefix.clone());
+            }
+            return;
+        };
+        for (option, d) in first.iter().enumerate() {
+            prefix.push(option);
+            walk(rest, t - d, prefix, out);
+            prefix.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(deltas, target, &mut Vec::new(), &mut out);
+    out
 }
 
 /// How many choices (one option per site) sum to `target`, and the first of them (options in

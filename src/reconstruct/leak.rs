@@ -80,6 +80,9 @@ fn whole_calls(body: &str, spaces: bool) -> Option<Vec<(&str, &str)>> {
 /// (at most 1024 in all, and one delta over).
 const TRIMMED_LEAK_CHARS: std::ops::RangeInclusive<usize> = 400..=1200;
 
+/// How many splits are tried when the leak lies inside the calls' text.
+const SPLITS_INSIDE_CALLS: usize = 4;
+
 /// The readings of a leak whose buffer was cut (vLLM 0.11.2 keeps the last 512 characters
 /// whenever it passes 1024): the content is `P + L`, `L` the end of `P + J + calls`. The calls
 /// whole in `L` give their raw text; the others are written from their streamed first lines.
@@ -132,17 +135,22 @@ fn trimmed(completion: &Completion, spaces: bool) -> Vec<Leaked> {
     }
     let mut readings = Vec::new();
     let total = content.chars().count();
+    // Splits that leave the leak inside the calls' text, counted from the first (the longest
+    // leak): every later split fits too, and the content before a cut is unlikely to end like
+    // the calls' text before the leak for more than a few characters.
+    let mut inside_calls = 0;
     for (chars_before, (k, _)) in content.char_indices().enumerate() {
         let leak_chars = total - chars_before;
         if k > first_marker || (k > 0 && !TRIMMED_LEAK_CHARS.contains(&leak_chars)) {
             continue;
         }
         let (before, leak) = content.split_at(k);
-        // A leak inside the calls' text fits every later split too: only the reading with no
-        // content before the section is taken then (others are left to the forward check
-        // failing, flagged: the split is not known).
+        // A leak inside the calls' text: the first few splits that fit are readings (a longer
+        // coincidence leaves none right: the forward check then flags the answer).
         let fits = if leak.len() <= after.len() {
-            k == 0 && after.ends_with(leak)
+            let fits = after.ends_with(leak) && inside_calls < SPLITS_INSIDE_CALLS;
+            inside_calls += usize::from(fits);
+            fits
         } else {
             leak.ends_with(after.as_str()) && before.ends_with(&leak[..leak.len() - after.len()])
         };

@@ -82,7 +82,9 @@ impl Context<'_> {
             None => (text, true),
         };
         // vLLM 0.11.2 streams the first token alone as reasoning in some cases: its text.
+        let stepwise = self.shape.streaming.stepwise && self.stream;
         let first_token = (self.stream
+            && !stepwise
             && self.prompt_closes_reasoning
             && self.shape.streaming.first_token_reasoning)
             .then(|| {
@@ -110,7 +112,7 @@ impl Context<'_> {
             prompt_closes_reasoning: self.prompt_closes_reasoning,
             first_token: first_token.as_deref(),
         };
-        let parsed = if self.shape.streaming.stepwise && self.stream {
+        let parsed = if stepwise {
             forward_tokens(self.shape, &input, &self.tokens(body))
         } else {
             forward(self.shape, &input)

@@ -15,9 +15,31 @@
 use crate::completion::{Arguments, Completion};
 use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END};
 
-/// The answer as the model's text has it: content once, each call's raw arguments from the
-/// leak. `None` when the content does not hold a leak of these calls (the check then decides).
-pub(super) fn read_back(completion: &Completion, spaces: bool) -> Option<Completion> {
+/// One reading of the leak: the answer as the model's text has it.
+#[derive(Debug, Clone)]
+pub(super) struct Leaked {
+    pub completion: Completion,
+    /// The buffer had passed its limit and what is left of it misses the starts of this many
+    /// calls (the first ones): they are known from their streamed first lines only.
+    pub streamed_only: usize,
+}
+
+/// Every reading of the content as a leak of these calls: the whole buffer ([`doubled`]), or,
+/// when that does not fit, each place its cut may have left the content streamed before it
+/// ([`trimmed`]). Empty when the content holds no leak (the forward check then decides).
+pub(super) fn read_back(completion: &Completion, spaces: bool) -> Vec<Leaked> {
+    if let Some(whole) = doubled(completion, spaces) {
+        return vec![Leaked {
+            completion: whole,
+            streamed_only: 0,
+        }];
+    }
+    trimmed(completion, spaces)
+}
+
+/// The whole buffer leaked: content once, each call's raw arguments from the leak. `None` when
+/// the content is not `P + P + J + calls`.
+fn doubled(completion: &Completion, spaces: bool) -> Option<Completion> {
     let content = completion.content.as_deref()?;
     let at = content.find(CALL_BEGIN)?;
     let (head, body) = content.split_at(at);
@@ -27,16 +49,7 @@ pub(super) fn read_back(completion: &Completion, spaces: bool) -> Option<Complet
     if !doubled.is_char_boundary(half) || doubled[..half] != doubled[half..] {
         return None;
     }
-    // Each call's id text and raw arguments (with spaces: a joining space each side of both).
-    let calls: Vec<(&str, &str)> = body
-        .split(CALL_BEGIN)
-        .skip(1)
-        .map(|call| {
-            let (id, after) = call.split_once(ARGUMENT_BEGIN)?;
-            let id = if spaces { id.trim() } else { id };
-            after.split_once(CALL_END).map(|(args, _)| (id, args))
-        })
-        .collect::<Option<_>>()?;
+    let calls = whole_calls(body, spaces)?;
     if calls.len() != completion.tool_calls.len() {
         return None;
     }
@@ -47,6 +60,123 @@ pub(super) fn read_back(completion: &Completion, spaces: bool) -> Option<Complet
         call.arguments = Arguments::Raw(raw.to_string());
     }
     Some(model)
+}
+
+/// Each call's id text and raw arguments in `body` (which starts at a `<|tool_call_begin|>`;
+/// with spaces: a joining space each side of both). `None` when a call is not whole.
+fn whole_calls(body: &str, spaces: bool) -> Option<Vec<(&str, &str)>> {
+    body.split(CALL_BEGIN)
+        .skip(1)
+        .map(|call| {
+            let (id, after) = call.split_once(ARGUMENT_BEGIN)?;
+            let id = if spaces { id.trim() } else { id };
+            after.split_once(CALL_END).map(|(args, _)| (id, args))
+        })
+        .collect()
+}
+
+/// The fewest and most characters the buffer sends after a cut: the 512 it keeps (less the
+/// section markers cut out of them later) plus the deltas that arrive before the next cut
+/// (at most 1024 in all, and one delta over).
+const TRIMMED_LEAK_CHARS: std::ops::RangeInclusive<usize> = 400..=1200;
+
+/// How many splits are tried when the leak lies inside the calls' text.
+const SPLITS_INSIDE_CALLS: usize = 4;
+
+/// The readings of a leak whose buffer was cut (vLLM 0.11.2 keeps the last 512 characters
+/// whenever it passes 1024): the content is `P + L`, `L` the end of `P + J + calls`. The calls
+/// whole in `L` give their raw text; the others are written from their streamed first lines.
+/// Every split of the content where that holds is a reading.
+fn trimmed(completion: &Completion, spaces: bool) -> Vec<Leaked> {
+    let (Some(content), false) = (
+        completion.content.as_deref(),
+        completion.tool_calls.is_empty(),
+    ) else {
+        return Vec::new();
+    };
+    let Some(first_marker) = [CALL_BEGIN, ARGUMENT_BEGIN, CALL_END]
+        .iter()
+        .filter_map(|m| content.find(m))
+        .min()
+    else {
+        return Vec::new();
+    };
+    // The calls whole in the leak are the last ones (a call the cut fell inside shows only its
+    // end, before the first call opener).
+    let first_whole = content.find(CALL_BEGIN);
+    let in_leak = match first_whole {
+        Some(at) => match whole_calls(&content[at..], spaces) {
+            Some(calls) => calls,
+            None => return Vec::new(),
+        },
+        None => Vec::new(),
+    };
+    let calls = completion.tool_calls.len();
+    let Some(streamed_only) = calls.checked_sub(in_leak.len()) else {
+        return Vec::new();
+    };
+    // What the buffer held after the content: the opener's joining space, each call's text.
+    let pad = if spaces { " " } else { "" };
+    let mut after = pad.to_string();
+    for call in &completion.tool_calls[..streamed_only] {
+        let id = call.id.as_deref().unwrap_or_default().trim();
+        let Arguments::Raw(arguments) = &call.arguments else {
+            return Vec::new();
+        };
+        after.push_str(&format!(
+            "{pad}{CALL_BEGIN}{pad}{id}{pad}{ARGUMENT_BEGIN}{pad}{arguments}{pad}{CALL_END}"
+        ));
+    }
+    if let Some(at) = first_whole {
+        after.push_str(pad);
+        after.push_str(&content[at..]);
+    } else {
+        after.push_str(pad);
+    }
+    let mut readings = Vec::new();
+    let total = content.chars().count();
+    // Splits that leave the leak inside the calls' text, counted from the first (the longest
+    // leak): every later split fits too, and the content before a cut is unlikely to end like
+    // the calls' text before the leak for more than a few characters.
+    let mut inside_calls = 0;
+    for (chars_before, (k, _)) in content.char_indices().enumerate() {
+        let leak_chars = total - chars_before;
+        if k > first_marker || (k > 0 && !TRIMMED_LEAK_CHARS.contains(&leak_chars)) {
+            continue;
+        }
+        let (before, leak) = content.split_at(k);
+        // A leak inside the calls' text: the first few splits that fit are readings (a longer
+        // coincidence leaves none right: the forward check then flags the answer).
+        let fits = if leak.len() <= after.len() {
+            let fits = after.ends_with(leak) && inside_calls < SPLITS_INSIDE_CALLS;
+            inside_calls += usize::from(fits);
+            fits
+        } else {
+            leak.ends_with(after.as_str()) && before.ends_with(&leak[..leak.len() - after.len()])
+        };
+        if !fits {
+            continue;
+        }
+        let mut model = completion.clone();
+        model.content = Some(before.to_string());
+        for (call, (id, raw)) in model.tool_calls[streamed_only..].iter_mut().zip(&in_leak) {
+            call.id = Some(id.to_string());
+            call.arguments = Arguments::Raw(raw.to_string());
+        }
+        if spaces {
+            // As the leak has them: a joining space each side (the read-back removes them).
+            for call in &mut model.tool_calls[..streamed_only] {
+                if let Arguments::Raw(arguments) = &mut call.arguments {
+                    *arguments = format!(" {arguments} ");
+                }
+            }
+        }
+        readings.push(Leaked {
+            completion: model,
+            streamed_only,
+        });
+    }
+    readings
 }
 
 #[cfg(test)]
@@ -68,7 +198,7 @@ mod tests {
     fn the_leak_gives_the_content_once_and_the_raw_arguments() {
         // kimi_k25/vllm-0.11.2/stream/nospaces/nested_args/004: the streamed arguments stop at
         // the first newline; the leak has them whole.
-        let got = read_back(
+        let got = doubled(
             &streamed(
                 "Sure.Sure.<|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>{\n  \"q\": 1\n}<|tool_call_end|>",
                 "{",
@@ -82,7 +212,7 @@ mod tests {
             Arguments::Raw("{\n  \"q\": 1\n}".into())
         );
         // …/stream/spaces/parallel_2_calls/001: two joining spaces before the first call.
-        let spaced = read_back(
+        let spaced = doubled(
             &streamed(
                 " Sure. Sure.  <|tool_call_begin|> functions.search:0 <|tool_call_argument_begin|> {} <|tool_call_end|> ",
                 "{}",
@@ -96,8 +226,8 @@ mod tests {
             Arguments::Raw(" {} ".into())
         );
         // Content that is not a leak of these calls is left to the check.
-        assert!(read_back(&streamed("Sure.", "{}"), false).is_none());
-        assert!(read_back(
+        assert!(doubled(&streamed("Sure.", "{}"), false).is_none());
+        assert!(doubled(
             &streamed(
                 "Sure.<|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>{}<|tool_call_end|>",
                 "{}"

@@ -151,52 +151,91 @@ pub fn reconstruct(
         && stream
         && tools_declared
         && profile.family.syntax() == Some(server::Syntax::Kimi);
-    let leaked = leaks
-        .then(|| leak::read_back(&read_back, options.spaces_around_special_tokens))
-        .flatten();
+    let leaked = if leaks {
+        leak::read_back(&read_back, options.spaces_around_special_tokens)
+    } else {
+        Vec::new()
+    };
     // vLLM 0.11 reports `tool_calls` for a cut answer too; streamed, the leak says whether the
     // section was closed: calls without it mean the cut fell inside the section.
-    let closed_section = leaked.is_some();
+    let closed_section = !leaked.is_empty();
+    // The section buffer passed its limit and was cut: the calls not in what is left are known
+    // from their streamed first lines only (the whitespace around them too).
+    let leak_streamed_only = leaked.iter().map(|c| c.streamed_only).max().unwrap_or(0);
+    // A count below the request's limit says the answer finished (no leak then means the
+    // parser never held the section: the opener was the first token, or it left a long one).
+    let below_limit = match (request.max_tokens, usage_count(&completion)) {
+        (Some(limit), Some(n)) => n < u64::from(limit),
+        _ => false,
+    };
     let cut_in_section = leaks
         && !closed_section
+        && !below_limit
         && !completion.tool_calls.is_empty()
         && completion.finish_reason.as_deref() == Some("tool_calls");
-    let mut read_back = leaked.unwrap_or(read_back);
-    if leaks && options.spaces_around_special_tokens {
-        // Streamed ids start with the joining space after `<|tool_call_begin|>`.
-        for call in &mut read_back.tool_calls {
-            if let Some(id) = &mut call.id {
-                *id = id.trim().to_string();
-            }
-        }
-    }
-    if cut_in_section {
-        read_back.finish_reason = Some("length".to_string());
-    }
+    let bases = if leaked.is_empty() {
+        vec![read_back]
+    } else {
+        leaked.into_iter().map(|l| l.completion).collect()
+    };
     let first_token_mode =
         leaks && shape.streaming.first_token_reasoning && closes_reasoning(profile, &prompt_ids);
-    if leaks && options.spaces_around_special_tokens && !first_token_mode {
-        // The deltas vLLM 0.11 drops took their joining space with them: put it back, so the
-        // read-back (which removes one joining space at each added token) keeps the model's own.
-        let streaming = shape.streaming;
-        let closed = completion.content.as_deref().is_some_and(|c| !c.is_empty())
-            || !completion.tool_calls.is_empty();
-        if streaming.drops_think_end_delta && closed {
-            if let Some(reasoning) = &mut read_back.reasoning {
-                reasoning.push(' ');
+    // Streamed by a shape whose stream is its own code (vLLM 0.11), tools declared or not.
+    let stepwise =
+        shape.streaming.stepwise && stream && profile.family.syntax() == Some(server::Syntax::Kimi);
+    let mut turns = Vec::new();
+    for mut read_back in bases {
+        if leaks && options.spaces_around_special_tokens {
+            // Streamed ids start with the joining space after `<|tool_call_begin|>`.
+            for call in &mut read_back.tool_calls {
+                if let Some(id) = &mut call.id {
+                    *id = id.trim().to_string();
+                }
             }
         }
-        if streaming.drops_section_begin_delta && !read_back.tool_calls.is_empty() {
-            read_back.content.get_or_insert_with(String::new).push(' ');
+        if cut_in_section {
+            read_back.finish_reason = Some("length".to_string());
         }
+        if stepwise && options.spaces_around_special_tokens {
+            // The deltas vLLM 0.11 drops took their joining space with them: put it back, so the
+            // read-back (which removes one joining space at each added token) keeps the model's own.
+            // (With the first token as reasoning, the model's `</think>` stays in the content.)
+            let streaming = shape.streaming;
+            let closed = completion.content.as_deref().is_some_and(|c| !c.is_empty())
+                || !completion.tool_calls.is_empty();
+            if streaming.drops_think_end_delta && closed && !first_token_mode {
+                if let Some(reasoning) = &mut read_back.reasoning {
+                    reasoning.push(' ');
+                }
+            }
+            if leaks && streaming.drops_section_begin_delta && !read_back.tool_calls.is_empty() {
+                read_back.content.get_or_insert_with(String::new).push(' ');
+            }
+        }
+        if first_token_mode {
+            // The first token was streamed as reasoning, the rest as content: one text again.
+            let first = read_back.reasoning.take().unwrap_or_default();
+            let opener_first = first.trim_start_matches(' ') == server::kimi::SECTION_BEGIN;
+            if opener_first && !read_back.tool_calls.is_empty() {
+                // The opener went to reasoning, so the tool parser never held the section: the calls
+                // are all there is (what it sent as content is joining spaces around markers).
+                read_back.content = None;
+            } else {
+                let mut text = first;
+                text.push_str(read_back.content.as_deref().unwrap_or_default());
+                read_back.content = Some(text);
+            }
+        }
+        turns.extend(turn::candidates(
+            profile,
+            request,
+            &read_back,
+            options,
+            &mut warnings,
+        ));
     }
-    if first_token_mode {
-        // The first token was streamed as reasoning, the rest as content: one text again.
-        let mut text = read_back.reasoning.take().unwrap_or_default();
-        text.push_str(read_back.content.as_deref().unwrap_or_default());
-        read_back.content = Some(text);
-    }
-    let turns = turn::candidates(profile, request, &read_back, options, &mut warnings);
+    let mut said = std::collections::HashSet::new();
+    warnings.retain(|w| said.insert(w.clone()));
     let mut texts = Vec::with_capacity(turns.len());
     for candidate in &turns {
         let text = match &candidate.verbatim {
@@ -272,6 +311,13 @@ pub fn reconstruct(
             syntax: syntax.unwrap_or_default(),
             prompt_closes_reasoning: closes_reasoning(profile, &prompt_ids),
             cut,
+            // Streamed calls with no leak to read them from: the first line of each was sent.
+            arguments_hidden: match (leaks && !cut, closed_section, leak_streamed_only) {
+                (false, _, _) => None,
+                (true, false, _) => Some(None),
+                (true, true, 0) => None,
+                (true, true, n) => Some(Some(n)),
+            },
         };
         let found = synth::synthesize(&cx, &texts);
         flags::classify(
@@ -316,7 +362,11 @@ pub fn reconstruct(
     // finished answer from one cut right after the section. One cut inside the section hides
     // what the streamed calls do not show (whitespace around the arguments, a partial
     // character the detokenizer held back): flagged as unstreamed.
-    let hidden_cut_shape = if closed_section {
+    // A stream modelled step by step whose count and limit are known: the synthesis probed what
+    // a cut inside the section can hide (`synth::hidden_section_whitespace`, the cut tail).
+    let counted_cut =
+        stepwise && usage_count(&completion).is_some() && request.max_tokens.is_some();
+    let hidden_cut_shape = if closed_section || counted_cut {
         &server::generic::SHAPE
     } else {
         shape
@@ -445,6 +495,10 @@ fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -
     }
     texts.extend(added);
     settled
+}
+
+fn usage_count(completion: &Completion) -> Option<u64> {
+    completion.usage.as_ref().and_then(|u| u.completion_tokens)
 }
 
 fn has_count(completion: &Completion) -> bool {

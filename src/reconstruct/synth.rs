@@ -13,7 +13,8 @@
 use crate::completion::Completion;
 use crate::model::Profile;
 use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, THINK_END};
-use crate::server::{forward, ForwardInput, ServerShape, Syntax};
+use crate::server::vllm011_stream::Token;
+use crate::server::{forward, forward_tokens, ForwardInput, ServerShape, Syntax};
 
 use super::fidelity::Reason;
 
@@ -42,6 +43,11 @@ pub(super) struct Context<'a> {
     pub prompt_closes_reasoning: bool,
     /// The answer was cut by `max_tokens` (its `finish_reason`, or what the shape shows).
     pub cut: bool,
+    /// The whitespace around each call's arguments is not in the answer, whatever the shape
+    /// says of its arguments: `Some(None)` for every call (a vLLM 0.11 stream whose section
+    /// buffer never leaked), `Some(Some(n))` before the first `n` calls' arguments only (what
+    /// is left of a cut buffer shows their ends and the later calls whole).
+    pub arguments_hidden: Option<Option<usize>>,
 }
 
 /// The outcome over all candidates.
@@ -76,7 +82,9 @@ impl Context<'_> {
             None => (text, true),
         };
         // vLLM 0.11.2 streams the first token alone as reasoning in some cases: its text.
+        let stepwise = self.shape.streaming.stepwise && self.stream;
         let first_token = (self.stream
+            && !stepwise
             && self.prompt_closes_reasoning
             && self.shape.streaming.first_token_reasoning)
             .then(|| {
@@ -92,24 +100,40 @@ impl Context<'_> {
                     first
                 }
             });
-        let parsed = forward(
-            self.shape,
-            &ForwardInput {
-                text: body,
-                cut,
-                stream: self.stream,
-                spaces: self.spaces,
-                thinking: self.thinking,
-                tools_declared: self.tools_declared,
-                history_calls: self.history_calls,
-                syntax: self.syntax,
-                prompt_closes_reasoning: self.prompt_closes_reasoning,
-                first_token: first_token.as_deref(),
-            },
-        );
+        let input = ForwardInput {
+            text: body,
+            cut,
+            stream: self.stream,
+            spaces: self.spaces,
+            thinking: self.thinking,
+            tools_declared: self.tools_declared,
+            history_calls: self.history_calls,
+            syntax: self.syntax,
+            prompt_closes_reasoning: self.prompt_closes_reasoning,
+            first_token: first_token.as_deref(),
+        };
+        let parsed = if stepwise {
+            forward_tokens(self.shape, &input, &self.tokens(body))
+        } else {
+            forward(self.shape, &input)
+        };
         parsed
             .agrees_with(self.shape, self.completion)
             .map_err(|m| m.0)
+    }
+
+    /// `text`'s tokens as a server's detokenizer sees them: each one's bytes, and whether it is an
+    /// added token.
+    fn tokens(&self, text: &str) -> Vec<Token> {
+        let tokenizer = &self.profile.tokenizer;
+        tokenizer
+            .encode(text)
+            .into_iter()
+            .map(|id| Token {
+                bytes: tokenizer.decode_bytes(&[id]).unwrap_or_default(),
+                special: tokenizer.is_special(id),
+            })
+            .collect()
     }
 
     /// `usage.reasoning_tokens`, where the shape says how it counts
@@ -189,25 +213,36 @@ impl Context<'_> {
             }
         }
         let strips_arguments = if self.stream {
-            shape.strips_streamed_arguments
+            shape.strips_streamed_arguments || self.arguments_hidden.is_some()
         } else {
             shape.strips_arguments
         };
         if strips_arguments && !self.completion.tool_calls.is_empty() {
+            let starts_only = self
+                .arguments_hidden
+                .flatten()
+                .filter(|_| !shape.strips_streamed_arguments || !self.stream);
             let mut from = 0;
+            let mut call = 0;
             while let Some(rel) = text[from..].find(ARGUMENT_BEGIN) {
                 let start = from + rel + ARGUMENT_BEGIN.len();
                 let Some(end_rel) = text[start..].find(CALL_END) else {
                     break;
                 };
                 let end = start + end_rel;
-                for at in [start, end] {
+                let at: &[usize] = match starts_only {
+                    Some(n) if call >= n => &[],
+                    Some(_) => &[start],
+                    None => &[start, end],
+                };
+                for &at in at {
                     sites.push(Site {
                         at,
                         reason: Reason::ServerStripsArgumentWhitespace,
                     });
                 }
                 from = end;
+                call += 1;
             }
         }
         sites
@@ -294,7 +329,19 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
                         any_longer_or_equal = true;
                     }
                 }
-                combinations(&deltas, target)
+                let (count, choice) = combinations(&deltas, target);
+                if cx.shape.streaming.stepwise && cx.stream && count > 1 && count <= MOST_CHECKED {
+                    // A stream modelled step by step: send every variant forward and count only
+                    // those that give this answer (a whitespace the answer does not show
+                    // directly may still move where the section buffer was cut).
+                    let agreeing: Vec<Vec<usize>> = every_combination(&deltas, target)
+                        .into_iter()
+                        .filter(|c| cx.agrees(&with_inserts(text, &sites, c)).is_ok())
+                        .collect();
+                    (agreeing.len() as u64, agreeing.into_iter().next())
+                } else {
+                    (count, choice)
+                }
             }
             None => {
                 let all = deltas
@@ -366,7 +413,7 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         out.consistent = 0;
     }
     if let (true, Some(ids)) = (cut, &out.ids) {
-        let hidden = hidden_tail_tokens(cx, ids);
+        let hidden = hidden_tail_tokens(cx, ids) + hidden_section_whitespace(cx, ids);
         if hidden > 0 {
             out.consistent = out.consistent.saturating_add(hidden);
             let reason = if ends_inside_a_call(cx, ids) {
@@ -426,6 +473,51 @@ fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
     hidden
 }
 
+/// For a stream modelled step by step ([`Streaming::stepwise`](crate::server::Streaming)) cut
+/// inside the tool section: how many streams of the same length the answer cannot tell from
+/// `ids` because they hold whitespace where the section's parser sends nothing until the section
+/// closes (after the opener, between calls) or skips it (before the arguments), with as many
+/// tokens fewer at the cut. Each is built and sent forward: only those giving the same answer
+/// count. (Other shapes flag every cut the answer reports as `tool_calls`, see
+/// `flags::cut_hidden_by_tool_calls`.)
+fn hidden_section_whitespace(cx: &Context, ids: &[u32]) -> u64 {
+    if !(cx.shape.streaming.stepwise && cx.stream) || cx.syntax != Syntax::Kimi {
+        return 0;
+    }
+    let tokenizer = &cx.profile.tokenizer;
+    let text = tokenizer.decode(ids);
+    let Some(section) = text.find(SECTION_BEGIN) else {
+        return 0;
+    };
+    let mut sites = vec![section + SECTION_BEGIN.len()];
+    for marker in [CALL_END, ARGUMENT_BEGIN] {
+        let mut from = section;
+        while let Some(at) = text[from..].find(marker) {
+            from += at + marker.len();
+            sites.push(from);
+        }
+    }
+    let mut hidden = 0;
+    for at in sites {
+        for ws in [" ", "\n"] {
+            let twin = format!("{}{ws}{}", &text[..at], &text[at..]);
+            let twin_ids = tokenizer.encode(&twin);
+            let Some(extra) = twin_ids.len().checked_sub(ids.len()) else {
+                continue;
+            };
+            let same_length = &twin_ids[..twin_ids.len() - extra];
+            // (Whitespace may merge into the next token: then no token is dropped at the cut.)
+            if same_length == ids {
+                continue;
+            }
+            if cx.agrees(&tokenizer.decode(same_length)).is_ok() {
+                hidden += 1;
+            }
+        }
+    }
+    hidden
+}
+
 /// How far back a cut may hide ordinary tokens (a parser holds back a partial marker, an
 /// unfinished call's header, the text between two calls).
 const TAIL_PROBED: usize = 4;
@@ -443,6 +535,29 @@ fn ends_inside_a_call(cx: &Context, ids: &[u32]) -> bool {
         (Some(_), None) => true,
         _ => false,
     }
+}
+
+/// Most variants of one text sent forward one by one (beyond it, the count is the knapsack's).
+const MOST_CHECKED: u64 = 16;
+
+/// Every choice (one option per site) whose deltas sum to `target`, plainest first.
+fn every_combination(deltas: &[Vec<i64>], target: i64) -> Vec<Vec<usize>> {
+    fn walk(deltas: &[Vec<i64>], t: i64, prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        let Some((first, rest)) = deltas.split_first() else {
+            if t == 0 {
+                out.push(prefix.clone());
+            }
+            return;
+        };
+        for (option, d) in first.iter().enumerate() {
+            prefix.push(option);
+            walk(rest, t - d, prefix, out);
+            prefix.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(deltas, target, &mut Vec::new(), &mut out);
+    out
 }
 
 /// How many choices (one option per site) sum to `target`, and the first of them (options in

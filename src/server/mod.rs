@@ -20,6 +20,7 @@ pub mod llamacpp;
 pub mod openrouter;
 pub mod sglang;
 pub mod vllm;
+pub mod vllm011_stream;
 
 use serde_json::Value;
 
@@ -78,8 +79,9 @@ pub struct Streaming {
     /// text it was given since `</think>` (the content before the section again, each call's
     /// raw text with its markers) with the section markers cut out; nothing when that is
     /// whitespace only. The buffer is cut to its last 512 characters whenever it passes
-    /// [`SECTION_LEAK_MAX_CHARS`] — at token boundaries the text does not show, so a longer
-    /// leak is not modelled ([`Parsed::unmodelled`]).
+    /// [`SECTION_LEAK_MAX_CHARS`] — at token boundaries the text does not show: [`forward`]
+    /// leaves a longer leak unmodelled ([`Parsed::unmodelled`]), [`forward_tokens`] follows it
+    /// ([`Streaming::stepwise`]).
     pub leaks_section_buffer: bool,
     /// Whitespace-only content before the tool section is streamed delta by delta, not nulled.
     pub keeps_whitespace_content: bool,
@@ -95,6 +97,10 @@ pub struct Streaming {
     /// SGLang 0.5.23's `KimiK2Detector.parse_streaming_increment` drains the buffer before each
     /// `<|tool_call_begin|>` as normal text; unstreamed, only the text before the section is.
     pub section_text_as_content: bool,
+    /// The stream is modelled token by token from the server's own code
+    /// ([`vllm011_stream`], read by [`forward_tokens`]): every quirk above, exactly, and the
+    /// section buffer's cuts at delta boundaries that the text alone does not show.
+    pub stepwise: bool,
 }
 
 impl Streaming {
@@ -108,6 +114,7 @@ impl Streaming {
         call_ids_verbatim: false,
         first_token_reasoning: false,
         section_text_as_content: false,
+        stepwise: false,
     };
 }
 
@@ -369,6 +376,40 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
     } else {
         "stop"
     };
+    parsed
+}
+
+/// [`forward`] for a text whose tokens are known: a shape whose stream is modelled step by step
+/// ([`Streaming::stepwise`]) sends the tokens through [`vllm011_stream`]; any other answer is
+/// [`forward`]'s. `tokens` are `input.text`'s (the end-of-turn token excluded).
+pub fn forward_tokens(
+    shape: &ServerShape,
+    input: &ForwardInput,
+    tokens: &[vllm011_stream::Token],
+) -> Parsed {
+    let stepwise =
+        shape.streaming.stepwise && shape.parses && input.stream && input.syntax == Syntax::Kimi;
+    if !stepwise {
+        return forward(shape, input);
+    }
+    let mut parsed = vllm011_stream::stream(
+        tokens,
+        &vllm011_stream::Request {
+            spaces: input.spaces,
+            tools: input.tools_declared,
+            prompt_closes_reasoning: input.prompt_closes_reasoning,
+            stopped: !input.cut,
+        },
+    );
+    if parsed.content.as_deref() == Some("") {
+        parsed.content = None;
+    }
+    if parsed.content_after_calls.as_deref() == Some("") {
+        parsed.content_after_calls = None;
+    }
+    if !shape.empty_content_null && parsed.content.is_none() {
+        parsed.content = Some(String::new());
+    }
     parsed
 }
 

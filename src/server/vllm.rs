@@ -85,6 +85,7 @@ pub const SHAPE_0_11: ServerShape = ServerShape {
         keeps_whitespace_content: true,
         call_ids_verbatim: true,
         first_token_reasoning: true,
+        stepwise: true,
     },
     ..SHAPE
 };

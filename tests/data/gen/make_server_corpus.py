@@ -792,7 +792,12 @@ def seed_of(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
 
 
-def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[dict]:
+def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None, cases=None, tools_declared=None,
+               extra_twins=None, not_destroyed=frozenset()) -> list[dict]:
+    """Fixtures for `cases` (default `kimi_cases()`) through every shape; `tools_declared` replaces
+    TOOLS, `extra_twins(case, ids, specials, alt_ids, sid)` adds twin id streams (reason
+    `section_buffer_cut`), and a twin reason in `not_destroyed` is not reported as destroyed
+    (make_long_leak.py uses all four)."""
     from reference import kimi_encode, kimi_encoding
 
     enc = kimi_encoding()
@@ -821,9 +826,9 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
         assert 0 < k < len(full), (case.label, k, len(full))
         return full[:k], k
 
-    for case in kimi_cases():
+    for case in kimi_cases() if cases is None else cases:
         msgs = history_messages(case.history, case.user)
-        tools = TOOLS if case.tools else None
+        tools = (TOOLS if tools_declared is None else tools_declared) if case.tools else None
         chat_kwargs = None if case.thinking else {"thinking": False}
         tkw = {} if case.thinking else {"thinking": False}
         prompt_text = kimi_render_k25(msgs, tools, tkw)
@@ -862,6 +867,9 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
             # the same clean text before another incomplete character (" \xf0\x9f" for " \xea")
             for t in last_token_twins(truth_ids, kimi_fragments.same_prefix(truth_ids[-1])):
                 twin_sets.append(("partial_character", t, max_tokens))
+        if extra_twins is not None:
+            for t in extra_twins(case, truth_ids, specials, alt_ids, sid):
+                twin_sets.append(("section_buffer_cut", t, max_tokens))
         seen = {tuple(truth_ids)}
         uniq = []
         for reason, t_ids, t_max in twin_sets:
@@ -898,7 +906,8 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None) -> list[d
                     show_twin(name, reason, enc.decode(truth_ids), enc.decode(t_ids))
             view = assemble(shape.stream, body)
             complete = truth_ids.count(sid[CALL_E])
-            destroyed = kimi_destroyed(case, shape, view, twin_reasons, complete)
+            destroyed = [d for d in kimi_destroyed(case, shape, view, twin_reasons, complete)
+                         if d not in not_destroyed]
             fx = {
                 "name": name, "family": "kimi-k2.5", "profile": "kimi-k2.5", "model": "kimi-k2.5",
                 "chat_template": K25_TEMPLATE,

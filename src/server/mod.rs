@@ -97,6 +97,11 @@ pub struct Streaming {
     /// SGLang 0.5.23's `KimiK2Detector.parse_streaming_increment` drains the buffer before each
     /// `<|tool_call_begin|>` as normal text; unstreamed, only the text before the section is.
     pub section_text_as_content: bool,
+    /// At the finish, the last call's streamed arguments are completed toward the detector's
+    /// `{}` when they are a prefix of it (`""` → `{}`, `{` → `}` more): SGLang 0.5.23's
+    /// `_check_for_unstreamed_tool_args` sends `json.dumps(prev_tool_call_arr[-1]["arguments"])`
+    /// past what was streamed, and `KimiK2Detector` never fills those arguments in (`{}`).
+    pub completes_empty_last_arguments: bool,
     /// The stream is modelled token by token from the server's own code
     /// ([`vllm011_stream`], read by [`forward_tokens`]): every quirk above, exactly, and the
     /// section buffer's cuts at delta boundaries that the text alone does not show.
@@ -114,6 +119,7 @@ impl Streaming {
         call_ids_verbatim: false,
         first_token_reasoning: false,
         section_text_as_content: false,
+        completes_empty_last_arguments: false,
         stepwise: false,
     };
 }
@@ -365,6 +371,13 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         // The id is what follows `<|tool_call_begin|>`'s delta: the joining space first.
         for call in &mut parsed.calls {
             call.id.insert(0, ' ');
+        }
+    }
+    if input.stream && kimi && shape.streaming.completes_empty_last_arguments {
+        if let Some(last) = parsed.calls.last_mut() {
+            if "{}".starts_with(last.arguments.as_str()) {
+                last.arguments = "{}".to_string();
+            }
         }
     }
     // vLLM 0.11 reports `tool_calls` for a cut answer with calls too.

@@ -37,6 +37,7 @@ pub const SHAPE: ServerShape = ServerShape {
     prompt_tokens_are_render: false,
     streaming: Streaming {
         section_text_as_content: true,
+        completes_empty_last_arguments: true,
         ..Streaming::AS_PARSED
     },
 };

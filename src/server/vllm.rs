@@ -78,6 +78,7 @@ pub const SHAPE_0_11: ServerShape = ServerShape {
     prompt_tokens_are_render: false,
     streaming: Streaming {
         section_text_as_content: false,
+        completes_empty_last_arguments: false,
         drops_think_end_delta: true,
         drops_section_begin_delta: true,
         arguments_first_line: true,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::model::{LoadOptions, ModelError, Profile, RenderInput, Tokenizer};
+use crate::server;
 
 /// The sampled tokens after `max_tokens`: what the server detokenizes and reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,6 +140,20 @@ impl TokenCounter {
 
     pub fn encode(&self, text: &str) -> Option<Vec<u32>> {
         self.tokenizer().map(|t| t.encode(text))
+    }
+
+    /// `ids` as a server's detokenizer sees them (bytes, added or not), for shapes whose stream
+    /// is modelled token by token (`server::forward_tokens`). `None` without a tokenizer.
+    pub fn stream_tokens(&self, ids: &[u32]) -> Option<Vec<server::vllm011_stream::Token>> {
+        let tokenizer = self.tokenizer()?;
+        let tokens = ids
+            .iter()
+            .map(|&id| server::vllm011_stream::Token {
+                bytes: tokenizer.decode_bytes(&[id]).unwrap_or_default(),
+                special: tokenizer.is_special(id),
+            })
+            .collect();
+        Some(tokens)
     }
 
     /// Tokens in `text`, or whitespace-separated pieces without a tokenizer.

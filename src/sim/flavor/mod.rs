@@ -77,21 +77,36 @@ pub struct Turn {
 
 /// The fields `shape` sends for this turn (streamed or not).
 pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
-    let mut parsed = server::forward(
-        shape,
-        &ForwardInput {
-            text: detokenized(turn),
-            cut: turn.cut,
-            stream,
-            spaces: turn.spaces_around_special_tokens && shape.spaces_default,
-            thinking: turn.thinking,
-            tools_declared: turn.tools_declared,
-            history_calls: turn.history_calls,
-            syntax: turn.syntax,
-            prompt_closes_reasoning: turn.prompt_closes_reasoning,
-            first_token: turn.first_token.as_deref(),
-        },
-    );
+    let input = ForwardInput {
+        text: detokenized(turn),
+        cut: turn.cut,
+        stream,
+        spaces: turn.spaces_around_special_tokens && shape.spaces_default,
+        thinking: turn.thinking,
+        tools_declared: turn.tools_declared,
+        history_calls: turn.history_calls,
+        syntax: turn.syntax,
+        prompt_closes_reasoning: turn.prompt_closes_reasoning,
+        first_token: turn.first_token.as_deref(),
+    };
+    // With a tokenizer, a stream modelled token by token (vLLM 0.11.2's: its section buffer cut at
+    // delta boundaries, the opener as the first token) is sent the way the server sends it.
+    // The sampled ids, not the text re-encoded: a cut inside a character ends in ids the text
+    // does not show. The end-of-turn id is the server's stop, not a delta.
+    let tokens = match (&turn.token_deltas, &turn.token_ids) {
+        (Some(counter), Some(ids)) if stream && shape.streaming.stepwise => {
+            let ids = match (turn.stop_token, ids.split_last()) {
+                (Some(stop), Some((&last, rest))) if last == stop => rest,
+                _ => ids.as_slice(),
+            };
+            counter.stream_tokens(ids)
+        }
+        _ => None,
+    };
+    let mut parsed = match tokens {
+        Some(tokens) => server::forward_tokens(shape, &input, &tokens),
+        None => server::forward(shape, &input),
+    };
     // Parsers of families without ids in their stream mint random ones.
     for (i, call) in parsed.calls.iter_mut().enumerate() {
         if call.id.is_empty() {

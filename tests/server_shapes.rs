@@ -12,6 +12,8 @@
 //! 0.5.23 were measured to send), the model's text given and its ids from the Kimi tokenizer
 //! (itself held to tiktoken by `tests/tokenize.rs`).
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -101,21 +103,6 @@ struct Row {
 // whitespace (`synth::hidden_tail_tokens`); hermes' call wrapper and its nulled whitespace
 // content (`spellings::count_hidden_spellings`); SGLang's streamed section text.)
 
-fn fixture_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/server_shapes");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
-}
-
 /// The answer as `generate` journals it: the body, or the stream's chunks assembled.
 fn answer(fixture: &Fixture) -> Value {
     match (&fixture.response, &fixture.chunks) {
@@ -151,7 +138,7 @@ fn shape_key(server: &Server) -> String {
 
 #[test]
 fn corpus_of_the_servers_own_answers() {
-    let files = fixture_files();
+    let files = common::server_shape_files();
     // The corpus is committed (tests/data/gen/make_server_corpus.py): none read means the rule
     // would be checked on nothing.
     assert!(
@@ -586,7 +573,7 @@ fn vllm_011_streams_step_by_step_as_its_own_code() {
     let mut profiles: HashMap<(String, Option<String>), Profile> = HashMap::new();
     let mut checked = 0;
     let mut failures = Vec::new();
-    for file in fixture_files() {
+    for file in common::server_shape_files() {
         let text = std::fs::read_to_string(&file).unwrap();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let fixture: Fixture = serde_json::from_str(line).unwrap();

@@ -19,6 +19,8 @@
 //! ([`FIRST_TOKEN_REASONING_DIFFERING`]). `DRAFTGEN_SIM_VERBOSE=1` lists every difference;
 //! `--nocapture` prints the table (BENCHMARKS.md) and the framings on one side only.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -120,21 +122,6 @@ const FRAMING_DIFFERS_AT_MOST: &[(&str, usize)] = &[
     ("kimi_k25 vllm 0.33.0 stream", 28),
     ("kimi_k25 vllm 0.33.0 stream spaces", 48),
 ];
-
-fn fixture_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/server_shapes");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
-}
 
 /// The sim flavour standing in for the fixture's server.
 fn flavor(server: &Server) -> Flavor {
@@ -321,7 +308,7 @@ struct Row {
 
 #[test]
 fn every_flavour_answers_as_the_server_s_own_code() {
-    let files = fixture_files();
+    let files = common::server_shape_files();
     assert!(
         !files.is_empty(),
         "no fixture files in tests/data/server_shapes/"

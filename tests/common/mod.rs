@@ -40,3 +40,20 @@ fn missing(variable: &str, what: &str) -> ! {
          their sha256, or set {variable} to a directory holding them"
     );
 }
+
+/// The server-shape fixture files (`tests/data/server_shapes/*.jsonl`: answers made by the
+/// servers' own code), sorted; empty when there are none (each reader fails then).
+pub fn server_shape_files() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/server_shapes");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}

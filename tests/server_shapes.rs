@@ -578,7 +578,11 @@ fn vllm_011_streams_step_by_step_as_its_own_code() {
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let fixture: Fixture = serde_json::from_str(line).unwrap();
             let shape = server::shape(fixture.server.kind, fixture.server.version.as_deref());
-            if !(fixture.server.stream && shape.streaming.stepwise) {
+            if !(fixture.server.stream
+                && shape
+                    .quirks
+                    .has::<draftgen::server::quirks::Vllm011Stepwise>())
+            {
                 continue;
             }
             let profile = profiles

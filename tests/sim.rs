@@ -1015,7 +1015,7 @@ fn the_sim_command_prints_its_url_and_serves() {
 
 #[tokio::test]
 async fn vllm_011_streams_the_first_token_as_reasoning_when_the_prompt_closes_it() {
-    // vLLM 0.11.2 (`server::Streaming::first_token_reasoning`, its own chunks in
+    // vLLM 0.11.2 (`server::quirks::StreamsFirstTokenAsReasoning`, its own chunks in
     // tests/data/server_shapes/kimi_k25_vllm011.jsonl, compared whole by tests/sim_vs_servers.rs):
     // with tools and `</think>` already in the prompt's ids (here the thinking-off generation
     // prompt `<think></think>`), the first token streams as reasoning, the rest as content.

@@ -78,7 +78,7 @@ const KNOWN: &[(&str, &str, usize)] = &[
         2,
     ),
     // SGLang 0.5.23 streamed: none left (its finish completes a last call's empty arguments to
-    // `{}`: `Streaming::completes_empty_last_arguments`).
+    // `{}`: `server::quirks::CompletesEmptyLastArguments`).
     // vLLM 0.11.2 streamed: none left — the flavour sends its sampled ids through
     // `server::forward_tokens`, the stepwise port of vLLM 0.11.2's own stream code (the first
     // token as reasoning, the opener as that token, the section buffer cut at delta boundaries,
@@ -103,7 +103,7 @@ const KNOWN: &[(&str, &str, usize)] = &[
 ];
 
 /// vLLM 0.11.2 streams with tools whose prompt holds `</think>` (an earlier assistant turn, or
-/// thinking off), where the first token streams as reasoning (`Streaming::first_token_reasoning`):
+/// thinking off), where the first token streams as reasoning (`server::quirks::StreamsFirstTokenAsReasoning`):
 /// how many of them may differ (6 before the flavour streamed through `server::forward_tokens`).
 const FIRST_TOKEN_REASONING_DIFFERING: usize = 0;
 

@@ -12,7 +12,11 @@ use crate::completion::{Completion, ToolCall};
 use crate::model::family::{Family, FamilySpec};
 use crate::model::{AssistantTurn, Profile, RenderInput};
 use crate::pyjson::{dumps_json, DumpOptions};
-use crate::server::{forward, CallIds, ForwardInput, ReasoningField, ServerShape, SHAPES};
+use crate::server::quirks::{
+    EmptyContentAsString, FinishToolCalls, IndexesCalls, MintsCallIds, StripsArguments,
+    StripsReasoningTrailingWhitespace,
+};
+use crate::server::{forward, ForwardInput, ReasoningField, ServerShape, SHAPES};
 
 /// What the probe knows of the model behind the answers (`probe --tokenizer`): its family's
 /// markers, ids and template, and the request sent, so that the answer can be held against what
@@ -158,18 +162,20 @@ impl Clue {
                     }
             }
             Clue::ReasoningDetails(d) => shape.reasoning_details == d,
-            Clue::EmptyContentNull(null) => shape.empty_content_null == null,
-            Clue::IdsNative => shape.parses && shape.call_ids != CallIds::Minted,
+            Clue::EmptyContentNull(null) => shape.quirks.has::<EmptyContentAsString>() != null,
+            Clue::IdsNative => shape.parses && !shape.quirks.has::<MintsCallIds>(),
             Clue::IdsOpenRouter => shape.kind == ServerKind::OpenRouter,
             Clue::IdsOther => {
-                shape.call_ids == CallIds::Minted && shape.kind != ServerKind::OpenRouter
+                shape.quirks.has::<MintsCallIds>() && shape.kind != ServerKind::OpenRouter
             }
-            Clue::CallsIndexed(i) => shape.calls_have_index == i,
-            Clue::FinishToolCalls(f) => shape.finish_tool_calls == f || !shape.known,
+            Clue::CallsIndexed(i) => shape.quirks.has::<IndexesCalls>() == i,
+            Clue::FinishToolCalls(f) => shape.quirks.has::<FinishToolCalls>() == f || !shape.known,
             Clue::LlamaCppDress(d) => (shape.kind == ServerKind::LlamaCpp) == d,
             Clue::OpenRouterDress(d) => (shape.kind == ServerKind::OpenRouter) == d,
-            Clue::ReasoningTrailingWhitespace => !shape.strips_reasoning_trailing_whitespace,
-            Clue::ArgumentsPadded => !shape.strips_arguments,
+            Clue::ReasoningTrailingWhitespace => {
+                !shape.quirks.has::<StripsReasoningTrailingWhitespace>()
+            }
+            Clue::ArgumentsPadded => !shape.quirks.has::<StripsArguments>(),
         }
     }
 

@@ -71,7 +71,7 @@ pub enum Reason {
     /// `usage.prompt_tokens` differs from the rendered prompt's length and the server sent no
     /// prompt ids: the prompt the server rendered is not the one rebuilt (always noted; the
     /// sample is `inconsistent` where the server's count is known to be the render's,
-    /// `ServerShape::prompt_tokens_are_render`).
+    /// `server::quirks::CountsPromptAsRendered`).
     PromptTokensDisagree,
     /// The server strips trailing whitespace from the reasoning (vLLM).
     ServerStripsReasoningTrailingWhitespace,

@@ -9,7 +9,11 @@ use crate::completion::{Arguments, Completion};
 use crate::model::Profile;
 use crate::pyjson::{self, DumpOptions};
 use crate::server::kimi::{CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
-use crate::server::{CallIds, ServerShape, Syntax};
+use crate::server::quirks::{
+    BogusCallForCutId, CoercesArguments, CutReportsToolCalls, DropsIncompleteCall,
+    ResynthesizesCallIds,
+};
+use crate::server::{ServerShape, Syntax};
 
 use super::fidelity::{Fidelity, FidelityClass, Reason};
 use super::synth::Synthesis;
@@ -110,7 +114,7 @@ pub(super) fn bogus_call_header(
     completion: &Completion,
     spaces: bool,
 ) -> Option<String> {
-    if shape.cut_in_call_id != crate::server::CutInCallId::BogusCall {
+    if !shape.quirks.has::<BogusCallForCutId>() {
         return None;
     }
     let last = completion.tool_calls.last()?;
@@ -152,7 +156,7 @@ pub(super) fn classify(
 ) -> (Vec<u32>, Fidelity) {
     // vLLM's deepseek_v3 and hermes parsers are regexes over finished calls: an unfinished
     // one is never sent whole, whatever the shape does with Kimi's.
-    let drops_unfinished_call = shape.drops_incomplete_call || syntax != Syntax::Kimi;
+    let drops_unfinished_call = shape.quirks.has::<DropsIncompleteCall>() || syntax != Syntax::Kimi;
     let server = shape.describe();
     if let Some(partial) = &found.partial {
         let warning = "truncated mid-character: the length cut may have split a multi-byte character, whose partial-byte ids the text cannot show";
@@ -270,7 +274,7 @@ pub(super) fn server_losses(
                 .as_deref()
                 .is_some_and(|id| profile.is_native_tool_call_id(id))
         });
-        if renumbered || shape.call_ids == CallIds::Resynthesized {
+        if renumbered || shape.quirks.has::<ResynthesizesCallIds>() {
             fidelity.at_most(FidelityClass::Lossy);
             fidelity.because(Reason::ServerRewritesToolCallIds);
             warnings.push(
@@ -278,7 +282,7 @@ pub(super) fn server_losses(
                     .to_string(),
             );
         }
-        if shape.coerces_arguments
+        if shape.quirks.has::<CoercesArguments>()
             && fidelity.class == FidelityClass::Inconsistent
             && completion.tool_calls.iter().any(looks_reserialized)
         {
@@ -387,7 +391,9 @@ pub(super) fn cut_hidden_by_tool_calls(
     fidelity: &mut Fidelity,
     warnings: &mut Vec<String>,
 ) {
-    if !shape.cut_reports_tool_calls || completion.finish_reason.as_deref() != Some("tool_calls") {
+    if !shape.quirks.has::<CutReportsToolCalls>()
+        || completion.finish_reason.as_deref() != Some("tool_calls")
+    {
         return;
     }
     let below_limit = match (max_tokens, reported(completion)) {

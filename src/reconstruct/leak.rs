@@ -1,4 +1,4 @@
-//! Reading back vLLM 0.11.2's streamed section leak ([`Streaming::leaks_section_buffer`]).
+//! Reading back vLLM 0.11.2's streamed section leak ([`LeaksSectionBuffer`]).
 //!
 //! At `<|tool_calls_section_end|>` its streaming `kimi_k2` parser sends its whole buffer as
 //! `content`: what the model wrote before the section (already streamed once) and every call's
@@ -10,7 +10,7 @@
 //! ones stop at the first newline. The forward check ([`crate::server::forward`]) then sends
 //! every candidate through the same leak and compares.
 //!
-//! [`Streaming::leaks_section_buffer`]: crate::server::Streaming::leaks_section_buffer
+//! [`LeaksSectionBuffer`]: crate::server::quirks::LeaksSectionBuffer
 
 use crate::completion::{Arguments, Completion};
 use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END};

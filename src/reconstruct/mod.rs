@@ -24,6 +24,10 @@ use serde_json::{Map, Value};
 use crate::api::ServerKind;
 use crate::completion::{Completion, CompletionError};
 use crate::model::{ModelError, Profile, RenderInput};
+use crate::server::quirks::{
+    CountsPromptAsRendered, CutReportsToolCalls, DropsSectionBeginDelta, DropsThinkEndDelta,
+    IgnoresThinkingOff, LeaksSectionBuffer, StreamsFirstTokenAsReasoning, Vllm011Stepwise,
+};
 use crate::server::{self, ServerShape};
 
 /// How the endpoint shaped its text: the server shape (kind + version) and its detokenizer's
@@ -134,7 +138,7 @@ pub fn reconstruct(
     // files the whole answer of a non-thinking turn under reasoning: read it back as content.
     let shape = options.shape();
     let thinking = profile.thinking_enabled(request.chat_template_kwargs.as_ref());
-    let read_back = if !shape.honours_thinking_off
+    let read_back = if shape.quirks.has::<IgnoresThinkingOff>()
         && !thinking
         && completion.content.as_deref().is_none_or(str::is_empty)
         && completion.tool_calls.is_empty()
@@ -147,7 +151,7 @@ pub fn reconstruct(
     };
     let stream = options.stream.or(request.stream).unwrap_or(false);
     let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
-    let leaks = shape.streaming.leaks_section_buffer
+    let leaks = shape.quirks.has::<LeaksSectionBuffer>()
         && stream
         && tools_declared
         && profile.family.syntax() == Some(server::Syntax::Kimi);
@@ -178,11 +182,13 @@ pub fn reconstruct(
     } else {
         leaked.into_iter().map(|l| l.completion).collect()
     };
-    let first_token_mode =
-        leaks && shape.streaming.first_token_reasoning && closes_reasoning(profile, &prompt_ids);
+    let first_token_mode = leaks
+        && shape.quirks.has::<StreamsFirstTokenAsReasoning>()
+        && closes_reasoning(profile, &prompt_ids);
     // Streamed by a shape whose stream is its own code (vLLM 0.11), tools declared or not.
-    let stepwise =
-        shape.streaming.stepwise && stream && profile.family.syntax() == Some(server::Syntax::Kimi);
+    let stepwise = shape.quirks.has::<Vllm011Stepwise>()
+        && stream
+        && profile.family.syntax() == Some(server::Syntax::Kimi);
     let mut turns = Vec::new();
     for mut read_back in bases {
         if leaks && options.spaces_around_special_tokens {
@@ -200,15 +206,15 @@ pub fn reconstruct(
             // The deltas vLLM 0.11 drops took their joining space with them: put it back, so the
             // read-back (which removes one joining space at each added token) keeps the model's own.
             // (With the first token as reasoning, the model's `</think>` stays in the content.)
-            let streaming = shape.streaming;
             let closed = completion.content.as_deref().is_some_and(|c| !c.is_empty())
                 || !completion.tool_calls.is_empty();
-            if streaming.drops_think_end_delta && closed && !first_token_mode {
+            if shape.quirks.has::<DropsThinkEndDelta>() && closed && !first_token_mode {
                 if let Some(reasoning) = &mut read_back.reasoning {
                     reasoning.push(' ');
                 }
             }
-            if leaks && streaming.drops_section_begin_delta && !read_back.tool_calls.is_empty() {
+            let drops_opener = shape.quirks.has::<DropsSectionBeginDelta>();
+            if leaks && drops_opener && !read_back.tool_calls.is_empty() {
                 read_back.content.get_or_insert_with(String::new).push(' ');
             }
         }
@@ -287,7 +293,7 @@ pub fn reconstruct(
     if let (true, true, true, Some(syntax)) = (synthesized, cut, tools_declared, syntax) {
         texts = flags::with_cut_tails(texts, syntax);
     }
-    if closed_section && shape.cut_reports_tool_calls {
+    if closed_section && shape.quirks.has::<CutReportsToolCalls>() {
         // Closed, then maybe cut before the end-of-turn token: the count decides.
         let eot = profile.end_of_turn();
         let unended: Vec<String> = texts
@@ -401,7 +407,7 @@ pub fn reconstruct(
     if let Some(counted) = prompt_count {
         // After the server-ids block: completion ids do not settle the prompt.
         fidelity.because(Reason::PromptTokensDisagree);
-        if shape.prompt_tokens_are_render {
+        if shape.quirks.has::<CountsPromptAsRendered>() {
             fidelity.at_most(FidelityClass::Inconsistent);
             warnings.push(format!(
                 "inconsistent: {} counts the prompt it rendered, {counted} tokens, and the prompt rendered here has {}: the server rendered another prompt (its template, or a tool handler's system message), so the prompt ids are not what the model saw",

@@ -13,6 +13,11 @@
 use crate::completion::Completion;
 use crate::model::Profile;
 use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, THINK_END};
+use crate::server::quirks::{
+    CountsReasoningThroughClose, CutReportsToolCalls, NullsWhitespaceContent,
+    StreamsFirstTokenAsReasoning, StreamsWhitespaceContent, StripsArguments,
+    StripsReasoningTrailingWhitespace, StripsStreamedArguments, Vllm011Stepwise,
+};
 use crate::server::vllm011_stream::Token;
 use crate::server::{forward, forward_tokens, ForwardInput, ServerShape, Syntax};
 
@@ -82,24 +87,24 @@ impl Context<'_> {
             None => (text, true),
         };
         // vLLM 0.11.2 streams the first token alone as reasoning in some cases: its text.
-        let stepwise = self.shape.streaming.stepwise && self.stream;
+        let stepwise = self.shape.quirks.has::<Vllm011Stepwise>() && self.stream;
         let first_token = (self.stream
             && !stepwise
             && self.prompt_closes_reasoning
-            && self.shape.streaming.first_token_reasoning)
-            .then(|| {
-                let tokenizer = &self.profile.tokenizer;
-                let first = tokenizer
-                    .encode(body)
-                    .first()
-                    .map(|&id| tokenizer.decode(&[id]));
-                let first = first.unwrap_or_default();
-                if first.ends_with('\u{FFFD}') {
-                    String::new()
-                } else {
-                    first
-                }
-            });
+            && self.shape.quirks.has::<StreamsFirstTokenAsReasoning>())
+        .then(|| {
+            let tokenizer = &self.profile.tokenizer;
+            let first = tokenizer
+                .encode(body)
+                .first()
+                .map(|&id| tokenizer.decode(&[id]));
+            let first = first.unwrap_or_default();
+            if first.ends_with('\u{FFFD}') {
+                String::new()
+            } else {
+                first
+            }
+        });
         let input = ForwardInput {
             text: body,
             cut,
@@ -137,13 +142,13 @@ impl Context<'_> {
     }
 
     /// `usage.reasoning_tokens`, where the shape says how it counts
-    /// ([`ServerShape::reasoning_tokens_through_close`]): through the first reasoning close, or
+    /// ([`CountsReasoningThroughClose`]): through the first reasoning close, or
     /// every token when there is none (the count check then covers it).
     fn reasoning_count_agrees(&self, text: &str) -> Result<(), String> {
         let usage = self.completion.usage.as_ref();
         let reported = usage.and_then(|u| u.reasoning_tokens);
         let (true, true, Some(reported)) = (
-            self.shape.reasoning_tokens_through_close,
+            self.shape.quirks.has::<CountsReasoningThroughClose>(),
             self.thinking,
             reported,
         ) else {
@@ -177,8 +182,8 @@ impl Context<'_> {
         if self.syntax != Syntax::Kimi {
             return sites;
         }
-        let shape = self.shape;
-        if shape.strips_reasoning_trailing_whitespace && self.thinking {
+        let quirks = &self.shape.quirks;
+        if quirks.has::<StripsReasoningTrailingWhitespace>() && self.thinking {
             let end = [
                 text.find(THINK_END),
                 text.find(SECTION_BEGIN),
@@ -194,16 +199,16 @@ impl Context<'_> {
                 });
             }
         }
-        let streamed_as_is = self.stream && shape.streaming.keeps_whitespace_content;
-        if shape.whitespace_content_null && self.tools_declared && !streamed_as_is {
+        let streamed_as_is = self.stream && quirks.has::<StreamsWhitespaceContent>();
+        if quirks.has::<NullsWhitespaceContent>() && self.tools_declared && !streamed_as_is {
             // Empty content right before the tool section: it may have been whitespace.
             if let Some(at) = text.find(SECTION_BEGIN) {
                 let before = &text[..at];
                 let empty = before.is_empty() || before.ends_with(THINK_END);
                 // vLLM 0.11 nulls it once the opener was seen, also when a cut left no call.
                 let cut = self.cut;
-                let tool_path =
-                    !self.completion.tool_calls.is_empty() || (cut && shape.cut_reports_tool_calls);
+                let tool_path = !self.completion.tool_calls.is_empty()
+                    || (cut && quirks.has::<CutReportsToolCalls>());
                 if empty && tool_path {
                     sites.push(Site {
                         at,
@@ -213,15 +218,15 @@ impl Context<'_> {
             }
         }
         let strips_arguments = if self.stream {
-            shape.strips_streamed_arguments || self.arguments_hidden.is_some()
+            quirks.has::<StripsStreamedArguments>() || self.arguments_hidden.is_some()
         } else {
-            shape.strips_arguments
+            quirks.has::<StripsArguments>()
         };
         if strips_arguments && !self.completion.tool_calls.is_empty() {
             let starts_only = self
                 .arguments_hidden
                 .flatten()
-                .filter(|_| !shape.strips_streamed_arguments || !self.stream);
+                .filter(|_| !quirks.has::<StripsStreamedArguments>() || !self.stream);
             let mut from = 0;
             let mut call = 0;
             while let Some(rel) = text[from..].find(ARGUMENT_BEGIN) {
@@ -330,7 +335,11 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
                     }
                 }
                 let (count, choice) = combinations(&deltas, target);
-                if cx.shape.streaming.stepwise && cx.stream && count > 1 && count <= MOST_CHECKED {
+                if cx.shape.quirks.has::<Vllm011Stepwise>()
+                    && cx.stream
+                    && count > 1
+                    && count <= MOST_CHECKED
+                {
                     // A stream modelled step by step: send every variant forward and count only
                     // those that give this answer (a whitespace the answer does not show
                     // directly may still move where the section buffer was cut).
@@ -473,7 +482,7 @@ fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
     hidden
 }
 
-/// For a stream modelled step by step ([`Streaming::stepwise`](crate::server::Streaming)) cut
+/// For a stream modelled step by step ([`Vllm011Stepwise`]) cut
 /// inside the tool section: how many streams of the same length the answer cannot tell from
 /// `ids` because they hold whitespace where the section's parser sends nothing until the section
 /// closes (after the opener, between calls) or skips it (before the arguments), with as many
@@ -481,7 +490,7 @@ fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
 /// count. (Other shapes flag every cut the answer reports as `tool_calls`, see
 /// `flags::cut_hidden_by_tool_calls`.)
 fn hidden_section_whitespace(cx: &Context, ids: &[u32]) -> u64 {
-    if !(cx.shape.streaming.stepwise && cx.stream) || cx.syntax != Syntax::Kimi {
+    if !(cx.shape.quirks.has::<Vllm011Stepwise>() && cx.stream) || cx.syntax != Syntax::Kimi {
         return 0;
     }
     let tokenizer = &cx.profile.tokenizer;

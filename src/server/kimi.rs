@@ -12,13 +12,19 @@
 //!   argument text so far (the deltas went out before the cut); vLLM 0.33 keeps it unstreamed
 //!   too, and makes a bogus call of one cut inside its id (`unfinished_call`). A cut that leaves
 //!   the section with no call to send drops the section's text where the shape says so
-//!   (`ServerShape::drops_cut_section`).
+//!   (`quirks::DropsCutSection`).
 
 use std::sync::LazyLock;
 
 use fancy_regex::Regex;
 
-use super::{CutInCallId, ForwardInput, Parsed, ParsedCall, ServerShape};
+use super::quirks::{
+    BogusCallForCutId, DropsCutSection, DropsIncompleteCall, DropsSectionBeginDelta,
+    DropsThinkEndDelta, IgnoresThinkingOff, LeaksSectionBuffer, ReasoningEndsOnlyAtThinkEnd,
+    StreamsArgumentsFirstLine, StreamsFirstTokenAsReasoning, StreamsSectionTextAsContent,
+    StripsArguments, StripsStreamedArguments,
+};
+use super::{ForwardInput, Parsed, ParsedCall, ServerShape};
 
 pub const THINK_END: &str = "</think>";
 pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
@@ -65,33 +71,34 @@ struct UnfinishedCall {
 
 /// Run the reasoning parser, then (with tools declared) the tool parser, as `shape` runs them.
 pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
-    let strip = if input.stream && shape.streaming.arguments_first_line {
+    let quirks = &shape.quirks;
+    let strip = if input.stream && quirks.has::<StreamsArgumentsFirstLine>() {
         ArgumentsSent::FirstLine {
             spaced: input.spaces,
         }
-    } else if input.stream && shape.strips_streamed_arguments
-        || !input.stream && shape.strips_arguments
+    } else if input.stream && quirks.has::<StripsStreamedArguments>()
+        || !input.stream && quirks.has::<StripsArguments>()
     {
         ArgumentsSent::Stripped
     } else {
         ArgumentsSent::Raw
     };
     let unfinished = input.cut.then_some(UnfinishedCall {
-        kept: input.stream || !shape.drops_incomplete_call,
+        kept: input.stream || !quirks.has::<DropsIncompleteCall>(),
         streamed: input.stream,
-        bogus_when_cut_in_id: shape.cut_in_call_id == CutInCallId::BogusCall,
+        bogus_when_cut_in_id: quirks.has::<BogusCallForCutId>(),
         history_calls: input.history_calls,
     });
     // A cut that leaves the section with no call to send: the shapes measured drop the
     // section's text with it (SGLang 0.5.23, vLLM 0.33.0 and 0.11.2, streamed or not: `content`
     // is the text before the opener; tests/data/server_shapes).
-    let dangling = input.cut && shape.drops_cut_section;
-    let thinking = input.thinking || !shape.honours_thinking_off;
-    if !shape.reasoning_ends_at_tool_section && thinking {
+    let dangling = input.cut && quirks.has::<DropsCutSection>();
+    let thinking = input.thinking || quirks.has::<IgnoresThinkingOff>();
+    if quirks.has::<ReasoningEndsOnlyAtThinkEnd>() && thinking {
         // DeepSeek-R1's parser: reasoning ends at `</think>` only; without it, all is
         // reasoning and the tool parser sees no content.
         let first_token_mode =
-            shape.streaming.first_token_reasoning && input.prompt_closes_reasoning;
+            quirks.has::<StreamsFirstTokenAsReasoning>() && input.prompt_closes_reasoning;
         if input.stream && input.tools_declared && first_token_mode {
             return first_token_reasoning(shape, text, input, strip, unfinished, dangling);
         }
@@ -99,7 +106,7 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
         return match text.split_once(THINK_END) {
             Some((reasoning, content)) => {
                 let mut reasoning = reasoning;
-                if input.stream && input.spaces && shape.streaming.drops_think_end_delta {
+                if input.stream && input.spaces && quirks.has::<DropsThinkEndDelta>() {
                     // The `</think>` token's delta is ` </think>`: dropped whole.
                     reasoning = reasoning.strip_suffix(' ').unwrap_or(reasoning);
                 }
@@ -130,9 +137,10 @@ pub fn parse(shape: &ServerShape, text: &str, input: &ForwardInput) -> Parsed {
 }
 
 /// Where the shape streams the tool section's text outside its calls as content
-/// ([`Streaming::section_text_as_content`](super::Streaming)): appended to `parsed.content`.
+/// ([`StreamsSectionTextAsContent`]): appended to `parsed.content`.
 fn stream_section_text(shape: &ServerShape, input: &ForwardInput, text: &str, parsed: &mut Parsed) {
-    if !(input.stream && input.tools_declared && shape.streaming.section_text_as_content) {
+    let sends = shape.quirks.has::<StreamsSectionTextAsContent>();
+    if !(input.stream && input.tools_declared && sends) {
         return;
     }
     let outside = section_text_outside_calls(text);
@@ -145,7 +153,7 @@ fn stream_section_text(shape: &ServerShape, input: &ForwardInput, text: &str, pa
 }
 
 /// The text after the reasoning, through the tool parser as `shape` runs it (for a stream:
-/// with its [`Streaming`](super::Streaming) quirks).
+/// with its streaming quirks).
 fn after_reasoning(
     shape: &ServerShape,
     content: &str,
@@ -162,8 +170,8 @@ fn after_reasoning(
         unfinished,
         dangling,
     );
-    let streaming = shape.streaming;
-    if input.stream && input.spaces && streaming.drops_section_begin_delta {
+    let quirks = &shape.quirks;
+    if input.stream && input.spaces && quirks.has::<DropsSectionBeginDelta>() {
         // The opener's delta is ` <|tool_calls_section_begin|>`: suppressed whole.
         if let (Some(opener), Some(before)) = (content.find(SECTION_BEGIN), &mut parsed.content) {
             if before.len() <= opener {
@@ -173,7 +181,7 @@ fn after_reasoning(
     }
     stream_section_text(shape, input, content, &mut parsed);
     parsed.content = parsed.content.filter(|c| !c.is_empty());
-    if input.stream && input.tools_declared && streaming.leaks_section_buffer {
+    if input.stream && input.tools_declared && quirks.has::<LeaksSectionBuffer>() {
         match section_leak(content) {
             Ok(Some((leak, after))) => {
                 let mut sent = leak.unwrap_or_default();
@@ -188,7 +196,7 @@ fn after_reasoning(
 }
 
 /// The tool section's text outside its calls, the section markers cut out (what SGLang streams
-/// of it as content, [`Streaming::section_text_as_content`](super::Streaming)): after the opener,
+/// of it as content, [`StreamsSectionTextAsContent`]): after the opener,
 /// between calls, after the last call's close; nothing of a call the text leaves open.
 fn section_text_outside_calls(content: &str) -> String {
     let Some(at) = content.find(SECTION_BEGIN) else {

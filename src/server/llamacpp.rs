@@ -17,18 +17,22 @@
 //! builds (b10605) dropped the generic handler: the tools are then neither rendered nor
 //! enforced.
 
-use super::{CallIds, ReasoningField, ServerShape};
+use super::quirk::Quirks;
+use super::quirks::{CountsPromptAsRendered, FinishToolCalls, MintsCallIds};
+use super::{ReasoningField, ServerShape};
 use crate::api::ServerKind;
 
 /// Like an unknown server (no family parsers, nothing stripped), but known: what it does is
-/// measured (tests/real_server_e2e.rs). The call fields describe the generic tool-call
+/// measured (tests/real_server_e2e.rs). The call quirks describe the generic tool-call
 /// handler's answers.
 pub const SHAPE: ServerShape = ServerShape {
     kind: ServerKind::LlamaCpp,
     known: true,
     reasoning_field: ReasoningField::ReasoningContent,
-    call_ids: CallIds::Minted,
-    finish_tool_calls: true,
-    prompt_tokens_are_render: true,
+    quirks: Quirks::on(&super::generic::SHAPE.quirks).plus(&[
+        &MintsCallIds,
+        &FinishToolCalls,
+        &CountsPromptAsRendered,
+    ]),
     ..super::generic::SHAPE
 };

@@ -2,15 +2,18 @@
 //! model's text into a chat.completion.
 //!
 //! Every server kind is one [`ServerShape`] value (one file each: [`openrouter`], [`vllm`],
-//! [`sglang`], [`llamacpp`], [`generic`]) saying which field carries the reasoning, what it
-//! strips or re-serializes, how it makes tool-call ids, what a `length` cut inside the tool
-//! section does, and whether it puts spaces around special tokens (FACTS.md §B, measured with
-//! the servers' own code in §B6). The same value is read *forward* by [`forward`] — the
-//! simulator's flavours answer with it, and the reconstruction sends each candidate token stream
-//! through it to check it against the answer received (analysis by synthesis) — and *backward*
-//! by the reconstruction, which enumerates what the shape is known to destroy.
+//! [`sglang`], [`llamacpp`], [`generic`]): which field carries the reasoning, and a list of
+//! [`Quirk`]s — each thing the server does to an answer (strips, re-serializes, how it makes
+//! tool-call ids, what a `length` cut inside the tool section does, spaces around special
+//! tokens, its stream's own code), one file each in [`quirks`] (FACTS.md §B, measured with the
+//! servers' own code in §B6). The same value is read *forward* by [`forward`] — the parser,
+//! then each quirk's forward effect in list order: the simulator's flavours answer with it, and
+//! the reconstruction sends each candidate token stream through it to check it against the
+//! answer received (analysis by synthesis) — and *backward* by the reconstruction, which reads
+//! each quirk's inverse and enumerates what the shape is known to destroy.
 //!
-//! Adding a server version is one more `ServerShape` constant and its fixtures.
+//! Adding a server version is one more `ServerShape` constant (the previous version's quirks
+//! less and more, [`Quirks::on`]) and its fixtures; a new behaviour is one quirk file.
 
 pub mod deepseek;
 pub mod generic;
@@ -18,11 +21,15 @@ pub mod hermes;
 pub mod kimi;
 pub mod llamacpp;
 pub mod openrouter;
+pub mod quirk;
+pub mod quirks;
 pub mod sglang;
 pub mod vllm;
 pub mod vllm011_stream;
 
 use serde_json::Value;
+
+pub use quirk::{Evidence, InverseInput, Quirk, Quirks};
 
 use crate::api::ServerKind;
 use crate::completion::{Arguments, Completion};
@@ -38,96 +45,10 @@ pub enum ReasoningField {
     Both,
 }
 
-/// How the server names the model's tool calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallIds {
-    /// The id text the model wrote (vLLM's kimi_k2 parser).
-    Verbatim,
-    /// `functions.NAME:(calls in history + i)`, whatever the model wrote (SGLang).
-    Resynthesized,
-    /// `call_<24 hex>` (OpenRouter) or another random id (hermes/deepseek parsers).
-    Minted,
-}
-
-/// What a `length` cut inside a call's id does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CutInCallId {
-    /// vLLM 0.33: a bogus call named after the id text so far (`kimi::unfinished_call`).
-    BogusCall,
-    /// The incomplete call is dropped (SGLang).
-    Dropped,
-}
-
-/// What a streamed answer sends differently from the same answer unstreamed, where the server's
-/// streaming parsers are code of their own. Measured on vLLM 0.11.2 (`kimi_k2`
-/// `extract_tool_calls_streaming`, `DeepSeekR1ReasoningParser.extract_reasoning_streaming`,
-/// tests/data/server_shapes/kimi_k25_vllm011.jsonl); every other shape streams what it parses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Streaming {
-    /// The lone `</think>` token's delta is dropped whole (the reasoning parser returns nothing
-    /// for a delta that is only the end token): with spaces around added tokens, the joining
-    /// space before `</think>` goes with it, so the reasoning loses one trailing space.
-    pub drops_think_end_delta: bool,
-    /// The section opener's delta is suppressed: with spaces, the joining space before it is
-    /// not sent as content either.
-    pub drops_section_begin_delta: bool,
-    /// Streamed arguments are what the parser's `…<|tool_call_argument_begin|>\s*(?P<args>.*)`
-    /// (no DOTALL) matched before `<|tool_call_end|>` arrived: leading whitespace skipped, up to
-    /// the first newline; the end token's delta (with its joining space) is never sent.
-    pub arguments_first_line: bool,
-    /// At `<|tool_calls_section_end|>` the tool parser sends its buffer as `content`: every
-    /// text it was given since `</think>` (the content before the section again, each call's
-    /// raw text with its markers) with the section markers cut out; nothing when that is
-    /// whitespace only. The buffer is cut to its last 512 characters whenever it passes
-    /// [`SECTION_LEAK_MAX_CHARS`] — at token boundaries the text does not show: [`forward`]
-    /// leaves a longer leak unmodelled ([`Parsed::unmodelled`]), [`forward_tokens`] follows it
-    /// ([`Streaming::stepwise`]).
-    pub leaks_section_buffer: bool,
-    /// Whitespace-only content before the tool section is streamed delta by delta, not nulled.
-    pub keeps_whitespace_content: bool,
-    /// Streamed calls carry the model's id text (after the joining space, with spaces around
-    /// added tokens), whatever the non-streamed answer does with ids.
-    pub call_ids_verbatim: bool,
-    /// With tools declared and the reasoning close anywhere in the prompt's ids
-    /// (`is_reasoning_end(prompt_token_ids)`), the first token is streamed as reasoning and
-    /// every later one goes to the tool parser as content — the model's own `</think>` too.
-    pub first_token_reasoning: bool,
-    /// The text of the tool section outside its calls (whitespace after the opener, between
-    /// calls, after the last call) is streamed as `content`, the section's markers cut out:
-    /// SGLang 0.5.23's `KimiK2Detector.parse_streaming_increment` drains the buffer before each
-    /// `<|tool_call_begin|>` as normal text; unstreamed, only the text before the section is.
-    pub section_text_as_content: bool,
-    /// At the finish, the last call's streamed arguments are completed toward the detector's
-    /// `{}` when they are a prefix of it (`""` → `{}`, `{` → `}` more): SGLang 0.5.23's
-    /// `_check_for_unstreamed_tool_args` sends `json.dumps(prev_tool_call_arr[-1]["arguments"])`
-    /// past what was streamed, and `KimiK2Detector` never fills those arguments in (`{}`).
-    pub completes_empty_last_arguments: bool,
-    /// The stream is modelled token by token from the server's own code
-    /// ([`vllm011_stream`], read by [`forward_tokens`]): every quirk above, exactly, and the
-    /// section buffer's cuts at delta boundaries that the text alone does not show.
-    pub stepwise: bool,
-}
-
-impl Streaming {
-    /// A stream sends what the non-streamed parse gives.
-    pub const AS_PARSED: Streaming = Streaming {
-        drops_think_end_delta: false,
-        drops_section_begin_delta: false,
-        arguments_first_line: false,
-        leaks_section_buffer: false,
-        keeps_whitespace_content: false,
-        call_ids_verbatim: false,
-        first_token_reasoning: false,
-        section_text_as_content: false,
-        completes_empty_last_arguments: false,
-        stepwise: false,
-    };
-}
-
 /// vLLM 0.11.2's `KimiK2ToolParser.buffer_max_size`.
 pub const SECTION_LEAK_MAX_CHARS: usize = 1024;
 
-/// One server kind and version: everything that shapes its answer.
+/// One server kind and version: its answer's dressing and its [`Quirks`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ServerShape {
     pub kind: ServerKind,
@@ -141,63 +62,9 @@ pub struct ServerShape {
     pub reasoning_field: ReasoningField,
     /// Also sends `reasoning_details` (OpenRouter).
     pub reasoning_details: bool,
-    /// Empty reasoning is left out (`null`) rather than sent as `""`.
-    pub drops_empty_reasoning: bool,
-    /// Empty content is `null` (true) or `""` (false).
-    pub empty_content_null: bool,
-    /// Whitespace-only content before tool calls becomes `null` (streamed or not).
-    pub whitespace_content_null: bool,
-    /// Trailing whitespace of the reasoning is stripped (streamed or not: vLLM 0.33 holds
-    /// back trailing whitespace of the reasoning in a stream too).
-    pub strips_reasoning_trailing_whitespace: bool,
-    /// Whitespace around each call's arguments is stripped in a non-streamed answer.
-    pub strips_arguments: bool,
-    /// … and in a streamed one.
-    pub strips_streamed_arguments: bool,
-    /// Arguments whose value types do not match the declared schema are coerced and re-serialized
-    /// with `json.dumps` (vLLM 0.33).
-    pub coerces_arguments: bool,
-    pub call_ids: CallIds,
-    pub cut_in_call_id: CutInCallId,
-    /// A call without `<|tool_call_end|>` (cut) is dropped in a non-streamed answer.
-    pub drops_incomplete_call: bool,
-    /// The detokenizer's default puts one space around every added token (vLLM's
-    /// `spaces_between_special_tokens=True`).
-    pub spaces_default: bool,
-    /// `finish_reason` is `tool_calls` when a finished answer has calls.
-    pub finish_tool_calls: bool,
-    /// SGLang-style `matched_stop`, `index` on tool calls.
-    pub calls_have_index: bool,
-    /// Kimi's reasoning also ends at the tool-section opener (false: only at `</think>`; vLLM
-    /// 0.11 runs `DeepSeekR1ReasoningParser` for `--reasoning-parser kimi_k2`, where a section
-    /// without `</think>` stays in the reasoning and no call is parsed).
-    pub reasoning_ends_at_tool_section: bool,
-    /// `chat_template_kwargs.thinking=false` switches the reasoning parser off (false: it runs
-    /// anyway, so a non-streamed answer without `</think>` is all reasoning; vLLM 0.11).
-    pub honours_thinking_off: bool,
-    /// `finish_reason` is `tool_calls` whenever calls were parsed, also when `max_tokens` cut the
-    /// answer (vLLM 0.11: a cut after a complete call looks like a finished answer), and the
-    /// tool path nulls whitespace-only content whenever the section opener was seen.
-    pub cut_reports_tool_calls: bool,
-    /// A `length` cut that leaves the Kimi tool section with no call to send drops the
-    /// section's text too: `content` is the text before the opener (SGLang 0.5.23, vLLM 0.33.0
-    /// and 0.11.2, streamed or not; tests/data/server_shapes). Unmeasured shapes keep it.
-    pub drops_cut_section: bool,
-    /// `usage.reasoning_tokens` counts the answer's tokens up to and including its first
-    /// reasoning close (all of them when there is none) while thinking is on: SGLang 0.5.23's
-    /// `Req.update_reasoning_tokens`, sent as `usage.reasoning_tokens` and
-    /// `usage.completion_tokens_details.reasoning_tokens`. It tells a cut right after
-    /// `</think><|tool_calls_section_begin|>` from one after an unclosed reasoning's opener.
-    pub reasoning_tokens_through_close: bool,
-    /// `usage.prompt_tokens` is the length of the prompt rendered from the request with the
-    /// model's own template, so a different count means the server rendered another prompt
-    /// (llama.cpp b8204's generic tool handler replaces the system message): the rebuilt prompt ids
-    /// are not what the model saw. Measured for llama.cpp (54 of 54 equal without tools, tests/
-    /// real_server_e2e.rs); false elsewhere until measured (OpenRouter providers count a few
-    /// tokens more, per Kimi-Vendor-Verifier's band; the sim's count is approximate).
-    pub prompt_tokens_are_render: bool,
-    /// What a stream sends differently ([`Streaming::AS_PARSED`]: nothing).
-    pub streaming: Streaming,
+    /// Everything else it does to an answer, one [`Quirk`] each, in the order their forward
+    /// effects apply.
+    pub quirks: Quirks,
 }
 
 /// Every known shape, newest version of each kind first.
@@ -267,7 +134,7 @@ pub struct ForwardInput<'a> {
     pub syntax: Syntax,
     /// The prompt's ids hold the family's reasoning close (an earlier turn's `</think>`, or a
     /// thinking-off generation prompt): vLLM 0.11.2 then streams the first token as reasoning
-    /// and sends everything after it through the tool parser ([`Streaming::first_token_reasoning`]).
+    /// and sends everything after it through the tool parser ([`quirks::StreamsFirstTokenAsReasoning`]).
     pub prompt_closes_reasoning: bool,
     /// The text of the answer's first token as the detokenizer sent it (`""` when it ends inside
     /// a character), where a shape needs it; `None`: unknown.
@@ -289,7 +156,7 @@ pub struct Parsed {
     pub content: Option<String>,
     pub calls: Vec<ParsedCall>,
     pub finish_reason: &'static str,
-    /// Content a stream sends after its tool calls ([`Streaming::leaks_section_buffer`]); the
+    /// Content a stream sends after its tool calls ([`quirks::LeaksSectionBuffer`]); the
     /// assembled answer's `content` is `content` followed by this.
     pub content_after_calls: Option<String>,
     /// This shape's answer to the text is not modelled (why): no answer agrees with it.
@@ -300,7 +167,7 @@ pub struct Parsed {
 
 /// The answer `shape` would send for the Kimi-format text in `input` (the Completion view; the
 /// simulator turns it into JSON). Call ids the shape mints itself are left as the model's id
-/// text here; the caller replaces them ([`CallIds::Minted`]).
+/// text here; the caller replaces them ([`quirks::MintsCallIds`]).
 pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
     let spaced;
     let text = if input.spaces {
@@ -323,107 +190,31 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         Syntax::Hermes => hermes::parse(text, input.thinking, input.tools_declared, input.stream),
         Syntax::DeepseekV3 => deepseek::parse(text, input.tools_declared, input.stream),
     };
-    // The stripping was measured on vLLM's Kimi parser (FACTS §B6); the qwen3 and deepseek
-    // parsers strip nothing (§B5).
-    let kimi = input.syntax == Syntax::Kimi;
-    if shape.strips_reasoning_trailing_whitespace && kimi {
-        if let Some(r) = &mut parsed.reasoning {
-            r.truncate(r.trim_end().len());
-        }
-    }
-    if shape.drops_empty_reasoning {
-        parsed.reasoning = parsed.reasoning.filter(|r| !r.is_empty());
-    }
-    let whitespace_only = parsed
-        .content
-        .as_deref()
-        .is_some_and(|c| c.trim().is_empty() && !c.is_empty());
-    // Measured: Kimi streamed or not; hermes (Qwen3) when not streamed.
-    let nulls_here = kimi || (input.syntax == Syntax::Hermes && !input.stream);
-    let section_seen = input.cut
-        && shape.cut_reports_tool_calls
-        && input.tools_declared
-        && input.text.contains(kimi::SECTION_BEGIN);
-    let tool_path = !parsed.calls.is_empty() || section_seen;
-    let streamed_as_is = input.stream && shape.streaming.keeps_whitespace_content;
-    if shape.whitespace_content_null
-        && nulls_here
-        && whitespace_only
-        && tool_path
-        && !streamed_as_is
-    {
-        parsed.content = None;
-    }
     if parsed.content.as_deref() == Some("") {
         parsed.content = None;
     }
-    if !shape.empty_content_null && parsed.content.is_none() {
-        parsed.content = Some(String::new());
+    parsed.call_ids_checked = true;
+    parsed.finish_reason = if input.cut { "length" } else { "stop" };
+    for quirk in shape.quirks.all() {
+        quirk.forward(shape, input, &mut parsed);
     }
-    if shape.call_ids == CallIds::Resynthesized && input.syntax.ids_in_stream() {
-        for (i, call) in parsed.calls.iter_mut().enumerate() {
-            call.id = format!("functions.{}:{}", call.name, input.history_calls + i);
-        }
-    }
-    parsed.call_ids_checked = shape.call_ids != CallIds::Minted
-        || (input.stream && shape.streaming.call_ids_verbatim && input.syntax.ids_in_stream());
-    if input.stream && input.spaces && shape.streaming.call_ids_verbatim && kimi {
-        // The id is what follows `<|tool_call_begin|>`'s delta: the joining space first.
-        for call in &mut parsed.calls {
-            call.id.insert(0, ' ');
-        }
-    }
-    if input.stream && kimi && shape.streaming.completes_empty_last_arguments {
-        if let Some(last) = parsed.calls.last_mut() {
-            if "{}".starts_with(last.arguments.as_str()) {
-                last.arguments = "{}".to_string();
-            }
-        }
-    }
-    // vLLM 0.11 reports `tool_calls` for a cut answer with calls too.
-    let cut_shows = input.cut && (!shape.cut_reports_tool_calls || parsed.calls.is_empty());
-    parsed.finish_reason = if cut_shows {
-        "length"
-    } else if shape.finish_tool_calls && !parsed.calls.is_empty() {
-        "tool_calls"
-    } else {
-        "stop"
-    };
     parsed
 }
 
-/// [`forward`] for a text whose tokens are known: a shape whose stream is modelled step by step
-/// ([`Streaming::stepwise`]) sends the tokens through [`vllm011_stream`]; any other answer is
-/// [`forward`]'s. `tokens` are `input.text`'s (the end-of-turn token excluded).
+/// [`forward`] for a text whose tokens are known: a quirk that models the stream token by token
+/// ([`Quirk::forward_tokens`], vLLM 0.11.2's [`quirks::Vllm011Stepwise`]) gives the answer; any
+/// other answer is [`forward`]'s. `tokens` are `input.text`'s (the end-of-turn token excluded).
 pub fn forward_tokens(
     shape: &ServerShape,
     input: &ForwardInput,
     tokens: &[vllm011_stream::Token],
 ) -> Parsed {
-    let stepwise =
-        shape.streaming.stepwise && shape.parses && input.stream && input.syntax == Syntax::Kimi;
-    if !stepwise {
-        return forward(shape, input);
-    }
-    let mut parsed = vllm011_stream::stream(
-        tokens,
-        &vllm011_stream::Request {
-            spaces: input.spaces,
-            tools: input.tools_declared,
-            prompt_closes_reasoning: input.prompt_closes_reasoning,
-            stopped: !input.cut,
-        },
-    );
-    if parsed.content.as_deref() == Some("") {
-        parsed.content = None;
-    }
-    if parsed.content_after_calls.as_deref() == Some("") {
-        parsed.content_after_calls = None;
-    }
-    if !shape.empty_content_null && parsed.content.is_none() {
-        parsed.content = Some(String::new());
-    }
-    parsed
+    shape
+        .quirks
+        .all()
+        .iter()
+        .find_map(|quirk| quirk.forward_tokens(shape, input, tokens))
+        .unwrap_or_else(|| forward(shape, input))
 }
 
 /// Where a forward answer and the received one differ (for the warning).
@@ -462,8 +253,8 @@ impl Parsed {
                     serde_json::from_str::<Value>(&mine.arguments).ok().as_ref() == Some(value)
                 }
             };
-            let coerced =
-                shape.coerces_arguments && coerced_alike(&mine.arguments, &theirs.arguments);
+            let coerced = shape.quirks.has::<quirks::CoercesArguments>()
+                && coerced_alike(&mine.arguments, &theirs.arguments);
             if !same_args && !coerced {
                 return Err(Mismatch(format!("tool call {i} arguments")));
             }

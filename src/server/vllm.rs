@@ -21,16 +21,28 @@
 //! a call the cut left unfinished is dropped unstreamed, and one cut inside its id is dropped
 //! streamed too (no bogus call); no schema coercion; a non-streamed
 //! answer's tool calls get fresh random ids (`chatcmpl-tool-…`: the model's id is lost; the
-//! streamed ones carry it). Its streams are their own code (`ServerShape::streaming`): at
+//! streamed ones carry it). Its streams are their own code ([`Vllm011Stepwise`]): at
 //! `<|tool_calls_section_end|>` the streaming `kimi_k2` parser sends its whole buffer — the
 //! content again and every call's raw text — as `content`; the `</think>` and opener deltas are
 //! dropped with their joining spaces; streamed arguments stop at the first newline; with
 //! `</think>` anywhere in the prompt the first token is streamed as reasoning and the rest goes
 //! through the tool parser.
 
-use super::{CallIds, CutInCallId, ReasoningField, ServerShape, Streaming};
+use super::quirks::{
+    BogusCallForCutId, CoercesArguments, CutReportsToolCalls, DropsCutSection, DropsIncompleteCall,
+    DropsSectionBeginDelta, DropsThinkEndDelta, FinishToolCalls, IgnoresThinkingOff,
+    LeaksSectionBuffer, MintsCallIds, NullsWhitespaceContent, ReasoningEndsOnlyAtThinkEnd,
+    SpacesAroundAddedTokens, StreamsArgumentsFirstLine, StreamsFirstTokenAsReasoning,
+    StreamsVerbatimCallIds, StreamsWhitespaceContent, StripsArguments,
+    StripsReasoningTrailingWhitespace, Vllm011Stepwise,
+};
+use super::{ReasoningField, ServerShape};
 use crate::api::ServerKind;
 
+use super::quirk::Quirks;
+
+/// vLLM 0.33.0 (tests/data/server_shapes/kimi_k25_vllm.jsonl). Its parser engine keeps a cut
+/// call, not streamed too (`_build_extracted_result`): no `DropsIncompleteCall`.
 pub const SHAPE: ServerShape = ServerShape {
     kind: ServerKind::Vllm,
     version: "0.33",
@@ -38,56 +50,56 @@ pub const SHAPE: ServerShape = ServerShape {
     parses: true,
     reasoning_field: ReasoningField::Reasoning,
     reasoning_details: false,
-    drops_empty_reasoning: false,
-    empty_content_null: true,
-    whitespace_content_null: true,
-    strips_reasoning_trailing_whitespace: true,
-    strips_arguments: true,
-    strips_streamed_arguments: false,
-    coerces_arguments: true,
-    call_ids: CallIds::Verbatim,
-    cut_in_call_id: CutInCallId::BogusCall,
-    // 0.33's parser engine keeps a cut call, not streamed too (`_build_extracted_result`).
-    drops_incomplete_call: false,
-    spaces_default: true,
-    finish_tool_calls: true,
-    reasoning_ends_at_tool_section: true,
-    honours_thinking_off: true,
-    cut_reports_tool_calls: false,
-    drops_cut_section: true,
-    calls_have_index: false,
-    reasoning_tokens_through_close: false,
-    prompt_tokens_are_render: false,
-    streaming: Streaming::AS_PARSED,
+    quirks: Quirks::new(&[
+        &StripsReasoningTrailingWhitespace,
+        &NullsWhitespaceContent,
+        &StripsArguments,
+        &CoercesArguments,
+        &BogusCallForCutId,
+        &SpacesAroundAddedTokens,
+        &DropsCutSection,
+        &FinishToolCalls,
+    ]),
 };
 
+/// vLLM 0.11.2 (tests/data/server_shapes/kimi_k25_vllm011.jsonl): 0.33 less what that line
+/// added, more its own parsers' ways and its streaming code. It sends nothing of a call cut
+/// inside its id (cut_call_id): no `BogusCallForCutId`.
 pub const SHAPE_0_11: ServerShape = ServerShape {
     version: "0.11-0.2x",
     reasoning_field: ReasoningField::Both,
-    strips_reasoning_trailing_whitespace: false,
-    coerces_arguments: false,
-    drops_incomplete_call: true,
-    // 0.11.2 sends nothing of a call cut inside its id (kimi_k25_vllm011.jsonl, cut_call_id).
-    cut_in_call_id: CutInCallId::Dropped,
-    call_ids: CallIds::Minted,
-    reasoning_ends_at_tool_section: false,
-    honours_thinking_off: false,
-    cut_reports_tool_calls: true,
-    whitespace_content_null: true,
-    // 0.11.2's streaming parsers (tests/data/server_shapes/kimi_k25_vllm011.jsonl, stream).
-    prompt_tokens_are_render: false,
-    streaming: Streaming {
-        section_text_as_content: false,
-        completes_empty_last_arguments: false,
-        drops_think_end_delta: true,
-        drops_section_begin_delta: true,
-        arguments_first_line: true,
-        leaks_section_buffer: true,
-        keeps_whitespace_content: true,
-        call_ids_verbatim: true,
-        first_token_reasoning: true,
-        stepwise: true,
-    },
+    quirks: Quirks::on(&SHAPE.quirks)
+        .minus(&[
+            &StripsReasoningTrailingWhitespace,
+            &CoercesArguments,
+            &BogusCallForCutId,
+        ])
+        .plus(&[
+            &DropsIncompleteCall,
+            &MintsCallIds,
+            &ReasoningEndsOnlyAtThinkEnd,
+            &IgnoresThinkingOff,
+            &CutReportsToolCalls,
+            &DropsThinkEndDelta,
+            &DropsSectionBeginDelta,
+            &StreamsArgumentsFirstLine,
+            &LeaksSectionBuffer,
+            &StreamsWhitespaceContent,
+            &StreamsVerbatimCallIds,
+            &StreamsFirstTokenAsReasoning,
+            &Vllm011Stepwise,
+        ]),
+    ..SHAPE
+};
+
+/// vLLM 0.33's parsers without the server's own edits (no stripping, no coercion, no spaces):
+/// exactly what the model's text says (the tool-call audit's round trip).
+pub const PARSER_ONLY: ServerShape = ServerShape {
+    quirks: Quirks::on(&SHAPE.quirks).minus(&[
+        &StripsArguments,
+        &CoercesArguments,
+        &SpacesAroundAddedTokens,
+    ]),
     ..SHAPE
 };
 

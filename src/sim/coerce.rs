@@ -1,5 +1,5 @@
 //! vLLM 0.33's schema-aware argument correction, as the `vllm` flavour applies it to a
-//! non-streamed call (`ServerShape::coerces_arguments`): a port of
+//! non-streamed call (`server::quirks::CoercesArguments`): a port of
 //! `ParserEngine._fix_arg_types` / `_coerce_dict` / `_coerce_value`
 //! (`vllm/parser/engine/parser_engine.py`) and `coerce_to_schema_type` /
 //! `extract_types_from_schema` (`vllm/tool_parsers/utils.py`), vLLM 0.33.0. When any value

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::config::Flavor;
 use super::faults::ToolDefect;
+use crate::server::quirks::{CoercesArguments, SpacesAroundAddedTokens, Vllm011Stepwise};
 use crate::server::{self, kimi, ForwardInput, Parsed, ServerShape};
 
 /// One answer, ready to be shaped: what the model sampled and what the server counted.
@@ -81,7 +82,7 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
         text: detokenized(turn),
         cut: turn.cut,
         stream,
-        spaces: turn.spaces_around_special_tokens && shape.spaces_default,
+        spaces: turn.spaces_around_special_tokens && shape.quirks.has::<SpacesAroundAddedTokens>(),
         thinking: turn.thinking,
         tools_declared: turn.tools_declared,
         history_calls: turn.history_calls,
@@ -94,7 +95,7 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
     // The sampled ids, not the text re-encoded: a cut inside a character ends in ids the text
     // does not show. The end-of-turn id is the server's stop, not a delta.
     let tokens = match (&turn.token_deltas, &turn.token_ids) {
-        (Some(counter), Some(ids)) if stream && shape.streaming.stepwise => {
+        (Some(counter), Some(ids)) if stream && shape.quirks.has::<Vllm011Stepwise>() => {
             let ids = match (turn.stop_token, ids.split_last()) {
                 (Some(stop), Some((&last, rest))) if last == stop => rest,
                 _ => ids.as_slice(),
@@ -119,7 +120,7 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
     }
     // vLLM 0.33's Kimi parser (its parser engine) coerces a non-streamed call's arguments to the
     // declared schema; streamed deltas were measured unchanged (tests/sim_vs_servers.rs).
-    if shape.coerces_arguments && !stream && turn.syntax == server::Syntax::Kimi {
+    if shape.quirks.has::<CoercesArguments>() && !stream && turn.syntax == server::Syntax::Kimi {
         for call in &mut parsed.calls {
             call.arguments = super::coerce::fix_arg_types(&call.arguments, &call.name, &turn.tools);
         }

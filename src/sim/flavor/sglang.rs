@@ -12,6 +12,7 @@
 use serde_json::{json, Value};
 
 use super::{attach_token_ids, chunk, deltas, parsed, usage_chunk, Event, Turn};
+use crate::server::quirks::CountsReasoningThroughClose;
 use crate::server::sglang::SHAPE;
 
 /// `<|im_end|>`, which SGLang reports as the stop it matched.
@@ -35,9 +36,9 @@ pub fn usage(turn: &Turn) -> Value {
 
 /// SGLang counts the tokens up to and including the first `</think>`, all of them when the
 /// answer has none, while thinking is on (`Req.update_reasoning_tokens`;
-/// `ServerShape::reasoning_tokens_through_close`).
+/// `server::quirks::CountsReasoningThroughClose`).
 fn reasoning_tokens(turn: &Turn) -> usize {
-    if !turn.thinking || !SHAPE.reasoning_tokens_through_close {
+    if !turn.thinking || !SHAPE.quirks.has::<CountsReasoningThroughClose>() {
         return turn.reasoning_tokens;
     }
     if turn.text.contains(crate::server::kimi::THINK_END) {

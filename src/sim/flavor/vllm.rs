@@ -23,7 +23,8 @@
 use serde_json::{json, Map, Value};
 
 use super::{chunk, deltas, parsed, reasoning_key, usage_chunk, Event, Turn};
-use crate::server::{CallIds, ReasoningField, ServerShape};
+use crate::server::quirks::MintsCallIds;
+use crate::server::{ReasoningField, ServerShape};
 
 /// `usage` as vLLM sends it: 0.33 adds `completion_tokens_details.reasoning_tokens` (its reasoning
 /// parser's `count_reasoning_tokens`); a stream's usage chunk has no `prompt_tokens_details`.
@@ -69,7 +70,7 @@ fn ids(turn: &Turn, ids: &Option<Vec<u32>>) -> Value {
 pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
     let mut parsed = parsed(shape, turn, false);
     let old = old_line(shape);
-    if old && shape.call_ids == CallIds::Minted {
+    if old && shape.quirks.has::<MintsCallIds>() {
         // 0.11's non-streamed assembly wraps each parsed call in a new `ToolCall`, whose id is
         // random: the model's id text is not sent.
         for (i, call) in parsed.calls.iter_mut().enumerate() {
@@ -243,7 +244,7 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
         }
     }
     if let Some(leak) = &parsed.content_after_calls {
-        // 0.11.2 sends its tool parser's buffer at the section's end (`Streaming`).
+        // 0.11.2 sends its tool parser's buffer at the section's end (`server::quirks::LeaksSectionBuffer`).
         for piece in deltas(turn, leak) {
             out.push(delta(json!({"content": piece})));
         }

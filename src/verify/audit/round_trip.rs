@@ -11,18 +11,11 @@ use super::schema::parse_arguments;
 use crate::completion::{Arguments, ToolCall};
 use crate::model::profile::AssistantTurn;
 use crate::model::{Profile, RenderInput};
-use crate::server::{self, CallIds, ForwardInput, ServerShape, Syntax};
+use crate::server::{self, ForwardInput, ServerShape, Syntax};
 
 /// vLLM 0.33's parsers without the server's own edits (no stripping, no coercion, no spaces):
 /// exactly what the model's text says.
-const PARSER: ServerShape = ServerShape {
-    strips_arguments: false,
-    strips_streamed_arguments: false,
-    coerces_arguments: false,
-    call_ids: CallIds::Verbatim,
-    spaces_default: false,
-    ..server::vllm::SHAPE
-};
+const PARSER: ServerShape = server::vllm::PARSER_ONLY;
 
 /// `Err` says what did not come back.
 pub fn check(

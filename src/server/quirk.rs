@@ -1,0 +1,200 @@
+//! One thing a server does to an answer, as one object ([`Quirk`]), and a server version's list
+//! of them ([`Quirks`]).
+//!
+//! A quirk carries its forward effect (what it does to the parsed answer on its way out: read by
+//! [`super::forward`], so by the simulator and by the reconstruction's consistency check), its
+//! inverse (the answers it could have been given before it acted: the read-backs the
+//! reconstruction tries), its evidence (what one answer shows of it: the probe) and the fidelity
+//! reason a sample carries when the quirk left it uncertain. A quirk that changes how the family's
+//! parser reads the text (what it strips, when the reasoning ends, what a cut drops) has no
+//! separate forward step: the parser asks the shape for it ([`Quirks::has`]), and its file says
+//! what it does. Each file in `quirks/` is one quirk.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+
+use super::vllm011_stream::Token;
+use super::{ForwardInput, Parsed, ServerShape};
+use crate::completion::Completion;
+
+/// What an answer shows of a quirk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// Nothing either way.
+    Silent,
+    /// A server with this quirk cannot have sent the answer.
+    Contradicts,
+}
+
+/// How the answer an inverse reads back was asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct InverseInput {
+    pub stream: bool,
+    /// The detokenizer put a space around every added token.
+    pub spaces: bool,
+    pub tools_declared: bool,
+}
+
+/// One thing a server does to an answer.
+pub trait Quirk: Any + Send + Sync {
+    /// A stable snake_case name (listings, tests).
+    fn name(&self) -> &'static str;
+
+    /// Its effect on the parsed answer, after the family's parser, in list order.
+    fn forward(&self, _shape: &ServerShape, _input: &ForwardInput, _parsed: &mut Parsed) {}
+
+    /// A quirk that models the whole stream token by token gives the answer here
+    /// ([`super::forward_tokens`]); `None`: the text-level [`super::forward`] does.
+    fn forward_tokens(
+        &self,
+        _shape: &ServerShape,
+        _input: &ForwardInput,
+        _tokens: &[Token],
+    ) -> Option<Parsed> {
+        None
+    }
+
+    /// The answers this one could have been before the quirk acted (the reconstruction reads
+    /// each back). The answer itself where the quirk changes nothing an answer shows, or where
+    /// what it hides is enumerated by the family's candidates.
+    fn inverse(&self, answer: &Completion, _input: &InverseInput) -> Vec<Completion> {
+        vec![answer.clone()]
+    }
+
+    /// What a received answer shows of this quirk.
+    fn evidence(&self, _answer: &Completion, _stream: bool) -> Evidence {
+        Evidence::Silent
+    }
+
+    /// The fidelity reason's stable name (`reconstruct::Reason`) a sample carries when this
+    /// quirk left it uncertain; `None`: it never does.
+    fn reason(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+impl fmt::Debug for dyn Quirk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn is<Q: Quirk>(quirk: &dyn Quirk) -> bool {
+    (quirk as &dyn Any).type_id() == TypeId::of::<Q>()
+}
+
+fn same(a: &dyn Quirk, b: &dyn Quirk) -> bool {
+    (a as &dyn Any).type_id() == (b as &dyn Any).type_id()
+}
+
+/// A server version's quirks, in the order their forward effects apply: a list of its own, or
+/// another version's list less some quirks and then more.
+#[derive(Clone, Copy)]
+pub struct Quirks {
+    base: Option<&'static Quirks>,
+    minus: &'static [&'static dyn Quirk],
+    plus: &'static [&'static dyn Quirk],
+}
+
+impl Quirks {
+    /// Exactly these.
+    pub const fn new(list: &'static [&'static dyn Quirk]) -> Quirks {
+        Quirks {
+            base: None,
+            minus: &[],
+            plus: list,
+        }
+    }
+
+    /// Those of `base` (then [`Quirks::minus`] and [`Quirks::plus`]).
+    pub const fn on(base: &'static Quirks) -> Quirks {
+        Quirks {
+            base: Some(base),
+            minus: &[],
+            plus: &[],
+        }
+    }
+
+    /// Without these of the base.
+    pub const fn minus(self, list: &'static [&'static dyn Quirk]) -> Quirks {
+        Quirks {
+            minus: list,
+            ..self
+        }
+    }
+
+    /// With these after the base's.
+    pub const fn plus(self, list: &'static [&'static dyn Quirk]) -> Quirks {
+        Quirks { plus: list, ..self }
+    }
+
+    /// Whether the list holds `Q`.
+    pub fn has<Q: Quirk>(&self) -> bool {
+        if self.plus.iter().any(|q| is::<Q>(*q)) {
+            return true;
+        }
+        if self.minus.iter().any(|q| is::<Q>(*q)) {
+            return false;
+        }
+        self.base.is_some_and(Quirks::has::<Q>)
+    }
+
+    /// Every quirk, in order.
+    pub fn all(&self) -> Vec<&'static dyn Quirk> {
+        let mut list = self.base.map(Quirks::all).unwrap_or_default();
+        list.retain(|q| !self.minus.iter().any(|m| same(*q, *m)));
+        list.extend(self.plus.iter().copied());
+        list
+    }
+
+    /// The quirks' names, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.all().iter().map(|q| q.name()).collect()
+    }
+}
+
+impl fmt::Debug for Quirks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl PartialEq for Quirks {
+    fn eq(&self, other: &Quirks) -> bool {
+        let (mine, theirs) = (self.all(), other.all());
+        mine.len() == theirs.len() && mine.iter().zip(&theirs).all(|(a, b)| same(*a, *b))
+    }
+}
+
+/// The answers every quirk of `quirks` could have hidden behind `answer`: each quirk's inverse,
+/// last quirk first (the first one acted first on the way out).
+pub fn invert(quirks: &Quirks, answer: Completion, input: &InverseInput) -> Vec<Completion> {
+    let mut answers = vec![answer];
+    for quirk in quirks.all().iter().rev() {
+        answers = answers
+            .iter()
+            .flat_map(|a| quirk.inverse(a, input))
+            .collect();
+    }
+    answers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::quirks::{CoercesArguments, StripsReasoningTrailingWhitespace};
+    use super::super::vllm;
+
+    #[test]
+    fn a_version_is_the_previous_one_less_and_more() {
+        assert!(vllm::SHAPE
+            .quirks
+            .has::<StripsReasoningTrailingWhitespace>());
+        assert!(!vllm::SHAPE_0_11
+            .quirks
+            .has::<StripsReasoningTrailingWhitespace>());
+        assert!(!vllm::SHAPE_0_11.quirks.has::<CoercesArguments>());
+        let names = vllm::SHAPE_0_11.quirks.names();
+        assert!(!names.contains(&"strips_reasoning_trailing_whitespace"));
+        assert!(names.contains(&"leaks_section_buffer"));
+    }
+}

@@ -1,0 +1,17 @@
+//! A call without `<|tool_call_end|>` (a `length` cut) is dropped from a non-streamed answer
+//! (SGLang 0.5.23, vLLM 0.11.2, OpenRouter). Read by the Kimi parser.
+
+use crate::server::quirk::Quirk;
+
+#[derive(Debug, Clone, Copy)]
+pub struct DropsIncompleteCall;
+
+impl Quirk for DropsIncompleteCall {
+    fn name(&self) -> &'static str {
+        "drops_incomplete_call"
+    }
+
+    fn reason(&self) -> Option<&'static str> {
+        Some("cut_inside_tool_section")
+    }
+}

@@ -1,0 +1,40 @@
+//! Whitespace-only content before tool calls becomes `null`, streamed or not (vLLM; measured
+//! for Kimi streamed or not, for hermes (Qwen3) when not streamed). With
+//! [`CutReportsToolCalls`](super::CutReportsToolCalls) the tool path, and so the nulling, is
+//! taken whenever a cut answer's text holds the section opener; a shape that
+//! [`StreamsWhitespaceContent`](super::StreamsWhitespaceContent) keeps it in a stream.
+
+use super::{CutReportsToolCalls, StreamsWhitespaceContent};
+use crate::server::quirk::Quirk;
+use crate::server::{kimi, ForwardInput, Parsed, ServerShape, Syntax};
+
+#[derive(Debug, Clone, Copy)]
+pub struct NullsWhitespaceContent;
+
+impl Quirk for NullsWhitespaceContent {
+    fn name(&self) -> &'static str {
+        "nulls_whitespace_content"
+    }
+
+    fn forward(&self, shape: &ServerShape, input: &ForwardInput, parsed: &mut Parsed) {
+        let whitespace_only = parsed
+            .content
+            .as_deref()
+            .is_some_and(|c| c.trim().is_empty() && !c.is_empty());
+        let nulls_here =
+            input.syntax == Syntax::Kimi || (input.syntax == Syntax::Hermes && !input.stream);
+        let section_seen = input.cut
+            && shape.quirks.has::<CutReportsToolCalls>()
+            && input.tools_declared
+            && input.text.contains(kimi::SECTION_BEGIN);
+        let tool_path = !parsed.calls.is_empty() || section_seen;
+        let streamed_as_is = input.stream && shape.quirks.has::<StreamsWhitespaceContent>();
+        if nulls_here && whitespace_only && tool_path && !streamed_as_is {
+            parsed.content = None;
+        }
+    }
+
+    fn reason(&self) -> Option<&'static str> {
+        Some("server_nulls_whitespace_content")
+    }
+}

@@ -133,6 +133,52 @@ impl Completion {
             && self.content.as_deref().is_none_or(str::is_empty)
             && self.tool_calls.is_empty()
     }
+
+    /// The answer as an OpenAI assistant message, in the keys chat templates read: `content`
+    /// (empty when absent), the reasoning as `reasoning_content` (when there is any),
+    /// `tool_calls`.
+    pub fn assistant_message(&self, object_arguments: ObjectArguments) -> Value {
+        let mut message = serde_json::Map::new();
+        message.insert("role".into(), Value::from("assistant"));
+        message.insert(
+            "content".into(),
+            Value::from(self.content.clone().unwrap_or_default()),
+        );
+        if let Some(reasoning) = self.reasoning.as_ref().filter(|r| !r.is_empty()) {
+            message.insert("reasoning_content".into(), Value::from(reasoning.clone()));
+        }
+        if !self.tool_calls.is_empty() {
+            let calls: Vec<Value> = self
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    let arguments = match (&call.arguments, object_arguments) {
+                        (Arguments::Raw(text), _) => Value::from(text.clone()),
+                        (Arguments::Object(value), ObjectArguments::Kept) => value.clone(),
+                        (Arguments::Object(value), ObjectArguments::AsText) => {
+                            Value::from(value.to_string())
+                        }
+                    };
+                    serde_json::json!({
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": arguments},
+                    })
+                })
+                .collect();
+            message.insert("tool_calls".into(), Value::Array(calls));
+        }
+        Value::Object(message)
+    }
+}
+
+/// How [`Completion::assistant_message`] writes arguments a server sent as an object: kept as
+/// the object (history sent back to a server, as the model wrote them) or as its JSON text (the
+/// OpenAI string form trainers' loaders expect).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectArguments {
+    Kept,
+    AsText,
 }
 
 fn non_empty_str(value: Option<&Value>) -> Option<String> {

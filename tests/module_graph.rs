@@ -75,7 +75,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "build",
             "completion",
             "dataset",
-            "export",
             "journal",
             "model",
             "reconstruct",

@@ -1,7 +1,7 @@
 //! Multi-turn samples: every regenerated assistant turn of a conversation in ONE row.
 //!
 //! `generate --turns all` journals one record per assistant turn, with the record id
-//! [`turn_id`]`(prompt, i, n)` = `PROMPT:turnI/N` (1-based), so each turn resumes on its own. Turn
+//! [`turn_id`](crate::journal::record::turn_id)`(prompt, i, n)` = `PROMPT:turnI/N` (1-based), so each turn resumes on its own. Turn
 //! `i`'s request holds the regenerated history (turns `1..i` as the model answered them, written
 //! back as the family's template expects) and its answer is turn `i`.
 //!
@@ -25,11 +25,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::row::{request_view, BuiltRow, Row};
 use crate::completion::Completion;
+use crate::journal::record::parse_turn_id;
 use crate::journal::Record;
 use crate::model::Profile;
 use crate::reconstruct::{reconstruct, Fidelity, Reason, ReconstructOptions, Request};
-
-pub use crate::engine::turns::{history_message, parse_turn_id, turn_id};
 
 /// A successful turn record waiting for its conversation.
 #[derive(Debug)]

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
+use super::row::request_view;
 use crate::journal::{JournalError, Record, RecordReader, Status};
 use crate::model::Profile;
 use crate::reconstruct::{reconstruct, Fidelity, FidelityClass, ReconstructOptions, Request};
@@ -162,8 +162,7 @@ fn write_batch(
     Ok(())
 }
 
-/// The request as the server rendered it: the body's messages, its `tools` parameter (tools left
-/// in the system prompt were never declared to the template) and `chat_template_kwargs`.
+/// One record → one sample (its reconstruction's warnings kept), and whether it was ambiguous.
 fn sample_of(
     profile: &Profile,
     options: &ReconstructOptions,
@@ -181,20 +180,4 @@ fn sample_of(
         r.fidelity,
     );
     Ok((sample, r.ambiguous))
-}
-
-fn request_view(body: &Value) -> Value {
-    let mut view = serde_json::Map::new();
-    for key in [
-        "messages",
-        "tools",
-        "chat_template_kwargs",
-        "stream",
-        "max_tokens",
-    ] {
-        if let Some(value) = body.get(key).filter(|v| !v.is_null()) {
-            view.insert(key.to_string(), value.clone());
-        }
-    }
-    Value::Object(view)
 }

@@ -18,11 +18,13 @@ mod info;
 pub mod jsonl_samples;
 pub(crate) mod lines;
 mod policy;
+pub mod reader;
 mod row;
 mod shards;
 
 pub use info::{BuildInfo, Counts, FileHash, ModelInfo};
 pub use policy::{reason, LengthPolicy, OverLength, Policies, Verdict};
+pub use reader::{BuildDir, BuildDirError, TokenRow};
 pub use row::{request_view, row_of, BuiltRow, Row, RowMeta, IMPORT_ENDPOINT_PREFIX};
 pub use shards::{record_batch, schema, ShardInfo, ShardLimits};
 

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::UsageError;
-use crate::export::samples::BuildDir;
+use crate::build::BuildDir;
 use crate::export::vocab::{self, Rule, TokenCounts, VocabMap};
 use crate::export::{specforge, speculators, ExportError};
 

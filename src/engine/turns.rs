@@ -13,7 +13,8 @@
 //! a turn left, a round adds no success (what is left failed), or the run is stopped.
 //!
 //! History is written back as the family's template expects to read it: `content`,
-//! `tool_calls`, and the reasoning under `reasoning_content` ([`history_message`]). Whether the
+//! `tool_calls` (arguments as the model wrote them), and the reasoning under `reasoning_content`
+//! ([`Completion::assistant_message`]). Whether the
 //! history *shows* that reasoning is the template's decision, and each family decides differently:
 //! - Kimi K2-Thinking / K2.5: reasoning kept only after the last assistant message without tool
 //!   calls; earlier turns are written `<think></think>content` (reasoning dropped);
@@ -40,24 +41,11 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{manifest_for, run_list_as, EngineError, PromptList, RunOptions, RunSummary, Shutdown};
-use crate::completion::{Arguments, Completion};
+use crate::completion::{Completion, ObjectArguments};
 use crate::config::RunConfig;
 use crate::dataset::{DatasetError, Prompt};
+use crate::journal::record::{parse_turn_id, turn_id};
 use crate::journal::{RecordReader, RunDir, Status};
-
-/// The journal id of turn `turn` (1-based) of `of` of conversation `prompt`.
-pub fn turn_id(prompt: &str, turn: usize, of: usize) -> String {
-    format!("{prompt}:turn{turn}/{of}")
-}
-
-/// `(prompt, turn, of)` of a turn id; `None` for an ordinary prompt id.
-pub fn parse_turn_id(id: &str) -> Option<(&str, usize, usize)> {
-    let (prompt, rest) = id.rsplit_once(":turn")?;
-    let (turn, of) = rest.split_once('/')?;
-    let turn: usize = turn.parse().ok()?;
-    let of: usize = of.parse().ok()?;
-    (turn >= 1 && turn <= of && !prompt.is_empty()).then_some((prompt, turn, of))
-}
 
 /// Indices of the messages where a turn is generated: every assistant message, and the end when
 /// the conversation ends on another role.
@@ -77,39 +65,6 @@ pub fn turn_points(messages: &[Value]) -> Vec<usize> {
         points.push(messages.len());
     }
     points
-}
-
-/// The assistant message to put in the history for an answer: `content`, `tool_calls`
-/// (arguments as the model wrote them) and the reasoning as `reasoning_content`.
-pub fn history_message(completion: &Completion) -> Value {
-    let mut message = serde_json::Map::new();
-    message.insert("role".into(), Value::from("assistant"));
-    message.insert(
-        "content".into(),
-        Value::from(completion.content.clone().unwrap_or_default()),
-    );
-    if let Some(reasoning) = completion.reasoning.as_ref().filter(|r| !r.is_empty()) {
-        message.insert("reasoning_content".into(), Value::from(reasoning.clone()));
-    }
-    if !completion.tool_calls.is_empty() {
-        let calls: Vec<Value> = completion
-            .tool_calls
-            .iter()
-            .map(|call| {
-                let arguments = match &call.arguments {
-                    Arguments::Raw(text) => Value::from(text.clone()),
-                    Arguments::Object(value) => value.clone(),
-                };
-                serde_json::json!({
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": arguments},
-                })
-            })
-            .collect();
-        message.insert("tool_calls".into(), Value::Array(calls));
-    }
-    Value::Object(message)
 }
 
 /// Read `prompts.jsonl` as full prompts (multi-turn needs the messages as values).
@@ -253,7 +208,10 @@ fn finished_turns(run_dir: &Path) -> Result<HashMap<String, Value>, EngineError>
         else {
             continue;
         };
-        answers.insert(record.id, history_message(&completion));
+        answers.insert(
+            record.id,
+            completion.assistant_message(ObjectArguments::Kept),
+        );
     }
     Ok(answers)
 }
@@ -262,16 +220,6 @@ fn finished_turns(run_dir: &Path) -> Result<HashMap<String, Value>, EngineError>
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn turn_ids_round_trip() {
-        let id = turn_id("abc123", 2, 3);
-        assert_eq!(id, "abc123:turn2/3");
-        assert_eq!(parse_turn_id(&id), Some(("abc123", 2, 3)));
-        assert_eq!(parse_turn_id("abc123"), None);
-        assert_eq!(parse_turn_id("abc:turn4/3"), None);
-        assert_eq!(parse_turn_id("abc:turn0/3"), None);
-    }
 
     #[test]
     fn turns_regenerate_in_order_with_the_regenerated_history() {

@@ -2,21 +2,23 @@
 //!
 //! One file per trainer format (`specforge`, `speculators`) and for the vocabulary map (`vocab`),
 //! plus the writers those formats need and no crate provides without Python or libtorch
-//! (`npy`, `torch_pickle`, `hf_arrow`). Every reader of the build output goes through `samples`,
-//! which streams shards batch by batch, so memory is bounded by a row group, not by the run.
+//! (`npy`, `torch_pickle`, `hf_arrow`). Every export reads the build output through
+//! [`BuildDir`](crate::build::BuildDir), which streams shards batch by batch, so memory is bounded
+//! by a row group, not by the run.
 //! The exact format each file follows (and the source lines it was read from) is in each
 //! file's header; ANCHORS.md §0 has the summary.
 
 pub mod cpython_set;
 pub mod hf_arrow;
 pub mod npy;
-pub mod samples;
 pub mod specforge;
 pub mod speculators;
 pub mod torch_pickle;
 pub mod vocab;
 
 use std::path::PathBuf;
+
+use crate::build::BuildDirError;
 
 /// Why an export stopped. Every variant names the file it is about.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +35,8 @@ pub enum ExportError {
     Format { path: PathBuf, message: String },
     #[error("{0}")]
     Invalid(String),
+    #[error(transparent)]
+    BuildDir(#[from] BuildDirError),
 }
 
 impl ExportError {

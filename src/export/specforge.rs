@@ -17,8 +17,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::samples::BuildDir;
 use super::ExportError;
+use crate::build::BuildDir;
 
 /// One `{"id"?, "input_ids", "loss_mask"}` line, written without building a JSON tree.
 pub(crate) fn write_token_line(
@@ -69,7 +69,7 @@ pub fn export_tokens(build: &BuildDir, out: &Path) -> Result<Summary, ExportErro
     let file = std::fs::File::create(&path).map_err(|e| ExportError::io(&path, e))?;
     let mut w = std::io::BufWriter::new(file);
     let mut summary = Summary::default();
-    build.for_each(|row| {
+    build.for_each::<_, ExportError>(|row| {
         write_token_line(&mut w, Some(row.id), row.input_ids, row.loss_mask)
             .map_err(|e| ExportError::io(&path, e))?;
         let masked = row.loss_mask.iter().filter(|&&m| m == 1).count() as u64;
@@ -131,14 +131,14 @@ pub fn export_conversations(
     run: &Path,
     out: &Path,
 ) -> Result<ConversationSummary, ExportError> {
-    use crate::build::conversation::parse_turn_id;
     use crate::build::lines::JournalLines;
+    use crate::journal::record::parse_turn_id;
     use crate::journal::{Record, Status, JOURNAL_DIR};
     use rayon::prelude::*;
     use std::collections::HashMap;
 
     let mut chosen: HashMap<u64, Option<Chosen>> = HashMap::new();
-    build.for_each(|row| {
+    build.for_each::<_, ExportError>(|row| {
         chosen.insert(id_key(row.id), None);
         Ok(())
     })?;
@@ -206,7 +206,7 @@ pub fn export_conversations(
     let mut segments: HashMap<usize, std::fs::File> = HashMap::new();
     let mut summary = ConversationSummary::default();
     let mut line = Vec::new();
-    build.for_each(|row| {
+    build.for_each::<_, ExportError>(|row| {
         let Some(at) = chosen.get(&id_key(row.id)).copied().flatten() else {
             summary.missing += 1;
             if summary.missing_ids.len() < MAX_LISTED {
@@ -274,7 +274,7 @@ fn to_conversation(
     request: &serde_json::Value,
     response: &serde_json::Value,
 ) -> Result<serde_json::Value, String> {
-    use crate::completion::{Arguments, Completion};
+    use crate::completion::{Completion, ObjectArguments};
     use serde_json::{json, Map, Value};
 
     let messages = request["messages"]
@@ -302,30 +302,7 @@ fn to_conversation(
         conversation.push(Value::Object(m));
     }
     let completion = Completion::from_response(response).map_err(|e| e.to_string())?;
-    let mut answer = Map::new();
-    answer.insert("role".into(), json!("assistant"));
-    answer.insert(
-        "content".into(),
-        json!(completion.content.clone().unwrap_or_default()),
-    );
-    if let Some(reasoning) = &completion.reasoning {
-        answer.insert("reasoning_content".into(), json!(reasoning));
-    }
-    if !completion.tool_calls.is_empty() {
-        let calls: Vec<Value> = completion
-            .tool_calls
-            .iter()
-            .map(|call| {
-                let arguments = match &call.arguments {
-                    Arguments::Raw(s) => s.clone(),
-                    Arguments::Object(v) => v.to_string(),
-                };
-                json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
-            })
-            .collect();
-        answer.insert("tool_calls".into(), Value::Array(calls));
-    }
-    conversation.push(Value::Object(answer));
+    conversation.push(completion.assistant_message(ObjectArguments::AsText));
     let mut row = Map::new();
     row.insert("id".into(), json!(id));
     row.insert("conversations".into(), Value::Array(conversation));

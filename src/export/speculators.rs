@@ -14,9 +14,9 @@ use std::io::Write;
 use std::path::Path;
 
 use super::hf_arrow::DatasetWriter;
-use super::samples::BuildDir;
 use super::vocab::TokenCounts;
 use super::{torch_pickle, ExportError};
+use crate::build::BuildDir;
 
 /// What [`export`] wrote.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -43,7 +43,7 @@ pub fn export(
     let mut dataset = DatasetWriter::create(&prepared)?;
     let mut counts = TokenCounts::default();
     let mut summary = Summary::default();
-    build.for_each(|row| {
+    build.for_each::<_, ExportError>(|row| {
         summary.rows_in += 1;
         super::specforge::write_token_line(&mut jsonl, Some(row.id), row.input_ids, row.loss_mask)
             .map_err(|e| ExportError::io(&jsonl_path, e))?;

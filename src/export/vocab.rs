@@ -22,8 +22,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::samples::BuildDir;
 use super::{cpython_set, npy, torch_pickle, ExportError};
+use crate::build::BuildDir;
 
 /// Which trainer's selection rule to follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -72,7 +72,7 @@ impl TokenCounts {
     /// Count every sample of a build directory.
     pub fn from_build(build: &BuildDir) -> Result<TokenCounts, ExportError> {
         let mut counts = TokenCounts::default();
-        build.for_each(|row| {
+        build.for_each::<_, ExportError>(|row| {
             counts.add(row.input_ids, row.loss_mask);
             Ok(())
         })?;

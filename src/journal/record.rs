@@ -66,6 +66,21 @@ pub struct Record {
     pub response: Option<Value>,
 }
 
+/// The journal id of turn `turn` (1-based) of `of` of conversation `prompt` (`generate --turns
+/// all` journals each regenerated turn under its own id, so each resumes on its own).
+pub fn turn_id(prompt: &str, turn: usize, of: usize) -> String {
+    format!("{prompt}:turn{turn}/{of}")
+}
+
+/// `(prompt, turn, of)` of a turn id; `None` for an ordinary prompt id.
+pub fn parse_turn_id(id: &str) -> Option<(&str, usize, usize)> {
+    let (prompt, rest) = id.rsplit_once(":turn")?;
+    let (turn, of) = rest.split_once('/')?;
+    let turn: usize = turn.parse().ok()?;
+    let of: usize = of.parse().ok()?;
+    (turn >= 1 && turn <= of && !prompt.is_empty()).then_some((prompt, turn, of))
+}
+
 /// A [`Record`] whose request body is already serialized, for the engine's hot path: the body is
 /// serialized once and the same bytes are sent over HTTP and embedded in the journal line, instead
 /// of being held as a `Value` tree and serialized twice. Field order and skip rules are those of
@@ -231,6 +246,16 @@ mod tests {
         }
         .encode()
         .expect("encode")
+    }
+
+    #[test]
+    fn turn_ids_round_trip() {
+        let id = turn_id("abc123", 2, 3);
+        assert_eq!(id, "abc123:turn2/3");
+        assert_eq!(parse_turn_id(&id), Some(("abc123", 2, 3)));
+        assert_eq!(parse_turn_id("abc123"), None);
+        assert_eq!(parse_turn_id("abc:turn4/3"), None);
+        assert_eq!(parse_turn_id("abc:turn0/3"), None);
     }
 
     #[test]

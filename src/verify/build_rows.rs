@@ -18,7 +18,7 @@ use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::VerifyError;
-use crate::export::samples::BuildDir;
+use crate::build::BuildDir;
 use crate::journal::{RecordReader, Status, JOURNAL_DIR};
 use crate::reconstruct::FidelityClass;
 

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::answer::Problem;
 use super::{Figures, ToolAudit};
+use crate::verify::svg::esc;
 
 fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), |x| format!("{:.1}%", x * 100.0))
@@ -89,21 +90,6 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
     out
 }
 
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// A bar for a rate: an inline SVG, coloured by whether it meets `min`.
 fn bar(rate: Option<f64>, min: Option<f64>) -> String {
     let Some(rate) = rate else {
@@ -116,7 +102,7 @@ fn bar(rate: Option<f64>, min: Option<f64>) -> String {
     };
     format!(
         "<svg class=\"ta-bar\" width=\"100\" height=\"10\" viewBox=\"0 0 100 10\" role=\"img\" aria-label=\"{p}\"><rect width=\"100\" height=\"10\" class=\"ta-track\"/><rect width=\"{width}\" height=\"10\" class=\"{class}\"/></svg> {p}",
-        p = escape(&pct(Some(rate)))
+        p = esc(&pct(Some(rate)))
     )
 }
 
@@ -130,14 +116,14 @@ fn table(out: &mut String, title: &str, groups: &[(String, &Figures)], audit: &T
     let _ = write!(
         out,
         "<h3>{}</h3><table class=\"ta-table\"><thead><tr><th>{}</th><th>answers</th><th>declare tools (parameter / system prompt)</th><th>triggered</th><th>schema accuracy</th>",
-        escape(title),
-        escape(title)
+        esc(title),
+        esc(title)
     );
     if audit.reference.is_some() {
         out.push_str("<th>trigger F1</th>");
     }
     for p in &problems {
-        let _ = write!(out, "<th>{}</th>", escape(p.name()));
+        let _ = write!(out, "<th>{}</th>", esc(p.name()));
     }
     out.push_str("</tr></thead><tbody>");
     for (name, f) in groups {
@@ -146,7 +132,7 @@ fn table(out: &mut String, title: &str, groups: &[(String, &Figures)], audit: &T
             out,
             "<tr{}><td>{}</td><td>{}</td><td>{} ({} / {})</td><td>{} {}</td><td>{}</td>",
             if never { " class=\"ta-flag\"" } else { "" },
-            escape(name),
+            esc(name),
             f.answers,
             f.declaring_tools,
             f.tools_as_parameter,
@@ -191,7 +177,7 @@ pub fn html_section(audit: &ToolAudit) -> String {
     if !flags.is_empty() {
         out.push_str("<ul class=\"ta-flags\">");
         for flag in &flags {
-            let _ = write!(out, "<li>{}</li>", escape(flag));
+            let _ = write!(out, "<li>{}</li>", esc(flag));
         }
         out.push_str("</ul>");
     }
@@ -208,13 +194,13 @@ pub fn html_section(audit: &ToolAudit) -> String {
     table(&mut out, "dataset", &sources, audit);
     table(&mut out, "provider", &providers, audit);
     if let Some(t) = &audit.thresholds {
-        let _ = write!(out, "<p>Thresholds: {}.</p>", escape(&t.basis));
+        let _ = write!(out, "<p>Thresholds: {}.</p>", esc(&t.basis));
     }
     if let Some(r) = &audit.reference {
         let _ = write!(
             out,
             "<p>Reference run <code>{}</code>: {} prompts answered in both runs, {} only here, {} only there.</p>",
-            escape(&r.run),
+            esc(&r.run),
             r.paired,
             r.only_here,
             r.only_in_reference
@@ -226,12 +212,12 @@ pub fn html_section(audit: &ToolAudit) -> String {
             let _ = write!(
                 out,
                 "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
-                escape(e.problem.name()),
-                escape(&e.id),
-                escape(&e.source),
-                escape(&e.provider),
+                esc(e.problem.name()),
+                esc(&e.id),
+                esc(&e.source),
+                esc(&e.provider),
                 e.call.map_or_else(String::new, |c| c.to_string()),
-                escape(&e.detail)
+                esc(&e.detail)
             );
         }
         out.push_str("</tbody></table>");

@@ -1,6 +1,7 @@
-//! Reading a `build` directory (FORMAT-samples.md): `build.json` and the `samples-NNNNN.parquet`
-//! shards, streamed one record batch at a time, in file order then row order — the order every
-//! export keeps, and the order SpecForge's vocabulary counter sees the rows in.
+//! Reading a `build` directory (`tasks/FORMAT-samples.md`): `build.json` and the
+//! `samples-NNNNN.parquet` shards, streamed one record batch at a time, in file order then row
+//! order — the order every export keeps, and the order SpecForge's vocabulary counter sees the
+//! rows in. `export` and `verify` both read builds through here.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,35 @@ use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
-use super::ExportError;
+/// Why a build directory could not be read. Every variant names the file it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildDirError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parquet { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    Format { path: PathBuf, message: String },
+}
+
+impl BuildDirError {
+    fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        BuildDirError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+    fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        BuildDirError::Format {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
 
 /// Rows per record batch while reading: bounds memory (≈ batch × sample length × 5 bytes).
 const BATCH_ROWS: usize = 1024;
@@ -37,13 +66,13 @@ pub struct TokenRow<'a> {
 impl BuildDir {
     /// Open `dir`: read `build.json` when present and find the shards (those `build.json`
     /// lists, else every `samples-*.parquet`, sorted by name).
-    pub fn open(dir: &Path) -> Result<BuildDir, ExportError> {
+    pub fn open(dir: &Path) -> Result<BuildDir, BuildDirError> {
         let manifest = dir.join("build.json");
         let build_json = match std::fs::read(&manifest) {
             Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| ExportError::format(&manifest, format!("not JSON: {e}")))?,
+                .map_err(|e| BuildDirError::format(&manifest, format!("not JSON: {e}")))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Value::Null,
-            Err(e) => return Err(ExportError::io(&manifest, e)),
+            Err(e) => return Err(BuildDirError::io(&manifest, e)),
         };
         let listed: Option<Vec<PathBuf>> = build_json["shards"].as_array().map(|shards| {
             shards
@@ -55,7 +84,7 @@ impl BuildDir {
         let shards = match listed {
             Some(list) if !list.is_empty() => list,
             _ => {
-                let entries = std::fs::read_dir(dir).map_err(|e| ExportError::io(dir, e))?;
+                let entries = std::fs::read_dir(dir).map_err(|e| BuildDirError::io(dir, e))?;
                 let mut found: Vec<PathBuf> = entries
                     .filter_map(|e| e.ok().map(|e| e.path()))
                     .filter(|p| {
@@ -69,7 +98,7 @@ impl BuildDir {
             }
         };
         if shards.is_empty() {
-            return Err(ExportError::format(
+            return Err(BuildDirError::format(
                 dir,
                 "no samples-*.parquet shards: is this a `draftgen build` output directory?",
             ));
@@ -87,9 +116,10 @@ impl BuildDir {
     }
 
     /// Call `f` on every sample, in shard order then row order.
-    pub fn for_each<F>(&self, mut f: F) -> Result<u64, ExportError>
+    pub fn for_each<F, E>(&self, mut f: F) -> Result<u64, E>
     where
-        F: FnMut(TokenRow<'_>) -> Result<(), ExportError>,
+        F: FnMut(TokenRow<'_>) -> Result<(), E>,
+        E: From<BuildDirError>,
     {
         let mut rows = 0u64;
         for shard in &self.shards {
@@ -99,18 +129,19 @@ impl BuildDir {
     }
 }
 
-fn parquet_error(path: &Path, e: impl std::fmt::Display) -> ExportError {
-    ExportError::Parquet {
+fn parquet_error(path: &Path, e: impl std::fmt::Display) -> BuildDirError {
+    BuildDirError::Parquet {
         path: path.to_path_buf(),
         message: e.to_string(),
     }
 }
 
-fn read_shard<F>(path: &Path, f: &mut F) -> Result<u64, ExportError>
+fn read_shard<F, E>(path: &Path, f: &mut F) -> Result<u64, E>
 where
-    F: FnMut(TokenRow<'_>) -> Result<(), ExportError>,
+    F: FnMut(TokenRow<'_>) -> Result<(), E>,
+    E: From<BuildDirError>,
 {
-    let file = File::open(path).map_err(|e| ExportError::io(path, e))?;
+    let file = File::open(path).map_err(|e| BuildDirError::io(path, e))?;
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(path, e))?;
     let wanted = ["id", "input_ids", "loss_mask"];
@@ -121,7 +152,7 @@ where
             builder
                 .schema()
                 .index_of(name)
-                .map_err(|_| ExportError::format(path, format!("no `{name}` column")))
+                .map_err(|_| BuildDirError::format(path, format!("no `{name}` column")))
         })
         .collect::<Result<_, _>>()?;
     let mask = ProjectionMask::roots(schema, roots);
@@ -138,53 +169,50 @@ where
     Ok(row)
 }
 
-fn visit_batch<F>(
-    path: &Path,
-    first_row: u64,
-    batch: &RecordBatch,
-    f: &mut F,
-) -> Result<u64, ExportError>
+fn visit_batch<F, E>(path: &Path, first_row: u64, batch: &RecordBatch, f: &mut F) -> Result<u64, E>
 where
-    F: FnMut(TokenRow<'_>) -> Result<(), ExportError>,
+    F: FnMut(TokenRow<'_>) -> Result<(), E>,
+    E: From<BuildDirError>,
 {
     let column = |name: &str| {
         batch
             .column_by_name(name)
-            .ok_or_else(|| ExportError::format(path, format!("no `{name}` column")))
+            .ok_or_else(|| BuildDirError::format(path, format!("no `{name}` column")))
     };
     let ids = column("id")?
         .as_string_opt::<i32>()
-        .ok_or_else(|| ExportError::format(path, "`id` is not Utf8"))?;
+        .ok_or_else(|| BuildDirError::format(path, "`id` is not Utf8"))?;
     let input_ids = column("input_ids")?
         .as_list_opt::<i32>()
-        .ok_or_else(|| ExportError::format(path, "`input_ids` is not List<UInt32>"))?;
+        .ok_or_else(|| BuildDirError::format(path, "`input_ids` is not List<UInt32>"))?;
     let loss_mask = column("loss_mask")?
         .as_list_opt::<i32>()
-        .ok_or_else(|| ExportError::format(path, "`loss_mask` is not List<UInt8>"))?;
+        .ok_or_else(|| BuildDirError::format(path, "`loss_mask` is not List<UInt8>"))?;
     let id_values = input_ids
         .values()
         .as_primitive_opt::<UInt32Type>()
-        .ok_or_else(|| ExportError::format(path, "`input_ids` items are not UInt32"))?
+        .ok_or_else(|| BuildDirError::format(path, "`input_ids` items are not UInt32"))?
         .values();
     let mask_values = loss_mask
         .values()
         .as_primitive_opt::<UInt8Type>()
-        .ok_or_else(|| ExportError::format(path, "`loss_mask` items are not UInt8"))?
+        .ok_or_else(|| BuildDirError::format(path, "`loss_mask` items are not UInt8"))?
         .values();
     let id_offsets = input_ids.value_offsets();
     let mask_offsets = loss_mask.value_offsets();
     for i in 0..batch.num_rows() {
         let at = || format!("row {}", first_row + i as u64);
         if ids.is_null(i) || input_ids.is_null(i) || loss_mask.is_null(i) {
-            return Err(ExportError::format(
+            return Err(BuildDirError::format(
                 path,
                 format!("{}: a null id, input_ids or loss_mask", at()),
-            ));
+            )
+            .into());
         }
         let ids_row = &id_values[id_offsets[i] as usize..id_offsets[i + 1] as usize];
         let mask_row = &mask_values[mask_offsets[i] as usize..mask_offsets[i + 1] as usize];
         if ids_row.len() != mask_row.len() {
-            return Err(ExportError::format(
+            return Err(BuildDirError::format(
                 path,
                 format!(
                     "{}: input_ids has {} tokens but loss_mask {}",
@@ -192,13 +220,15 @@ where
                     ids_row.len(),
                     mask_row.len()
                 ),
-            ));
+            )
+            .into());
         }
         if let Some(bad) = mask_row.iter().find(|&&m| m > 1) {
-            return Err(ExportError::format(
+            return Err(BuildDirError::format(
                 path,
                 format!("{}: loss_mask value {bad} is not 0 or 1", at()),
-            ));
+            )
+            .into());
         }
         f(TokenRow {
             id: ids.value(i),

@@ -8,7 +8,12 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/model/family");
+    // Read at run time: `env!` would fix the path when this script is compiled, and a clone at
+    // another path sharing the target directory would reuse the compiled script and read the
+    // first clone's files (or fail once that clone is gone). Cargo sets it for every run.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .expect("cargo sets CARGO_MANIFEST_DIR for every run of a build script");
+    let dir = Path::new(&manifest_dir).join("src/model/family");
     // A directory: cargo re-runs this when anything under it changes, a new file included.
     println!("cargo:rerun-if-changed={}", dir.display());
     println!("cargo:rerun-if-changed=build.rs");

@@ -28,7 +28,7 @@ use crate::server::quirks::{
     CountsPromptAsRendered, CutReportsToolCalls, DropsSectionBeginDelta, DropsThinkEndDelta,
     IgnoresThinkingOff, LeaksSectionBuffer, StreamsFirstTokenAsReasoning, Vllm011Stepwise,
 };
-use crate::server::{self, ServerShape};
+use crate::server::{self, InverseInput, ServerShape};
 
 /// How the endpoint shaped its text: the server shape (kind + version) and its detokenizer's
 /// spaces. Every field defaults, so a run manifest or a line's `options` can carry any subset.
@@ -122,6 +122,18 @@ pub fn reconstruct(
     response: &Value,
     options: &ReconstructOptions,
 ) -> Result<Reconstruction, ReconstructError> {
+    reconstruct_as(profile, request, response, options, options.shape())
+}
+
+/// [`reconstruct`] for an answer from `shape` (one the options cannot name: defined outside the
+/// crate, with quirks of its own); `options.kind` and `options.server_version` are not read.
+pub fn reconstruct_as(
+    profile: &Profile,
+    request: &Request,
+    response: &Value,
+    options: &ReconstructOptions,
+    shape: &ServerShape,
+) -> Result<Reconstruction, ReconstructError> {
     let completion = Completion::from_response(response)?;
     let mut warnings = Vec::new();
 
@@ -136,7 +148,6 @@ pub fn reconstruct(
     };
     // A reasoning parser that ignores `thinking=false` (vLLM 0.11's `kimi_k2`, DeepSeek-R1's)
     // files the whole answer of a non-thinking turn under reasoning: read it back as content.
-    let shape = options.shape();
     let thinking = profile.thinking_enabled(request.chat_template_kwargs.as_ref());
     let read_back = if shape.quirks.has::<IgnoresThinkingOff>()
         && !thinking
@@ -182,6 +193,17 @@ pub fn reconstruct(
     } else {
         leaked.into_iter().map(|l| l.completion).collect()
     };
+    // What each quirk could have hidden behind the answer: every answer its inverse gives is read
+    // back.
+    let inverse = InverseInput {
+        stream,
+        spaces: options.spaces_around_special_tokens,
+        tools_declared,
+    };
+    let bases: Vec<Completion> = bases
+        .into_iter()
+        .flat_map(|base| server::quirk::invert(&shape.quirks, base, &inverse))
+        .collect();
     let first_token_mode = leaks
         && shape.quirks.has::<StreamsFirstTokenAsReasoning>()
         && closes_reasoning(profile, &prompt_ids);

@@ -116,6 +116,7 @@ impl Context<'_> {
             syntax: self.syntax,
             prompt_closes_reasoning: self.prompt_closes_reasoning,
             first_token: first_token.as_deref(),
+            tools: None,
         };
         let parsed = if stepwise {
             forward_tokens(self.shape, &input, &self.tokens(body))

@@ -177,6 +177,10 @@ pub struct SimConfig {
     /// Named providers, each with its own flavour and tool-call defects ([`super::providers`]);
     /// empty: one provider, `flavor` and `provider_name`.
     pub providers: Vec<super::providers::NamedProvider>,
+    /// The server shape answering in place of `flavor`'s own (one defined outside the crate,
+    /// say with a quirk of its own); `flavor` then only dresses the answer as JSON. Named
+    /// providers keep their flavours' shapes.
+    pub shape: Option<&'static ServerShape>,
 }
 
 impl Default for SimConfig {
@@ -202,6 +206,7 @@ impl Default for SimConfig {
             capacity: None,
             replay: None,
             providers: Vec::new(),
+            shape: None,
         }
     }
 }

@@ -26,7 +26,6 @@ pub mod answer;
 pub mod arguments;
 mod attempts;
 pub mod capacity;
-pub mod coerce;
 pub mod config;
 pub mod counters;
 pub mod endpoints;

@@ -653,6 +653,10 @@ fn make_turn(
         minted_call_ids,
         provider: provider.map_or_else(|| config.provider_name.clone(), |p| p.name.clone()),
         flavor,
+        shape: match provider {
+            Some(_) => flavor.shape(),
+            None => config.shape.unwrap_or_else(|| flavor.shape()),
+        },
         defects,
         provider_in_body: provider.is_some(),
         // Only a slow detokenizer (Kimi's tiktoken one) puts spaces around added tokens.

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::config::Flavor;
 use super::faults::ToolDefect;
-use crate::server::quirks::{CoercesArguments, SpacesAroundAddedTokens, Vllm011Stepwise};
+use crate::server::quirks::{SpacesAroundAddedTokens, Vllm011Stepwise};
 use crate::server::{self, kimi, ForwardInput, Parsed, ServerShape};
 
 /// One answer, ready to be shaped: what the model sampled and what the server counted.
@@ -70,6 +70,8 @@ pub struct Turn {
     pub syntax: server::Syntax,
     /// The flavour answering (the simulator's, or the named provider's).
     pub flavor: Flavor,
+    /// The server shape it answers with (the flavour's, or [`SimConfig::shape`](super::SimConfig)).
+    pub shape: &'static ServerShape,
     /// Tool-call defects injected into this answer ([`super::faults::ToolDefect`]).
     pub defects: Vec<ToolDefect>,
     /// A named provider answers: every flavour names it in a top-level `provider`.
@@ -89,6 +91,7 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
         syntax: turn.syntax,
         prompt_closes_reasoning: turn.prompt_closes_reasoning,
         first_token: turn.first_token.as_deref(),
+        tools: Some(&turn.tools),
     };
     // With a tokenizer, a stream modelled token by token (vLLM 0.11.2's: its section buffer cut at
     // delta boundaries, the opener as the first token) is sent the way the server sends it.
@@ -116,13 +119,6 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
                 .get(i)
                 .map(|id| format!("chatcmpl-tool-{}", id.trim_start_matches("call_")))
                 .unwrap_or_else(|| format!("chatcmpl-tool-{i:024}"));
-        }
-    }
-    // vLLM 0.33's Kimi parser (its parser engine) coerces a non-streamed call's arguments to the
-    // declared schema; streamed deltas were measured unchanged (tests/sim_vs_servers.rs).
-    if shape.quirks.has::<CoercesArguments>() && !stream && turn.syntax == server::Syntax::Kimi {
-        for call in &mut parsed.calls {
-            call.arguments = super::coerce::fix_arg_types(&call.arguments, &call.name, &turn.tools);
         }
     }
     inject_defects(&mut parsed, turn);
@@ -237,7 +233,7 @@ impl Event {
 pub fn response(flavor: Flavor, turn: &Turn) -> Value {
     let mut body = match flavor {
         Flavor::OpenRouter => openrouter::response(turn),
-        Flavor::Vllm | Flavor::Vllm011 => vllm::response(flavor.shape(), turn),
+        Flavor::Vllm | Flavor::Vllm011 => vllm::response(turn.shape, turn),
         Flavor::Sglang => sglang::response(turn),
         Flavor::LlamaCpp => llamacpp_dress(raw::response(turn), turn),
         Flavor::Raw => raw::response(turn),
@@ -263,7 +259,7 @@ fn llamacpp_dress(mut body: Value, turn: &Turn) -> Value {
 pub fn events(flavor: Flavor, turn: &Turn) -> Vec<Event> {
     let mut events = match flavor {
         Flavor::OpenRouter => openrouter::events(turn),
-        Flavor::Vllm | Flavor::Vllm011 => vllm::events(flavor.shape(), turn),
+        Flavor::Vllm | Flavor::Vllm011 => vllm::events(turn.shape, turn),
         Flavor::Sglang => sglang::events(turn),
         Flavor::LlamaCpp | Flavor::Raw => raw::events(turn),
     };

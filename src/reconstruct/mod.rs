@@ -7,9 +7,9 @@
 //! the server's own token count confirms — or the template's form, marked ambiguous.
 
 mod choose;
+mod classify;
 pub mod despace;
 pub mod fidelity;
-mod flags;
 mod leak;
 mod spellings;
 mod synth;
@@ -298,7 +298,7 @@ pub fn reconstruct_as(
     }
     if synthesized && cut && syntax == Some(server::Syntax::Kimi) {
         let spaces = options.spaces_around_special_tokens;
-        if let Some(header) = flags::bogus_call_header(shape, &completion, spaces) {
+        if let Some(header) = classify::bogus_call_header(shape, &completion, spaces) {
             let cut_in_id: Vec<String> = texts
                 .iter()
                 .filter_map(|t| {
@@ -313,7 +313,7 @@ pub fn reconstruct_as(
         }
     }
     if let (true, true, true, Some(syntax)) = (synthesized, cut, tools_declared, syntax) {
-        texts = flags::with_cut_tails(texts, syntax);
+        texts = classify::with_cut_tails(texts, syntax);
     }
     if closed_section && shape.quirks.has::<CutReportsToolCalls>() {
         // Closed, then maybe cut before the end-of-turn token: the count decides.
@@ -348,7 +348,7 @@ pub fn reconstruct_as(
             },
         };
         let found = synth::synthesize(&cx, &texts);
-        flags::classify(
+        classify::classify(
             profile,
             &texts,
             &completion,
@@ -385,7 +385,7 @@ pub fn reconstruct_as(
                 .to_string(),
         );
     }
-    flags::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
+    classify::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
     // A streamed 0.11 answer whose section closed shows it (the leak), and the count tells a
     // finished answer from one cut right after the section. One cut inside the section hides
     // what the streamed calls do not show (whitespace around the arguments, a partial
@@ -399,15 +399,15 @@ pub fn reconstruct_as(
     } else {
         shape
     };
-    flags::cut_hidden_by_tool_calls(
+    classify::cut_hidden_by_tool_calls(
         hidden_cut_shape,
         &completion,
         request.max_tokens,
         &mut fidelity,
         &mut warnings,
     );
-    flags::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
-    flags::partial_character(cut, &completion, &mut fidelity, &mut warnings);
+    classify::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
+    classify::partial_character(cut, &completion, &mut fidelity, &mut warnings);
 
     let mut ambiguous = fidelity.candidates.is_some();
     if let Some(server_ids) = &completion.completion_token_ids {

@@ -41,9 +41,10 @@ pub mod tokens;
 pub mod words;
 
 pub use capacity::{CapacityConfig, CapacitySnapshot};
-pub use config::{Behaviour, Flavor, Latency, Prices, SimConfig};
+pub use config::{Behaviour, Latency, Prices, SimConfig};
 pub use counters::{CounterSnapshot, Counters};
 pub use faults::{FaultKind, FaultRates, ToolDefect, ToolDefectRates};
+pub use flavor::Flavor;
 pub use providers::NamedProvider;
 pub use replay::{Replay, ReplayError};
 pub use server::{serve, spawn, Answered, SimHandle, Simulator};

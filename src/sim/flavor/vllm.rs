@@ -298,7 +298,7 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
 mod tests {
     use super::*;
     use crate::api::assemble::ChunkAssembler;
-    use crate::sim::config::Flavor;
+    use crate::sim::flavor::Flavor;
 
     /// A fixture of tests/data/server_shapes/kimi_k25_vllm011.jsonl: vLLM 0.11.2's own stream.
     fn fixture(name: &str) -> Value {

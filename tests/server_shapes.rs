@@ -626,6 +626,7 @@ fn vllm_011_streams_step_by_step_as_its_own_code() {
                 syntax: Syntax::Kimi,
                 prompt_closes_reasoning: prompt.contains(&close[0]),
                 first_token: None,
+                tools: None,
             };
             let parsed = server::forward_tokens(shape, &input, &tokens);
             let got = Completion::from_response(&answer(&fixture)).unwrap();

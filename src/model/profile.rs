@@ -14,10 +14,11 @@ use serde_json::{Map, Value};
 use sha2::Digest;
 use std::path::{Path, PathBuf};
 
+pub use super::family::AssistantTurn;
 use super::family::Family;
 use super::native::{JsonRenderInput, NativeTemplate, NativeTwin, RenderPath, Tools};
 use super::{ChatTemplate, ModelError, Tokenizer};
-use crate::completion::{Arguments, ToolCall};
+use crate::completion::Arguments;
 use crate::json::Json;
 
 /// How to load a profile.
@@ -36,19 +37,6 @@ pub struct RenderInput<'a> {
     pub tools: Option<&'a [Value]>,
     pub add_generation_prompt: bool,
     pub chat_template_kwargs: Option<&'a Map<String, Value>>,
-}
-
-/// What the model wrote in one assistant turn.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AssistantTurn {
-    pub reasoning: Option<String>,
-    /// Whether the model closed its reasoning (`</think>`) before going on.
-    pub reasoning_closed: bool,
-    pub content: String,
-    /// Tool calls with their ids already in the family's native form.
-    pub tool_calls: Vec<ToolCall>,
-    /// Whether the turn ended with the end-of-turn token (false for `finish_reason: length`).
-    pub end_of_turn: bool,
 }
 
 /// A loaded model family profile.
@@ -126,10 +114,10 @@ impl Profile {
             .as_deref()
             .map(ChatTemplate::new)
             .transpose()?;
-        let native = NativeTemplate::select(&default_source, family);
+        let native = NativeTemplate::select(&default_source, family.spec().native_twins);
         let tool_use_native = tool_use_source
             .as_deref()
-            .and_then(|source| NativeTemplate::select(source, family));
+            .and_then(|source| NativeTemplate::select(source, family.spec().native_twins));
         let special_tokens = special_tokens(tokenizer_config.as_ref());
         let end_of_turn = match spec.end_of_turn {
             Some(token) => token.to_string(),

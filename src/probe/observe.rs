@@ -525,6 +525,7 @@ fn forward_agreeing(
                 syntax,
                 prompt_closes_reasoning: false,
                 first_token: None,
+                tools: None,
             };
             forward(shape, &input)
                 .agrees_with(shape, &completion)

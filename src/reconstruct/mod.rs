@@ -7,9 +7,9 @@
 //! the server's own token count confirms — or the template's form, marked ambiguous.
 
 mod choose;
+mod classify;
 pub mod despace;
 pub mod fidelity;
-mod flags;
 mod leak;
 mod spellings;
 mod synth;
@@ -28,7 +28,7 @@ use crate::server::quirks::{
     CountsPromptAsRendered, CutReportsToolCalls, DropsSectionBeginDelta, DropsThinkEndDelta,
     IgnoresThinkingOff, LeaksSectionBuffer, StreamsFirstTokenAsReasoning, Vllm011Stepwise,
 };
-use crate::server::{self, ServerShape};
+use crate::server::{self, InverseInput, ServerShape};
 
 /// How the endpoint shaped its text: the server shape (kind + version) and its detokenizer's
 /// spaces. Every field defaults, so a run manifest or a line's `options` can carry any subset.
@@ -122,6 +122,18 @@ pub fn reconstruct(
     response: &Value,
     options: &ReconstructOptions,
 ) -> Result<Reconstruction, ReconstructError> {
+    reconstruct_as(profile, request, response, options, options.shape())
+}
+
+/// [`reconstruct`] for an answer from `shape` (one the options cannot name: defined outside the
+/// crate, with quirks of its own); `options.kind` and `options.server_version` are not read.
+pub fn reconstruct_as(
+    profile: &Profile,
+    request: &Request,
+    response: &Value,
+    options: &ReconstructOptions,
+    shape: &ServerShape,
+) -> Result<Reconstruction, ReconstructError> {
     let completion = Completion::from_response(response)?;
     let mut warnings = Vec::new();
 
@@ -136,7 +148,6 @@ pub fn reconstruct(
     };
     // A reasoning parser that ignores `thinking=false` (vLLM 0.11's `kimi_k2`, DeepSeek-R1's)
     // files the whole answer of a non-thinking turn under reasoning: read it back as content.
-    let shape = options.shape();
     let thinking = profile.thinking_enabled(request.chat_template_kwargs.as_ref());
     let read_back = if shape.quirks.has::<IgnoresThinkingOff>()
         && !thinking
@@ -182,6 +193,17 @@ pub fn reconstruct(
     } else {
         leaked.into_iter().map(|l| l.completion).collect()
     };
+    // What each quirk could have hidden behind the answer: every answer its inverse gives is read
+    // back.
+    let inverse = InverseInput {
+        stream,
+        spaces: options.spaces_around_special_tokens,
+        tools_declared,
+    };
+    let bases: Vec<Completion> = bases
+        .into_iter()
+        .flat_map(|base| server::quirk::invert(&shape.quirks, base, &inverse))
+        .collect();
     let first_token_mode = leaks
         && shape.quirks.has::<StreamsFirstTokenAsReasoning>()
         && closes_reasoning(profile, &prompt_ids);
@@ -276,7 +298,7 @@ pub fn reconstruct(
     }
     if synthesized && cut && syntax == Some(server::Syntax::Kimi) {
         let spaces = options.spaces_around_special_tokens;
-        if let Some(header) = flags::bogus_call_header(shape, &completion, spaces) {
+        if let Some(header) = classify::bogus_call_header(shape, &completion, spaces) {
             let cut_in_id: Vec<String> = texts
                 .iter()
                 .filter_map(|t| {
@@ -291,7 +313,7 @@ pub fn reconstruct(
         }
     }
     if let (true, true, true, Some(syntax)) = (synthesized, cut, tools_declared, syntax) {
-        texts = flags::with_cut_tails(texts, syntax);
+        texts = classify::with_cut_tails(texts, syntax);
     }
     if closed_section && shape.quirks.has::<CutReportsToolCalls>() {
         // Closed, then maybe cut before the end-of-turn token: the count decides.
@@ -326,7 +348,7 @@ pub fn reconstruct(
             },
         };
         let found = synth::synthesize(&cx, &texts);
-        flags::classify(
+        classify::classify(
             profile,
             &texts,
             &completion,
@@ -363,7 +385,7 @@ pub fn reconstruct(
                 .to_string(),
         );
     }
-    flags::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
+    classify::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
     // A streamed 0.11 answer whose section closed shows it (the leak), and the count tells a
     // finished answer from one cut right after the section. One cut inside the section hides
     // what the streamed calls do not show (whitespace around the arguments, a partial
@@ -377,15 +399,15 @@ pub fn reconstruct(
     } else {
         shape
     };
-    flags::cut_hidden_by_tool_calls(
+    classify::cut_hidden_by_tool_calls(
         hidden_cut_shape,
         &completion,
         request.max_tokens,
         &mut fidelity,
         &mut warnings,
     );
-    flags::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
-    flags::partial_character(cut, &completion, &mut fidelity, &mut warnings);
+    classify::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
+    classify::partial_character(cut, &completion, &mut fidelity, &mut warnings);
 
     let mut ambiguous = fidelity.candidates.is_some();
     if let Some(server_ids) = &completion.completion_token_ids {

@@ -15,17 +15,14 @@
 //! streamed arguments end before the wrapper's `}`), and, unstreamed, whitespace-only content
 //! before the first call (sent as `null` whatever it was).
 
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::Value;
 
 use crate::pyjson::{dumps_json, write_json_string, DumpOptions};
-use crate::server::Syntax;
 
 use super::fidelity::Reason;
-use super::synth::{Context, Synthesis};
 
 /// Separator sites beyond which the spellings are not enumerated (2^10 = 1,024 spellings per value).
 const MOST_SITES: usize = 10;
@@ -201,7 +198,7 @@ fn wrapped_calls(text: &str) -> Option<Vec<Wrapped>> {
 /// The texts `text` could have been instead that a hermes answer does not tell apart by their
 /// fields: every call's wrapper spelled another way (all alike), and the whitespace-only
 /// content before the first call longer or shorter. Each with what hides it.
-fn hermes_alternatives(text: &str) -> Vec<(String, Reason)> {
+pub(super) fn hermes_alternatives(text: &str) -> Vec<(String, Reason)> {
     let mut out = Vec::new();
     if let Some(calls) = wrapped_calls(text).filter(|c| !c.is_empty()) {
         for (head, middle, close) in WRAPPERS {
@@ -244,33 +241,6 @@ fn hermes_alternatives(text: &str) -> Vec<(String, Reason)> {
         }
     }
     out
-}
-
-/// Count, beside the stream the synthesis chose, the other spellings hermes hides
-/// ([`hermes_alternatives`]) that have the same length and give the same answer through the
-/// shape: each is another consistent stream, so the sample is ambiguous, never `unique`.
-pub(super) fn count_hidden_spellings(cx: &Context, out: &mut Synthesis) {
-    if cx.syntax != Syntax::Hermes {
-        return;
-    }
-    let Some(ids) = &out.ids else {
-        return;
-    };
-    let tokenizer = &cx.profile.tokenizer;
-    let text = tokenizer.decode(ids);
-    let mut seen = HashSet::new();
-    for (alt, reason) in hermes_alternatives(&text) {
-        if alt == text || !seen.insert(alt.clone()) {
-            continue;
-        }
-        if tokenizer.encode(&alt).len() != ids.len() || cx.agrees(&alt).is_err() {
-            continue;
-        }
-        out.consistent = out.consistent.saturating_add(1);
-        if !out.open.contains(&reason) {
-            out.open.push(reason);
-        }
-    }
 }
 
 #[cfg(test)]

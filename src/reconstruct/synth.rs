@@ -22,6 +22,7 @@ use crate::server::vllm011_stream::Token;
 use crate::server::{forward, forward_tokens, ForwardInput, ServerShape, Syntax};
 
 use super::fidelity::Reason;
+use super::spellings::hermes_alternatives;
 
 /// Whitespace a server may have stripped at one site: what is tried in its place.
 const WHITESPACE: [&str; 8] = ["", " ", "\n", "\n\n", "  ", "\t", " \n", "\n "];
@@ -116,6 +117,7 @@ impl Context<'_> {
             syntax: self.syntax,
             prompt_closes_reasoning: self.prompt_closes_reasoning,
             first_token: first_token.as_deref(),
+            tools: None,
         };
         let parsed = if stepwise {
             forward_tokens(self.shape, &input, &self.tokens(body))
@@ -435,8 +437,35 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
             }
         }
     }
-    super::spellings::count_hidden_spellings(cx, &mut out);
+    count_hidden_spellings(cx, &mut out);
     out
+}
+
+/// Count, beside the stream the synthesis chose, the other spellings hermes hides
+/// ([`hermes_alternatives`]) that have the same length and give the same answer through the
+/// shape: each is another consistent stream, so the sample is ambiguous, never `unique`.
+fn count_hidden_spellings(cx: &Context, out: &mut Synthesis) {
+    if cx.syntax != Syntax::Hermes {
+        return;
+    }
+    let Some(ids) = &out.ids else {
+        return;
+    };
+    let tokenizer = &cx.profile.tokenizer;
+    let text = tokenizer.decode(ids);
+    let mut seen = std::collections::HashSet::new();
+    for (alt, reason) in hermes_alternatives(&text) {
+        if alt == text || !seen.insert(alt.clone()) {
+            continue;
+        }
+        if tokenizer.encode(&alt).len() != ids.len() || cx.agrees(&alt).is_err() {
+            continue;
+        }
+        out.consistent = out.consistent.saturating_add(1);
+        if !out.open.contains(&reason) {
+            out.open.push(reason);
+        }
+    }
 }
 
 /// How many tokens the cut tail of `ids` can hold that the answer does not show: each of the
@@ -488,7 +517,7 @@ fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
 /// closes (after the opener, between calls) or skips it (before the arguments), with as many
 /// tokens fewer at the cut. Each is built and sent forward: only those giving the same answer
 /// count. (Other shapes flag every cut the answer reports as `tool_calls`, see
-/// `flags::cut_hidden_by_tool_calls`.)
+/// `classify::cut_hidden_by_tool_calls`.)
 fn hidden_section_whitespace(cx: &Context, ids: &[u32]) -> u64 {
     if !(cx.shape.quirks.has::<Vllm011Stepwise>() && cx.stream) || cx.syntax != Syntax::Kimi {
         return 0;

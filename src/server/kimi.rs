@@ -640,6 +640,7 @@ mod tests {
             syntax: crate::server::Syntax::Kimi,
             prompt_closes_reasoning: false,
             first_token: None,
+            tools: None,
         };
         crate::server::forward(shape, &input)
     }
@@ -662,6 +663,7 @@ mod tests {
                 syntax: crate::server::Syntax::Kimi,
                 prompt_closes_reasoning: false,
                 first_token: None,
+                tools: None,
             };
             crate::server::forward(&crate::server::sglang::SHAPE, &input).content
         };
@@ -741,6 +743,7 @@ mod tests {
                 syntax: crate::server::Syntax::Kimi,
                 prompt_closes_reasoning: false,
                 first_token: None,
+                tools: None,
             };
             let p = crate::server::forward(&crate::server::vllm::SHAPE_0_11, &input);
             assert!(p.calls.is_empty());

@@ -139,6 +139,9 @@ pub struct ForwardInput<'a> {
     /// The text of the answer's first token as the detokenizer sent it (`""` when it ends inside
     /// a character), where a shape needs it; `None`: unknown.
     pub first_token: Option<&'a str>,
+    /// The request's `tools`, where a quirk's forward effect reads their schemas
+    /// ([`quirks::CoercesArguments`]); `None`: such effects are not applied.
+    pub tools: Option<&'a [Value]>,
 }
 
 /// One tool call as the server reports it.
@@ -327,6 +330,7 @@ mod tests {
             syntax: Syntax::Kimi,
             prompt_closes_reasoning: false,
             first_token: None,
+            tools: None,
         }
     }
 

@@ -6,77 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::faults::FaultRates;
-use crate::server::{self, ServerShape};
-
-/// Which server's response shape the simulator imitates: one flavour per server kind (and
-/// version where shapes differ), each answering with that kind's [`ServerShape`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Flavor {
-    /// OpenRouter: `reasoning` + `reasoning_details`, `call_…` tool-call ids, normalized
-    /// `finish_reason`, `provider`, usage with `cost`.
-    #[default]
-    OpenRouter,
-    /// vLLM 0.33 with the `kimi_k2` reasoning and tool parsers: `reasoning` (trailing whitespace
-    /// stripped), raw `functions.NAME:N` ids, `return_token_ids`.
-    Vllm,
-    /// vLLM's 0.11–0.2x line: as `vllm`, the reasoning in `reasoning_content`.
-    Vllm011,
-    /// SGLang 0.5: `reasoning_content`, `content` `""`, re-synthesized ids.
-    Sglang,
-    /// llama.cpp without a parser for the family: the raw text in `content`.
-    LlamaCpp,
-    /// No parsers: the whole native stream (markers included, stop token excluded) in `content`.
-    Raw,
-}
-
-impl Flavor {
-    pub const ALL: [Flavor; 6] = [
-        Flavor::OpenRouter,
-        Flavor::Vllm,
-        Flavor::Vllm011,
-        Flavor::Sglang,
-        Flavor::LlamaCpp,
-        Flavor::Raw,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Flavor::OpenRouter => "openrouter",
-            Flavor::Vllm => "vllm",
-            Flavor::Vllm011 => "vllm-0.11",
-            Flavor::Sglang => "sglang",
-            Flavor::LlamaCpp => "llamacpp",
-            Flavor::Raw => "raw",
-        }
-    }
-
-    /// The server shape this flavour answers with.
-    pub fn shape(self) -> &'static ServerShape {
-        match self {
-            Flavor::OpenRouter => &server::openrouter::SHAPE,
-            Flavor::Vllm => &server::vllm::SHAPE,
-            Flavor::Vllm011 => &server::vllm::SHAPE_0_11,
-            Flavor::Sglang => &server::sglang::SHAPE,
-            Flavor::LlamaCpp => &server::llamacpp::SHAPE,
-            Flavor::Raw => &server::generic::SHAPE,
-        }
-    }
-}
-
-impl std::str::FromStr for Flavor {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Flavor::ALL
-            .into_iter()
-            .find(|f| f.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown sim flavor {s:?}: expected one of {}",
-                    Flavor::ALL.map(Flavor::name).join(", ")
-                )
-            })
-    }
-}
+use super::flavor::Flavor;
+use crate::server::ServerShape;
 
 /// Simulated response time: `base` before the first byte plus `per_token` per completion token.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -177,6 +108,10 @@ pub struct SimConfig {
     /// Named providers, each with its own flavour and tool-call defects ([`super::providers`]);
     /// empty: one provider, `flavor` and `provider_name`.
     pub providers: Vec<super::providers::NamedProvider>,
+    /// The server shape answering in place of `flavor`'s own (one defined outside the crate,
+    /// say with a quirk of its own); `flavor` then only dresses the answer as JSON. Named
+    /// providers keep their flavours' shapes.
+    pub shape: Option<&'static ServerShape>,
 }
 
 impl Default for SimConfig {
@@ -202,6 +137,7 @@ impl Default for SimConfig {
             capacity: None,
             replay: None,
             providers: Vec::new(),
+            shape: None,
         }
     }
 }

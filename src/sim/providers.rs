@@ -9,8 +9,8 @@
 //! returned error", as OpenRouter answers when the one allowed upstream fails), while OpenRouter's
 //! endpoint listing ([`super::endpoints`]) still lists it.
 
-use super::config::Flavor;
 use super::faults::{ToolDefect, ToolDefectRates};
+use super::flavor::Flavor;
 
 /// One simulated upstream.
 #[derive(Debug, Clone, PartialEq)]

@@ -27,9 +27,10 @@ use tokio::sync::watch;
 use super::answer::{self, Prompted, IM_END};
 use super::attempts::Attempts;
 use super::capacity::{Capacity, CapacitySnapshot};
-use super::config::{Flavor, SimConfig};
+use super::config::SimConfig;
 use super::counters::{CounterSnapshot, Counters};
 use super::faults::FaultKind;
+use super::flavor::Flavor;
 use super::flavor::{self, Event, Turn};
 use super::request::ChatRequest;
 use super::seed::{self, Purpose};
@@ -653,6 +654,10 @@ fn make_turn(
         minted_call_ids,
         provider: provider.map_or_else(|| config.provider_name.clone(), |p| p.name.clone()),
         flavor,
+        shape: match provider {
+            Some(_) => flavor.shape(),
+            None => config.shape.unwrap_or_else(|| flavor.shape()),
+        },
         defects,
         provider_in_body: provider.is_some(),
         // Only a slow detokenizer (Kimi's tiktoken one) puts spaces around added tokens.

@@ -15,10 +15,10 @@
 
 use serde_json::Value;
 
+use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
 use crate::completion::{Arguments, ToolCall};
 use crate::model::native::{self, NativeTwin, Request, Role};
-use crate::model::profile::AssistantTurn;
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, DumpOptions};
 

@@ -27,9 +27,9 @@
 
 use serde_json::{Map, Value};
 
+use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
 use crate::completion::{Arguments, ToolCall};
-use crate::model::profile::AssistantTurn;
 use crate::model::ModelError;
 use crate::pyjson::{self, DumpOptions};
 

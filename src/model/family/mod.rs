@@ -29,8 +29,21 @@ use serde_json::{Map, Value};
 use std::sync::LazyLock;
 
 use super::native::NativeTwin;
-use super::profile::AssistantTurn;
 use super::ModelError;
+use crate::completion::ToolCall;
+
+/// What the model wrote in one assistant turn.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AssistantTurn {
+    pub reasoning: Option<String>,
+    /// Whether the model closed its reasoning (`</think>`) before going on.
+    pub reasoning_closed: bool,
+    pub content: String,
+    /// Tool calls with their ids already in the family's native form.
+    pub tool_calls: Vec<ToolCall>,
+    /// Whether the turn ended with the end-of-turn token (false for `finish_reason: length`).
+    pub end_of_turn: bool,
+}
 
 /// What a family's token stream looks like, and what else is known about the family.
 #[derive(Debug, Clone, Copy)]
@@ -279,7 +292,25 @@ impl Family {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::native::NativeTemplate;
     use serde_json::json;
+
+    #[test]
+    fn builtin_templates_are_known() {
+        for family in [Family::KIMI_K2, Family::KIMI_K2_THINKING, Family::KIMI_K25] {
+            let source = family.spec().builtin_template.unwrap();
+            let native = NativeTemplate::select(source, family.spec().native_twins)
+                .unwrap_or_else(|| panic!("{}: built-in template without its twin", family.name()));
+            assert!(family.spec().native_twins.contains(native.twin()));
+        }
+        // Another family's context: the template path.
+        let k25 = Family::KIMI_K25.spec().builtin_template.unwrap();
+        let k2 = Family::KIMI_K2.spec().native_twins;
+        assert!(NativeTemplate::select(k25, k2).is_none());
+        // One byte more: the template path.
+        let k25_twins = Family::KIMI_K25.spec().native_twins;
+        assert!(NativeTemplate::select(&format!("{k25} "), k25_twins).is_none());
+    }
 
     #[test]
     fn every_family_is_found_by_its_name_and_owns_its_spec() {

@@ -12,11 +12,11 @@
 //! - No built-in template: the model's `tokenizer_config.json` carries it; [`render`] is its
 //!   native twin (see `model/native.rs`).
 
+use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
 use crate::completion::{Arguments, ToolCall};
 use crate::json::Json;
 use crate::model::native::{self, Message, NativeTwin, Request, Role};
-use crate::model::profile::AssistantTurn;
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, write_json, DumpOptions};
 

@@ -12,10 +12,79 @@ pub mod vllm;
 
 use serde_json::{json, Value};
 
-use super::config::Flavor;
 use super::faults::ToolDefect;
-use crate::server::quirks::{CoercesArguments, SpacesAroundAddedTokens, Vllm011Stepwise};
+use crate::server::quirks::{SpacesAroundAddedTokens, Vllm011Stepwise};
 use crate::server::{self, kimi, ForwardInput, Parsed, ServerShape};
+
+/// Which server's response shape the simulator imitates: one flavour per server kind (and
+/// version where shapes differ), each answering with that kind's [`ServerShape`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Flavor {
+    /// OpenRouter: `reasoning` + `reasoning_details`, `call_…` tool-call ids, normalized
+    /// `finish_reason`, `provider`, usage with `cost`.
+    #[default]
+    OpenRouter,
+    /// vLLM 0.33 with the `kimi_k2` reasoning and tool parsers: `reasoning` (trailing whitespace
+    /// stripped), raw `functions.NAME:N` ids, `return_token_ids`.
+    Vllm,
+    /// vLLM's 0.11–0.2x line: as `vllm`, the reasoning in `reasoning_content`.
+    Vllm011,
+    /// SGLang 0.5: `reasoning_content`, `content` `""`, re-synthesized ids.
+    Sglang,
+    /// llama.cpp without a parser for the family: the raw text in `content`.
+    LlamaCpp,
+    /// No parsers: the whole native stream (markers included, stop token excluded) in `content`.
+    Raw,
+}
+
+impl Flavor {
+    pub const ALL: [Flavor; 6] = [
+        Flavor::OpenRouter,
+        Flavor::Vllm,
+        Flavor::Vllm011,
+        Flavor::Sglang,
+        Flavor::LlamaCpp,
+        Flavor::Raw,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::OpenRouter => "openrouter",
+            Flavor::Vllm => "vllm",
+            Flavor::Vllm011 => "vllm-0.11",
+            Flavor::Sglang => "sglang",
+            Flavor::LlamaCpp => "llamacpp",
+            Flavor::Raw => "raw",
+        }
+    }
+
+    /// The server shape this flavour answers with.
+    pub fn shape(self) -> &'static ServerShape {
+        match self {
+            Flavor::OpenRouter => &server::openrouter::SHAPE,
+            Flavor::Vllm => &server::vllm::SHAPE,
+            Flavor::Vllm011 => &server::vllm::SHAPE_0_11,
+            Flavor::Sglang => &server::sglang::SHAPE,
+            Flavor::LlamaCpp => &server::llamacpp::SHAPE,
+            Flavor::Raw => &server::generic::SHAPE,
+        }
+    }
+}
+
+impl std::str::FromStr for Flavor {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Flavor::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown sim flavor {s:?}: expected one of {}",
+                    Flavor::ALL.map(Flavor::name).join(", ")
+                )
+            })
+    }
+}
 
 /// One answer, ready to be shaped: what the model sampled and what the server counted.
 #[derive(Debug, Clone)]
@@ -70,6 +139,8 @@ pub struct Turn {
     pub syntax: server::Syntax,
     /// The flavour answering (the simulator's, or the named provider's).
     pub flavor: Flavor,
+    /// The server shape it answers with (the flavour's, or [`SimConfig::shape`](super::SimConfig)).
+    pub shape: &'static ServerShape,
     /// Tool-call defects injected into this answer ([`super::faults::ToolDefect`]).
     pub defects: Vec<ToolDefect>,
     /// A named provider answers: every flavour names it in a top-level `provider`.
@@ -89,6 +160,7 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
         syntax: turn.syntax,
         prompt_closes_reasoning: turn.prompt_closes_reasoning,
         first_token: turn.first_token.as_deref(),
+        tools: Some(&turn.tools),
     };
     // With a tokenizer, a stream modelled token by token (vLLM 0.11.2's: its section buffer cut at
     // delta boundaries, the opener as the first token) is sent the way the server sends it.
@@ -116,13 +188,6 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
                 .get(i)
                 .map(|id| format!("chatcmpl-tool-{}", id.trim_start_matches("call_")))
                 .unwrap_or_else(|| format!("chatcmpl-tool-{i:024}"));
-        }
-    }
-    // vLLM 0.33's Kimi parser (its parser engine) coerces a non-streamed call's arguments to the
-    // declared schema; streamed deltas were measured unchanged (tests/sim_vs_servers.rs).
-    if shape.quirks.has::<CoercesArguments>() && !stream && turn.syntax == server::Syntax::Kimi {
-        for call in &mut parsed.calls {
-            call.arguments = super::coerce::fix_arg_types(&call.arguments, &call.name, &turn.tools);
         }
     }
     inject_defects(&mut parsed, turn);
@@ -237,7 +302,7 @@ impl Event {
 pub fn response(flavor: Flavor, turn: &Turn) -> Value {
     let mut body = match flavor {
         Flavor::OpenRouter => openrouter::response(turn),
-        Flavor::Vllm | Flavor::Vllm011 => vllm::response(flavor.shape(), turn),
+        Flavor::Vllm | Flavor::Vllm011 => vllm::response(turn.shape, turn),
         Flavor::Sglang => sglang::response(turn),
         Flavor::LlamaCpp => llamacpp_dress(raw::response(turn), turn),
         Flavor::Raw => raw::response(turn),
@@ -263,7 +328,7 @@ fn llamacpp_dress(mut body: Value, turn: &Turn) -> Value {
 pub fn events(flavor: Flavor, turn: &Turn) -> Vec<Event> {
     let mut events = match flavor {
         Flavor::OpenRouter => openrouter::events(turn),
-        Flavor::Vllm | Flavor::Vllm011 => vllm::events(flavor.shape(), turn),
+        Flavor::Vllm | Flavor::Vllm011 => vllm::events(turn.shape, turn),
         Flavor::Sglang => sglang::events(turn),
         Flavor::LlamaCpp | Flavor::Raw => raw::events(turn),
     };

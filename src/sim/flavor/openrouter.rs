@@ -10,10 +10,10 @@
 use serde_json::{json, Value};
 
 use super::{chunks, Event, Turn};
-use crate::server::{self, Parsed};
+use crate::server::Parsed;
 
 fn parsed(turn: &Turn, stream: bool) -> Parsed {
-    let mut parsed = super::parsed(&server::openrouter::SHAPE, turn, stream);
+    let mut parsed = super::parsed(turn.shape, turn, stream);
     if turn.exclude_reasoning {
         parsed.reasoning = None;
     }

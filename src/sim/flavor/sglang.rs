@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 
 use super::{attach_token_ids, chunk, deltas, parsed, usage_chunk, Event, Turn};
 use crate::server::quirks::CountsReasoningThroughClose;
-use crate::server::sglang::SHAPE;
 
 /// `<|im_end|>`, which SGLang reports as the stop it matched.
 const IM_END_ID: u32 = 163586;
@@ -38,7 +37,7 @@ pub fn usage(turn: &Turn) -> Value {
 /// answer has none, while thinking is on (`Req.update_reasoning_tokens`;
 /// `server::quirks::CountsReasoningThroughClose`).
 fn reasoning_tokens(turn: &Turn) -> usize {
-    if !turn.thinking || !SHAPE.quirks.has::<CountsReasoningThroughClose>() {
+    if !turn.thinking || !turn.shape.quirks.has::<CountsReasoningThroughClose>() {
         return turn.reasoning_tokens;
     }
     if turn.text.contains(crate::server::kimi::THINK_END) {
@@ -62,7 +61,7 @@ fn matched_stop(turn: &Turn) -> Value {
 }
 
 pub fn response(turn: &Turn) -> Value {
-    let parsed = parsed(&SHAPE, turn, false);
+    let parsed = parsed(turn.shape, turn, false);
     let calls: Vec<Value> = parsed
         .calls
         .iter()
@@ -113,7 +112,7 @@ pub fn response(turn: &Turn) -> Value {
 }
 
 pub fn events(turn: &Turn) -> Vec<Event> {
-    let parsed = parsed(&SHAPE, turn, true);
+    let parsed = parsed(turn.shape, turn, true);
     let delta = |delta: Value| {
         Event::Data(chunk(
             turn,

@@ -7,7 +7,7 @@
 //!   for the tokenizer's own eos or a cut), `token_ids`, `routed_experts`, `weight_versions` on
 //!   the choice; `prompt_token_ids`, `prompt_text`, `kv_transfer_params`, `ec_transfer_params`,
 //!   `metrics` on the body; `usage.completion_tokens_details.reasoning_tokens` (the reasoning
-//!   parser's count). Non-streamed Kimi arguments are coerced to the schema ([`crate::sim::coerce`]).
+//!   parser's count). Non-streamed Kimi arguments are coerced to the schema ([`crate::server::quirks::CoercesArguments`]).
 //! - 0.11: `reasoning` and `reasoning_content` alike, `tool_calls: []` without calls, random
 //!   `chatcmpl-tool-…` ids on non-streamed calls, no `completion_tokens_details`; every
 //!   non-reasoning delta carries `reasoning_content: null`.
@@ -298,7 +298,7 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
 mod tests {
     use super::*;
     use crate::api::assemble::ChunkAssembler;
-    use crate::sim::config::Flavor;
+    use crate::sim::flavor::Flavor;
 
     /// A fixture of tests/data/server_shapes/kimi_k25_vllm011.jsonl: vLLM 0.11.2's own stream.
     fn fixture(name: &str) -> Value {
@@ -355,6 +355,7 @@ mod tests {
             token_deltas: None,
             syntax: crate::server::Syntax::Kimi,
             flavor: Flavor::Vllm011,
+            shape: Flavor::Vllm011.shape(),
             defects: Vec::new(),
             provider_in_body: false,
         }

@@ -90,6 +90,7 @@ pub fn check(
             syntax,
             prompt_closes_reasoning: false,
             first_token: None,
+            tools: None,
         },
     );
     if parsed.calls.len() != written.len() {

@@ -6,7 +6,6 @@ pub mod client;
 pub mod error;
 mod error_class;
 pub mod facts;
-mod http1;
 pub mod openrouter;
 pub mod proxy;
 pub mod request;

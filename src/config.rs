@@ -50,7 +50,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{ApiKey, Endpoint, RequestOptions, ServerKind, Timeouts};
-use crate::journal::ServerShape;
+use crate::journal::ServerRecord;
 
 /// The environment variable an OpenRouter endpoint takes its key from by default.
 pub const OPENROUTER_KEY_ENV: &str = "OPENROUTER_API_KEY";
@@ -729,10 +729,10 @@ impl RunConfig {
     }
 
     /// How each endpoint's server shapes text, as the manifest records it.
-    pub fn server_shapes(&self) -> Vec<ServerShape> {
+    pub fn server_records(&self) -> Vec<ServerRecord> {
         self.endpoints
             .iter()
-            .map(|e| ServerShape {
+            .map(|e| ServerRecord {
                 endpoint: e.name.clone(),
                 kind: e.kind.server_kind(),
                 version: e.server_version.clone(),

@@ -173,10 +173,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// How the run's manifest says its server shaped text (see
-/// [`crate::journal::Manifest::reconstruct_options`]).
+/// [`ReconstructOptions::for_run`]).
 fn reconstruct_options(run: &Path) -> anyhow::Result<ReconstructOptions> {
     let manifest = RunDir::new(run).read_manifest()?;
-    Ok(manifest.map_or_else(ReconstructOptions::default, |m| m.reconstruct_options()))
+    Ok(manifest.map_or_else(ReconstructOptions::default, |m| {
+        ReconstructOptions::for_run(&m)
+    }))
 }
 
 /// One endpoint of the flavour's kind (the simulator needs no key), a modest concurrency, short

@@ -524,7 +524,7 @@ fn manifest_for<'a>(config: &RunConfig, ids: impl Iterator<Item = &'a str>) -> M
         request_options,
         hex::encode(hasher.finalize()),
     )
-    .with_servers(config.server_shapes())
+    .with_servers(config.server_records())
 }
 
 /// Lowers a prompt's own `max_tokens` (`PromptOptions::max_tokens`) to the run's when it asks for

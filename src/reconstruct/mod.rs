@@ -10,6 +10,7 @@ mod choose;
 pub mod despace;
 pub mod fidelity;
 mod flags;
+mod from_run;
 mod leak;
 mod spellings;
 mod synth;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::api::ServerKind;
 use crate::build::jsonl_samples::build_samples;
-use crate::config::{EndpointConfig, EndpointKind, RunConfig};
+use crate::config::{EndpointConfig, RunConfig};
 use crate::dataset::{self, PrepareOptions};
 use crate::engine::{self, ProgressMode, RunOptions, Shutdown};
 use crate::journal::RunDir;
@@ -187,10 +187,10 @@ fn reconstruct_options(run: &Path) -> anyhow::Result<ReconstructOptions> {
 fn demo_config(base_url: &str, flavor: Flavor, model_name: &str) -> RunConfig {
     let mut config = RunConfig::default();
     let kind = match flavor {
-        Flavor::Vllm | Flavor::Vllm011 => EndpointKind::Vllm,
-        Flavor::Sglang => EndpointKind::Sglang,
-        Flavor::LlamaCpp => EndpointKind::LlamaCpp,
-        Flavor::OpenRouter | Flavor::Raw => EndpointKind::Generic,
+        Flavor::Vllm | Flavor::Vllm011 => ServerKind::Vllm,
+        Flavor::Sglang => ServerKind::Sglang,
+        Flavor::LlamaCpp => ServerKind::LlamaCpp,
+        Flavor::OpenRouter | Flavor::Raw => ServerKind::Generic,
     };
     let mut endpoint = EndpointConfig::new("sim", base_url, kind);
     // The simulator listens on a new port each run: that is not a change of settings.
@@ -206,7 +206,7 @@ fn demo_config(base_url: &str, flavor: Flavor, model_name: &str) -> RunConfig {
     config.request.model = model_name.to_string();
     config.request.max_tokens = Some(2048);
     config.request.stream = true;
-    config.request.server_kind = kind.server_kind();
+    config.request.server_kind = kind;
     if flavor == Flavor::Vllm {
         config.request.server_token_ids = true;
         config.request.stream = false; // ids come with non-streamed answers

@@ -26,8 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use draftgen::api::{Client, ClientConfig, Endpoint, ErrorClass, Timeouts};
-use draftgen::config::{EndpointKind, Overrides, RunConfig};
+use draftgen::api::{Client, ClientConfig, Endpoint, ErrorClass, ServerKind, Timeouts};
+use draftgen::config::{Overrides, RunConfig};
 use draftgen::dataset::Prompt;
 use draftgen::engine::{self, Shutdown};
 use draftgen::sim::{spawn, CapacityConfig, Latency, SimConfig};
@@ -153,7 +153,7 @@ cap_s = 2
     .expect("config");
     config.apply(Overrides {
         base_url: Some(base_url.to_string()),
-        kind: Some(EndpointKind::Generic),
+        kind: Some(ServerKind::Generic),
         concurrency: Some(START_IN_FLIGHT),
         ..Overrides::default()
     });

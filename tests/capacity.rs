@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use draftgen::api::ErrorClass;
-use draftgen::config::{EndpointKind, Overrides, RunConfig};
+use draftgen::api::{ErrorClass, ServerKind};
+use draftgen::config::{Overrides, RunConfig};
 use draftgen::dataset::Prompt;
 use draftgen::engine::{self, Shutdown, StopReason};
 use draftgen::sim::{spawn, CapacityConfig, FaultRates, Latency, SimConfig};
@@ -52,7 +52,7 @@ cap_s = 2
     .expect("config");
     config.apply(Overrides {
         base_url: Some(base_url.to_string()),
-        kind: Some(EndpointKind::Generic),
+        kind: Some(ServerKind::Generic),
         concurrency: Some(initial),
         ..Overrides::default()
     });

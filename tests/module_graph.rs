@@ -24,12 +24,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("api", &["completion", "dataset"]),
     // Server shapes as data, read forward and backward.
     ("server", &["api", "completion", "model", "pyjson"]),
+    // The run directory: plain records (the manifest, the journal lines) of what a run did.
+    ("journal", &["api", "dataset"]),
+    // Answers back to ids; a run's recorded servers become options (reconstruct/from_run.rs).
     (
         "reconstruct",
-        &["api", "completion", "model", "pyjson", "server"],
+        &["api", "completion", "journal", "model", "pyjson", "server"],
     ),
-    // The run directory; the manifest turns the recorded server shape into reconstruct options.
-    ("journal", &["api", "dataset", "reconstruct"]),
     ("config", &["api", "journal"]),
     (
         "engine",

@@ -28,7 +28,7 @@ use super::assemble::ChunkAssembler;
 use super::classify;
 use super::facts::{self, ResponseFacts};
 use super::sse::SseDecoder;
-use super::transport::{Answer, Request, Route, Settings, Transport};
+use super::transport::{HttpAnswer, HttpRequest, Route, Settings, Transport};
 use super::{ApiError, ApiKey, Proxies};
 use crate::api::ErrorClass;
 
@@ -261,7 +261,7 @@ impl Client {
             let route = self.route(endpoint)?;
             let exchange = async {
                 let sent = route
-                    .send(Request::Get(path))
+                    .send(HttpRequest::Get(path))
                     .await
                     .map_err(|e| classify::transport_error(&e))?;
                 let mut answer = sent
@@ -331,7 +331,7 @@ impl Client {
         let route = self.route(endpoint)?;
         let send = tokio::time::timeout_at(
             deadlines.total,
-            route.send(Request::Chat(body.get().as_bytes())),
+            route.send(HttpRequest::Chat(body.get().as_bytes())),
         );
         let sent = match send.await {
             Err(_) => return Err(deadlines.expired(Stage::Send, None)),
@@ -541,7 +541,7 @@ impl Deadlines {
 }
 
 /// Read a whole (non-streamed) body under the idle and total deadlines.
-async fn read_all(answer: &mut Answer, deadlines: &Deadlines) -> Result<Vec<u8>, ApiError> {
+async fn read_all(answer: &mut HttpAnswer, deadlines: &Deadlines) -> Result<Vec<u8>, ApiError> {
     let mut body = Vec::new();
     loop {
         match tokio::time::timeout_at(deadlines.idle_wait(), answer.next(&mut body)).await {
@@ -560,7 +560,7 @@ async fn read_all(answer: &mut Answer, deadlines: &Deadlines) -> Result<Vec<u8>,
 /// Decode an SSE body into one assembled completion; also returns when the first data event came.
 /// With `kept`, every chunk's `data` payload is also kept there as received.
 async fn read_stream(
-    answer: &mut Answer,
+    answer: &mut HttpAnswer,
     deadlines: &Deadlines,
     mut kept: Option<&mut Vec<String>>,
 ) -> Result<(Value, Instant), ApiError> {
@@ -656,7 +656,7 @@ async fn read_stream(
 /// Read what follows `[DONE]` (normally just the end of the chunked body) so the connection goes
 /// back to the keep-alive pool instead of being closed; a server that keeps the stream open past
 /// `[DONE]` gets a short grace and then loses the connection.
-async fn drain(answer: &mut Answer, deadlines: &Deadlines) {
+async fn drain(answer: &mut HttpAnswer, deadlines: &Deadlines) {
     let until = (Instant::now() + DRAIN_GRACE).min(deadlines.total);
     let mut sink = Vec::new();
     while let Ok(Ok(true)) = tokio::time::timeout_at(until, answer.next(&mut sink)).await {

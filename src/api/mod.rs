@@ -1,28 +1,30 @@
 //! OpenAI-compatible wire types, OpenRouter extensions, SSE and error classification.
 
 pub mod assemble;
+pub mod body;
 pub mod classify;
 pub mod client;
 pub mod error;
 mod error_class;
 pub mod facts;
-mod http1;
 pub mod openrouter;
+pub mod openrouter_options;
+pub mod options;
 pub mod proxy;
-pub mod request;
 pub mod secret;
+mod server_kind;
 pub mod sse;
 mod transport;
 
+pub use body::{build_body, serialize_body, BodyFields};
 pub use client::{
     BuildError, ChatOutcome, Client, ClientConfig, Endpoint, RawChatOutcome, Timeouts,
 };
 pub use error::ApiError;
 pub use error_class::ErrorClass;
 pub use facts::{ResponseFacts, UsageNumbers};
+pub use openrouter_options::{ProviderRouting, Reasoning};
+pub use options::{OptionsError, RequestOptions};
 pub use proxy::Proxies;
-pub use request::{
-    build_body, serialize_body, BodyFields, OptionsError, ProviderRouting, Reasoning,
-    RequestOptions, ServerKind,
-};
 pub use secret::ApiKey;
+pub use server_kind::ServerKind;

@@ -79,7 +79,7 @@ impl BuildError {
 }
 
 /// How the run's server shaped its text, as the run's `manifest.json` records it
-/// ([`crate::journal::Manifest::reconstruct_options`]: a manifest written before servers were
+/// ([`ReconstructOptions::for_run`]: a manifest written before servers were
 /// recorded builds as a generic server).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
@@ -110,12 +110,12 @@ impl RunSettings {
         let Some(manifest) = manifest else {
             return Ok(RunSettings::default());
         };
-        let options = manifest.reconstruct_options();
+        let options = ReconstructOptions::for_run(&manifest);
         Ok(RunSettings {
             server_kind: options.kind,
             server_version: options.server_version,
             spaces_around_special_tokens: options.spaces_around_special_tokens,
-            mixed_server_shapes: manifest.mixed_server_shapes(),
+            mixed_server_shapes: ReconstructOptions::mixed_in_run(&manifest),
         })
     }
 

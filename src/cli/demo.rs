@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::api::ServerKind;
 use crate::build::jsonl_samples::build_samples;
-use crate::config::{EndpointConfig, EndpointKind, RunConfig};
+use crate::config::{EndpointConfig, RunConfig};
 use crate::dataset::{self, PrepareOptions};
 use crate::engine::{self, ProgressMode, RunOptions, Shutdown};
 use crate::journal::RunDir;
@@ -173,10 +173,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// How the run's manifest says its server shaped text (see
-/// [`crate::journal::Manifest::reconstruct_options`]).
+/// [`ReconstructOptions::for_run`]).
 fn reconstruct_options(run: &Path) -> anyhow::Result<ReconstructOptions> {
     let manifest = RunDir::new(run).read_manifest()?;
-    Ok(manifest.map_or_else(ReconstructOptions::default, |m| m.reconstruct_options()))
+    Ok(manifest.map_or_else(ReconstructOptions::default, |m| {
+        ReconstructOptions::for_run(&m)
+    }))
 }
 
 /// One endpoint of the flavour's kind (the simulator needs no key), a modest concurrency, short
@@ -185,10 +187,10 @@ fn reconstruct_options(run: &Path) -> anyhow::Result<ReconstructOptions> {
 fn demo_config(base_url: &str, flavor: Flavor, model_name: &str) -> RunConfig {
     let mut config = RunConfig::default();
     let kind = match flavor {
-        Flavor::Vllm | Flavor::Vllm011 => EndpointKind::Vllm,
-        Flavor::Sglang => EndpointKind::Sglang,
-        Flavor::LlamaCpp => EndpointKind::LlamaCpp,
-        Flavor::OpenRouter | Flavor::Raw => EndpointKind::Generic,
+        Flavor::Vllm | Flavor::Vllm011 => ServerKind::Vllm,
+        Flavor::Sglang => ServerKind::Sglang,
+        Flavor::LlamaCpp => ServerKind::LlamaCpp,
+        Flavor::OpenRouter | Flavor::Raw => ServerKind::Generic,
     };
     let mut endpoint = EndpointConfig::new("sim", base_url, kind);
     // The simulator listens on a new port each run: that is not a change of settings.
@@ -204,7 +206,7 @@ fn demo_config(base_url: &str, flavor: Flavor, model_name: &str) -> RunConfig {
     config.request.model = model_name.to_string();
     config.request.max_tokens = Some(2048);
     config.request.stream = true;
-    config.request.server_kind = kind.server_kind();
+    config.request.server_kind = kind;
     if flavor == Flavor::Vllm {
         config.request.server_token_ids = true;
         config.request.stream = false; // ids come with non-streamed answers

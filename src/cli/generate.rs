@@ -10,7 +10,8 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::UsageError;
-use crate::config::{EndpointKind, Overrides, RunConfig};
+use crate::api::ServerKind;
+use crate::config::{Overrides, RunConfig};
 use crate::engine::{self, class_name, ProgressMode, RunOptions, RunSummary, Shutdown, StopReason};
 
 #[derive(clap::Args)]
@@ -36,7 +37,7 @@ pub struct Args {
     base_url: Option<String>,
     /// Server kind of --base-url: openrouter, vllm, sglang, llamacpp, generic (default: guessed).
     #[arg(long)]
-    kind: Option<EndpointKind>,
+    kind: Option<ServerKind>,
     /// The server software's version (e.g. 0.11.0 for vLLM), recorded in the run's manifest.
     #[arg(long, value_name = "VERSION")]
     server_version: Option<String>,

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::io::{read_jsonl, Output};
 use super::model_args::ModelArgs;
-use crate::config::EndpointKind;
+use crate::api::ServerKind;
 use crate::reconstruct::{reconstruct_batch, Fidelity, ReconstructOptions, Request};
 
 #[derive(clap::Args)]
@@ -29,7 +29,7 @@ pub struct Args {
     /// The server that answered: openrouter, vllm, sglang, llamacpp or generic (unknown: only
     /// the token count is checked). Its shape is used to check every candidate forward.
     #[arg(long, default_value = "generic")]
-    kind: EndpointKind,
+    kind: ServerKind,
     /// The server's version where shapes differ (vLLM `0.11.2` has `reasoning_content`);
     /// default: the newest known.
     #[arg(long)]
@@ -62,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let lines = read_jsonl::<Line>(&args.input)?;
     let default_options = ReconstructOptions {
         spaces_around_special_tokens: args.spaces_around_special_tokens,
-        kind: args.kind.server_kind(),
+        kind: args.kind,
         server_version: args.server_version.clone(),
         stream: None,
     };

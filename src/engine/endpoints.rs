@@ -63,14 +63,15 @@ impl EndpointPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{EndpointConfig, EndpointKind, RunConfig};
+    use crate::api::ServerKind;
+    use crate::config::{EndpointConfig, RunConfig};
 
     #[test]
     fn choice_follows_weights() {
         let mut config = RunConfig::default();
-        let mut a = EndpointConfig::new("a", "http://a/v1", EndpointKind::Generic);
+        let mut a = EndpointConfig::new("a", "http://a/v1", ServerKind::Generic);
         a.weight = 3;
-        let b = EndpointConfig::new("b", "http://b/v1", EndpointKind::Generic);
+        let b = EndpointConfig::new("b", "http://b/v1", ServerKind::Generic);
         config.endpoints = vec![a, b];
         let pool = EndpointPool::new(config.resolve_endpoints(|_| None).unwrap());
         let mut rng = rand::rng();

@@ -43,8 +43,8 @@ pub use prompts::PromptList;
 pub use retry::{is_fatal, Next, RetryPolicy};
 pub use shutdown::{Shutdown, StopReason};
 
-use crate::api::{ApiKey, Client, ClientConfig, ErrorClass};
-use crate::config::{ConfigError, EndpointKind, RunConfig};
+use crate::api::{ApiKey, Client, ClientConfig, ErrorClass, ServerKind};
+use crate::config::{ConfigError, RunConfig};
 use crate::dataset::Prompt;
 use crate::journal::{Disposition, JournalError, JournalWriter, Manifest, RunDir, Summary};
 
@@ -306,10 +306,7 @@ pub(crate) async fn run_list_as(
     let mut prices = PriceTable::from_config(&config.budget);
     if prices.is_none() && config.budget.max_cost_usd.is_some() && !pending.is_empty() {
         // A cap with no price table: the model's published price bounds the first requests.
-        for r in resolved
-            .iter()
-            .filter(|r| r.kind == EndpointKind::OpenRouter)
-        {
+        for r in resolved.iter().filter(|r| r.kind == ServerKind::OpenRouter) {
             if let Some(found) = published_price(&client, &r.endpoint, &r.options.model).await {
                 say(format!(
                     "endpoint {:?}: {} is priced ${:.4} / ${:.4} per million prompt / completion tokens (its published price; the budget bounds each request by it)",
@@ -434,7 +431,7 @@ async fn check_credits(
     }
     for r in endpoints
         .iter()
-        .filter(|r| r.kind == EndpointKind::OpenRouter)
+        .filter(|r| r.kind == ServerKind::OpenRouter)
     {
         match key_info(client, &r.endpoint).await {
             Ok(info) => {
@@ -524,7 +521,7 @@ fn manifest_for<'a>(config: &RunConfig, ids: impl Iterator<Item = &'a str>) -> M
         request_options,
         hex::encode(hasher.finalize()),
     )
-    .with_servers(config.server_shapes())
+    .with_servers(config.server_records())
 }
 
 /// Lowers a prompt's own `max_tokens` (`PromptOptions::max_tokens`) to the run's when it asks for

@@ -5,9 +5,9 @@
 //! fingerprint. Timestamps and the draftgen version are recorded but not fingerprinted: a bug-fix
 //! upgrade must not make a days-long run unresumable (a version change is reported, not refused).
 //!
-//! The manifest also records how each endpoint's server shapes text ([`ServerShape`]: kind,
+//! The manifest also records how each endpoint's server shapes text ([`ServerRecord`]: kind,
 //! version, spaces around special tokens), which everything downstream reads back
-//! ([`Manifest::reconstruct_options`]) instead of asking the user again. Those records are not
+//! (src/reconstruct/from_run.rs) instead of asking the user again. Those records are not
 //! fingerprinted as such (the kind is part of each endpoint's label already, an explicit spaces
 //! setting too), so a manifest written before they existed resumes without `--force`.
 
@@ -17,11 +17,11 @@ use sha2::{Digest, Sha256};
 
 use crate::api::ServerKind;
 use crate::dataset::canonical::canonical_json;
-use crate::reconstruct::ReconstructOptions;
 
-/// How one endpoint's server turns the model's text into a chat.completion, as far as the run knows.
+/// What the run recorded of one endpoint's server: how it turns the model's text into a
+/// chat.completion, as far as the run knows (the behaviour itself is `crate::server`'s).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ServerShape {
+pub struct ServerRecord {
     /// The endpoint's name (as in `endpoints`).
     pub endpoint: String,
     /// The server software actually configured for it (`--kind` / `kind`).
@@ -36,7 +36,7 @@ pub struct ServerShape {
 }
 
 /// `request_options` keys that are not settings of the run: `server_kind` was always the
-/// placeholder `generic` (the real kind is per endpoint, see [`ServerShape`]); manifests written
+/// placeholder `generic` (the real kind is per endpoint, see [`ServerRecord`]); manifests written
 /// before it was dropped still carry it, and it must not change their fingerprint.
 const NOT_SETTINGS: &[&str] = &["server_kind"];
 
@@ -80,9 +80,9 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub previous_fingerprints: Vec<String>,
     /// How each endpoint's server shapes text, in endpoint order. Empty in manifests written
-    /// before draftgen recorded it (readers then fall back to [`ReconstructOptions::default`]).
+    /// before draftgen recorded it (readers then fall back to the default reconstruction options).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub servers: Vec<ServerShape>,
+    pub servers: Vec<ServerRecord>,
     /// The prompts file `generate` read, so `verify` can find each prompt's dataset from the run
     /// directory alone. Not fingerprinted (`dataset_hash` is the dataset's identity; the same
     /// prompts may be read from another path).
@@ -152,27 +152,9 @@ impl Manifest {
     }
 
     /// This manifest with its endpoints' server shapes recorded.
-    pub fn with_servers(mut self, servers: Vec<ServerShape>) -> Manifest {
+    pub fn with_servers(mut self, servers: Vec<ServerRecord>) -> Manifest {
         self.servers = servers;
         self
-    }
-
-    /// How to reconstruct this run's answers: the one place that turns what the run recorded
-    /// about its servers into [`ReconstructOptions`]. A manifest from before servers were
-    /// recorded gives the defaults. With several endpoints the first one's shape is used (the
-    /// options are per run); [`Manifest::mixed_server_shapes`] says when that loses something.
-    pub fn reconstruct_options(&self) -> ReconstructOptions {
-        match self.servers.first() {
-            Some(server) => reconstruct_options_for(server),
-            None => ReconstructOptions::default(),
-        }
-    }
-
-    /// Whether the endpoints shape text differently (one [`ReconstructOptions`] cannot fit all).
-    pub fn mixed_server_shapes(&self) -> bool {
-        self.servers
-            .windows(2)
-            .any(|w| reconstruct_options_for(&w[0]) != reconstruct_options_for(&w[1]))
     }
 
     /// Recompute [`Manifest::fingerprint`] from the settings.
@@ -222,21 +204,6 @@ impl Manifest {
             ));
         }
         changes
-    }
-}
-
-/// The reconstruction options for one endpoint's server shape.
-// `..default()` keeps this compiling as `ReconstructOptions` grows (server kind and version
-// fields are coming); each new field that a `ServerShape` knows belongs here.
-#[allow(clippy::needless_update)]
-fn reconstruct_options_for(server: &ServerShape) -> ReconstructOptions {
-    // All of the shape: without the kind and version, `build` checked every answer against the
-    // generic shape (found by tests/replay_e2e.rs: vLLM cuts classed `unique`, wrong).
-    ReconstructOptions {
-        spaces_around_special_tokens: server.spaces_around_special_tokens,
-        kind: server.kind,
-        server_version: server.version.clone(),
-        ..ReconstructOptions::default()
     }
 }
 
@@ -290,26 +257,14 @@ mod tests {
     }
 
     #[test]
-    fn reconstruct_options_come_from_the_recorded_server_shape() {
+    fn recording_servers_is_not_a_change_of_settings() {
         let old = manifest(0.6);
-        assert_eq!(old.reconstruct_options(), ReconstructOptions::default());
-        let shape = |name: &str, spaces| ServerShape {
-            endpoint: name.into(),
+        let one = manifest(0.6).with_servers(vec![ServerRecord {
+            endpoint: "a".into(),
             kind: ServerKind::Vllm,
             version: Some("0.11.0".into()),
-            spaces_around_special_tokens: spaces,
-        };
-        let one = manifest(0.6).with_servers(vec![shape("a", true)]);
-        assert!(one.reconstruct_options().spaces_around_special_tokens);
-        assert_eq!(one.reconstruct_options().kind, ServerKind::Vllm);
-        assert_eq!(
-            one.reconstruct_options().server_version.as_deref(),
-            Some("0.11.0")
-        );
-        assert!(!one.mixed_server_shapes());
-        let two = manifest(0.6).with_servers(vec![shape("a", true), shape("b", false)]);
-        assert!(two.mixed_server_shapes());
-        // Recording shapes is not a change of settings.
+            spaces_around_special_tokens: true,
+        }]);
         assert_eq!(one.compute_fingerprint(), old.fingerprint);
     }
 

@@ -37,7 +37,7 @@ pub use index::{
     RecordTotals, ResumeState, TornTail,
 };
 pub use lock::{RunLock, LOCK_FILE};
-pub use manifest::{Manifest, PromptsFile, ServerShape};
+pub use manifest::{Manifest, PromptsFile, ServerRecord};
 pub use reader::RecordReader;
 pub use record::{EncodedRecord, Record, RecordMeta, RecordRef, Status};
 pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};

@@ -10,6 +10,7 @@ mod choose;
 mod classify;
 pub mod despace;
 pub mod fidelity;
+mod from_run;
 mod leak;
 mod spellings;
 mod synth;

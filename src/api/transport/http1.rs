@@ -18,7 +18,8 @@ use std::task::Poll;
 
 use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 
-use super::transport::{Conn, HttpError};
+use super::conn::Conn;
+use super::error::HttpError;
 
 /// Most response headers accepted (OpenRouter behind Cloudflare sends about 25).
 const MAX_HEADERS: usize = 128;

@@ -56,7 +56,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "api",
             "completion",
             "dataset",
-            "engine",
             "journal",
             "model",
             "reconstruct",

@@ -111,6 +111,7 @@ fn generate(run: &str, n: u64) -> anyhow::Result<()> {
             first_byte_ms: Some(400 + i % 900),
             not_before_ms: None,
             source: Some("sharegpt".into()),
+            origin: Default::default(),
         };
         journal.append(&record)?;
     }

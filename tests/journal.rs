@@ -57,6 +57,7 @@ fn record(id: &str, attempt: u32, status: Status, class: Option<ErrorClass>) -> 
         first_byte_ms: Some(100),
         not_before_ms: None,
         source: Some("gsm8k".into()),
+        origin: Default::default(),
     }
 }
 

@@ -15,7 +15,8 @@
 //! A line without prompt ids gets the prompt rendered by the model's template from the prompt's
 //! messages (`--prompts`), as the serving stack would have. Lines map to prompts by index (line
 //! `i` is prompt `i`) or by an id field (`--by id`); without `--prompts` a line's `id` is the
-//! prompt id. A record's endpoint is `import:FILE`, which is how `build` knows its ids are final.
+//! prompt id. A record's origin is `imported` (its endpoint label `import:FILE`), which is how `build`
+//! knows its ids are final.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -25,15 +26,12 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::row::IMPORT_ENDPOINT_PREFIX;
 use super::BuildError;
 use crate::dataset::Prompt;
+use crate::journal::record::Origin;
+use crate::journal::record::{IMPORTED_RUN_ENDPOINT, IMPORT_ENDPOINT_PREFIX};
 use crate::journal::{Manifest, Record, RunDir, Status};
 use crate::model::{Profile, RenderInput};
-
-/// The endpoint label of a run directory created by `import` (the engine adopts such a run's
-/// manifest when `generate` first runs in it).
-pub use crate::engine::IMPORTED_RUN_ENDPOINT as IMPORT_MANIFEST_ENDPOINT;
 
 /// How import lines find their prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -84,7 +82,7 @@ pub fn import(
         Some(existing) => existing,
         None => Manifest::new(
             "",
-            vec![IMPORT_MANIFEST_ENDPOINT.to_string()],
+            vec![IMPORTED_RUN_ENDPOINT.to_string()],
             Value::Null,
             json!({"imported": true}),
             "",
@@ -257,6 +255,7 @@ fn record_of(
         latency_ms: 0,
         first_byte_ms: None,
         source: prompt.map(|p| p.source.clone()),
+        origin: Origin::Imported,
         request: Value::Object(request),
         response: Some(response),
     })

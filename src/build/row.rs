@@ -10,14 +10,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::completion::Completion;
+use crate::journal::record::Origin;
 use crate::journal::Record;
 use crate::model::Profile;
 use crate::reconstruct::{
     reconstruct, Fidelity, FidelityClass, Reason, ReconstructOptions, Request,
 };
-
-/// Endpoint label of records written by `draftgen import` (`import:FILE`).
-pub const IMPORT_ENDPOINT_PREFIX: &str = "import:";
 
 /// One sample, in the column order of the Parquet schema.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,7 +122,7 @@ pub fn row_of(
         finish_reason: completion.finish_reason.clone(),
         has_tool_calls: !completion.tool_calls.is_empty(),
     };
-    if record.endpoint.starts_with(IMPORT_ENDPOINT_PREFIX) {
+    if record.origin() == Origin::Imported {
         return imported_row(record, completion, meta);
     }
     let request: Request = serde_json::from_value(request_view(&record.request))

@@ -478,8 +478,7 @@ async fn check_credits(
     Ok(infos)
 }
 
-/// The endpoint label of the placeholder manifest `draftgen import` writes into a new run.
-pub const IMPORTED_RUN_ENDPOINT: &str = "import";
+pub use crate::journal::record::IMPORTED_RUN_ENDPOINT;
 
 /// A run created by `draftgen import` holds finished work under a placeholder manifest: the first
 /// `generate` in it records its own settings (the placeholder's fingerprint is kept in

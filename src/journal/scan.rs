@@ -812,6 +812,7 @@ mod tests {
             first_byte_ms: Some(4),
             not_before_ms: Some(1_767_225_600_123),
             source: None,
+            origin: Default::default(),
             request,
             response,
         }
@@ -1095,7 +1096,7 @@ mod tests {
                 super::super::Record {
                     id, attempt, status, error_class, error, endpoint, http_status, provider,
                     cost_usd, prompt_tokens, completion_tokens, started_at, latency_ms,
-                    first_byte_ms, not_before_ms, source: None,
+                    first_byte_ms, not_before_ms, source: None, origin: Default::default(),
                     request: serde_json::json!({"messages": [{"role": "user", "content": content}]}),
                     response,
                 }

@@ -28,7 +28,6 @@ use unicode_normalization_alignments::{
 };
 
 use super::split::{FastSplitter, Literals, Part};
-use super::tiktoken;
 use super::word_cache::WordCache;
 
 /// Pieces up to this many bytes merge with the simple quadratic scan (no allocation beyond the
@@ -79,7 +78,7 @@ impl FastBpe {
             return None;
         }
         let ignore_merges = model.get("ignore_merges").and_then(Value::as_bool) == Some(true);
-        let decoder = tiktoken::byte_level_decoder();
+        let decoder = byte_level_decoder();
         let mut by_spelling: FxHashMap<&str, u32> = FxHashMap::default();
         let mut vocab = FxHashMap::default();
         for (token, id) in model.get("vocab")?.as_object()? {
@@ -93,7 +92,7 @@ impl FastBpe {
             }
         }
         let mut byte_ids = [0u32; 256];
-        for (b, c) in tiktoken::byte_level_alphabet().iter().enumerate() {
+        for (b, c) in byte_level_alphabet().iter().enumerate() {
             // Every byte must be a token, or Hugging Face would emit `unk` / drop it.
             byte_ids[b] = *by_spelling.get(c.to_string().as_str())?;
         }
@@ -492,14 +491,54 @@ fn split_patterns(pre: &Value) -> Option<Vec<String>> {
         .collect()
 }
 
+/// Inverse of GPT-2's `bytes_to_unicode` ([`byte_level_alphabet`]), built once.
+pub(crate) fn byte_level_decoder() -> &'static rustc_hash::FxHashMap<char, u8> {
+    static DECODER: std::sync::OnceLock<rustc_hash::FxHashMap<char, u8>> =
+        std::sync::OnceLock::new();
+    DECODER.get_or_init(|| {
+        byte_level_alphabet()
+            .iter()
+            .enumerate()
+            .map(|(b, &c)| (c, b as u8))
+            .collect()
+    })
+}
+
+/// GPT-2's `bytes_to_unicode`: printable bytes map to themselves, the rest to U+0100 onwards.
+pub(crate) fn byte_level_alphabet() -> &'static [char; 256] {
+    static ALPHABET: std::sync::OnceLock<[char; 256]> = std::sync::OnceLock::new();
+    ALPHABET.get_or_init(|| {
+        let mut table = ['\0'; 256];
+        let mut next = 256u32;
+        for b in 0..=255u8 {
+            let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+            table[b as usize] = if printable {
+                char::from(b)
+            } else {
+                let c = char::from_u32(next).unwrap_or('\u{FFFD}');
+                next += 1;
+                c
+            };
+        }
+        table
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{merge_long, merge_long_plain};
+    use super::{byte_level_alphabet, merge_long, merge_long_plain};
     use crate::model::assets::assets_root;
     use crate::model::Tokenizer;
     use proptest::prelude::*;
     use rustc_hash::FxHashMap;
     use std::sync::OnceLock;
+
+    #[test]
+    fn byte_level_alphabet_spells_space_as_g_dot() {
+        assert_eq!(byte_level_alphabet()[b' ' as usize], 'Ġ');
+        assert_eq!(byte_level_alphabet()[b'\n' as usize], 'Ċ');
+        assert_eq!(byte_level_alphabet()[b'a' as usize], 'a');
+    }
 
     /// Qwen3 (NFC, one split) and DeepSeek-V3 (three splits, normalized added tokens); `None`
     /// when the shared assets are absent.

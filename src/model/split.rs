@@ -22,6 +22,22 @@ use regex_automata::util::{primitives::StateID, start};
 use regex_automata::{Anchored, Input, MatchKind};
 use rustc_hash::FxHashMap;
 
+/// Kimi's split pattern (`TikTokenTokenizer.pat_str`, identical in K2, K2.5 and Kimi-Linear; the
+/// tokenizer files carry no pattern, so it is written here, next to the splitter it runs on).
+/// fancy-regex hands character classes to the `regex` crate, which supports the `&&`
+/// intersection, so the pattern is used verbatim (a unit test pins that it compiles and
+/// reproduces Python's splits).
+pub const KIMI_PATTERN: &str = concat!(
+    r"[\p{Han}]+",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*",
+    r"|\s*[\r\n]+",
+    r"|\s+(?!\S)",
+    r"|\s+",
+);
+
 /// Special-token literals and their ids, found in one pass over the text.
 ///
 /// At one position the longest literal wins (literals are tried longest first, leftmost-first):
@@ -234,7 +250,7 @@ mod tests {
     fn splitters() -> &'static [(FastSplitter, fancy_regex::Regex)] {
         static SPLITTERS: OnceLock<Vec<(FastSplitter, fancy_regex::Regex)>> = OnceLock::new();
         SPLITTERS.get_or_init(|| {
-            let mut patterns = vec![crate::model::tiktoken::KIMI_PATTERN.to_string()];
+            let mut patterns = vec![KIMI_PATTERN.to_string()];
             for model in ["qwen3", "deepseek-v3"] {
                 let Some(root) = assets_root() else { break };
                 let path = root.join(model).join("tokenizer.json");

@@ -15,24 +15,11 @@ use std::collections::HashSet;
 use std::path::Path;
 use tiktoken_rs::CoreBPE;
 
-use super::bpe::{EncodeState, StatePool};
+use super::bpe::{byte_level_alphabet, EncodeState, StatePool};
 use super::split::{FastSplitter, Literals, Part};
 use super::ModelError;
 
-/// Kimi's split pattern (`TikTokenTokenizer.pat_str`, identical in K2, K2.5 and Kimi-Linear).
-/// fancy-regex hands character classes to the `regex` crate, which supports the `&&`
-/// intersection, so the pattern is used verbatim (a unit test pins that it compiles and
-/// reproduces Python's splits).
-pub const KIMI_PATTERN: &str = concat!(
-    r"[\p{Han}]+",
-    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"|\p{N}{1,3}",
-    r"| ?[^\s\p{L}\p{N}]+[\r\n]*",
-    r"|\s*[\r\n]+",
-    r"|\s+(?!\S)",
-    r"|\s+",
-);
+pub use super::split::KIMI_PATTERN;
 
 /// Number of mergeable ranks in Kimi's `tiktoken.model` (ids `0..163_584`).
 pub const KIMI_NUM_RANKS: usize = 163_584;
@@ -512,39 +499,6 @@ fn split_whitespaces_or_nonwhitespaces(s: &str, max_run: usize, f: &mut impl FnM
     f(&s[slice_start..]);
 }
 
-/// Inverse of GPT-2's `bytes_to_unicode` ([`byte_level_alphabet`]), built once.
-pub(crate) fn byte_level_decoder() -> &'static rustc_hash::FxHashMap<char, u8> {
-    static DECODER: std::sync::OnceLock<rustc_hash::FxHashMap<char, u8>> =
-        std::sync::OnceLock::new();
-    DECODER.get_or_init(|| {
-        byte_level_alphabet()
-            .iter()
-            .enumerate()
-            .map(|(b, &c)| (c, b as u8))
-            .collect()
-    })
-}
-
-/// GPT-2's `bytes_to_unicode`: printable bytes map to themselves, the rest to U+0100 onwards.
-pub(crate) fn byte_level_alphabet() -> &'static [char; 256] {
-    static ALPHABET: std::sync::OnceLock<[char; 256]> = std::sync::OnceLock::new();
-    ALPHABET.get_or_init(|| {
-        let mut table = ['\0'; 256];
-        let mut next = 256u32;
-        for b in 0..=255u8 {
-            let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
-            table[b as usize] = if printable {
-                char::from(b)
-            } else {
-                let c = char::from_u32(next).unwrap_or('\u{FFFD}');
-                next += 1;
-                c
-            };
-        }
-        table
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -591,13 +545,6 @@ mod tests {
             .map(|c| c as u32)
             .collect();
         assert_eq!(ours, cpython);
-    }
-
-    #[test]
-    fn byte_level_alphabet_spells_space_as_g_dot() {
-        assert_eq!(byte_level_alphabet()[b' ' as usize], 'Ġ');
-        assert_eq!(byte_level_alphabet()[b'\n' as usize], 'Ċ');
-        assert_eq!(byte_level_alphabet()[b'a' as usize], 'a');
     }
 
     /// Kimi's tokenizer, or `None` when the shared assets are absent.

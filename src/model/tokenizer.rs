@@ -21,7 +21,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::bpe::FastBpe;
+use super::bpe::{self, FastBpe};
 use super::tiktoken::{self, TiktokenModel};
 use super::ModelError;
 
@@ -296,7 +296,7 @@ impl Tokenizer {
                 // Mirrors the ByteLevel decoder: a token whose chars are all byte-level symbols
                 // maps to those bytes, any other token (e.g. a non-ASCII added literal) to its
                 // own UTF-8.
-                let alphabet = tiktoken::byte_level_decoder();
+                let alphabet = bpe::byte_level_decoder();
                 let mut out = Vec::with_capacity(ids.len() * 4);
                 for &id in ids {
                     let token = hf.tokenizer.id_to_token(id).ok_or_else(|| unknown(id))?;

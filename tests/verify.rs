@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::servers::start_sim;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
@@ -488,24 +489,6 @@ fn bad_input_exit_codes_and_bad_reference_lines() {
     assert!(problems.contains("ids.jsonl:2 (id x)"), "{problems}");
 }
 
-/// Start the built-in simulator on its own thread; returns its base URL.
-fn start_sim(config: draftgen::sim::SimConfig) -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let sim = draftgen::sim::spawn(config).await.expect("sim");
-            tx.send(sim.base_url()).expect("send");
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().expect("sim url")
-}
-
 fn sha256_hex(path: &Path) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(std::fs::read(path).expect("read")))
@@ -548,11 +531,12 @@ fn sim_run_with_two_sources_needs_only_the_run_directory() {
     }
     assert_eq!(per_source.len(), 2, "{per_source:?}");
 
-    let base_url = start_sim(SimConfig {
+    let sim = start_sim(SimConfig {
         flavor: Flavor::OpenRouter,
         seed: 3,
         ..SimConfig::default()
     });
+    let base_url = sim.base_url();
     let run = dir.path().join("run");
     let o = Command::new(BIN)
         .args(["generate", "--prompts"])
@@ -751,13 +735,14 @@ fn a_multi_turn_conversation_is_one_sample_reported_per_turn() {
     ]});
     std::fs::write(&prompts, format!("{conversation}\n")).expect("prompts");
     let kimi = common::assets().join("kimi-k2.5");
-    let base_url = start_sim(SimConfig {
+    let sim = start_sim(SimConfig {
         flavor: Flavor::Vllm,
         seed: 7,
         model_dir: Some(kimi.clone()),
         profile: Some("kimi-k2.5".into()),
         ..SimConfig::default()
     });
+    let base_url = sim.base_url();
     let run = dir.path().join("run");
     let o = Command::new(BIN)
         .args(["generate", "--turns", "all", "--prompts"])

@@ -5,6 +5,8 @@
 //! Expected completions are written out by hand in the shape the servers document (FACTS.md §C),
 //! never produced by our own assembler.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -684,11 +686,9 @@ async fn truncated_or_garbled_streams_are_malformed() {
 
 #[tokio::test]
 async fn connect_refused_is_a_network_error() {
-    // Bind then drop, so the port is known to be closed.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // A port held closed for the test.
+    let refused = common::servers::refused_port();
+    let port = refused.port;
     let endpoint = Endpoint {
         name: "closed".into(),
         base_url: format!("http://127.0.0.1:{port}/v1"),

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use common::run::{journal, text};
-use common::servers::{serve, start_sim};
+use common::servers::{refused_port, serve, start_sim};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
@@ -167,13 +167,9 @@ fn summary_json(o: &Output) -> Value {
 
 #[test]
 fn a_dead_port_stops_early_naming_the_first_error_and_the_run_resumes() {
-    // A port where nothing listens: bind one, then let it go.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dead = format!("http://127.0.0.1:{port}/v1");
+    // A port where nothing listens, held for the test.
+    let refused = refused_port();
+    let dead = format!("http://127.0.0.1:{}/v1", refused.port);
     let dir = tempfile::tempdir().unwrap();
     let n = 300;
     let prompts = write_prompts(dir.path(), n);
@@ -186,7 +182,7 @@ fn a_dead_port_stops_early_naming_the_first_error_and_the_run_resumes() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("stopped early"), "{stderr}");
     let first = s["stop"]["first_error"].as_str().unwrap();
-    assert!(first.contains(&port.to_string()), "{first}");
+    assert!(first.contains(&refused.port.to_string()), "{first}");
     assert!(stderr.contains(first), "the first error verbatim: {stderr}");
     assert!(s["first_errors"]["network"].is_string(), "{s}");
     // Far fewer attempts than 300 prompts x 4 attempts: the threshold plus what was in flight.

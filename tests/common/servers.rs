@@ -47,3 +47,28 @@ pub fn serve(app: axum::Router) -> String {
     let addr = rx.recv().expect("the test server's thread");
     format!("http://{addr}/v1")
 }
+
+/// A loopback port where nothing listens, held for as long as the value lives: the socket is
+/// bound but never listening, so a connection is refused and no other process can take the port
+/// meanwhile (a port bound and let go may be taken by any server on the machine).
+pub struct RefusedPort {
+    _socket: socket2::Socket,
+    pub port: u16,
+}
+
+pub fn refused_port() -> RefusedPort {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .expect("a TCP socket");
+    let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
+    socket.bind(&any_port.into()).expect("bind a loopback port");
+    let port = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .expect("the bound address")
+        .port();
+    RefusedPort {
+        _socket: socket,
+        port,
+    }
+}

@@ -5,6 +5,8 @@
 //! Expected completions are written out by hand in the shape the servers document (FACTS.md §C),
 //! never produced by our own assembler.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,6 +44,8 @@ struct Server {
     base_url: String,
     requests: Arc<Mutex<Vec<String>>>,
     connections: Arc<Mutex<usize>>,
+    /// Connections the server has shut down (`serve_with`'s).
+    closed: Arc<Mutex<usize>>,
 }
 
 /// Serve `script` to every connection; the connection closes after the last step.
@@ -55,7 +59,8 @@ async fn serve_with(script: Vec<Step>, keep_alive: bool) -> Server {
     let addr = listener.local_addr().unwrap();
     let requests = Arc::new(Mutex::new(Vec::new()));
     let connections = Arc::new(Mutex::new(0));
-    let (seen, accepted) = (requests.clone(), connections.clone());
+    let closed = Arc::new(Mutex::new(0));
+    let (seen, accepted, shut) = (requests.clone(), connections.clone(), closed.clone());
     tokio::spawn(async move {
         loop {
             let Ok((mut socket, _)) = listener.accept().await else {
@@ -63,10 +68,11 @@ async fn serve_with(script: Vec<Step>, keep_alive: bool) -> Server {
             };
             *accepted.lock().unwrap() += 1;
             let script = script.clone();
-            let seen = seen.clone();
+            let (seen, shut) = (seen.clone(), shut.clone());
             tokio::spawn(async move {
                 while run_script(&mut socket, &script, &seen).await && keep_alive {}
                 let _ = socket.shutdown().await;
+                *shut.lock().unwrap() += 1;
             });
         }
     });
@@ -74,6 +80,7 @@ async fn serve_with(script: Vec<Step>, keep_alive: bool) -> Server {
         base_url: format!("http://{addr}/api/v1"),
         requests,
         connections,
+        closed,
     }
 }
 
@@ -679,11 +686,9 @@ async fn truncated_or_garbled_streams_are_malformed() {
 
 #[tokio::test]
 async fn connect_refused_is_a_network_error() {
-    // Bind then drop, so the port is known to be closed.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // A port held closed for the test.
+    let refused = common::servers::refused_port();
+    let port = refused.port;
     let endpoint = Endpoint {
         name: "closed".into(),
         base_url: format!("http://127.0.0.1:{port}/v1"),
@@ -726,7 +731,9 @@ async fn stream_of_only_keep_alives_times_out_at_first_byte() {
         script.push(sleep_ms(50));
     }
     script.push(hang());
-    let err = chat_err(script, tight(400, 60_000, 120_000)).await;
+    // Long enough that the headers (written at once) arrive within it on a loaded machine:
+    // the timeout under test is the one for stream data, which keep-alives do not satisfy.
+    let err = chat_err(script, tight(2_000, 60_000, 120_000)).await;
     assert_eq!(err.class, ErrorClass::Timeout);
     assert!(err.message.contains("no stream data"), "{}", err.message);
 }
@@ -926,6 +933,7 @@ async fn serve_then_drop_the_reused_request() -> Server {
         base_url: format!("http://{addr}/api/v1"),
         requests,
         connections,
+        closed: Arc::new(Mutex::new(0)),
     }
 }
 
@@ -979,8 +987,16 @@ async fn a_pooled_connection_closed_while_idle_is_replaced_before_writing() {
             .chat(&endpoint(&server), &request_body(false), &relaxed())
             .await
             .unwrap();
-        // Let the server's close arrive before the next call takes the connection.
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // The server has closed the connection before the next call takes it (an event, not a
+        // pause: a loaded machine may run the server's close late).
+        let closed = async {
+            while *server.closed.lock().unwrap() < calls {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), closed)
+            .await
+            .expect("the server closes the connection after its answer");
         assert_eq!(server.requests.lock().unwrap().len(), calls);
     }
     assert_eq!(*server.connections.lock().unwrap(), 3);

@@ -7,10 +7,14 @@
 //! - on simulator runs with known injected tool-call defects, per provider and per dataset, it
 //!   finds each defect and nothing else.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use common::run::{RunDir, BIN};
+use common::servers::start_sim;
 use draftgen::verify::audit::answer::Problem;
 use draftgen::verify::audit::schema::Schemas;
 use draftgen::verify::audit::{audit_run, AuditOptions, ToolAudit};
@@ -207,25 +211,6 @@ fn check_renders(audit: &ToolAudit) {
     serde_json::to_value(audit).unwrap();
 }
 
-const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
-
-fn start_sim(config: draftgen::sim::SimConfig) -> draftgen::sim::SimHandle {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            tx.send(draftgen::sim::spawn(config).await.unwrap())
-                .unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().unwrap()
-}
-
 /// Every answer with tools calls exactly one tool, with nothing around it: any finding then
 /// comes from an injected defect.
 fn plain_behaviour() -> draftgen::sim::Behaviour {
@@ -237,23 +222,10 @@ fn plain_behaviour() -> draftgen::sim::Behaviour {
     }
 }
 
-fn generate(prompts: &Path, run: &Path, base_url: &str, config: Option<&Path>) {
-    let mut command = std::process::Command::new(BIN);
-    command
-        .args(["generate", "--prompts"])
-        .arg(prompts)
-        .arg("--run")
-        .arg(run)
-        .args([
-            "--base-url",
-            base_url,
-            "--kind",
-            "openrouter",
-            "--model",
-            "m",
-        ])
-        .args(["--progress", "none"])
-        .env_remove("OPENROUTER_API_KEY");
+/// `generate` of the directory's prompts into its run, as an OpenRouter client.
+fn generate(dir: &RunDir, base_url: &str, config: Option<&Path>) {
+    let mut command = dir.generate(base_url);
+    command.args(["--kind", "openrouter", "--model", "m"]);
     if let Some(config) = config {
         command.arg("--config").arg(config);
     }
@@ -324,8 +296,8 @@ fn injected_defects_are_found_per_provider_and_dataset_and_nothing_else() {
         providers,
         ..Default::default()
     });
-    let dir = tempfile::tempdir().unwrap();
-    let prompts = dir.path().join("prompts.jsonl");
+    let dir = RunDir::new();
+    let prompts = dir.prompts();
     let mut lines = Vec::new();
     for (name, ..) in PROVIDERS {
         for k in 0..3 {
@@ -368,8 +340,8 @@ fn injected_defects_are_found_per_provider_and_dataset_and_nothing_else() {
     }));
     lines.push(serde_json::to_string(&none).unwrap());
     std::fs::write(&prompts, lines.join("\n") + "\n").unwrap();
-    let run = dir.path().join("run");
-    generate(&prompts, &run, &sim.base_url(), None);
+    let run = dir.run();
+    generate(&dir, &sim.base_url(), None);
 
     // The prompt's own options went out in its request.
     let journal = std::fs::read_to_string(run.join("journal/000001.jsonl")).unwrap();
@@ -487,8 +459,8 @@ fn injected_defects_are_found_per_provider_and_dataset_and_nothing_else() {
 /// parameter) never calls, and the audit calls the dataset out in red.
 #[test]
 fn glaive_prompts_keep_their_system_text_and_a_dataset_that_never_triggers_is_red() {
-    let dir = tempfile::tempdir().unwrap();
-    let rows = dir.path().join("glaive.jsonl");
+    let dir = RunDir::new();
+    let rows = dir.join("glaive.jsonl");
     let system = "SYSTEM: You are a helpful assistant with access to the following functions. Use them if required -\n{\n    \"name\": \"get_exchange_rate\",\n    \"description\": \"Get the exchange rate between two currencies\",\n    \"parameters\": {\n        \"type\": \"object\",\n        \"properties\": {\n            \"base_currency\": {\"type\": \"string\"},\n            \"target_currency\": {\"type\": \"string\"}\n        },\n        \"required\": [\"base_currency\", \"target_currency\"]\n    }\n}\n";
     let text: String = (0..3)
         .map(|k| {
@@ -498,7 +470,7 @@ fn glaive_prompts_keep_their_system_text_and_a_dataset_that_never_triggers_is_re
         })
         .collect();
     std::fs::write(&rows, text).unwrap();
-    let prompts = dir.path().join("prompts.jsonl");
+    let prompts = dir.prompts();
     let o = std::process::Command::new(BIN)
         .args(["prepare", "--format", "glaive-v2", "--out"])
         .arg(&prompts)
@@ -513,8 +485,8 @@ fn glaive_prompts_keep_their_system_text_and_a_dataset_that_never_triggers_is_re
         behaviour: plain_behaviour(),
         ..Default::default()
     });
-    let run = dir.path().join("run");
-    generate(&prompts, &run, &sim.base_url(), Some(&config));
+    let run = dir.run();
+    generate(&dir, &sim.base_url(), Some(&config));
 
     let journal = std::fs::read_to_string(run.join("journal/000001.jsonl")).unwrap();
     let records: Vec<Value> = journal

@@ -6,6 +6,8 @@
 //! `prompt_builder`), and compares. Without python3 + pyarrow + numpy that part is skipped
 //! locally and fails under CI (`CI` set), where `.ci/run` installs them.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -13,11 +15,12 @@ use std::sync::Arc;
 use arrow_array::builder::{ListBuilder, StringBuilder, UInt32Builder, UInt8Builder};
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array};
 use arrow_schema::{DataType, Field, Schema};
+use common::run::{jsonl as lines_of, RunDir, BIN};
+use common::servers::start_sim;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
 pub const TARGET_VOCAB: usize = 1000;
 
 /// A deterministic generator (xorshift), so the data needs no file.
@@ -347,14 +350,6 @@ fn run_check_export(build: &Path, out: &Path, run: Option<&Path>) {
     eprintln!("{stdout}");
 }
 
-fn lines_of(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// A real run (the demo: bundled datasets with tools and multi-turn histories, generated
 /// against the simulator with injected 429s / 5xx / mid-stream failures, so the journal holds
 /// failed attempts before successes), built with `build`, then every export of it; the
@@ -413,8 +408,7 @@ fn every_export_of_a_real_build_and_its_conversations() {
 #[test]
 fn a_multi_turn_sample_exports_its_regenerated_conversation() {
     let assets = draftgen::model::assets::assets_root().expect("reference assets");
-    let dir = tempfile::tempdir().unwrap();
-    let prompts = dir.path().join("prompts.jsonl");
+    let dir = RunDir::new();
     let conversation = serde_json::json!({"id": "conv1", "source": "t", "messages": [
         {"role": "user", "content": "Name a prime number."},
         {"role": "assistant", "content": "Seven."},
@@ -426,23 +420,16 @@ fn a_multi_turn_sample_exports_its_regenerated_conversation() {
     let single = serde_json::json!({"id": "single1", "source": "t", "messages": [
         {"role": "user", "content": "Say hello."}
     ]});
-    std::fs::write(&prompts, format!("{conversation}\n{single}\n")).unwrap();
-    let sim = start_sim(assets.join("kimi-k2.5"));
-    let run = dir.path().join("run");
-    let o = Command::new(BIN)
-        .args(["generate", "--turns", "all", "--prompts"])
-        .arg(&prompts)
-        .arg("--run")
-        .arg(&run)
-        .args([
-            "--base-url",
-            &sim.base_url(),
-            "--model",
-            "m",
-            "--progress",
-            "none",
-        ])
-        .env_remove("OPENROUTER_API_KEY")
+    dir.write_prompts([conversation, single]);
+    let sim = start_sim(draftgen::sim::SimConfig {
+        seed: 7,
+        model_dir: Some(assets.join("kimi-k2.5")),
+        ..draftgen::sim::SimConfig::default()
+    });
+    let run = dir.run();
+    let o = dir
+        .generate(&sim.base_url())
+        .args(["--turns", "all", "--model", "m"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -484,10 +471,7 @@ fn a_multi_turn_sample_exports_its_regenerated_conversation() {
         ]
     );
     // The history holds the regenerated answers, not the dataset's.
-    let journal: Vec<serde_json::Value> = std::fs::read_dir(run.join("journal"))
-        .unwrap()
-        .flat_map(|e| lines_of(&e.unwrap().path()))
-        .collect();
+    let journal: Vec<serde_json::Value> = dir.journal();
     let answer_of = |id: &str| {
         journal
             .iter()
@@ -502,27 +486,4 @@ fn a_multi_turn_sample_exports_its_regenerated_conversation() {
     let single = by_id("single1");
     assert_eq!(single["conversations"].as_array().unwrap().len(), 2);
     run_check_export(&build, &out, Some(&run));
-}
-
-fn start_sim(model_dir: PathBuf) -> draftgen::sim::SimHandle {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let sim = draftgen::sim::spawn(draftgen::sim::SimConfig {
-                seed: 7,
-                model_dir: Some(model_dir),
-                ..draftgen::sim::SimConfig::default()
-            })
-            .await
-            .unwrap();
-            tx.send(sim).unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().unwrap()
 }

@@ -4,8 +4,9 @@
 //! Each test checks the run's invariants from two independent sources: `summary.json` and the
 //! journal lines themselves.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +19,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use common::run::{journal, text};
+use common::servers::{serve, start_sim};
 use rand::Rng;
 use serde_json::{json, Value};
 
@@ -70,27 +73,12 @@ impl TestServer {
             behaviour: Mutex::new(behaviour),
             requests: AtomicU64::new(0),
         });
-        let (tx, rx) = std::sync::mpsc::channel::<SocketAddr>();
-        let shared = state.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let app = Router::new()
-                    .route("/v1/chat/completions", post(chat))
-                    .route("/v1/key", get(key))
-                    .with_state(shared);
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        let addr = rx.recv().unwrap();
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/v1/key", get(key))
+            .with_state(state.clone());
         TestServer {
-            base_url: format!("http://{addr}/v1"),
+            base_url: serve(app),
             state,
         }
     }
@@ -98,6 +86,29 @@ impl TestServer {
     fn set(&self, f: impl FnOnce(&mut Behaviour)) {
         f(&mut self.state.behaviour.lock().unwrap());
     }
+
+    /// Chat requests received so far.
+    fn requests(&self) -> u64 {
+        self.state.requests.load(Ordering::SeqCst)
+    }
+}
+
+/// Wait until the server has received `n` chat requests in all; false if `child` exited first.
+/// The bound only keeps a broken run from hanging the suite.
+fn wait_for_requests(server: &TestServer, child: &mut std::process::Child, n: u64) -> bool {
+    let give_up = Instant::now() + Duration::from_secs(300);
+    while server.requests() < n {
+        if child.try_wait().expect("poll generate").is_some() {
+            return false;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the server saw {} of {n} requests in 5 minutes",
+            server.requests()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    true
 }
 
 fn auth(headers: &HeaderMap) -> String {
@@ -300,25 +311,6 @@ fn run_to_end(mut cmd: Command) -> Output {
     cmd.output().expect("spawn draftgen")
 }
 
-/// Every record in the run's journal, in order.
-fn journal(run: &Path) -> Vec<Value> {
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(run.join("journal"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    segments.sort();
-    let mut out = Vec::new();
-    for seg in segments {
-        for (i, line) in std::fs::read_to_string(&seg).unwrap().lines().enumerate() {
-            let v: Value = serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("{}:{}: {e}: {line}", seg.display(), i + 1));
-            out.push(v);
-        }
-    }
-    out
-}
-
 fn summary(run: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
 }
@@ -398,22 +390,14 @@ fn check_accounting(run: &Path, ids: &[String]) -> (usize, usize) {
     (succeeded, failed)
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 // ---------------------------------------------------------------- tests
 
 #[test]
 fn kill_9_at_random_moments_then_resume_loses_and_duplicates_nothing() {
     let server = TestServer::start(Behaviour {
-        // About 7.5 s of work at 8 in flight (300 prompts) (the limiter reaches 8 within the first answers), so
-        // six kills at 150-700 ms each land mid-run.
+        // Each session is killed once the server has seen 5-30 of its requests (see below), so
+        // six sessions send at most ~200 of the 300 prompts' requests: every kill lands mid-run
+        // however fast or slow the machine is.
         latency_ms: (100, 300),
         faults: vec![(Fault::ServerError, 0.05), (Fault::RateLimited, 0.02)],
         ..Behaviour::default()
@@ -438,18 +422,14 @@ fn kill_9_at_random_moments_then_resume_loses_and_duplicates_nothing() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-        let at = Instant::now() + Duration::from_millis(rng.random_range(150..700));
-        let mut finished = false;
-        while Instant::now() < at {
-            if child.try_wait().unwrap().is_some() {
-                finished = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        // Kill on an event (this session's requests reaching the server), not after a time: a
+        // time races the run's own pace, which load and the concurrency ramp change.
+        let seen = server.requests() + rng.random_range(5..30);
+        if !wait_for_requests(&server, &mut child, seen) {
+            break; // the session ended on its own
         }
-        if finished {
-            break;
-        }
+        // A little more, so kills land at varied points of answering and journaling.
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..50)));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         kills += 1;
@@ -805,30 +785,12 @@ fn unauthorized_and_payment_required_stop_the_run_and_resume_retries_them() {
     }
 }
 
-/// Start the built-in simulator on its own thread; returns its base URL.
-fn start_sim(config: draftgen::sim::SimConfig) -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let sim = draftgen::sim::spawn(config).await.unwrap();
-            tx.send(sim.base_url()).unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().unwrap()
-}
-
 #[test]
 fn streaming_storm_against_the_simulator_then_resume_retries_what_ran_out() {
     use draftgen::sim::{FaultRates, Flavor, SimConfig};
     // Every simulator fault class at 20% (scaled together to 90% of attempts): most prompts run
     // out of attempts in one session, and the next session retries exactly those.
-    let base_url = start_sim(SimConfig {
+    let sim = start_sim(SimConfig {
         flavor: Flavor::OpenRouter,
         seed: 11,
         faults: FaultRates::all(0.2),
@@ -836,6 +798,7 @@ fn streaming_storm_against_the_simulator_then_resume_retries_what_ran_out() {
         retry_after_secs: 1,
         ..SimConfig::default()
     });
+    let base_url = sim.base_url();
     let dir = tempfile::tempdir().unwrap();
     let (prompts, ids) = write_prompts(dir.path(), 100);
     let config = write_config(dir.path(), 8);
@@ -924,7 +887,7 @@ fn ctrl_c_stops_scheduling_lets_in_flight_finish_and_writes_the_summary() {
     let (prompts, ids) = write_prompts(dir.path(), 200);
     let config = write_config(dir.path(), 3);
     let run = dir.path().join("run");
-    let child = generate(
+    let mut child = generate(
         &prompts,
         &run,
         &config,
@@ -935,7 +898,13 @@ fn ctrl_c_stops_scheduling_lets_in_flight_finish_and_writes_the_summary() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    std::thread::sleep(Duration::from_millis(900));
+    // Interrupt once the run is under way (its signal handler set, answers coming back: the
+    // limiter only ramps to 8 in flight on answers), not after a fixed time, which a loaded
+    // machine can spend before the first request.
+    assert!(
+        wait_for_requests(&server, &mut child, 8),
+        "generate ended before it was interrupted"
+    );
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -963,7 +932,8 @@ fn ctrl_c_stops_scheduling_lets_in_flight_finish_and_writes_the_summary() {
 fn a_prompts_own_max_tokens_is_sent_never_above_the_runs() {
     use draftgen::sim::SimConfig;
     let dir = tempfile::tempdir().unwrap();
-    let base_url = start_sim(SimConfig::default());
+    let sim = start_sim(SimConfig::default());
+    let base_url = sim.base_url();
     let prompts = dir.path().join("prompts.jsonl");
     let lines = [
         json!({"id": "low", "source": "test", "messages": [{"role": "user", "content": "a"}],

@@ -2,62 +2,22 @@
 //! simulator sends exactly the other prompts (counted at the simulator), and `build` takes the
 //! imported ids as they are.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// The simulator on its own runtime thread; its handle stays alive for the test.
-fn start_sim() -> draftgen::sim::SimHandle {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let sim = draftgen::sim::spawn(draftgen::sim::SimConfig {
-                seed: 5,
-                ..draftgen::sim::SimConfig::default()
-            })
-            .await
-            .unwrap();
-            tx.send(sim).unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().unwrap()
-}
+use common::run::{jsonl as lines, stderr, RunDir, BIN};
+use common::servers::start_sim;
 
 #[test]
 fn imported_sglang_generations_are_skipped_by_generate_and_built_with_their_ids() {
-    let dir = tempfile::tempdir().unwrap();
-    let prompts = dir.path().join("prompts.jsonl");
+    let dir = RunDir::new();
     let ids: Vec<String> = (0..10).map(|i| format!("p{i:02}")).collect();
-    let mut text = String::new();
-    for (i, id) in ids.iter().enumerate() {
-        text.push_str(
-            &json!({"id": id, "source": "t", "messages": [{"role": "user", "content": format!("question {i}")}]})
-                .to_string(),
-        );
-        text.push('\n');
-    }
-    std::fs::write(&prompts, text).unwrap();
+    let prompts = dir.write_prompts(ids.iter().enumerate().map(|(i, id)| {
+        json!({"id": id, "source": "t", "messages": [{"role": "user", "content": format!("question {i}")}]})
+    }));
     // SGLang `Engine.generate` output for the first four prompts, in prompt order: output ids,
     // text and meta_info, no prompt ids (import renders those from the prompts).
     let sglang = dir.path().join("sglang.jsonl");
@@ -72,7 +32,7 @@ fn imported_sglang_generations_are_skipped_by_generate_and_built_with_their_ids(
         text.push('\n');
     }
     std::fs::write(&sglang, text).unwrap();
-    let run = dir.path().join("run");
+    let run = dir.run();
 
     let o = Command::new(BIN)
         .arg("import")
@@ -90,21 +50,13 @@ fn imported_sglang_generations_are_skipped_by_generate_and_built_with_their_ids(
         stderr(&o)
     );
 
-    let sim = start_sim();
-    let o = Command::new(BIN)
-        .args(["generate", "--prompts"])
-        .arg(&prompts)
-        .arg("--run")
-        .arg(&run)
-        .args([
-            "--base-url",
-            &sim.base_url(),
-            "--model",
-            "m",
-            "--progress",
-            "none",
-        ])
-        .env_remove("OPENROUTER_API_KEY")
+    let sim = start_sim(draftgen::sim::SimConfig {
+        seed: 5,
+        ..draftgen::sim::SimConfig::default()
+    });
+    let o = dir
+        .generate(&sim.base_url())
+        .args(["--model", "m"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -114,10 +66,7 @@ fn imported_sglang_generations_are_skipped_by_generate_and_built_with_their_ids(
         "only the 6 prompts not imported are sent"
     );
     // And exactly those: every generated record is for a prompt that was not imported.
-    let journal: Vec<Value> = std::fs::read_dir(run.join("journal"))
-        .unwrap()
-        .flat_map(|e| lines(&e.unwrap().path()))
-        .collect();
+    let journal: Vec<Value> = dir.journal();
     let generated: Vec<&str> = journal
         .iter()
         .filter(|r| !r["endpoint"].as_str().unwrap().starts_with("import:"))
@@ -143,22 +92,12 @@ fn imported_sglang_generations_are_skipped_by_generate_and_built_with_their_ids(
     assert!(stderr(&o).contains("4 already finished"), "{}", stderr(&o));
 
     // build takes the imported ids: the rendered prompt, then the output ids as they were.
-    let out = dir.path().join("out");
-    let o = Command::new(BIN)
+    let out = dir.join("out");
+    let o = dir
+        .build("kimi-k2.5", "out")
         // The simulator here loads no tokenizer, so its usage counts are not Kimi's and its
         // answers rebuild as `inconsistent`; keep every class, this test is about the imports.
-        .args([
-            "build",
-            "--model",
-            "kimi-k2.5",
-            "--jsonl",
-            "--drop-class",
-            "none",
-            "--run",
-        ])
-        .arg(&run)
-        .arg("--out")
-        .arg(&out)
+        .args(["--jsonl", "--drop-class", "none"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));

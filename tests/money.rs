@@ -5,7 +5,8 @@
 //! The test server lives in this process (so it outlives each `generate` session) and logs every
 //! chat request with the prompt it carried and the time it arrived.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use common::run::{journal, text};
+use common::servers::{refused_port, serve, start_sim};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
@@ -50,26 +53,11 @@ impl TestServer {
             behaviour: Mutex::new(behaviour),
             log: Mutex::new(Vec::new()),
         });
-        let (tx, rx) = std::sync::mpsc::channel::<SocketAddr>();
-        let shared = state.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let app = Router::new()
-                    .route("/v1/chat/completions", post(chat))
-                    .with_state(shared);
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        let addr = rx.recv().unwrap();
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .with_state(state.clone());
         TestServer {
-            base_url: format!("http://{addr}/v1"),
+            base_url: serve(app),
             state,
         }
     }
@@ -171,34 +159,6 @@ fn generate(prompts: &Path, run: &Path, config: &Path, base_url: &str, extra: &[
         .expect("spawn draftgen")
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn journal(run: &Path) -> Vec<Value> {
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(run.join("journal"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    segments.sort();
-    segments
-        .iter()
-        .flat_map(|seg| {
-            std::fs::read_to_string(seg)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 fn summary_json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
 }
@@ -207,13 +167,9 @@ fn summary_json(o: &Output) -> Value {
 
 #[test]
 fn a_dead_port_stops_early_naming_the_first_error_and_the_run_resumes() {
-    // A port where nothing listens: bind one, then let it go.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dead = format!("http://127.0.0.1:{port}/v1");
+    // A port where nothing listens, held for the test.
+    let refused = refused_port();
+    let dead = format!("http://127.0.0.1:{}/v1", refused.port);
     let dir = tempfile::tempdir().unwrap();
     let n = 300;
     let prompts = write_prompts(dir.path(), n);
@@ -226,7 +182,7 @@ fn a_dead_port_stops_early_naming_the_first_error_and_the_run_resumes() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("stopped early"), "{stderr}");
     let first = s["stop"]["first_error"].as_str().unwrap();
-    assert!(first.contains(&port.to_string()), "{first}");
+    assert!(first.contains(&refused.port.to_string()), "{first}");
     assert!(stderr.contains(first), "the first error verbatim: {stderr}");
     assert!(s["first_errors"]["network"].is_string(), "{s}");
     // Far fewer attempts than 300 prompts x 4 attempts: the threshold plus what was in flight.
@@ -389,7 +345,8 @@ fn a_resume_with_little_headroom_stays_under_the_cap() {
 #[test]
 fn before_any_answer_the_published_price_bounds_a_request() {
     use draftgen::sim::SimConfig;
-    let base_url = start_sim(SimConfig::default());
+    let sim = start_sim(SimConfig::default());
+    let base_url = sim.base_url();
     let dir = tempfile::tempdir().unwrap();
     let prompts = write_prompts(dir.path(), 20);
     let config = write_config(dir.path(), 2);
@@ -422,24 +379,6 @@ fn before_any_answer_the_published_price_bounds_a_request() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let spent = cost_of_run(&run);
     assert!(spent > 0.0 && spent <= 0.001 + 1e-12, "spent {spent}");
-}
-
-/// Start the built-in simulator on its own thread; returns its base URL.
-fn start_sim(config: draftgen::sim::SimConfig) -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let sim = draftgen::sim::spawn(config).await.unwrap();
-            tx.send(sim.base_url()).unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().unwrap()
 }
 
 // ---------------------------------------------------------------- Retry-After across a resume

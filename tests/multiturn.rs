@@ -8,54 +8,20 @@
 //! recorded answers are checked too. To record them again: `DRAFTGEN_RECORD_MULTITURN=1 cargo
 //! test --test multiturn`, then run the Python script.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn start_sim(model_dir: PathBuf) -> draftgen::sim::SimHandle {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let sim = draftgen::sim::spawn(draftgen::sim::SimConfig {
-                seed: 7,
-                model_dir: Some(model_dir),
-                ..draftgen::sim::SimConfig::default()
-            })
-            .await
-            .unwrap();
-            tx.send(sim).unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().unwrap()
-}
+use common::run::{jsonl as lines, stderr, RunDir};
+use common::servers::start_sim;
 
 #[test]
 fn three_turns_regenerated_in_order_build_one_sample_as_the_reference_template_renders_it() {
     let assets = draftgen::model::assets::assets_root().expect("reference assets");
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/multiturn");
-    let dir = tempfile::tempdir().unwrap();
-    let prompts = dir.path().join("prompts.jsonl");
+    let dir = RunDir::new();
     let conversation = json!({"id": "conv1", "source": "t", "messages": [
         {"role": "user", "content": "Name a prime number."},
         {"role": "assistant", "content": "Seven."},
@@ -64,24 +30,15 @@ fn three_turns_regenerated_in_order_build_one_sample_as_the_reference_template_r
         {"role": "user", "content": "Now add them."},
         {"role": "assistant", "content": "Twenty."}
     ]});
-    std::fs::write(&prompts, format!("{conversation}\n")).unwrap();
-    let sim = start_sim(assets.join("kimi-k2.5"));
-    let run = dir.path().join("run");
+    dir.write_prompts([conversation]);
+    let sim = start_sim(draftgen::sim::SimConfig {
+        seed: 7,
+        model_dir: Some(assets.join("kimi-k2.5")),
+        ..draftgen::sim::SimConfig::default()
+    });
     let generate = || {
-        Command::new(BIN)
-            .args(["generate", "--turns", "all", "--prompts"])
-            .arg(&prompts)
-            .arg("--run")
-            .arg(&run)
-            .args([
-                "--base-url",
-                &sim.base_url(),
-                "--model",
-                "m",
-                "--progress",
-                "none",
-            ])
-            .env_remove("OPENROUTER_API_KEY")
+        dir.generate(&sim.base_url())
+            .args(["--turns", "all", "--model", "m"])
             .output()
             .unwrap()
     };
@@ -93,10 +50,7 @@ fn three_turns_regenerated_in_order_build_one_sample_as_the_reference_template_r
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(sim.counters().requests, 3);
 
-    let mut records: Vec<Value> = std::fs::read_dir(run.join("journal"))
-        .unwrap()
-        .flat_map(|e| lines(&e.unwrap().path()))
-        .collect();
+    let mut records: Vec<Value> = dir.journal();
     records.sort_by_key(|r| r["id"].as_str().unwrap().to_string());
     let ids: Vec<&str> = records.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["conv1:turn1/3", "conv1:turn2/3", "conv1:turn3/3"]);
@@ -131,12 +85,10 @@ fn three_turns_regenerated_in_order_build_one_sample_as_the_reference_template_r
             .unwrap();
     assert_eq!(regenerated, recorded, "the simulator answered as recorded");
 
-    let out = dir.path().join("out");
-    let o = Command::new(BIN)
-        .args(["build", "--model", "kimi-k2.5", "--jsonl", "--run"])
-        .arg(&run)
-        .arg("--out")
-        .arg(&out)
+    let out = dir.join("out");
+    let o = dir
+        .build("kimi-k2.5", "out")
+        .arg("--jsonl")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));

@@ -58,11 +58,26 @@ fn start_tinyproxy() -> Option<Tinyproxy> {
         eprintln!("skipped: no `tinyproxy` binary (apt-get install tinyproxy; CI installs it)");
         return None;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+    // The port is free when picked but not held: another server may take it first, and then
+    // tinyproxy exits; pick another.
+    for _ in 0..5 {
+        if let Some(proxy) = start_tinyproxy_on(&binary, free_port()) {
+            return Some(proxy);
+        }
+    }
+    panic!("tinyproxy exited at start on five ports");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
+        .port()
+}
+
+/// tinyproxy listening on `port`; None if it exited (the port was taken).
+fn start_tinyproxy_on(binary: &std::path::Path, port: u16) -> Option<Tinyproxy> {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("tinyproxy.conf");
     std::fs::write(
@@ -82,12 +97,17 @@ fn start_tinyproxy() -> Option<Tinyproxy> {
         .stderr(Stdio::null())
         .spawn()
         .expect("start tinyproxy");
-    let proxy = Tinyproxy {
+    let mut proxy = Tinyproxy {
         child,
         port,
         _dir: dir,
     };
-    for _ in 0..200 {
+    // Until it listens; the bound is generous, as a loaded machine may start it slowly.
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < give_up {
+        if proxy.child.try_wait().expect("poll tinyproxy").is_some() {
+            return None;
+        }
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Some(proxy);
         }
@@ -544,7 +564,9 @@ async fn slow_tunnel_proxy(delay: Duration) -> u16 {
 #[tokio::test]
 async fn the_first_byte_timeout_does_not_include_the_connect() {
     let (port, answered) = tls_server().await;
-    let proxy = slow_tunnel_proxy(Duration::from_millis(1500)).await;
+    // The tunnel takes longer than the first-byte limit, which leaves the server (in this
+    // process) time to answer on a loaded machine.
+    let proxy = slow_tunnel_proxy(Duration::from_millis(4000)).await;
     let client = client(Proxies::from_rules(
         "",
         "",
@@ -553,7 +575,7 @@ async fn the_first_byte_timeout_does_not_include_the_connect() {
     ));
     let timeouts = Timeouts {
         connect: Duration::from_secs(30),
-        first_byte: Duration::from_secs(1),
+        first_byte: Duration::from_secs(3),
         idle: Duration::from_secs(60),
         total: Duration::from_secs(120),
     };

@@ -3,7 +3,8 @@
 //! those fields existed without calling it a change of settings. Also: an empty answer cut by
 //! `max_tokens` is a success, and `--kind vllm --server-token-ids --stream` is refused.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,8 @@ use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
+
+use common::servers::serve;
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
 
@@ -24,24 +27,11 @@ struct Server {
 fn start(answer: Value) -> Server {
     let bodies = Arc::new(Mutex::new(Vec::new()));
     let state = (bodies.clone(), answer);
-    let (tx, rx) = std::sync::mpsc::channel::<SocketAddr>();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = Router::new()
-                .route("/v1/chat/completions", post(chat))
-                .with_state(Arc::new(state));
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    let addr = rx.recv().unwrap();
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .with_state(Arc::new(state));
     Server {
-        base_url: format!("http://{addr}/v1"),
+        base_url: serve(app),
         bodies,
     }
 }

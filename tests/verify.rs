@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::run::RunDir;
+use common::servers::start_sim;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
@@ -488,24 +490,6 @@ fn bad_input_exit_codes_and_bad_reference_lines() {
     assert!(problems.contains("ids.jsonl:2 (id x)"), "{problems}");
 }
 
-/// Start the built-in simulator on its own thread; returns its base URL.
-fn start_sim(config: draftgen::sim::SimConfig) -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let sim = draftgen::sim::spawn(config).await.expect("sim");
-            tx.send(sim.base_url()).expect("send");
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().expect("sim url")
-}
-
 fn sha256_hex(path: &Path) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(std::fs::read(path).expect("read")))
@@ -514,7 +498,7 @@ fn sha256_hex(path: &Path) -> String {
 #[test]
 fn sim_run_with_two_sources_needs_only_the_run_directory() {
     use draftgen::sim::{Flavor, SimConfig};
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = RunDir::new();
     // Two datasets, prepared into one prompts file.
     let mut files = Vec::new();
     for (name, n) in [("alpha", 5), ("beta", 3)] {
@@ -529,7 +513,7 @@ fn sim_run_with_two_sources_needs_only_the_run_directory() {
         std::fs::write(&path, lines).expect("dataset");
         files.push(path);
     }
-    let prompts = dir.path().join("prompts.jsonl");
+    let prompts = dir.prompts();
     let o = Command::new(BIN)
         .arg("prepare")
         .args(&files)
@@ -548,26 +532,22 @@ fn sim_run_with_two_sources_needs_only_the_run_directory() {
     }
     assert_eq!(per_source.len(), 2, "{per_source:?}");
 
-    let base_url = start_sim(SimConfig {
+    let sim = start_sim(SimConfig {
         flavor: Flavor::OpenRouter,
         seed: 3,
         ..SimConfig::default()
     });
-    let run = dir.path().join("run");
-    let o = Command::new(BIN)
-        .args(["generate", "--prompts"])
-        .arg(&prompts)
-        .arg("--run")
-        .arg(&run)
+    let run = dir.run();
+    let o = dir
+        .generate(&sim.base_url())
         .args([
-            "--base-url",
-            &base_url,
             "--model",
             "kimi-k2.5",
             "--kind",
             "openrouter",
+            "--max-tokens",
+            "64",
         ])
-        .args(["--progress", "none", "--max-tokens", "64"])
         .env("OPENROUTER_API_KEY", "sk-or-v1-verify-test-key")
         .output()
         .expect("generate");
@@ -739,8 +719,7 @@ fn a_build_directory_verifies_from_its_rows() {
 #[test]
 fn a_multi_turn_conversation_is_one_sample_reported_per_turn() {
     use draftgen::sim::{Flavor, SimConfig};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let prompts = dir.path().join("prompts.jsonl");
+    let dir = RunDir::new();
     let conversation = json!({"id": "conv1", "source": "chats", "messages": [
         {"role": "user", "content": "Name a prime number."},
         {"role": "assistant", "content": "Seven."},
@@ -749,33 +728,20 @@ fn a_multi_turn_conversation_is_one_sample_reported_per_turn() {
         {"role": "user", "content": "Now add them."},
         {"role": "assistant", "content": "Twenty."}
     ]});
-    std::fs::write(&prompts, format!("{conversation}\n")).expect("prompts");
+    dir.write_prompts([conversation]);
     let kimi = common::assets().join("kimi-k2.5");
-    let base_url = start_sim(SimConfig {
+    let sim = start_sim(SimConfig {
         flavor: Flavor::Vllm,
         seed: 7,
         model_dir: Some(kimi.clone()),
         profile: Some("kimi-k2.5".into()),
         ..SimConfig::default()
     });
-    let run = dir.path().join("run");
-    let o = Command::new(BIN)
-        .args(["generate", "--turns", "all", "--prompts"])
-        .arg(&prompts)
-        .arg("--run")
-        .arg(&run)
-        .args([
-            "--base-url",
-            &base_url,
-            "--kind",
-            "vllm",
-            "--server-token-ids",
-            "--model",
-            "m",
-            "--progress",
-            "none",
-        ])
-        .env_remove("OPENROUTER_API_KEY")
+    let run = dir.run();
+    let o = dir
+        .generate(&sim.base_url())
+        .args(["--turns", "all", "--kind", "vllm", "--server-token-ids"])
+        .args(["--model", "m"])
         .output()
         .expect("generate");
     assert!(o.status.success(), "{}", stderr(&o));

@@ -200,10 +200,14 @@ pub fn reconstruct_as(
         spaces: options.spaces_around_special_tokens,
         tools_declared,
     };
-    let bases: Vec<Completion> = bases
-        .into_iter()
-        .flat_map(|base| server::quirk::invert(&shape.quirks, base, &inverse))
-        .collect();
+    let mut inverted = Vec::new();
+    let mut open_quirks = Vec::new();
+    for base in bases {
+        let (answers, open) = server::quirk::invert(&shape.quirks, base, &inverse);
+        inverted.extend(answers);
+        open_quirks.extend(open);
+    }
+    let bases = inverted;
     let first_token_mode = leaks
         && shape.quirks.has::<StreamsFirstTokenAsReasoning>()
         && closes_reasoning(profile, &prompt_ids);
@@ -384,6 +388,12 @@ pub fn reconstruct_as(
             "ambiguous: the server re-serialized the tool-call arguments and not every spelling the model may have written could be tried (too many separators)"
                 .to_string(),
         );
+    }
+    if fidelity.class == FidelityClass::Ambiguous {
+        // Several answers a quirk could have hidden were read back and nothing decided.
+        for reason in open_quirks.iter().filter_map(|q| Reason::of(*q)) {
+            fidelity.because(reason);
+        }
     }
     classify::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
     // A streamed 0.11 answer whose section closed shows it (the leak), and the count tells a

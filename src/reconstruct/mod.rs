@@ -316,8 +316,9 @@ pub fn reconstruct_as(
             texts.splice(0..0, cut_in_id);
         }
     }
-    if let (true, true, true, Some(syntax)) = (synthesized, cut, tools_declared, syntax) {
-        texts = classify::with_cut_tails(texts, syntax);
+    let grammar = profile.family.spec().tool_grammar;
+    if let (true, true, true, Some(grammar)) = (synthesized, cut, tools_declared, grammar) {
+        texts = classify::with_cut_tails(texts, &grammar);
     }
     if closed_section && shape.quirks.has::<CutReportsToolCalls>() {
         // Closed, then maybe cut before the end-of-turn token: the count decides.

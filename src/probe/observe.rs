@@ -12,11 +12,8 @@ use crate::completion::{Completion, ToolCall};
 use crate::model::family::{Family, FamilySpec};
 use crate::model::{AssistantTurn, Profile, RenderInput};
 use crate::pyjson::{dumps_json, DumpOptions};
-use crate::server::quirks::{
-    EmptyContentAsString, FinishToolCalls, IndexesCalls, MintsCallIds, StripsArguments,
-    StripsReasoningTrailingWhitespace,
-};
-use crate::server::{forward, ForwardInput, ReasoningField, ServerShape, SHAPES};
+use crate::server::quirks::{EmptyContentAsString, FinishToolCalls, IndexesCalls, MintsCallIds};
+use crate::server::{forward, Evidence, ForwardInput, Quirk, ReasoningField, ServerShape, SHAPES};
 
 /// What the probe knows of the model behind the answers (`probe --tokenizer`): its family's
 /// markers, ids and template, and the request sent, so that the answer can be held against what
@@ -128,10 +125,12 @@ pub enum Clue {
     FinishToolCalls(bool),
     LlamaCppDress(bool),
     OpenRouterDress(bool),
-    /// The reasoning ends in whitespace (a shape that strips it cannot have sent it).
-    ReasoningTrailingWhitespace,
-    /// Arguments padded with whitespace in a non-streamed answer.
-    ArgumentsPadded,
+    /// The answer shows something (`shows`) a server with the quirk named `quirk` cannot have
+    /// sent ([`Quirk::evidence`]).
+    Contradicts {
+        quirk: &'static str,
+        shows: &'static str,
+    },
 }
 
 /// [`ReasoningField`] as an ordered key.
@@ -172,10 +171,7 @@ impl Clue {
             Clue::FinishToolCalls(f) => shape.quirks.has::<FinishToolCalls>() == f || !shape.known,
             Clue::LlamaCppDress(d) => (shape.kind == ServerKind::LlamaCpp) == d,
             Clue::OpenRouterDress(d) => (shape.kind == ServerKind::OpenRouter) == d,
-            Clue::ReasoningTrailingWhitespace => {
-                !shape.quirks.has::<StripsReasoningTrailingWhitespace>()
-            }
-            Clue::ArgumentsPadded => !shape.quirks.has::<StripsArguments>(),
+            Clue::Contradicts { quirk, .. } => !shape.quirks.names().contains(&quirk),
         }
     }
 
@@ -203,8 +199,7 @@ impl Clue {
             Clue::FinishToolCalls(false) => "finish_reason stop despite calls".into(),
             Clue::LlamaCppDress(d) => format!("llama.cpp timings/fingerprint {}", present(d)),
             Clue::OpenRouterDress(d) => format!("OpenRouter provider/cost {}", present(d)),
-            Clue::ReasoningTrailingWhitespace => "reasoning keeps trailing whitespace".into(),
-            Clue::ArgumentsPadded => "arguments keep surrounding whitespace".into(),
+            Clue::Contradicts { shows, .. } => shows.into(),
         }
     }
 }
@@ -280,6 +275,26 @@ fn markers_spaced(text: &str, markers: &[String]) -> Option<bool> {
     seen.then_some(spaced)
 }
 
+/// A clue for each quirk of the known shapes that the answer's evidence rules out.
+fn contradicted_quirks(body: &Value, streamed: bool) -> Vec<Clue> {
+    let Ok(completion) = Completion::from_response(body) else {
+        return Vec::new();
+    };
+    let mut quirks: Vec<&'static dyn Quirk> = SHAPES.iter().flat_map(|s| s.quirks.all()).collect();
+    let mut seen = std::collections::HashSet::new();
+    quirks.retain(|q| seen.insert(q.name()));
+    quirks
+        .into_iter()
+        .filter_map(|quirk| match quirk.evidence(&completion, streamed) {
+            Evidence::Contradicts(shows) => Some(Clue::Contradicts {
+                quirk: quirk.name(),
+                shows,
+            }),
+            Evidence::Silent => None,
+        })
+        .collect()
+}
+
 /// Read one answer (a chat.completion exactly as received). `streamed`: argument padding is
 /// then no clue (most shapes keep it when streaming). `expect`: the model's family and the
 /// request (`None`: every family's markers are looked for, nothing is checked forward).
@@ -319,11 +334,12 @@ pub fn observe(
         .is_some_and(|d| !d.is_empty());
     if reasoning.is_some() {
         clues.push(Clue::ReasoningDetails(o.reasoning_details));
-        // Whitespace stripping was measured on Kimi's parsers (server::forward applies it per
-        // syntax): with the family known, the forward check judges it, not this clue.
-        if expect.is_none() && reasoning.is_some_and(|r| r.trim_end() != r) {
-            clues.push(Clue::ReasoningTrailingWhitespace);
-        }
+    }
+    // What the quirks' evidence rules out. Whitespace stripping was measured on Kimi's parsers
+    // (server::forward applies it per syntax): with the family known, the forward check judges
+    // it instead.
+    if expect.is_none() {
+        clues.extend(contradicted_quirks(body, streamed));
     }
     let raw = raw_markers.iter().any(|m| content.contains(m));
     o.think_close = if content.contains("</think>") {
@@ -381,9 +397,6 @@ pub fn observe(
         let arguments = &first["function"]["arguments"];
         let style = argument_style(arguments);
         o.arguments = Some(style);
-        if style == "padded" && !streamed && expect.is_none() {
-            clues.push(Clue::ArgumentsPadded);
-        }
         o.calls_have_index = calls
             .iter()
             .all(|c| c.get("index").is_some_and(Value::is_u64));

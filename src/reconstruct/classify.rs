@@ -6,9 +6,9 @@
 use serde_json::Value;
 
 use crate::completion::{Arguments, Completion};
+use crate::model::family::{Family, ToolGrammar};
 use crate::model::Profile;
 use crate::pyjson::{self, DumpOptions};
-use crate::server::kimi::{CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
 use crate::server::quirks::{
     BogusCallForCutId, CoercesArguments, CutReportsToolCalls, DropsIncompleteCall,
     ResynthesizesCallIds,
@@ -21,37 +21,15 @@ use super::synth::Synthesis;
 /// For a `length` cut with tools declared: where in the tool section the cut may have fallen
 /// (after the last call — on the section's end, or the next call's begin —, inside the last
 /// call's arguments — a streamed answer shows what was sent —, right after the section opener).
-pub(super) fn with_cut_tails(texts: Vec<String>, syntax: Syntax) -> Vec<String> {
-    // The section's opener, what the grammar puts right after it, a call's close, what closes
-    // its arguments before that, the section's close, what may follow a call.
-    type Grammar<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str, &'a [&'a str]);
-    let (section_begin, first_call, call_end, arguments_end, section_end, next_call): Grammar =
-        match syntax {
-            Syntax::Kimi => (
-                SECTION_BEGIN,
-                CALL_BEGIN,
-                CALL_END,
-                "",
-                SECTION_END,
-                &[CALL_BEGIN],
-            ),
-            Syntax::DeepseekV3 => (
-                "<｜tool▁calls▁begin｜>",
-                "<｜tool▁call▁begin｜>",
-                "<｜tool▁call▁end｜>",
-                "\n```",
-                "<｜tool▁calls▁end｜>",
-                &["\n", "\n<｜tool▁call▁begin｜>"],
-            ),
-            Syntax::Hermes => (
-                "<tool_call>",
-                "",
-                "</tool_call>",
-                "}\n",
-                "",
-                &["\n", "\n<tool_call>"],
-            ),
-        };
+pub(super) fn with_cut_tails(texts: Vec<String>, grammar: &ToolGrammar) -> Vec<String> {
+    let ToolGrammar {
+        section_begin,
+        first_call,
+        call_end,
+        arguments_end,
+        section_end,
+        next_call,
+    } = *grammar;
     let mut out = Vec::with_capacity(texts.len() * 4);
     for text in texts {
         let mut variants = vec![text.clone()];
@@ -328,24 +306,18 @@ fn looks_reserialized(call: &crate::completion::ToolCall) -> bool {
     }
 }
 
-/// Distinctive markers of each family's chat format.
-const FAMILY_MARKERS: &[&str] = &[
-    // Kimi
-    "<|tool_calls_section_begin|>",
-    "<|tool_call_begin|>",
-    "<|tool_call_argument_begin|>",
-    "<|im_middle|>",
-    // Qwen3
-    "<tool_call>",
-    "</tool_call>",
-    "<|im_start|>",
-    // DeepSeek-V3
-    "<｜tool▁calls▁begin｜>",
-    "<｜tool▁call▁begin｜>",
-    "<｜tool▁sep｜>",
-    "<｜end▁of▁sentence｜>",
-    "<｜Assistant｜>",
-];
+/// Distinctive markers of every family's chat format (each family's own list, in family order).
+fn family_markers() -> Vec<&'static str> {
+    let mut markers: Vec<&'static str> = Vec::new();
+    for family in Family::all() {
+        for marker in family.spec().distinctive_markers {
+            if !markers.contains(marker) {
+                markers.push(marker);
+            }
+        }
+    }
+    markers
+}
 
 /// An answer holding another family's markers does not come from the declared model.
 pub(super) fn foreign_markers(
@@ -364,9 +336,8 @@ pub(super) fn foreign_markers(
         }
         texts.extend(call.id.as_deref());
     }
-    let found: Vec<&str> = FAMILY_MARKERS
-        .iter()
-        .copied()
+    let found: Vec<&str> = family_markers()
+        .into_iter()
         .filter(|m| !own.iter().any(|o| o == m))
         .filter(|m| texts.iter().any(|t| t.contains(m)))
         .collect();
@@ -451,11 +422,12 @@ mod tests {
     fn cut_tails_hold_the_grammar_forced_opener_and_the_unclosed_arguments() {
         // deepseek_v3/vllm-0.33.0/*/cut_tool_section_opener/001: the truth is the content and
         // the two markers that always open a DeepSeek-V3 tool section.
-        let tails = with_cut_tails(vec!["Let me check.".into()], Syntax::DeepseekV3);
+        let grammar = Family::DEEPSEEK_V3.spec().tool_grammar.unwrap();
+        let tails = with_cut_tails(vec!["Let me check.".into()], &grammar);
         assert!(tails.contains(&"Let me check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>".into()));
         // …/stream/…/cut_arguments/002: cut inside the arguments, fence and close never written.
         let closed = format!("<｜tool▁calls▁begin｜>{DS_CALL}<｜tool▁calls▁end｜>");
-        let tails = with_cut_tails(vec![closed], Syntax::DeepseekV3);
+        let tails = with_cut_tails(vec![closed], &grammar);
         assert!(tails.contains(
             &"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"query\": \"umbrella\"}".into()
         ));

@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::server::Quirk;
+
 /// The certainty class of one sample's completion ids, most certain first (the order is used:
 /// [`Fidelity::at_most`] only ever moves down it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -109,6 +111,13 @@ pub enum Reason {
     HistoryRerenderDiffers,
 }
 
+impl Reason {
+    /// The reason a server quirk names ([`Quirk::reason`]).
+    pub fn of(quirk: &dyn Quirk) -> Option<Reason> {
+        serde_json::from_value(serde_json::Value::from(quirk.reason()?)).ok()
+    }
+}
+
 /// A sample's certainty: the class and the reasons.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fidelity {
@@ -153,6 +162,17 @@ impl Default for Fidelity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_quirk_reason_is_a_reason() {
+        for shape in crate::server::SHAPES {
+            for quirk in shape.quirks.all() {
+                if quirk.reason().is_some() {
+                    assert!(Reason::of(quirk).is_some(), "{}", quirk.name());
+                }
+            }
+        }
+    }
 
     #[test]
     fn names_round_trip_through_serde() {

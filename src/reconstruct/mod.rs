@@ -201,10 +201,14 @@ pub fn reconstruct_as(
         spaces: options.spaces_around_special_tokens,
         tools_declared,
     };
-    let bases: Vec<Completion> = bases
-        .into_iter()
-        .flat_map(|base| server::quirk::invert(&shape.quirks, base, &inverse))
-        .collect();
+    let mut inverted = Vec::new();
+    let mut open_quirks = Vec::new();
+    for base in bases {
+        let (answers, open) = server::quirk::invert(&shape.quirks, base, &inverse);
+        inverted.extend(answers);
+        open_quirks.extend(open);
+    }
+    let bases = inverted;
     let first_token_mode = leaks
         && shape.quirks.has::<StreamsFirstTokenAsReasoning>()
         && closes_reasoning(profile, &prompt_ids);
@@ -313,8 +317,9 @@ pub fn reconstruct_as(
             texts.splice(0..0, cut_in_id);
         }
     }
-    if let (true, true, true, Some(syntax)) = (synthesized, cut, tools_declared, syntax) {
-        texts = classify::with_cut_tails(texts, syntax);
+    let grammar = profile.family.spec().tool_grammar;
+    if let (true, true, true, Some(grammar)) = (synthesized, cut, tools_declared, grammar) {
+        texts = classify::with_cut_tails(texts, &grammar);
     }
     if closed_section && shape.quirks.has::<CutReportsToolCalls>() {
         // Closed, then maybe cut before the end-of-turn token: the count decides.
@@ -385,6 +390,12 @@ pub fn reconstruct_as(
             "ambiguous: the server re-serialized the tool-call arguments and not every spelling the model may have written could be tried (too many separators)"
                 .to_string(),
         );
+    }
+    if fidelity.class == FidelityClass::Ambiguous {
+        // Several answers a quirk could have hidden were read back and nothing decided.
+        for reason in open_quirks.iter().filter_map(|q| Reason::of(*q)) {
+            fidelity.because(reason);
+        }
     }
     classify::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
     // A streamed 0.11 answer whose section closed shows it (the leak), and the count tells a

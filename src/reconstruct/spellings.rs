@@ -122,9 +122,7 @@ fn write(out: &mut String, value: &Value, ascii: bool, mask: u32, site: &mut usi
     }
 }
 
-const CALL_OPEN: &str = "<tool_call>";
-const CALL_CLOSE: &str = "</tool_call>";
-const THINK_CLOSE: &str = "</think>";
+use crate::model::family::qwen3::{CALL_CLOSE, CALL_OPEN, THINK_CLOSE};
 
 /// Whitespace a model may have written in place of, or after, the content hermes nulls.
 const WHITESPACE: [&str; 7] = [" ", "\n", "\n\n", "  ", "\t", " \n", "\n "];

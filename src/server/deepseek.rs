@@ -21,10 +21,7 @@ use regex::Regex;
 
 use super::{Parsed, ParsedCall};
 
-const SECTION_BEGIN: &str = "<｜tool▁calls▁begin｜>";
-const SECTION_END: &str = "<｜tool▁calls▁end｜>";
-const CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
-const CALL_END: &str = "<｜tool▁call▁end｜>";
+use crate::model::family::deepseek_v3::{CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
 
 /// vLLM's `tool_call_regex` (no DOTALL: `.` stops at a newline, as in Python).
 static CALL_RE: LazyLock<Regex> = LazyLock::new(|| {

@@ -21,10 +21,7 @@ use serde_json::Value;
 use super::{Parsed, ParsedCall};
 use crate::pyjson::{dumps_json, DumpOptions};
 
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
-const CALL_OPEN: &str = "<tool_call>";
-const CALL_CLOSE: &str = "</tool_call>";
+use crate::model::family::qwen3::{CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN};
 
 /// vLLM's `tool_call_regex` (DOTALL): a closed call, or an unclosed one to the end.
 static CALL_RE: LazyLock<Regex> = LazyLock::new(|| {

@@ -26,16 +26,10 @@ use super::quirks::{
 };
 use super::{ForwardInput, Parsed, ParsedCall, ServerShape};
 
-pub const THINK_END: &str = "</think>";
-pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
-pub const SECTION_END: &str = "<|tool_calls_section_end|>";
-pub const CALL_BEGIN: &str = "<|tool_call_begin|>";
-pub const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
-pub const CALL_END: &str = "<|tool_call_end|>";
-
-const THINK_BEGIN: &str = "<think>";
-/// The singular misspelling parsers accept as a text fallback.
-const SECTION_BEGIN_SINGULAR: &str = "<|tool_call_section_begin|>";
+pub use crate::model::family::kimi::{
+    ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END, THINK_END,
+};
+use crate::model::family::kimi::{SECTION_BEGIN_SINGULAR, THINK_BEGIN};
 
 /// vLLM's `kimi_k2` tool-call regex (DOTALL).
 static CALL_RE: LazyLock<Regex> = LazyLock::new(|| {

@@ -22,8 +22,8 @@ use crate::completion::Completion;
 pub enum Evidence {
     /// Nothing either way.
     Silent,
-    /// A server with this quirk cannot have sent the answer.
-    Contradicts,
+    /// A server with this quirk cannot have sent the answer, which shows this.
+    Contradicts(&'static str),
 }
 
 /// How the answer an inverse reads back was asked for.
@@ -166,17 +166,27 @@ impl PartialEq for Quirks {
     }
 }
 
-/// The answers every quirk of `quirks` could have hidden behind `answer`: each quirk's inverse,
-/// last quirk first (the first one acted first on the way out).
-pub fn invert(quirks: &Quirks, answer: Completion, input: &InverseInput) -> Vec<Completion> {
+/// The answers every quirk of `quirks` could have hidden behind `answer` (each quirk's inverse,
+/// last quirk first: the first one acted first on the way out), and the quirks whose inverse
+/// gave more than one (what is open if nothing decides between them).
+pub fn invert(
+    quirks: &Quirks,
+    answer: Completion,
+    input: &InverseInput,
+) -> (Vec<Completion>, Vec<&'static dyn Quirk>) {
     let mut answers = vec![answer];
-    for quirk in quirks.all().iter().rev() {
+    let mut open = Vec::new();
+    for quirk in quirks.all().into_iter().rev() {
+        let before = answers.len();
         answers = answers
             .iter()
             .flat_map(|a| quirk.inverse(a, input))
             .collect();
+        if answers.len() > before {
+            open.push(quirk);
+        }
     }
-    answers
+    (answers, open)
 }
 
 #[cfg(test)]

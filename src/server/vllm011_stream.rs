@@ -30,13 +30,11 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END, THINK_END};
 use super::{Parsed, ParsedCall};
-
-/// `<think>`: the reasoning parser's start token.
-const THINK_BEGIN: &str = "<think>";
-const SECTION_BEGIN_SINGULAR: &str = "<|tool_call_section_begin|>";
-const SECTION_END_SINGULAR: &str = "<|tool_call_section_end|>";
+use crate::model::family::kimi::{
+    ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_BEGIN_SINGULAR, SECTION_END,
+    SECTION_END_SINGULAR, THINK_BEGIN, THINK_END,
+};
 
 /// `KimiK2ToolParser.buffer_max_size`: past it, the buffer keeps its last half.
 const BUFFER_MAX_CHARS: usize = 1024;

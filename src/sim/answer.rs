@@ -19,13 +19,9 @@ use super::arguments;
 use super::config::Behaviour;
 use super::words;
 
-pub const THINK_END: &str = "</think>";
-pub const IM_END: &str = "<|im_end|>";
-pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
-pub const SECTION_END: &str = "<|tool_calls_section_end|>";
-pub const CALL_BEGIN: &str = "<|tool_call_begin|>";
-pub const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
-pub const CALL_END: &str = "<|tool_call_end|>";
+pub use crate::model::family::kimi::{
+    ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, END_OF_TURN, SECTION_BEGIN, SECTION_END, THINK_END,
+};
 
 /// One tool call as the model writes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +72,7 @@ impl Answer {
             }
             out.push_str(SECTION_END);
         }
-        out.push_str(IM_END);
+        out.push_str(END_OF_TURN);
         out
     }
 }

@@ -6,6 +6,10 @@
 
 use serde_json::Value;
 
+use crate::model::family::kimi::{
+    ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END,
+};
+
 /// The approximate prompt text for `messages` and `tools`.
 pub fn approximate_render(messages: &[Value], tools: &[Value], thinking: bool) -> String {
     let mut out = String::new();
@@ -41,19 +45,19 @@ pub fn approximate_render(messages: &[Value], tools: &[Value], thinking: bool) -
         }
         push_content(&mut out, message.get("content"));
         if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
-            out.push_str("<|tool_calls_section_begin|>");
+            out.push_str(SECTION_BEGIN);
             for call in calls {
-                out.push_str("<|tool_call_begin|>");
+                out.push_str(CALL_BEGIN);
                 out.push_str(call.get("id").and_then(Value::as_str).unwrap_or(""));
-                out.push_str("<|tool_call_argument_begin|>");
+                out.push_str(ARGUMENT_BEGIN);
                 match call.get("function").and_then(|f| f.get("arguments")) {
                     Some(Value::String(s)) => out.push_str(s),
                     Some(other) => out.push_str(&other.to_string()),
                     None => {}
                 }
-                out.push_str("<|tool_call_end|>");
+                out.push_str(CALL_END);
             }
-            out.push_str("<|tool_calls_section_end|>");
+            out.push_str(SECTION_END);
         }
         out.push_str("<|im_end|>");
     }

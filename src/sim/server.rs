@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::answer::{self, Prompted, IM_END};
+use super::answer::{self, Prompted, END_OF_TURN};
 use super::attempts::Attempts;
 use super::capacity::{Capacity, CapacitySnapshot};
 use super::config::SimConfig;
@@ -539,7 +539,7 @@ fn make_turn(
         let mut rng = seed::rng(config.seed, key, Purpose::Answer, 0);
         Some(answer::write(&prompted, &config.behaviour, &mut rng))
     };
-    let end_of_turn = family.map_or(IM_END, |p| p.end_of_turn());
+    let end_of_turn = family.map_or(END_OF_TURN, |p| p.end_of_turn());
     // The model writes its own family's syntax: Kimi's natively, others as their profile does.
     let given = given.and_then(|ids| tokens.given(ids, end_of_turn));
     let sampled = match (given, &written, family) {
@@ -549,7 +549,7 @@ fn make_turn(
             tokens.sample(&native, profile.end_of_turn(), request.max_tokens)
         }
         (None, Some(answer), None) => {
-            tokens.sample(&answer.native_text(), IM_END, request.max_tokens)
+            tokens.sample(&answer.native_text(), END_OF_TURN, request.max_tokens)
         }
         (None, None, _) => tokens.sample("", "", None),
     };

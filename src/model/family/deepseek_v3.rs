@@ -16,19 +16,28 @@
 use serde_json::Value;
 
 use super::AssistantTurn;
-use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
+use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
 use crate::completion::{Arguments, ToolCall};
 use crate::model::native::{self, NativeTwin, Request, Role};
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, DumpOptions};
 
+// DeepSeek-V3's markers, defined here only (the `deepseek_v3` parser in `server::deepseek` reads
+// them from this file).
+pub const END_OF_SENTENCE: &str = "<｜end▁of▁sentence｜>";
+pub const SECTION_BEGIN: &str = "<｜tool▁calls▁begin｜>";
+pub const SECTION_END: &str = "<｜tool▁calls▁end｜>";
+pub const CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
+pub const CALL_END: &str = "<｜tool▁call▁end｜>";
+pub const CALL_SEP: &str = "<｜tool▁sep｜>";
+
 pub const SPEC: FamilySpec = FamilySpec {
     name: "deepseek-v3",
     detect_order: 30,
     builtin_template: None,
-    end_of_turn: Some("<｜end▁of▁sentence｜>"),
+    end_of_turn: Some(END_OF_SENTENCE),
     reasoning_close: None,
-    tool_section_begin: Some("<｜tool▁calls▁begin｜>"),
+    tool_section_begin: Some(SECTION_BEGIN),
     thinking_switch: None,
     always_thinks: false,
     syntax: Some(Syntax::DeepseekV3),
@@ -42,6 +51,22 @@ pub const SPEC: FamilySpec = FamilySpec {
         render,
     }],
     k2vv: K2vvThreshold::BORROWED_FROM_K2_0905,
+    tool_grammar: Some(ToolGrammar {
+        section_begin: SECTION_BEGIN,
+        first_call: CALL_BEGIN,
+        call_end: CALL_END,
+        arguments_end: "\n```",
+        section_end: SECTION_END,
+        // A newline, then the next call's begin (`CALL_BEGIN`).
+        next_call: &["\n", "\n<｜tool▁call▁begin｜>"],
+    }),
+    distinctive_markers: &[
+        SECTION_BEGIN,
+        CALL_BEGIN,
+        CALL_SEP,
+        END_OF_SENTENCE,
+        ASSISTANT,
+    ],
 };
 
 impl Family {
@@ -89,12 +114,14 @@ pub fn detect(tokenizer_config: &str, template: &str) -> bool {
 pub fn completion_text(content: &str, tool_calls: &[ToolCall], end_of_turn: bool) -> String {
     let mut out = String::from(content);
     if !tool_calls.is_empty() {
-        out.push_str("<｜tool▁calls▁begin｜>");
+        out.push_str(SECTION_BEGIN);
         for (i, call) in tool_calls.iter().enumerate() {
             if i > 0 {
                 out.push('\n');
             }
-            out.push_str("<｜tool▁call▁begin｜>function<｜tool▁sep｜>");
+            out.push_str(CALL_BEGIN);
+            out.push_str("function");
+            out.push_str(CALL_SEP);
             out.push_str(&call.name);
             out.push_str("\n```json\n");
             match &call.arguments {
@@ -103,12 +130,13 @@ pub fn completion_text(content: &str, tool_calls: &[ToolCall], end_of_turn: bool
                     out.push_str(&dumps_json(value, &DumpOptions::default()))
                 }
             }
-            out.push_str("\n```<｜tool▁call▁end｜>");
+            out.push_str("\n```");
+            out.push_str(CALL_END);
         }
-        out.push_str("<｜tool▁calls▁end｜>");
+        out.push_str(SECTION_END);
     }
     if end_of_turn {
-        out.push_str("<｜end▁of▁sentence｜>");
+        out.push_str(END_OF_SENTENCE);
     }
     out
 }
@@ -120,7 +148,6 @@ pub const TEMPLATE_SHA256: &str =
 
 const USER: &str = "<｜User｜>";
 const ASSISTANT: &str = "<｜Assistant｜>";
-const END_OF_SENTENCE: &str = "<｜end▁of▁sentence｜>";
 
 /// DeepSeek-V3's chat template, written out; `None` for inputs it does not reproduce exactly.
 ///

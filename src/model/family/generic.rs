@@ -23,6 +23,8 @@ pub const SPEC: FamilySpec = FamilySpec {
     template_ignores_tools: false,
     native_twins: &[],
     k2vv: K2vvThreshold::BORROWED_FROM_K2_0905,
+    tool_grammar: None,
+    distinctive_markers: &[],
 };
 
 impl Family {

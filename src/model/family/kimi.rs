@@ -28,7 +28,7 @@
 use serde_json::{Map, Value};
 
 use super::AssistantTurn;
-use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
+use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
 use crate::completion::{Arguments, ToolCall};
 use crate::model::ModelError;
 use crate::pyjson::{self, DumpOptions};
@@ -57,6 +57,8 @@ pub const K2: FamilySpec = FamilySpec {
         tool_call_f1_min: 0.80,
         basis: "K2-0905 at temperature 0.6 (official minimum 82.71%)",
     },
+    tool_grammar: Some(TOOL_GRAMMAR),
+    distinctive_markers: DISTINCTIVE_MARKERS,
 };
 
 pub const K2_THINKING: FamilySpec = FamilySpec {
@@ -64,7 +66,7 @@ pub const K2_THINKING: FamilySpec = FamilySpec {
     detect_order: DETECT_ORDER,
     builtin_template: Some(include_str!("templates/kimi-k2-thinking.jinja")),
     end_of_turn: Some(END_OF_TURN),
-    reasoning_close: Some(THINK_CLOSE),
+    reasoning_close: Some(THINK_END),
     tool_section_begin: Some(SECTION_BEGIN),
     thinking_switch: None,
     always_thinks: true,
@@ -77,6 +79,8 @@ pub const K2_THINKING: FamilySpec = FamilySpec {
         tool_call_f1_min: 0.73,
         basis: "K2-Thinking at temperature 1.0 (official minimum 75.81%)",
     },
+    tool_grammar: Some(TOOL_GRAMMAR),
+    distinctive_markers: DISTINCTIVE_MARKERS,
 };
 
 pub const K25: FamilySpec = FamilySpec {
@@ -84,7 +88,7 @@ pub const K25: FamilySpec = FamilySpec {
     detect_order: DETECT_ORDER,
     builtin_template: Some(include_str!("templates/kimi-k2.5.jinja")),
     end_of_turn: Some(END_OF_TURN),
-    reasoning_close: Some(THINK_CLOSE),
+    reasoning_close: Some(THINK_END),
     tool_section_begin: Some(SECTION_BEGIN),
     thinking_switch: Some(("thinking", true)),
     always_thinks: false,
@@ -97,6 +101,8 @@ pub const K25: FamilySpec = FamilySpec {
         tool_call_f1_min: 0.73,
         basis: "K2-Thinking's (none published for K2.5)",
     },
+    tool_grammar: Some(TOOL_GRAMMAR),
+    distinctive_markers: DISTINCTIVE_MARKERS,
 };
 
 /// Before Qwen3: Kimi's tokenizer also has ChatML's `<|im_start|>`.
@@ -181,14 +187,30 @@ impl FamilyRules for KimiRules {
     }
 }
 
-const END_OF_TURN: &str = "<|im_end|>";
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
-const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
-const SECTION_END: &str = "<|tool_calls_section_end|>";
-const CALL_BEGIN: &str = "<|tool_call_begin|>";
-const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
-const CALL_END: &str = "<|tool_call_end|>";
+// Kimi's markers, defined here only: the server parsers (`server::kimi`), the reconstruction,
+// the audit and the simulator read them from this file.
+pub const END_OF_TURN: &str = "<|im_end|>";
+pub const THINK_BEGIN: &str = "<think>";
+pub const THINK_END: &str = "</think>";
+pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
+pub const SECTION_END: &str = "<|tool_calls_section_end|>";
+pub const CALL_BEGIN: &str = "<|tool_call_begin|>";
+pub const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
+pub const CALL_END: &str = "<|tool_call_end|>";
+/// Where a `length` cut can fall in Kimi's tool section: the opener is always followed by a
+/// call's begin, arguments run to the call's end.
+const TOOL_GRAMMAR: ToolGrammar = ToolGrammar {
+    section_begin: SECTION_BEGIN,
+    first_call: CALL_BEGIN,
+    call_end: CALL_END,
+    arguments_end: "",
+    section_end: SECTION_END,
+    next_call: &[CALL_BEGIN],
+};
+const DISTINCTIVE_MARKERS: &[&str] = &[SECTION_BEGIN, CALL_BEGIN, ARGUMENT_BEGIN, "<|im_middle|>"];
+/// The singular misspellings of the section markers that vLLM's `kimi_k2` parsers accept.
+pub const SECTION_BEGIN_SINGULAR: &str = "<|tool_call_section_begin|>";
+pub const SECTION_END_SINGULAR: &str = "<|tool_call_section_end|>";
 
 /// Kimi from `config.json`'s `model_type` or Kimi's special tokens; which Kimi from the template.
 pub fn detect(model_type: &str, tokenizer_config: &str, template: &str) -> Option<Family> {
@@ -199,7 +221,7 @@ pub fn detect(model_type: &str, tokenizer_config: &str, template: &str) -> Optio
     Some(
         if model_type == "kimi_k25" || template.contains("tools_ts_str") {
             Family::KIMI_K25
-        } else if template.contains(THINK_OPEN) {
+        } else if template.contains(THINK_BEGIN) {
             Family::KIMI_K2_THINKING
         } else {
             Family::KIMI_K2
@@ -274,14 +296,14 @@ pub fn completion_text(
         // K2.5 with thinking: `<think>` is the last prompt token, the model starts with reasoning.
         out.push_str(reasoning.unwrap_or_default());
         if reasoning_closed {
-            out.push_str(THINK_CLOSE);
+            out.push_str(THINK_END);
         }
     } else if let (true, Some(reasoning)) = (family == Family::KIMI_K2_THINKING, reasoning) {
         // K2-Thinking writes its own `<think>`.
-        out.push_str(THINK_OPEN);
+        out.push_str(THINK_BEGIN);
         out.push_str(reasoning);
         if reasoning_closed {
-            out.push_str(THINK_CLOSE);
+            out.push_str(THINK_END);
         }
     }
     // K2, K2.5 with thinking off (the prompt ends `<think></think>`), no reasoning: nothing.

@@ -85,6 +85,28 @@ pub struct FamilySpec {
     pub native_twins: &'static [NativeTwin],
     /// The ToolCall-Trigger Similarity (F1) a provider is held to (`verify/audit/k2vv.rs`).
     pub k2vv: K2vvThreshold,
+    /// Where in the tool syntax a `length` cut can fall; `None`: no tool syntax known.
+    pub tool_grammar: Option<ToolGrammar>,
+    /// Markers only this family writes: another family's answer holding them did not come from
+    /// this model.
+    pub distinctive_markers: &'static [&'static str],
+}
+
+/// A family's tool-call syntax as a `length` cut meets it (the reconstruction's cut tails).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolGrammar {
+    /// What opens the tool section.
+    pub section_begin: &'static str,
+    /// What the grammar puts right after the opener (`""`: nothing forced).
+    pub first_call: &'static str,
+    /// What closes one call.
+    pub call_end: &'static str,
+    /// What closes a call's arguments before `call_end` (`""`: nothing).
+    pub arguments_end: &'static str,
+    /// What closes the section (`""`: it has no close of its own).
+    pub section_end: &'static str,
+    /// What may follow a call's close.
+    pub next_call: &'static [&'static str],
 }
 
 /// A family's K2-Vendor-Verifier F1 threshold and where it comes from (the report says which).

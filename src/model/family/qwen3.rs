@@ -13,7 +13,7 @@
 //!   native twin (see `model/native.rs`).
 
 use super::AssistantTurn;
-use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
+use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
 use crate::completion::{Arguments, ToolCall};
 use crate::json::Json;
 use crate::model::native::{self, Message, NativeTwin, Request, Role};
@@ -25,9 +25,9 @@ pub const SPEC: FamilySpec = FamilySpec {
     // After Kimi, whose tokenizer also has `<|im_start|>`.
     detect_order: 20,
     builtin_template: None,
-    end_of_turn: Some("<|im_end|>"),
-    reasoning_close: Some("</think>"),
-    tool_section_begin: Some("<tool_call>"),
+    end_of_turn: Some(END_OF_TURN),
+    reasoning_close: Some(THINK_CLOSE),
+    tool_section_begin: Some(CALL_OPEN),
     thinking_switch: Some(("enable_thinking", true)),
     always_thinks: false,
     syntax: Some(Syntax::Hermes),
@@ -41,6 +41,16 @@ pub const SPEC: FamilySpec = FamilySpec {
         render,
     }],
     k2vv: K2vvThreshold::BORROWED_FROM_K2_THINKING,
+    tool_grammar: Some(ToolGrammar {
+        section_begin: CALL_OPEN,
+        first_call: "",
+        call_end: CALL_CLOSE,
+        arguments_end: "}\n",
+        section_end: "",
+        // A newline, then the next call's open (`CALL_OPEN`).
+        next_call: &["\n", "\n<tool_call>"],
+    }),
+    distinctive_markers: &[CALL_OPEN, CALL_CLOSE, "<|im_start|>"],
 };
 
 impl Family {
@@ -140,9 +150,13 @@ pub fn completion_text(
     out
 }
 
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
-const END_OF_TURN: &str = "<|im_end|>";
+// Qwen3's markers, defined here only (the `hermes` parser in `server::hermes` and the
+// reconstruction's spellings read them from this file).
+pub const THINK_OPEN: &str = "<think>";
+pub const THINK_CLOSE: &str = "</think>";
+pub const END_OF_TURN: &str = "<|im_end|>";
+pub const CALL_OPEN: &str = "<tool_call>";
+pub const CALL_CLOSE: &str = "</tool_call>";
 
 /// SHA-256 of the `chat_template` in Qwen3's `tokenizer_config.json`, the template [`render`]
 /// reproduces.

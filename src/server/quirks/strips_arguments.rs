@@ -25,7 +25,7 @@ impl Quirk for StripsArguments {
             Arguments::Object(_) => false,
         });
         if padded && !stream {
-            Evidence::Contradicts
+            Evidence::Contradicts("arguments keep surrounding whitespace")
         } else {
             Evidence::Silent
         }

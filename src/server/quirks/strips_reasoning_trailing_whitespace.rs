@@ -26,7 +26,9 @@ impl Quirk for StripsReasoningTrailingWhitespace {
     /// A reasoning that ends in whitespace was not stripped.
     fn evidence(&self, answer: &Completion, _stream: bool) -> Evidence {
         match answer.reasoning.as_deref() {
-            Some(r) if r.trim_end() != r => Evidence::Contradicts,
+            Some(r) if r.trim_end() != r => {
+                Evidence::Contradicts("reasoning keeps trailing whitespace")
+            }
             _ => Evidence::Silent,
         }
     }

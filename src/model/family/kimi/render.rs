@@ -377,21 +377,21 @@ fn part_text(out: &mut String, part: &Object) -> Option<()> {
 
 /// `render_toolcalls`: ids as given, string arguments verbatim, others through `tojson`.
 fn tool_calls(out: &mut String, calls: &Json) -> Option<()> {
-    out.push_str("<|tool_calls_section_begin|>");
+    out.push_str(super::SECTION_BEGIN);
     for call in calls.as_array()? {
         let call = call.as_object()?;
-        out.push_str("<|tool_call_begin|>");
+        out.push_str(super::CALL_BEGIN);
         match call.get("id") {
             Some(Json::String(id)) => out.push_str(id),
             None => {}
             Some(_) => return None,
         }
-        out.push_str("<|tool_call_argument_begin|>");
+        out.push_str(super::ARGUMENT_BEGIN);
         match call.get("function")?.as_object()?.get("arguments")? {
             Json::String(arguments) => out.push_str(arguments),
             other => write_json(out, other, &DumpOptions::default()),
         }
-        out.push_str("<|tool_call_end|>");
+        out.push_str(super::CALL_END);
     }
     out.push_str("<|tool_calls_section_end|>");
     Some(())

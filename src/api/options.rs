@@ -2,10 +2,11 @@
 //! extras), and their check.
 //!
 //! [`RequestOptions::validate`] runs once when a run starts and turns every bad setting into an
-//! [`OptionsError`] that says what to change; `super::build_body` then runs per request and cannot fail.
-//! OpenRouter's `reasoning` and `provider` objects are kept as JSON in the options (so the manifest
-//! fingerprints exactly what is sent) and checked through the typed [`Reasoning`] and
-//! [`ProviderRouting`] (src/api/openrouter_options.rs), which reject unknown fields so a typo cannot silently fall back to defaults.
+//! [`OptionsError`] that says what to change; `super::build_body` then runs per request and cannot
+//! fail. OpenRouter's `reasoning` and `provider` objects are kept as JSON in the options (so the
+//! manifest fingerprints exactly what is sent) and checked through the typed [`Reasoning`] and
+//! [`ProviderRouting`] (src/api/openrouter_options.rs), which reject unknown fields so a typo
+//! cannot silently fall back to defaults.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -46,7 +46,9 @@ pub use shutdown::{Shutdown, StopReason};
 use crate::api::{ApiKey, Client, ClientConfig, ErrorClass, ServerKind};
 use crate::config::{ConfigError, RunConfig};
 use crate::dataset::Prompt;
-use crate::journal::{Disposition, JournalError, JournalWriter, Manifest, RunDir, Summary};
+use crate::journal::{
+    Disposition, Journal, JournalError, JournalWriter, Manifest, ResumeState, RunDir, Summary,
+};
 
 /// Records queued between request tasks and the journal writer thread.
 const RECORD_QUEUE: usize = 4096;
@@ -215,70 +217,16 @@ pub(crate) async fn run_list_as(
         }
     };
 
-    // Distinct prompts, in input order.
-    let mut prompts = prompts.items;
-    let mut seen = HashSet::with_capacity(prompts.len());
-    let keep: Vec<bool> = prompts.iter().map(|p| seen.insert(&*p.id)).collect();
-    drop(seen);
-    let mut keep = keep.into_iter();
-    prompts.retain(|_| keep.next().unwrap_or(false));
-
+    let prompts = distinct_in_order(prompts.items);
     let manifest = manifest.unwrap_or_else(|| {
         manifest_for(config, prompts.iter().map(|p| &*p.id)).with_prompts(prompts_file)
     });
-    let force = config.force || adopts_imported_manifest(run_dir);
-    let (mut journal, state) = RunDir::create_or_open(run_dir, &manifest, force)?;
-    for key in &keys {
-        journal.set_redact(key.expose());
-    }
-    if let Some(torn) = &state.report.torn_tail {
+    let (journal, state) = open_run(config, run_dir, &manifest, &keys, &say)?;
+    let sorted = sort_prompts(config, &state, prompts);
+    if sorted.lowered_limits > 0 {
         say(format!(
-            "{}: cut a torn last line ({} bytes) left by an interrupted run",
-            torn.segment.display(),
-            torn.removed_bytes
-        ));
-    }
-
-    // Move each prompt either into the pending list or out (finished): no copy of the dataset.
-    let total = prompts.len() as u64;
-    let mut finished_before = 0u64;
-    let mut ids: Vec<Box<str>> = Vec::with_capacity(prompts.len());
-    let mut pending: Vec<scheduler::Pending> = Vec::new();
-    // A run that never had a success and failed with 403/404 was pointed at the wrong place
-    // (the early stop ends such a run): those failures say nothing about the prompts.
-    let never_succeeded = state.totals.success == 0;
-    let mut lowered_limits = 0usize;
-    for mut prompt in prompts {
-        ids.push(prompt.id.clone());
-        if let Some(run_limit) = config.request.max_tokens {
-            lowered_limits += usize::from(lower_own_max_tokens(&mut prompt, run_limit));
-        }
-        let run_it = match state.get(&prompt.id).map(|s| s.disposition()) {
-            None | Some(Disposition::Retry(_)) => true,
-            // 401/402 are about the account: retried once the key or credit is fixed.
-            Some(Disposition::FailedPermanently(Some(class))) => {
-                is_fatal(class)
-                    || (never_succeeded
-                        && matches!(class, ErrorClass::Forbidden | ErrorClass::ClientError))
-            }
-            Some(_) => false,
-        };
-        if run_it {
-            let first_attempt = state.next_attempt(&prompt.id);
-            let not_before_ms = state.get(&prompt.id).and_then(|s| s.not_before_ms);
-            pending.push(scheduler::Pending {
-                prompt,
-                first_attempt,
-                not_before_ms,
-            });
-        } else {
-            finished_before += 1;
-        }
-    }
-
-    if lowered_limits > 0 {
-        say(format!(
-            "{lowered_limits} prompt(s) ask for more than the run's max_tokens ({}): sent with the run's (the budget bounds each request by it)",
+            "{} prompt(s) ask for more than the run's max_tokens ({}): sent with the run's (the budget bounds each request by it)",
+            sorted.lowered_limits,
             config.request.max_tokens.unwrap_or_default()
         ));
     }
@@ -289,38 +237,223 @@ pub(crate) async fn run_list_as(
         ..ClientConfig::default()
     })
     .map_err(|e| EngineError::Client(e.to_string()))?;
-    let streams = if options.keep_stream {
-        let log = crate::journal::streams::StreamLog::open(run_dir).map_err(|e| {
-            EngineError::Runtime(format!(
-                "cannot open {}: {e}",
-                run_dir
-                    .join(crate::journal::streams::STREAMS_FILE)
-                    .display()
-            ))
-        })?;
-        Some(log)
-    } else {
-        None
-    };
+    let streams = open_stream_log(run_dir, options.keep_stream)?;
+    let has_pending = !sorted.pending.is_empty();
+    let prices = run_prices(config, &client, &resolved, has_pending, &say).await;
+    let budget = session_budget(config, prices, &state);
+    let projected = budget.project_tokens(sorted.pending.iter().map(|p| p.prompt.prompt_tokens()));
+    say(format!(
+        "generate: {} prompt(s), {} finished before, {} to run; run dir {}",
+        sorted.ids.len(),
+        sorted.finished_before,
+        sorted.pending.len(),
+        run_dir.display()
+    ));
+    let pending = sorted.pending.len();
+    let credits = check_credits(&client, &resolved, config, projected, pending, &say).await?;
 
-    let mut prices = PriceTable::from_config(&config.budget);
-    if prices.is_none() && config.budget.max_cost_usd.is_some() && !pending.is_empty() {
-        // A cap with no price table: the model's published price bounds the first requests.
-        for r in resolved.iter().filter(|r| r.kind == ServerKind::OpenRouter) {
-            if let Some(found) = published_price(&client, &r.endpoint, &r.options.model).await {
-                say(format!(
-                    "endpoint {:?}: {} is priced ${:.4} / ${:.4} per million prompt / completion tokens (its published price; the budget bounds each request by it)",
-                    r.endpoint.name,
-                    r.options.model,
-                    found.prompt * 1e6,
-                    found.completion * 1e6
-                ));
-                prices = Some(found);
-                break;
-            }
+    let session = Session {
+        client,
+        resolved,
+        keys: keys.clone(),
+        streams,
+        budget,
+        prices,
+        shutdown: shutdown.clone(),
+    };
+    let ended = session
+        .schedule(
+            config,
+            &options,
+            (journal, state),
+            sorted.pending,
+            sorted.finished_before,
+            sorted.ids.len() as u64,
+        )
+        .await?;
+
+    let summary = write_summary(run_dir, &ended.state, started, skipped_lines)?;
+    // Prompts of this input with no record at all (the summary counts prompts with a record).
+    let not_started = sorted
+        .ids
+        .iter()
+        .filter(|id| ended.state.get(id).is_none())
+        .count() as u64;
+    let stop = shutdown
+        .reason()
+        .map_or(StopReason::Completed, |(reason, _)| reason);
+    Ok(RunSummary {
+        run_dir: run_dir.to_path_buf(),
+        stop,
+        prompts: sorted.ids.len() as u64,
+        finished_before: sorted.finished_before,
+        not_started,
+        credits,
+        projected_cost_usd: projected,
+        concurrency_limit: ended.limit,
+        concurrency_decreases: ended.decreases,
+        first_errors: ended.health.first_errors(),
+        summary,
+    })
+}
+
+/// Create or open the run directory under `manifest`, its journal redacting the run's keys.
+fn open_run(
+    config: &RunConfig,
+    run_dir: &Path,
+    manifest: &Manifest,
+    keys: &[ApiKey],
+    say: &impl Fn(String),
+) -> Result<(Journal, ResumeState), EngineError> {
+    let force = config.force || adopts_imported_manifest(run_dir);
+    let (mut journal, state) = RunDir::create_or_open(run_dir, manifest, force)?;
+    for key in keys {
+        journal.set_redact(key.expose());
+    }
+    if let Some(torn) = &state.report.torn_tail {
+        say(format!(
+            "{}: cut a torn last line ({} bytes) left by an interrupted run",
+            torn.segment.display(),
+            torn.removed_bytes
+        ));
+    }
+    Ok((journal, state))
+}
+
+/// `summary.json` of the whole run after this session (earlier sessions' figures kept).
+fn write_summary(
+    run_dir: &Path,
+    state: &ResumeState,
+    started: Instant,
+    skipped_lines: Vec<crate::journal::SkippedLine>,
+) -> Result<Summary, EngineError> {
+    let mut summary =
+        Summary::from_state(state, started.elapsed()).after(RunDir::new(run_dir).read_summary());
+    summary.skipped_lines = skipped_lines;
+    RunDir::new(run_dir).write_summary(&summary)?;
+    Ok(summary)
+}
+
+/// The prompts with each id once (its first occurrence), in input order.
+fn distinct_in_order(mut prompts: Vec<prompts::CompactPrompt>) -> Vec<prompts::CompactPrompt> {
+    let mut seen = HashSet::with_capacity(prompts.len());
+    let keep: Vec<bool> = prompts.iter().map(|p| seen.insert(&*p.id)).collect();
+    drop(seen);
+    let mut keep = keep.into_iter();
+    prompts.retain(|_| keep.next().unwrap_or(false));
+    prompts
+}
+
+/// The input's prompts sorted into those to run this session and those finished before.
+struct SortedPrompts {
+    /// Every prompt's id, in input order.
+    ids: Vec<Box<str>>,
+    pending: Vec<scheduler::Pending>,
+    finished_before: u64,
+    /// Prompts whose own `max_tokens` was lowered to the run's.
+    lowered_limits: usize,
+}
+
+/// Move each prompt either into the pending list or out (finished): no copy of the dataset.
+fn sort_prompts(
+    config: &RunConfig,
+    state: &ResumeState,
+    prompts: Vec<prompts::CompactPrompt>,
+) -> SortedPrompts {
+    let mut sorted = SortedPrompts {
+        ids: Vec::with_capacity(prompts.len()),
+        pending: Vec::new(),
+        finished_before: 0,
+        lowered_limits: 0,
+    };
+    // A run that never had a success and failed with 403/404 was pointed at the wrong place
+    // (the early stop ends such a run): those failures say nothing about the prompts.
+    let never_succeeded = state.totals.success == 0;
+    for mut prompt in prompts {
+        sorted.ids.push(prompt.id.clone());
+        if let Some(run_limit) = config.request.max_tokens {
+            sorted.lowered_limits += usize::from(lower_own_max_tokens(&mut prompt, run_limit));
+        }
+        let disposition = state.get(&prompt.id).map(|s| s.disposition());
+        if runs_again(disposition, never_succeeded) {
+            let first_attempt = state.next_attempt(&prompt.id);
+            let not_before_ms = state.get(&prompt.id).and_then(|s| s.not_before_ms);
+            sorted.pending.push(scheduler::Pending {
+                prompt,
+                first_attempt,
+                not_before_ms,
+            });
+        } else {
+            sorted.finished_before += 1;
         }
     }
-    let budget = Budget::new(
+    sorted
+}
+
+/// Whether a prompt whose journal says `disposition` (`None`: no record) runs this session.
+fn runs_again(disposition: Option<Disposition>, never_succeeded: bool) -> bool {
+    match disposition {
+        None | Some(Disposition::Retry(_)) => true,
+        // 401/402 are about the account: retried once the key or credit is fixed.
+        Some(Disposition::FailedPermanently(Some(class))) => {
+            is_fatal(class)
+                || (never_succeeded
+                    && matches!(class, ErrorClass::Forbidden | ErrorClass::ClientError))
+        }
+        Some(_) => false,
+    }
+}
+
+/// The stream log of the run (`--keep-stream`), opened for appending.
+fn open_stream_log(
+    run_dir: &Path,
+    keep_stream: bool,
+) -> Result<Option<crate::journal::streams::StreamLog>, EngineError> {
+    if !keep_stream {
+        return Ok(None);
+    }
+    let log = crate::journal::streams::StreamLog::open(run_dir).map_err(|e| {
+        EngineError::Runtime(format!(
+            "cannot open {}: {e}",
+            run_dir
+                .join(crate::journal::streams::STREAMS_FILE)
+                .display()
+        ))
+    })?;
+    Ok(Some(log))
+}
+
+/// The price table of the run: the configured one, or (a cap with no price table and prompts to
+/// run) the model's published price on an OpenRouter endpoint, which bounds the first requests.
+async fn run_prices(
+    config: &RunConfig,
+    client: &Client,
+    resolved: &[crate::config::ResolvedEndpoint],
+    has_pending: bool,
+    say: &impl Fn(String),
+) -> Option<PriceTable> {
+    let prices = PriceTable::from_config(&config.budget);
+    if prices.is_some() || config.budget.max_cost_usd.is_none() || !has_pending {
+        return prices;
+    }
+    for r in resolved.iter().filter(|r| r.kind == ServerKind::OpenRouter) {
+        if let Some(found) = published_price(client, &r.endpoint, &r.options.model).await {
+            say(format!(
+                "endpoint {:?}: {} is priced ${:.4} / ${:.4} per million prompt / completion tokens (its published price; the budget bounds each request by it)",
+                r.endpoint.name,
+                r.options.model,
+                found.prompt * 1e6,
+                found.completion * 1e6
+            ));
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// The budget of this session: the cap over the whole run, with what earlier sessions spent.
+fn session_budget(config: &RunConfig, prices: Option<PriceTable>, state: &ResumeState) -> Budget {
+    Budget::new(
         config.budget.max_cost_usd,
         prices,
         config.request.max_tokens,
@@ -330,90 +463,99 @@ pub(crate) async fn run_list_as(
         sum: state.totals.cost_usd,
         n: state.totals.costed_records,
         max: state.totals.max_record_cost_usd,
-    });
-    let projected = budget.project_tokens(pending.iter().map(|p| p.prompt.prompt_tokens()));
-
-    say(format!(
-        "generate: {total} prompt(s), {} finished before, {} to run; run dir {}",
-        finished_before,
-        pending.len(),
-        run_dir.display()
-    ));
-    let credits = check_credits(&client, &resolved, config, projected, pending.len(), &say).await?;
-
-    let limiter = Limiter::new(
-        config.concurrency.initial,
-        config.concurrency.min,
-        config.concurrency.max,
-    );
-    let budget = Arc::new(Mutex::new(budget));
-    let progress = Arc::new(Progress::new(
-        total,
-        finished_before,
-        limiter.clone(),
-        budget.clone(),
-    ));
-    // The writer thread also keeps the resume state current, so this runtime's one thread runs
-    // no bookkeeping task (which would wait its turn behind thousands of request tasks).
-    let writer = JournalWriter::spawn_tracking(journal, state, RECORD_QUEUE)?;
-    let reporter = tokio::spawn(
-        progress
-            .clone()
-            .report(options.progress, options.plain_every),
-    );
-
-    let health = Arc::new(Health::new(resolved.len()));
-    let ctx = Arc::new(scheduler::Ctx {
-        client,
-        endpoints: EndpointPool::new(resolved),
-        timeouts: config.timeouts.to_timeouts(),
-        retry: RetryPolicy::from(&config.retry),
-        limiter,
-        rate: scheduler::rate_limiter(config.concurrency.requests_per_minute),
-        budget: budget.clone(),
-        budget_settled: tokio::sync::Notify::new(),
-        prices,
-        progress: progress.clone(),
-        health: health.clone(),
-        shutdown: shutdown.clone(),
-        records: writer.sender(),
-        keys: keys.clone(),
-        streams,
-    });
-    scheduler::schedule(ctx.clone(), pending, config.grace()).await;
-    let limiter_end = (ctx.limiter.limit(), ctx.limiter.decreases());
-    drop(ctx);
-
-    reporter.abort();
-    let _ = reporter.await;
-    // Every task has ended and dropped its sender: the writer drains, syncs and returns the state.
-    let (_, state) = writer.close_tracking().await?;
-    let state = state.ok_or_else(|| {
-        EngineError::Runtime("the journal writer gave back no resume state".to_string())
-    })?;
-
-    let mut summary =
-        Summary::from_state(&state, started.elapsed()).after(RunDir::new(run_dir).read_summary());
-    summary.skipped_lines = skipped_lines;
-    RunDir::new(run_dir).write_summary(&summary)?;
-    // Prompts of this input with no record at all (the summary counts prompts with a record).
-    let not_started = ids.iter().filter(|id| state.get(id).is_none()).count() as u64;
-    let stop = shutdown
-        .reason()
-        .map_or(StopReason::Completed, |(reason, _)| reason);
-    Ok(RunSummary {
-        run_dir: run_dir.to_path_buf(),
-        stop,
-        prompts: total,
-        finished_before,
-        not_started,
-        credits,
-        projected_cost_usd: projected,
-        concurrency_limit: limiter_end.0,
-        concurrency_decreases: limiter_end.1,
-        first_errors: health.first_errors(),
-        summary,
     })
+}
+
+/// What a session schedules its prompts with, once the run is open and checked.
+struct Session {
+    client: Client,
+    resolved: Vec<crate::config::ResolvedEndpoint>,
+    keys: Vec<ApiKey>,
+    streams: Option<crate::journal::streams::StreamLog>,
+    budget: Budget,
+    prices: Option<PriceTable>,
+    shutdown: Shutdown,
+}
+
+/// How a session's scheduling ended.
+struct Scheduled {
+    /// The resume state with every record of the session.
+    state: ResumeState,
+    /// The adaptive in-flight limit at the end, and how often it was cut.
+    limit: usize,
+    decreases: u64,
+    health: Arc<Health>,
+}
+
+impl Session {
+    /// Run `pending` to the end (or a stop): the writer thread journals every ended attempt and
+    /// keeps the resume state current, the reporter shows progress.
+    async fn schedule(
+        self,
+        config: &RunConfig,
+        options: &RunOptions,
+        (journal, state): (Journal, ResumeState),
+        pending: Vec<scheduler::Pending>,
+        finished_before: u64,
+        total: u64,
+    ) -> Result<Scheduled, EngineError> {
+        let limiter = Limiter::new(
+            config.concurrency.initial,
+            config.concurrency.min,
+            config.concurrency.max,
+        );
+        let budget = Arc::new(Mutex::new(self.budget));
+        let progress = Arc::new(Progress::new(
+            total,
+            finished_before,
+            limiter.clone(),
+            budget.clone(),
+        ));
+        // The writer thread also keeps the resume state current, so this runtime's one thread
+        // runs no bookkeeping task (which would wait its turn behind thousands of request tasks).
+        let writer = JournalWriter::spawn_tracking(journal, state, RECORD_QUEUE)?;
+        let reporter = tokio::spawn(
+            progress
+                .clone()
+                .report(options.progress, options.plain_every),
+        );
+        let health = Arc::new(Health::new(self.resolved.len()));
+        let ctx = Arc::new(scheduler::Ctx {
+            client: self.client,
+            endpoints: EndpointPool::new(self.resolved),
+            timeouts: config.timeouts.to_timeouts(),
+            retry: RetryPolicy::from(&config.retry),
+            limiter,
+            rate: scheduler::rate_limiter(config.concurrency.requests_per_minute),
+            budget: budget.clone(),
+            budget_settled: tokio::sync::Notify::new(),
+            prices: self.prices,
+            progress: progress.clone(),
+            health: health.clone(),
+            shutdown: self.shutdown,
+            records: writer.sender(),
+            keys: self.keys,
+            streams: self.streams,
+        });
+        scheduler::schedule(ctx.clone(), pending, config.grace()).await;
+        let (limit, decreases) = (ctx.limiter.limit(), ctx.limiter.decreases());
+        drop(ctx);
+
+        reporter.abort();
+        let _ = reporter.await;
+        // Every task has ended and dropped its sender: the writer drains, syncs and returns the
+        // state.
+        let (_, state) = writer.close_tracking().await?;
+        let state = state.ok_or_else(|| {
+            EngineError::Runtime("the journal writer gave back no resume state".to_string())
+        })?;
+        Ok(Scheduled {
+            state,
+            limit,
+            decreases,
+            health,
+        })
+    }
 }
 
 /// The OpenRouter credit check (see [`credits`] for the policy).

@@ -20,8 +20,10 @@ mod error;
 mod index;
 mod lock;
 mod manifest;
+mod prompt_map;
 mod reader;
 pub mod record;
+mod resume;
 mod run_dir;
 mod scan;
 mod segment;
@@ -32,14 +34,14 @@ mod writer;
 pub use atomic::atomic_write;
 pub use channel::{JournalWriter, RecordSender};
 pub use error::JournalError;
-pub use index::{
-    CorruptLine, Disposition, DuplicateSuccess, LineLocation, OpenReport, PromptState,
-    RecordTotals, ResumeState, TornTail,
-};
 pub use lock::{RunLock, LOCK_FILE};
 pub use manifest::{Manifest, PromptsFile, ServerRecord};
 pub use reader::RecordReader;
 pub use record::{EncodedRecord, Record, RecordMeta, RecordRef, Status};
+pub use resume::{
+    CorruptLine, Disposition, DuplicateSuccess, LineLocation, OpenReport, PromptState,
+    RecordTotals, ResumeState, TornTail,
+};
 pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};
 pub use segment::{segment_file_name, JOURNAL_DIR};
 pub use summary::{AllSessions, SessionFigures, SkippedLine, StatusCounts, Summary};

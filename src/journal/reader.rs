@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use super::index::{CorruptLine, LineLocation};
+use super::resume::{CorruptLine, LineLocation};
 use super::segment::{list_segments, Segment};
 use super::{JournalError, Record};
 

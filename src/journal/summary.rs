@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::atomic::atomic_write;
-use super::index::{Disposition, RecordTotals, ResumeState};
+use super::resume::{Disposition, RecordTotals, ResumeState};
 use super::JournalError;
 use crate::api::ErrorClass;
 

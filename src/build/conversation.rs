@@ -23,12 +23,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::row::{request_view, BuiltRow, Row};
+use super::row::{read_request, BuiltRow, Row};
 use crate::completion::Completion;
 use crate::journal::record::parse_turn_id;
 use crate::journal::Record;
 use crate::model::Profile;
-use crate::reconstruct::{reconstruct, Fidelity, Reason, ReconstructOptions, Request};
+use crate::reconstruct::{reconstruct, Fidelity, Reason, ReconstructOptions};
 
 /// A successful turn record waiting for its conversation.
 #[derive(Debug)]
@@ -127,8 +127,7 @@ pub fn row_of(
             .response
             .as_ref()
             .ok_or_else(|| format!("{}: no response body", at()))?;
-        let request: Request = serde_json::from_value(request_view(&t.record.request))
-            .map_err(|e| format!("{}: request: {e}", at()))?;
+        let request = read_request(&t.record.request).map_err(|e| format!("{}: {e}", at()))?;
         let completion_info =
             Completion::from_response(response).map_err(|e| format!("{}: {e}", at()))?;
         let r = reconstruct(profile, &request, response, options)

@@ -10,10 +10,10 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::row::request_view;
+use super::row::read_request;
 use crate::journal::{JournalError, Record, RecordReader, Status};
 use crate::model::Profile;
-use crate::reconstruct::{reconstruct, Fidelity, FidelityClass, ReconstructOptions, Request};
+use crate::reconstruct::{reconstruct, Fidelity, FidelityClass, ReconstructOptions};
 
 /// One training sample: the prompt and the model's answer as exact ids, and a loss mask over
 /// `prompt_ids ++ completion_ids` (0 on the prompt, 1 on the answer).
@@ -168,8 +168,7 @@ fn sample_of(
     options: &ReconstructOptions,
     record: &Record,
 ) -> Result<(Sample, bool), String> {
-    let request: Request = serde_json::from_value(request_view(&record.request))
-        .map_err(|e| format!("request: {e}"))?;
+    let request = read_request(&record.request)?;
     let response = record.response.as_ref().ok_or("no response body")?;
     let r = reconstruct(profile, &request, response, options).map_err(|e| e.to_string())?;
     let sample = Sample::new(

@@ -25,7 +25,7 @@ mod shards;
 pub use info::{BuildInfo, Counts, FileHash, ModelInfo};
 pub use policy::{reason, LengthPolicy, OverLength, Policies, Verdict};
 pub use reader::{BuildDir, BuildDirError, TokenRow};
-pub use row::{request_view, row_of, BuiltRow, Row, RowMeta};
+pub use row::{read_request, row_of, BuiltRow, ReadRecord, Row, RowMeta};
 pub use shards::{record_batch, schema, ShardInfo, ShardLimits};
 
 use std::collections::{HashMap, HashSet};

@@ -107,6 +107,59 @@ pub struct BuiltRow {
     pub server_ids: bool,
 }
 
+/// A record's answer and request, each read once: what its row is built from, and what verify
+/// checks beside it.
+pub struct ReadRecord<'a> {
+    pub record: &'a Record,
+    pub response: &'a Value,
+    pub completion: Completion,
+    /// The request as the server rendered it; an imported record's row does not read it.
+    pub request: Result<Request, String>,
+}
+
+impl<'a> ReadRecord<'a> {
+    pub fn of(record: &'a Record) -> Result<ReadRecord<'a>, String> {
+        let response = record.response.as_ref().ok_or("no response body")?;
+        let completion = Completion::from_response(response).map_err(|e| e.to_string())?;
+        Ok(ReadRecord {
+            record,
+            response,
+            completion,
+            request: read_request(&record.request),
+        })
+    }
+
+    /// The row. Errors are short reasons; the caller adds the location.
+    pub fn row(
+        &self,
+        profile: &Profile,
+        options: &ReconstructOptions,
+        source: Option<String>,
+    ) -> Result<BuiltRow, String> {
+        let (record, completion) = (self.record, &self.completion);
+        let meta = RowMeta {
+            source,
+            provider: record.provider.clone().or(completion.provider.clone()),
+            finish_reason: completion.finish_reason.clone(),
+            has_tool_calls: !completion.tool_calls.is_empty(),
+        };
+        if record.origin() == Origin::Imported {
+            return imported_row(record, completion, meta);
+        }
+        let request = self.request.as_ref().map_err(Clone::clone)?;
+        let server_ids = completion.completion_token_ids.is_some();
+        let r = reconstruct(profile, request, self.response, options).map_err(|e| e.to_string())?;
+        let row = Row::single(
+            record.id.clone(),
+            r.prompt_ids,
+            &r.completion_ids,
+            r.fidelity,
+            meta,
+        );
+        Ok(BuiltRow { row, server_ids })
+    }
+}
+
 /// One successful record → one row. Errors are short reasons; the caller adds the location.
 pub fn row_of(
     profile: &Profile,
@@ -114,71 +167,40 @@ pub fn row_of(
     record: &Record,
     source: Option<String>,
 ) -> Result<BuiltRow, String> {
-    let response = record.response.as_ref().ok_or("no response body")?;
-    let completion = Completion::from_response(response).map_err(|e| e.to_string())?;
-    let meta = RowMeta {
-        source,
-        provider: record.provider.clone().or(completion.provider.clone()),
-        finish_reason: completion.finish_reason.clone(),
-        has_tool_calls: !completion.tool_calls.is_empty(),
-    };
-    if record.origin() == Origin::Imported {
-        return imported_row(record, completion, meta);
-    }
-    let request: Request = serde_json::from_value(request_view(&record.request))
-        .map_err(|e| format!("request: {e}"))?;
-    let server_ids = completion.completion_token_ids.is_some();
-    let r = reconstruct(profile, &request, response, options).map_err(|e| e.to_string())?;
-    let row = Row::single(
-        record.id.clone(),
-        r.prompt_ids,
-        &r.completion_ids,
-        r.fidelity,
-        meta,
-    );
-    Ok(BuiltRow { row, server_ids })
+    ReadRecord::of(record)?.row(profile, options, source)
 }
 
 /// An imported generation: the ids as recorded, nothing rebuilt.
 fn imported_row(
     record: &Record,
-    completion: Completion,
+    completion: &Completion,
     meta: RowMeta,
 ) -> Result<BuiltRow, String> {
     let prompt = completion
         .prompt_token_ids
+        .clone()
         .ok_or("imported record without prompt_token_ids")?;
     let answer = completion
         .completion_token_ids
+        .as_deref()
         .ok_or("imported record without completion token ids")?;
     let mut fidelity = Fidelity::new(FidelityClass::ExactByServerIds);
     fidelity.because(Reason::ServerIds);
-    let row = Row::single(record.id.clone(), prompt, &answer, fidelity, meta);
+    let row = Row::single(record.id.clone(), prompt, answer, fidelity, meta);
     Ok(BuiltRow {
         row,
         server_ids: true,
     })
 }
 
-/// The request as the server rendered it: the body's messages, its `tools` parameter (tools left
-/// in the system prompt were never declared to the template) and `chat_template_kwargs`.
-pub fn request_view(body: &Value) -> Value {
-    let mut view = serde_json::Map::new();
-    // `stream` too: a streamed answer is checked against the server's streaming shape (without
-    // it, build took every streamed vLLM answer for a non-streamed one; tests/replay_e2e.rs), and
-    // `max_tokens`: a vLLM 0.11 cut says `tool_calls`, told from a finished answer by the limit.
-    for key in [
-        "messages",
-        "tools",
-        "chat_template_kwargs",
-        "stream",
-        "max_tokens",
-    ] {
-        if let Some(value) = body.get(key).filter(|v| !v.is_null()) {
-            view.insert(key.to_string(), value.clone());
-        }
-    }
-    Value::Object(view)
+/// The request body as the server rendered it. [`Request`] reads only what shapes the render and
+/// the answer — the messages, the `tools` parameter (tools left in the system prompt were never
+/// declared to the template), `chat_template_kwargs`, `stream` (a streamed answer is checked
+/// against the server's streaming shape; tests/replay_e2e.rs) and `max_tokens` (a vLLM 0.11 cut
+/// says `tool_calls`, told from a finished answer by the limit) — straight from the body, nothing
+/// else of it copied.
+pub fn read_request(body: &Value) -> Result<Request, String> {
+    Request::deserialize(body).map_err(|e| format!("request: {e}"))
 }
 
 #[cfg(test)]

@@ -10,11 +10,10 @@ use serde_json::Value;
 
 use super::compare::compare;
 use super::figures::SampleFigures;
-use crate::build::{request_view, row_of};
-use crate::completion::Completion;
+use crate::build::ReadRecord;
 use crate::journal::Record;
 use crate::model::Profile;
-use crate::reconstruct::{reconstruct, ReconstructOptions, Request};
+use crate::reconstruct::{reconstruct, ReconstructOptions};
 
 /// Check one successful record. `file_reference`: the `--reference` ids for this record's id
 /// (`None` when no file was given); `use_file`: a file was given (it overrides server ids).
@@ -27,28 +26,25 @@ pub fn check_record(
     use_file: bool,
     file_reference: Option<&[u32]>,
 ) -> Result<SampleFigures, String> {
-    let built = row_of(profile, options, record, source)?;
-    let row = built.row;
-    let response = record.response.as_ref().ok_or("no response body")?;
-    let completion = Completion::from_response(response).map_err(|e| e.to_string())?;
+    let read = ReadRecord::of(record)?;
+    let row = read.row(profile, options, source)?.row;
+    let (response, completion) = (read.response, &read.completion);
 
     // Prompt and completion ids from the text alone.
-    let text_ids: Option<(usize, Vec<u32>)> = if completion.completion_token_ids.is_some()
-        || completion.prompt_token_ids.is_some()
-    {
-        let request: Option<Request> = serde_json::from_value(request_view(&record.request)).ok();
-        request.and_then(|request| {
-            reconstruct(profile, &request, &without_server_ids(response), options)
-                .ok()
-                .map(|r| (r.prompt_ids.len(), r.completion_ids))
-        })
-    } else {
-        let prompt_len = row.prompt_len as usize;
-        Some((
-            prompt_len,
-            row.input_ids[prompt_len.min(row.input_ids.len())..].to_vec(),
-        ))
-    };
+    let text_ids: Option<(usize, Vec<u32>)> =
+        if completion.completion_token_ids.is_some() || completion.prompt_token_ids.is_some() {
+            read.request.as_ref().ok().and_then(|request| {
+                reconstruct(profile, request, &without_server_ids(response), options)
+                    .ok()
+                    .map(|r| (r.prompt_ids.len(), r.completion_ids))
+            })
+        } else {
+            let prompt_len = row.prompt_len as usize;
+            Some((
+                prompt_len,
+                row.input_ids[prompt_len.min(row.input_ids.len())..].to_vec(),
+            ))
+        };
 
     let reference: Option<&[u32]> = if use_file {
         file_reference

@@ -144,6 +144,16 @@ pub struct AnswerAudit {
     pub found: Vec<Found>,
 }
 
+impl AnswerAudit {
+    fn found(&mut self, problem: Problem, call: Option<usize>, detail: String) {
+        self.found.push(Found {
+            problem,
+            call,
+            detail,
+        });
+    }
+}
+
 /// Audit one answer. `Err` when the response is not a readable chat completion.
 pub fn audit_answer(
     request: &Value,
@@ -166,123 +176,30 @@ pub fn audit_answer(
         finish_reason: text("finish_reason"),
         native_finish_reason: text("native_finish_reason"),
         calls: calls.len(),
+        tool_choice_none: request.get("tool_choice").and_then(Value::as_str) == Some("none"),
         ..AnswerAudit::default()
     };
     let finish_tool_calls = audit.finish_reason.as_deref() == Some("tool_calls");
     audit.triggered = finish_tool_calls || !calls.is_empty();
-    let mut found = |problem, call: Option<usize>, detail: String| {
-        audit.found.push(Found {
-            problem,
-            call,
-            detail,
-        })
-    };
-
-    // finish_reason against the calls and against the provider's own value.
-    if finish_tool_calls && calls.is_empty() {
-        found(
-            Problem::FinishWithoutCalls,
-            None,
-            "finish_reason \"tool_calls\" with no tool_calls".into(),
-        );
-    }
-    let finish = audit.finish_reason.as_deref().unwrap_or("");
-    if !calls.is_empty() && finish != "tool_calls" && finish != "length" {
-        found(
-            Problem::CallsWithoutFinish,
-            None,
-            format!("{} calls with finish_reason {finish:?}", calls.len()),
-        );
-    }
-    if let Some(native) = audit.native_finish_reason.clone() {
-        if native_calls_tools(&native) != finish_tool_calls {
-            found(
-                Problem::FinishReasonDisagreement,
-                None,
-                format!("finish_reason {finish:?}, native_finish_reason {native:?}"),
-            );
-        }
-    }
-    let choice_none = request.get("tool_choice").and_then(Value::as_str) == Some("none");
-    audit.tool_choice_none = choice_none;
-    if choice_none && !calls.is_empty() {
-        found(
-            Problem::CallsDespiteToolChoiceNone,
-            None,
-            format!("{} calls although tool_choice is \"none\"", calls.len()),
-        );
-    }
+    check_finish(&mut audit, finish_tool_calls);
 
     // Markers where text should be.
     let syntax = Syntax::of(profile.family);
     let markers = syntax.map(markers_of).unwrap_or(&[]);
     let openers = syntax.map(openers_of).unwrap_or(&[]);
-    if let Some(marker) = first_marker(completion.content.as_deref(), markers) {
-        found(
-            Problem::MarkersInContent,
-            None,
-            format!("content contains {marker}"),
-        );
-    }
-    if let Some(marker) = first_marker(completion.reasoning.as_deref(), openers) {
-        found(
-            Problem::CallInReasoning,
-            None,
-            format!("reasoning opens a call with {marker}"),
-        );
-    } else if let Some(marker) = first_marker(completion.reasoning.as_deref(), markers) {
-        found(
-            Problem::MarkersInReasoning,
-            None,
-            format!("reasoning contains {marker}"),
-        );
-    }
+    check_markers(&mut audit, &completion, markers, openers);
 
     // Every call: name, JSON, schema, id.
     let history = prior_tool_calls(request);
     let ids_in_stream = syntax.is_some_and(Syntax::ids_in_stream);
     let mut all_valid_k2vv = !calls.is_empty();
     for (i, call) in calls.iter().enumerate() {
-        match schemas.check(&declared, &call.name, &call.arguments) {
-            CallVerdict::Valid => {}
-            CallVerdict::UndeclaredName => found(
-                Problem::UndeclaredName,
-                Some(i),
-                format!("{:?} is not declared", call.name),
-            ),
-            CallVerdict::InvalidJson(e) => found(Problem::InvalidJson, Some(i), e),
-            CallVerdict::SchemaViolation(e) => found(
-                Problem::SchemaViolation,
-                Some(i),
-                format!("{}: {e}", call.name),
-            ),
-            CallVerdict::UnusableSchema(e) => found(
-                Problem::UnusableSchema,
-                Some(i),
-                format!("{}: {e}", call.name),
-            ),
-        }
+        check_call(&mut audit, schemas, &declared, i, call);
         if declared.place == Some(DeclaredIn::Parameter) {
             all_valid_k2vv &= k2vv_call_valid(schemas, request, &call.name, &call.arguments);
         }
         if ids_in_stream {
-            match id_form(call, history + i) {
-                IdForm::Native => audit.ids_native += 1,
-                IdForm::Rewritten => audit.ids_rewritten += 1,
-                IdForm::Misnumbered(id) => {
-                    audit.ids_native += 1;
-                    found(
-                        Problem::IdMisnumbered,
-                        Some(i),
-                        format!(
-                            "id {id:?} for call {} of the conversation ({})",
-                            history + i,
-                            call.name
-                        ),
-                    )
-                }
-                IdForm::Malformed(id) => found(Problem::IdMalformed, Some(i), format!("id {id:?}")),
-            }
+            check_id(&mut audit, i, call, history + i);
         }
     }
     if declared.place == Some(DeclaredIn::Parameter) {
@@ -296,10 +213,125 @@ pub fn audit_answer(
     if !calls.is_empty() && syntax.is_some() {
         audit.round_trip_checked = true;
         if let Err(why) = round_trip::check(request, calls, history, profile) {
-            found(Problem::RoundTrip, None, why);
+            audit.found(Problem::RoundTrip, None, why);
         }
     }
     Ok(audit)
+}
+
+/// `finish_reason` against the calls, against the provider's own value, and calls made although
+/// `tool_choice` was `"none"`.
+fn check_finish(audit: &mut AnswerAudit, finish_tool_calls: bool) {
+    let calls = audit.calls;
+    if finish_tool_calls && calls == 0 {
+        audit.found(
+            Problem::FinishWithoutCalls,
+            None,
+            "finish_reason \"tool_calls\" with no tool_calls".into(),
+        );
+    }
+    let finish = audit.finish_reason.clone().unwrap_or_default();
+    if calls > 0 && finish != "tool_calls" && finish != "length" {
+        audit.found(
+            Problem::CallsWithoutFinish,
+            None,
+            format!("{calls} calls with finish_reason {finish:?}"),
+        );
+    }
+    if let Some(native) = audit.native_finish_reason.clone() {
+        if native_calls_tools(&native) != finish_tool_calls {
+            audit.found(
+                Problem::FinishReasonDisagreement,
+                None,
+                format!("finish_reason {finish:?}, native_finish_reason {native:?}"),
+            );
+        }
+    }
+    if audit.tool_choice_none && calls > 0 {
+        audit.found(
+            Problem::CallsDespiteToolChoiceNone,
+            None,
+            format!("{calls} calls although tool_choice is \"none\""),
+        );
+    }
+}
+
+/// The family's markers in the content, a call opened (or any marker) in the reasoning.
+fn check_markers(
+    audit: &mut AnswerAudit,
+    completion: &Completion,
+    markers: &[&'static str],
+    openers: &[&'static str],
+) {
+    if let Some(marker) = first_marker(completion.content.as_deref(), markers) {
+        audit.found(
+            Problem::MarkersInContent,
+            None,
+            format!("content contains {marker}"),
+        );
+    }
+    if let Some(marker) = first_marker(completion.reasoning.as_deref(), openers) {
+        audit.found(
+            Problem::CallInReasoning,
+            None,
+            format!("reasoning opens a call with {marker}"),
+        );
+    } else if let Some(marker) = first_marker(completion.reasoning.as_deref(), markers) {
+        audit.found(
+            Problem::MarkersInReasoning,
+            None,
+            format!("reasoning contains {marker}"),
+        );
+    }
+}
+
+/// Call `i`'s name, JSON and schema against what the request declared.
+fn check_call(
+    audit: &mut AnswerAudit,
+    schemas: &mut Schemas,
+    declared: &Declared,
+    i: usize,
+    call: &ToolCall,
+) {
+    match schemas.check(declared, &call.name, &call.arguments) {
+        CallVerdict::Valid => {}
+        CallVerdict::UndeclaredName => audit.found(
+            Problem::UndeclaredName,
+            Some(i),
+            format!("{:?} is not declared", call.name),
+        ),
+        CallVerdict::InvalidJson(e) => audit.found(Problem::InvalidJson, Some(i), e),
+        CallVerdict::SchemaViolation(e) => audit.found(
+            Problem::SchemaViolation,
+            Some(i),
+            format!("{}: {e}", call.name),
+        ),
+        CallVerdict::UnusableSchema(e) => audit.found(
+            Problem::UnusableSchema,
+            Some(i),
+            format!("{}: {e}", call.name),
+        ),
+    }
+}
+
+/// Call `i`'s id, the conversation's call number `index` in the family's id form.
+fn check_id(audit: &mut AnswerAudit, i: usize, call: &ToolCall, index: usize) {
+    match id_form(call, index) {
+        IdForm::Native => audit.ids_native += 1,
+        IdForm::Rewritten => audit.ids_rewritten += 1,
+        IdForm::Misnumbered(id) => {
+            audit.ids_native += 1;
+            audit.found(
+                Problem::IdMisnumbered,
+                Some(i),
+                format!(
+                    "id {id:?} for call {index} of the conversation ({})",
+                    call.name
+                ),
+            )
+        }
+        IdForm::Malformed(id) => audit.found(Problem::IdMalformed, Some(i), format!("id {id:?}")),
+    }
 }
 
 /// Provider-native finish reasons that mean "called tools" (OpenAI `tool_calls`, Anthropic

@@ -10,7 +10,7 @@ use super::quirk::Quirks;
 use super::quirks::{
     CompletesEmptyLastArguments, CountsReasoningThroughClose, DropsCutSection, DropsIncompleteCall,
     EmptyContentAsString, FinishToolCalls, IndexesCalls, ResynthesizesCallIds,
-    StreamsSectionTextAsContent, StripsArguments,
+    StreamsSectionTextAsContent, StreamsTokenDeltas, StripsArguments,
 };
 use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
@@ -34,6 +34,7 @@ pub const SHAPE: ServerShape = ServerShape {
         &CountsReasoningThroughClose,
         &StreamsSectionTextAsContent,
         &CompletesEmptyLastArguments,
+        &StreamsTokenDeltas,
         &FinishToolCalls,
     ]),
 };

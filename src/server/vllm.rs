@@ -30,11 +30,11 @@
 
 use super::quirks::{
     BogusCallForCutId, CoercesArguments, CutReportsToolCalls, DropsCutSection, DropsIncompleteCall,
-    DropsSectionBeginDelta, DropsThinkEndDelta, FinishToolCalls, IgnoresThinkingOff,
-    LeaksSectionBuffer, MintsCallIds, NullsWhitespaceContent, ReasoningEndsOnlyAtThinkEnd,
-    SpacesAroundAddedTokens, StreamsArgumentsFirstLine, StreamsFirstTokenAsReasoning,
-    StreamsVerbatimCallIds, StreamsWhitespaceContent, StripsArguments,
-    StripsReasoningTrailingWhitespace, Vllm011Stepwise,
+    DropsSectionBeginDelta, DropsThinkEndDelta, FinishToolCalls, HoldsBackPartialCharacters,
+    IgnoresThinkingOff, LeaksSectionBuffer, MintsCallIds, NullsWhitespaceContent,
+    ReasoningEndsOnlyAtThinkEnd, SpacesAroundAddedTokens, StreamsArgumentsFirstLine,
+    StreamsFirstTokenAsReasoning, StreamsTokenDeltas, StreamsVerbatimCallIds,
+    StreamsWhitespaceContent, StripsArguments, StripsReasoningTrailingWhitespace, Vllm011Stepwise,
 };
 use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
@@ -59,6 +59,8 @@ pub const SHAPE: ServerShape = ServerShape {
         &BogusCallForCutId,
         &SpacesAroundAddedTokens,
         &DropsCutSection,
+        &HoldsBackPartialCharacters,
+        &StreamsTokenDeltas,
         &FinishToolCalls,
     ]),
 };

@@ -190,32 +190,12 @@ pub fn reconstruct_as(
 
     let mut ambiguous = fidelity.candidates.is_some();
     if let Some(server_ids) = &completion.completion_token_ids {
-        // The server's own ids settle what the text could not: the text rebuild's doubts go.
-        const DOUBTS: [&str; 4] = ["ambiguous", "lossy", "inconsistent", "truncated"];
-        warnings.retain(|w| !DOUBTS.iter().any(|d| w.starts_with(d)));
         ambiguous = false;
-        fidelity = Fidelity::new(FidelityClass::ExactByServerIds);
-        fidelity.because(Reason::ServerIds);
-        if *server_ids != completion_ids {
-            warnings.push(format!(
-                "server token ids differ from the reconstruction (first difference at position {}); using the server's ids",
-                first_difference(server_ids, &completion_ids)
-            ));
-            fidelity.because(Reason::ServerIdsDiffer);
-            completion_ids = server_ids.clone();
-        }
+        fidelity = settle_by_server_ids(server_ids, &mut completion_ids, &mut warnings);
     }
     if let Some(counted) = prompt_count {
         // After the server-ids block: completion ids do not settle the prompt.
-        fidelity.because(Reason::PromptTokensDisagree);
-        if shape.quirks.has::<CountsPromptAsRendered>() {
-            fidelity.at_most(FidelityClass::Inconsistent);
-            warnings.push(format!(
-                "inconsistent: {} counts the prompt it rendered, {counted} tokens, and the prompt rendered here has {}: the server rendered another prompt (its template, or a tool handler's system message), so the prompt ids are not what the model saw",
-                shape.describe(),
-                prompt_ids.len()
-            ));
-        }
+        flag_prompt_count(&x, counted, &mut fidelity, &mut warnings);
     }
     Ok(Reconstruction {
         prompt_ids,
@@ -224,6 +204,46 @@ pub fn reconstruct_as(
         ambiguous,
         fidelity,
     })
+}
+
+/// The server's own ids settle what the text could not: the text rebuild's doubts go, and the
+/// server's ids are used where they differ.
+fn settle_by_server_ids(
+    server_ids: &[u32],
+    completion_ids: &mut Vec<u32>,
+    warnings: &mut Vec<String>,
+) -> Fidelity {
+    const DOUBTS: [&str; 4] = ["ambiguous", "lossy", "inconsistent", "truncated"];
+    warnings.retain(|w| !DOUBTS.iter().any(|d| w.starts_with(d)));
+    let mut fidelity = Fidelity::new(FidelityClass::ExactByServerIds);
+    fidelity.because(Reason::ServerIds);
+    if server_ids != completion_ids.as_slice() {
+        warnings.push(format!(
+            "server token ids differ from the reconstruction (first difference at position {}); using the server's ids",
+            first_difference(server_ids, completion_ids)
+        ));
+        fidelity.because(Reason::ServerIdsDiffer);
+        *completion_ids = server_ids.to_vec();
+    }
+    fidelity
+}
+
+/// The server counted `counted` prompt tokens, not the rendered prompt's length.
+fn flag_prompt_count(
+    x: &Exchange,
+    counted: u64,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    fidelity.because(Reason::PromptTokensDisagree);
+    if x.shape.quirks.has::<CountsPromptAsRendered>() {
+        fidelity.at_most(FidelityClass::Inconsistent);
+        warnings.push(format!(
+            "inconsistent: {} counts the prompt it rendered, {counted} tokens, and the prompt rendered here has {}: the server rendered another prompt (its template, or a tool handler's system message), so the prompt ids are not what the model saw",
+            x.shape.describe(),
+            x.prompt_ids.len()
+        ));
+    }
 }
 
 /// One exchange as the steps of [`reconstruct_as`] read it.

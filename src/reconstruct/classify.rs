@@ -29,6 +29,7 @@ pub(super) fn with_cut_tails(texts: Vec<String>, grammar: &ToolGrammar) -> Vec<S
         arguments_end,
         section_end,
         next_call,
+        ..
     } = *grammar;
     let mut out = Vec::with_capacity(texts.len() * 4);
     for text in texts {

@@ -147,6 +147,144 @@ pub fn reconstruct_as(
             && profile.family.spec().detokenizer_spaces,
         ..options.clone()
     };
+    let x = Exchange {
+        profile,
+        request,
+        completion: &completion,
+        options,
+        shape,
+        stream: options.stream.or(request.stream).unwrap_or(false),
+        tools_declared: request.tools.as_ref().is_some_and(|t| !t.is_empty()),
+        prompt_ids: &prompt_ids,
+    };
+    let mut read = read_backs(&x);
+    let mut turns = Vec::new();
+    for mut answer in std::mem::take(&mut read.answers) {
+        undo_stream(&x, &read, &mut answer);
+        turns.extend(turn::candidates(
+            profile,
+            request,
+            &answer,
+            options,
+            &mut warnings,
+        ));
+    }
+    let mut said = std::collections::HashSet::new();
+    warnings.retain(|w| said.insert(w.clone()));
+    let cut = completion.finish_reason.as_deref() == Some("length") || read.cut_in_section;
+    let synthesized = shape.known && profile.family.syntax().is_some();
+    let (texts, spellings_settled) = candidate_texts(&x, &read, &turns, cut, synthesized)?;
+    let (mut completion_ids, mut fidelity) = if synthesized {
+        synthesize(&x, &read, &texts, cut, &mut warnings)
+    } else {
+        choose_by_usage(&x, &texts, &mut warnings)
+    };
+    if !spellings_settled && fidelity.class.is_exact() {
+        fidelity.at_most(FidelityClass::Ambiguous);
+        fidelity.because(Reason::ArgumentsReserialized);
+        warnings.push(
+            "ambiguous: the server re-serialized the tool-call arguments and not every spelling the model may have written could be tried (too many separators)"
+                .to_string(),
+        );
+    }
+    flag(&x, &read, cut, &mut fidelity, &mut warnings);
+
+    let mut ambiguous = fidelity.candidates.is_some();
+    if let Some(server_ids) = &completion.completion_token_ids {
+        ambiguous = false;
+        fidelity = settle_by_server_ids(server_ids, &mut completion_ids, &mut warnings);
+    }
+    if let Some(counted) = prompt_count {
+        // After the server-ids block: completion ids do not settle the prompt.
+        flag_prompt_count(&x, counted, &mut fidelity, &mut warnings);
+    }
+    Ok(Reconstruction {
+        prompt_ids,
+        completion_ids,
+        warnings,
+        ambiguous,
+        fidelity,
+    })
+}
+
+/// The server's own ids settle what the text could not: the text rebuild's doubts go, and the
+/// server's ids are used where they differ.
+fn settle_by_server_ids(
+    server_ids: &[u32],
+    completion_ids: &mut Vec<u32>,
+    warnings: &mut Vec<String>,
+) -> Fidelity {
+    const DOUBTS: [&str; 4] = ["ambiguous", "lossy", "inconsistent", "truncated"];
+    warnings.retain(|w| !DOUBTS.iter().any(|d| w.starts_with(d)));
+    let mut fidelity = Fidelity::new(FidelityClass::ExactByServerIds);
+    fidelity.because(Reason::ServerIds);
+    if server_ids != completion_ids.as_slice() {
+        warnings.push(format!(
+            "server token ids differ from the reconstruction (first difference at position {}); using the server's ids",
+            first_difference(server_ids, completion_ids)
+        ));
+        fidelity.because(Reason::ServerIdsDiffer);
+        *completion_ids = server_ids.to_vec();
+    }
+    fidelity
+}
+
+/// The server counted `counted` prompt tokens, not the rendered prompt's length.
+fn flag_prompt_count(
+    x: &Exchange,
+    counted: u64,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    fidelity.because(Reason::PromptTokensDisagree);
+    if x.shape.quirks.has::<CountsPromptAsRendered>() {
+        fidelity.at_most(FidelityClass::Inconsistent);
+        warnings.push(format!(
+            "inconsistent: {} counts the prompt it rendered, {counted} tokens, and the prompt rendered here has {}: the server rendered another prompt (its template, or a tool handler's system message), so the prompt ids are not what the model saw",
+            x.shape.describe(),
+            x.prompt_ids.len()
+        ));
+    }
+}
+
+/// One exchange as the steps of [`reconstruct_as`] read it.
+struct Exchange<'a> {
+    profile: &'a Profile,
+    request: &'a Request,
+    /// The answer as received.
+    completion: &'a Completion,
+    /// With spaces around added tokens only where the family's detokenizer puts them.
+    options: &'a ReconstructOptions,
+    shape: &'a ServerShape,
+    stream: bool,
+    tools_declared: bool,
+    prompt_ids: &'a [u32],
+}
+
+/// The answers read back from the one received (each one the candidates start from), and what
+/// reading them back learned about the stream.
+struct ReadBacks {
+    answers: Vec<Completion>,
+    /// Quirks whose inverse gave more than one answer.
+    open_quirks: Vec<&'static dyn server::Quirk>,
+    /// The shape leaks its tool-section buffer into a streamed answer's content (vLLM 0.11.2).
+    leaks: bool,
+    /// The leak was there: the section was closed.
+    closed_section: bool,
+    /// The leak was cut: the most calls known from their streamed first lines only.
+    leak_streamed_only: usize,
+    /// `tool_calls` was reported, but the cut fell inside the section.
+    cut_in_section: bool,
+    /// The first token was streamed as reasoning, the rest as content.
+    first_token_mode: bool,
+    /// Streamed by a shape whose stream is its own code (vLLM 0.11), tools declared or not.
+    stepwise: bool,
+}
+
+/// What the server could have been sent, read back from its answer: the reasoning of a
+/// non-thinking turn moved back, the calls read from a stream's leak, each quirk's inverse.
+fn read_backs(x: &Exchange) -> ReadBacks {
+    let (profile, request, completion, shape) = (x.profile, x.request, x.completion, x.shape);
     // A reasoning parser that ignores `thinking=false` (vLLM 0.11's `kimi_k2`, DeepSeek-R1's)
     // files the whole answer of a non-thinking turn under reasoning: read it back as content.
     let thinking = profile.thinking_enabled(request.chat_template_kwargs.as_ref());
@@ -161,14 +299,10 @@ pub fn reconstruct_as(
     } else {
         completion.clone()
     };
-    let stream = options.stream.or(request.stream).unwrap_or(false);
-    let tools_declared = request.tools.as_ref().is_some_and(|t| !t.is_empty());
-    let leaks = shape.quirks.has::<LeaksSectionBuffer>()
-        && stream
-        && tools_declared
-        && profile.family.syntax() == Some(server::Syntax::Kimi);
+    let kimi = profile.family.syntax() == Some(server::Syntax::Kimi);
+    let leaks = shape.quirks.has::<LeaksSectionBuffer>() && x.stream && x.tools_declared && kimi;
     let leaked = if leaks {
-        leak::read_back(&read_back, options.spaces_around_special_tokens)
+        leak::read_back(&read_back, x.options.spaces_around_special_tokens)
     } else {
         Vec::new()
     };
@@ -180,7 +314,7 @@ pub fn reconstruct_as(
     let leak_streamed_only = leaked.iter().map(|c| c.streamed_only).max().unwrap_or(0);
     // A count below the request's limit says the answer finished (no leak then means the
     // parser never held the section: the opener was the first token, or it left a long one).
-    let below_limit = match (request.max_tokens, usage_count(&completion)) {
+    let below_limit = match (request.max_tokens, usage_count(completion)) {
         (Some(limit), Some(n)) => n < u64::from(limit),
         _ => false,
     };
@@ -197,89 +331,99 @@ pub fn reconstruct_as(
     // What each quirk could have hidden behind the answer: every answer its inverse gives is read
     // back.
     let inverse = InverseInput {
-        stream,
-        spaces: options.spaces_around_special_tokens,
-        tools_declared,
+        stream: x.stream,
+        spaces: x.options.spaces_around_special_tokens,
+        tools_declared: x.tools_declared,
     };
-    let mut inverted = Vec::new();
+    let mut answers = Vec::new();
     let mut open_quirks = Vec::new();
     for base in bases {
-        let (answers, open) = server::quirk::invert(&shape.quirks, base, &inverse);
-        inverted.extend(answers);
+        let (inverted, open) = server::quirk::invert(&shape.quirks, base, &inverse);
+        answers.extend(inverted);
         open_quirks.extend(open);
     }
-    let bases = inverted;
-    let first_token_mode = leaks
-        && shape.quirks.has::<StreamsFirstTokenAsReasoning>()
-        && closes_reasoning(profile, &prompt_ids);
-    // Streamed by a shape whose stream is its own code (vLLM 0.11), tools declared or not.
-    let stepwise = shape.quirks.has::<Vllm011Stepwise>()
-        && stream
-        && profile.family.syntax() == Some(server::Syntax::Kimi);
-    let mut turns = Vec::new();
-    for mut read_back in bases {
-        if leaks && options.spaces_around_special_tokens {
-            // Streamed ids start with the joining space after `<|tool_call_begin|>`.
-            for call in &mut read_back.tool_calls {
-                if let Some(id) = &mut call.id {
-                    *id = id.trim().to_string();
-                }
-            }
-        }
-        if cut_in_section {
-            read_back.finish_reason = Some("length".to_string());
-        }
-        if stepwise && options.spaces_around_special_tokens {
-            // The deltas vLLM 0.11 drops took their joining space with them: put it back, so the
-            // read-back (which removes one joining space at each added token) keeps the model's own.
-            // (With the first token as reasoning, the model's `</think>` stays in the content.)
-            let closed = completion.content.as_deref().is_some_and(|c| !c.is_empty())
-                || !completion.tool_calls.is_empty();
-            if shape.quirks.has::<DropsThinkEndDelta>() && closed && !first_token_mode {
-                if let Some(reasoning) = &mut read_back.reasoning {
-                    reasoning.push(' ');
-                }
-            }
-            let drops_opener = shape.quirks.has::<DropsSectionBeginDelta>();
-            if leaks && drops_opener && !read_back.tool_calls.is_empty() {
-                read_back.content.get_or_insert_with(String::new).push(' ');
-            }
-        }
-        if first_token_mode {
-            // The first token was streamed as reasoning, the rest as content: one text again.
-            let first = read_back.reasoning.take().unwrap_or_default();
-            let opener_first = first.trim_start_matches(' ') == server::kimi::SECTION_BEGIN;
-            if opener_first && !read_back.tool_calls.is_empty() {
-                // The opener went to reasoning, so the tool parser never held the section: the calls
-                // are all there is (what it sent as content is joining spaces around markers).
-                read_back.content = None;
-            } else {
-                let mut text = first;
-                text.push_str(read_back.content.as_deref().unwrap_or_default());
-                read_back.content = Some(text);
-            }
-        }
-        turns.extend(turn::candidates(
-            profile,
-            request,
-            &read_back,
-            options,
-            &mut warnings,
-        ));
+    ReadBacks {
+        answers,
+        open_quirks,
+        leaks,
+        closed_section,
+        leak_streamed_only,
+        cut_in_section,
+        first_token_mode: leaks
+            && shape.quirks.has::<StreamsFirstTokenAsReasoning>()
+            && closes_reasoning(profile, x.prompt_ids),
+        stepwise: shape.quirks.has::<Vllm011Stepwise>() && x.stream && kimi,
     }
-    let mut said = std::collections::HashSet::new();
-    warnings.retain(|w| said.insert(w.clone()));
+}
+
+/// Undo, on one read-back answer, what a stream of its own code (vLLM 0.11.2's) did to it.
+fn undo_stream(x: &Exchange, read: &ReadBacks, read_back: &mut Completion) {
+    let (completion, shape) = (x.completion, x.shape);
+    let spaces = x.options.spaces_around_special_tokens;
+    if read.leaks && spaces {
+        // Streamed ids start with the joining space after `<|tool_call_begin|>`.
+        for call in &mut read_back.tool_calls {
+            if let Some(id) = &mut call.id {
+                *id = id.trim().to_string();
+            }
+        }
+    }
+    if read.cut_in_section {
+        read_back.finish_reason = Some("length".to_string());
+    }
+    if read.stepwise && spaces {
+        // The deltas vLLM 0.11 drops took their joining space with them: put it back, so the
+        // read-back (which removes one joining space at each added token) keeps the model's own.
+        // (With the first token as reasoning, the model's `</think>` stays in the content.)
+        let closed = completion.content.as_deref().is_some_and(|c| !c.is_empty())
+            || !completion.tool_calls.is_empty();
+        if shape.quirks.has::<DropsThinkEndDelta>() && closed && !read.first_token_mode {
+            if let Some(reasoning) = &mut read_back.reasoning {
+                reasoning.push(' ');
+            }
+        }
+        let drops_opener = shape.quirks.has::<DropsSectionBeginDelta>();
+        if read.leaks && drops_opener && !read_back.tool_calls.is_empty() {
+            read_back.content.get_or_insert_with(String::new).push(' ');
+        }
+    }
+    if read.first_token_mode {
+        // The first token was streamed as reasoning, the rest as content: one text again.
+        let first = read_back.reasoning.take().unwrap_or_default();
+        let opener_first = first.trim_start_matches(' ') == server::kimi::SECTION_BEGIN;
+        if opener_first && !read_back.tool_calls.is_empty() {
+            // The opener went to reasoning, so the tool parser never held the section: the calls
+            // are all there is (what it sent as content is joining spaces around markers).
+            read_back.content = None;
+        } else {
+            let mut text = first;
+            text.push_str(read_back.content.as_deref().unwrap_or_default());
+            read_back.content = Some(text);
+        }
+    }
+}
+
+/// Every candidate completion text: each candidate turn in the family's syntax, and what the
+/// shape and a cut could have hidden beside it. False with them: some argument spellings could
+/// not be tried.
+fn candidate_texts(
+    x: &Exchange,
+    read: &ReadBacks,
+    turns: &[turn::Candidate],
+    cut: bool,
+    synthesized: bool,
+) -> Result<(Vec<String>, bool), ReconstructError> {
+    let (profile, request, completion, shape) = (x.profile, x.request, x.completion, x.shape);
+    let stream = x.stream;
     let mut texts = Vec::with_capacity(turns.len());
-    for candidate in &turns {
+    for candidate in turns {
         let text = match &candidate.verbatim {
             Some(text) => text.clone(),
             None => profile.completion_text(&request.render_input(), &candidate.turn)?,
         };
         texts.push(text);
     }
-    let cut = completion.finish_reason.as_deref() == Some("length") || cut_in_section;
     let syntax = profile.family.syntax();
-    let synthesized = shape.known && syntax.is_some();
     if syntax == Some(server::Syntax::DeepseekV3) && stream && !completion.tool_calls.is_empty() {
         // vLLM's streaming deepseek_v3 parser leaks the `\n` between calls (and, cut, the one
         // after the last call) into `content`: the model's content may be without them.
@@ -287,7 +431,7 @@ pub fn reconstruct_as(
         let most = if cut { calls } else { calls - 1 };
         for k in (1..=most).rev() {
             let leaked = "\n".repeat(k);
-            for candidate in &turns {
+            for candidate in turns {
                 if let Some(content) = candidate.turn.content.strip_suffix(leaked.as_str()) {
                     let mut turn = candidate.turn.clone();
                     turn.content = content.to_string();
@@ -299,11 +443,11 @@ pub fn reconstruct_as(
     // hermes re-serializes non-streamed arguments: every spelling of each value is a candidate.
     let mut spellings_settled = true;
     if syntax == Some(server::Syntax::Hermes) && synthesized && !stream {
-        spellings_settled = with_argument_spellings(&mut texts, &turns);
+        spellings_settled = with_argument_spellings(&mut texts, turns);
     }
     if synthesized && cut && syntax == Some(server::Syntax::Kimi) {
-        let spaces = options.spaces_around_special_tokens;
-        if let Some(header) = classify::bogus_call_header(shape, &completion, spaces) {
+        let spaces = x.options.spaces_around_special_tokens;
+        if let Some(header) = classify::bogus_call_header(shape, completion, spaces) {
             let cut_in_id: Vec<String> = texts
                 .iter()
                 .filter_map(|t| {
@@ -318,10 +462,10 @@ pub fn reconstruct_as(
         }
     }
     let grammar = profile.family.spec().tool_grammar;
-    if let (true, true, true, Some(grammar)) = (synthesized, cut, tools_declared, grammar) {
+    if let (true, true, true, Some(grammar)) = (synthesized, cut, x.tools_declared, grammar) {
         texts = classify::with_cut_tails(texts, &grammar);
     }
-    if closed_section && shape.quirks.has::<CutReportsToolCalls>() {
+    if read.closed_section && shape.quirks.has::<CutReportsToolCalls>() {
         // Closed, then maybe cut before the end-of-turn token: the count decides.
         let eot = profile.end_of_turn();
         let unended: Vec<String> = texts
@@ -331,73 +475,93 @@ pub fn reconstruct_as(
             .collect();
         texts.extend(unended);
     }
+    Ok((texts, spellings_settled))
+}
 
-    let (mut completion_ids, mut fidelity) = if synthesized {
-        let cx = synth::Context {
-            profile,
-            shape,
-            completion: &completion,
-            stream,
-            spaces: options.spaces_around_special_tokens,
-            thinking: profile.thinking_enabled(request.chat_template_kwargs.as_ref()),
-            tools_declared,
-            history_calls: turn::earlier_tool_calls(request),
-            syntax: syntax.unwrap_or_default(),
-            prompt_closes_reasoning: closes_reasoning(profile, &prompt_ids),
-            cut,
-            // Streamed calls with no leak to read them from: the first line of each was sent.
-            arguments_hidden: match (leaks && !cut, closed_section, leak_streamed_only) {
-                (false, _, _) => None,
-                (true, false, _) => Some(None),
-                (true, true, 0) => None,
-                (true, true, n) => Some(Some(n)),
-            },
-        };
-        let found = synth::synthesize(&cx, &texts);
-        classify::classify(
-            profile,
-            &texts,
-            &completion,
-            found,
-            shape,
-            cx.syntax,
-            &mut warnings,
-        )
-    } else {
-        let chosen = choose::by_usage(profile, &texts, &completion, &mut warnings);
-        let mut fidelity = Fidelity::new(if chosen.ambiguous {
-            FidelityClass::Ambiguous
-        } else {
-            FidelityClass::Unique
-        });
-        if chosen.ambiguous {
-            fidelity.candidates = Some(texts.len());
-            fidelity.because(if has_count(&completion) {
-                Reason::UsageDisagrees
-            } else {
-                Reason::NoUsage
-            });
-        } else if has_count(&completion) && !counts_agree(&completion, &chosen.ids) {
-            fidelity.at_most(FidelityClass::Inconsistent);
-            fidelity.because(Reason::UsageDisagrees);
-        }
-        (chosen.ids, fidelity)
+/// The ids and class of a known shape's answer: every candidate sent forward through it.
+fn synthesize(
+    x: &Exchange,
+    read: &ReadBacks,
+    texts: &[String],
+    cut: bool,
+    warnings: &mut Vec<String>,
+) -> (Vec<u32>, Fidelity) {
+    let (profile, request, completion, shape) = (x.profile, x.request, x.completion, x.shape);
+    let syntax = profile.family.syntax();
+    let cx = synth::Context {
+        profile,
+        shape,
+        completion,
+        stream: x.stream,
+        spaces: x.options.spaces_around_special_tokens,
+        thinking: profile.thinking_enabled(request.chat_template_kwargs.as_ref()),
+        tools_declared: x.tools_declared,
+        history_calls: turn::earlier_tool_calls(request),
+        syntax: syntax.unwrap_or_default(),
+        prompt_closes_reasoning: closes_reasoning(profile, x.prompt_ids),
+        cut,
+        // Streamed calls with no leak to read them from: the first line of each was sent.
+        arguments_hidden: match (
+            read.leaks && !cut,
+            read.closed_section,
+            read.leak_streamed_only,
+        ) {
+            (false, _, _) => None,
+            (true, false, _) => Some(None),
+            (true, true, 0) => None,
+            (true, true, n) => Some(Some(n)),
+        },
     };
-    if !spellings_settled && fidelity.class.is_exact() {
-        fidelity.at_most(FidelityClass::Ambiguous);
-        fidelity.because(Reason::ArgumentsReserialized);
-        warnings.push(
-            "ambiguous: the server re-serialized the tool-call arguments and not every spelling the model may have written could be tried (too many separators)"
-                .to_string(),
-        );
+    let found = synth::synthesize(&cx, texts);
+    classify::classify(
+        profile, texts, completion, found, shape, cx.syntax, warnings,
+    )
+}
+
+/// The ids and class where the shape is unknown: the count alone decides.
+fn choose_by_usage(
+    x: &Exchange,
+    texts: &[String],
+    warnings: &mut Vec<String>,
+) -> (Vec<u32>, Fidelity) {
+    let (profile, completion) = (x.profile, x.completion);
+    let chosen = choose::by_usage(profile, texts, completion, warnings);
+    let mut fidelity = Fidelity::new(if chosen.ambiguous {
+        FidelityClass::Ambiguous
+    } else {
+        FidelityClass::Unique
+    });
+    if chosen.ambiguous {
+        fidelity.candidates = Some(texts.len());
+        fidelity.because(if has_count(completion) {
+            Reason::UsageDisagrees
+        } else {
+            Reason::NoUsage
+        });
+    } else if has_count(completion) && !counts_agree(completion, &chosen.ids) {
+        fidelity.at_most(FidelityClass::Inconsistent);
+        fidelity.because(Reason::UsageDisagrees);
     }
+    (chosen.ids, fidelity)
+}
+
+/// What the shape and the answer leave open beside the rebuild: the flags every non-exact
+/// sample carries.
+fn flag(
+    x: &Exchange,
+    read: &ReadBacks,
+    cut: bool,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    let (profile, request, completion, shape) = (x.profile, x.request, x.completion, x.shape);
     if fidelity.class == FidelityClass::Ambiguous {
         // Several answers a quirk could have hidden were read back and nothing decided.
-        for reason in open_quirks.iter().filter_map(|q| Reason::of(*q)) {
+        for reason in read.open_quirks.iter().filter_map(|q| Reason::of(*q)) {
             fidelity.because(reason);
         }
     }
-    classify::server_losses(profile, shape, &completion, &mut fidelity, &mut warnings);
+    classify::server_losses(profile, shape, completion, fidelity, warnings);
     // A streamed 0.11 answer whose section closed shows it (the leak), and the count tells a
     // finished answer from one cut right after the section. One cut inside the section hides
     // what the streamed calls do not show (whitespace around the arguments, a partial
@@ -405,58 +569,21 @@ pub fn reconstruct_as(
     // A stream modelled step by step whose count and limit are known: the synthesis probed what
     // a cut inside the section can hide (`synth::hidden_section_whitespace`, the cut tail).
     let counted_cut =
-        stepwise && usage_count(&completion).is_some() && request.max_tokens.is_some();
-    let hidden_cut_shape = if closed_section || counted_cut {
+        read.stepwise && usage_count(completion).is_some() && request.max_tokens.is_some();
+    let hidden_cut_shape = if read.closed_section || counted_cut {
         &server::generic::SHAPE
     } else {
         shape
     };
     classify::cut_hidden_by_tool_calls(
         hidden_cut_shape,
-        &completion,
+        completion,
         request.max_tokens,
-        &mut fidelity,
-        &mut warnings,
-    );
-    classify::foreign_markers(profile, &completion, &mut fidelity, &mut warnings);
-    classify::partial_character(cut, &completion, &mut fidelity, &mut warnings);
-
-    let mut ambiguous = fidelity.candidates.is_some();
-    if let Some(server_ids) = &completion.completion_token_ids {
-        // The server's own ids settle what the text could not: the text rebuild's doubts go.
-        const DOUBTS: [&str; 4] = ["ambiguous", "lossy", "inconsistent", "truncated"];
-        warnings.retain(|w| !DOUBTS.iter().any(|d| w.starts_with(d)));
-        ambiguous = false;
-        fidelity = Fidelity::new(FidelityClass::ExactByServerIds);
-        fidelity.because(Reason::ServerIds);
-        if *server_ids != completion_ids {
-            warnings.push(format!(
-                "server token ids differ from the reconstruction (first difference at position {}); using the server's ids",
-                first_difference(server_ids, &completion_ids)
-            ));
-            fidelity.because(Reason::ServerIdsDiffer);
-            completion_ids = server_ids.clone();
-        }
-    }
-    if let Some(counted) = prompt_count {
-        // After the server-ids block: completion ids do not settle the prompt.
-        fidelity.because(Reason::PromptTokensDisagree);
-        if shape.quirks.has::<CountsPromptAsRendered>() {
-            fidelity.at_most(FidelityClass::Inconsistent);
-            warnings.push(format!(
-                "inconsistent: {} counts the prompt it rendered, {counted} tokens, and the prompt rendered here has {}: the server rendered another prompt (its template, or a tool handler's system message), so the prompt ids are not what the model saw",
-                shape.describe(),
-                prompt_ids.len()
-            ));
-        }
-    }
-    Ok(Reconstruction {
-        prompt_ids,
-        completion_ids,
-        warnings,
-        ambiguous,
         fidelity,
-    })
+        warnings,
+    );
+    classify::foreign_markers(profile, completion, fidelity, warnings);
+    classify::partial_character(cut, completion, fidelity, warnings);
 }
 
 /// The prompt's ids hold the family's reasoning close (as one special token).

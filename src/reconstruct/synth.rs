@@ -289,8 +289,7 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
     let cut = cx.cut;
     let mut partial_candidates: Vec<Vec<u32>> = Vec::new();
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    let mut shortest_gap: Option<usize> = None;
-    let mut any_longer_or_equal = false;
+    let mut gaps = Gaps::default();
     for text in texts {
         if !seen.insert(text.as_str()) {
             continue;
@@ -306,53 +305,12 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         let mut sites = cx.sites(text);
         sites.sort_by_key(|s| s.at);
         let base = tokenizer.encode(text);
-        // Per-site token deltas of each option.
-        let deltas: Vec<Vec<i64>> = sites
-            .iter()
-            .enumerate()
-            .map(|(i, _)| {
-                (0..WHITESPACE.len())
-                    .map(|o| {
-                        if o == 0 {
-                            return 0;
-                        }
-                        let mut choice = vec![0; sites.len()];
-                        choice[i] = o;
-                        tokenizer.encode(&with_inserts(text, &sites, &choice)).len() as i64
-                            - base.len() as i64
-                    })
-                    .collect()
-            })
-            .collect();
+        let deltas = site_deltas(cx, text, &sites, base.len());
         let (count, choice) = match reported {
             Some(n) => {
                 let target = n as i64 - base.len() as i64;
-                if target < 0 {
-                    any_longer_or_equal = true;
-                } else {
-                    let gap = target as usize;
-                    shortest_gap = Some(shortest_gap.map_or(gap, |g| g.min(gap)));
-                    if gap == 0 {
-                        any_longer_or_equal = true;
-                    }
-                }
-                let (count, choice) = combinations(&deltas, target);
-                if cx.shape.quirks.has::<Vllm011Stepwise>()
-                    && cx.stream
-                    && count > 1
-                    && count <= MOST_CHECKED
-                {
-                    // A stream modelled step by step: send every variant forward and count only
-                    // those that give this answer (a whitespace the answer does not show
-                    // directly may still move where the section buffer was cut).
-                    let agreeing: Vec<Vec<usize>> = every_combination(&deltas, target)
-                        .into_iter()
-                        .filter(|c| cx.agrees(&with_inserts(text, &sites, c)).is_ok())
-                        .collect();
-                    (agreeing.len() as u64, agreeing.into_iter().next())
-                } else {
-                    (count, choice)
-                }
+                gaps.note(target);
+                variants_reaching(cx, text, &sites, &deltas, target)
             }
             None => {
                 let all = deltas
@@ -384,61 +342,154 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         out.consistent = out.consistent.saturating_add(count);
         if out.ids.is_none() {
             if let Some(choice) = choice {
-                let variant = with_inserts(text, &sites, &choice);
-                let ids = if choice.iter().all(|&o| o == 0) {
-                    base
-                } else {
-                    tokenizer.encode(&variant)
-                };
-                let counted = reported.is_none_or(|n| n == ids.len());
-                if counted && cx.agrees(&variant).is_ok() {
-                    out.ids = Some(ids);
-                }
+                out.ids = checked_variant(cx, text, &sites, &choice, base, reported);
             }
         }
     }
-    // A held-back partial character is only considered where nothing else explains the count,
-    // where the answer shows the replacement character, or where the stream that fits ends on
-    // the reasoning's close (the one token a partial character would look like).
-    if let Some(first) = partial_candidates.into_iter().next() {
-        let shows_replacement = [
-            cx.completion.content.as_deref(),
-            cx.completion.reasoning.as_deref(),
-        ]
-        .into_iter()
-        .flatten()
-        .any(|t| t.trim_end().ends_with('\u{FFFD}'));
-        let ends_on_close = out.ids.as_ref().is_some_and(|ids| {
-            let close = cx.profile.reasoning_close().unwrap_or("\u{0}");
-            tokenizer.decode(ids).ends_with(close)
-        });
-        if out.consistent == 0 || shows_replacement || ends_on_close {
-            out.partial = Some(first);
-        }
-    }
-    if out.consistent == 0 && out.fields_agree && !any_longer_or_equal {
-        out.short_by = shortest_gap;
+    settle_partial(cx, partial_candidates, &mut out);
+    if out.consistent == 0 && out.fields_agree && !gaps.any_longer_or_equal {
+        out.short_by = gaps.shortest;
     }
     if out.consistent > 0 && out.ids.is_none() {
         // The arithmetic promised a variant the re-check refused: trust neither.
         out.consistent = 0;
     }
-    if let (true, Some(ids)) = (cut, &out.ids) {
-        let hidden = hidden_tail_tokens(cx, ids) + hidden_section_whitespace(cx, ids);
-        if hidden > 0 {
-            out.consistent = out.consistent.saturating_add(hidden);
-            let reason = if ends_inside_a_call(cx, ids) {
-                Reason::CutInsideToolSection
-            } else {
-                Reason::CutAfterToolCall
-            };
-            if !out.open.contains(&reason) {
-                out.open.push(reason);
-            }
-        }
+    if cut {
+        count_cut_hidden(cx, &mut out);
     }
     count_hidden_spellings(cx, &mut out);
     out
+}
+
+/// How far the candidates' lengths fall short of the reported count.
+#[derive(Default)]
+struct Gaps {
+    /// The smallest shortfall of a candidate shorter than the count.
+    shortest: Option<usize>,
+    /// Some candidate was as long as the count, or longer.
+    any_longer_or_equal: bool,
+}
+
+impl Gaps {
+    /// A candidate `target` tokens short of the count (negative: longer).
+    fn note(&mut self, target: i64) {
+        if target < 0 {
+            self.any_longer_or_equal = true;
+        } else {
+            let gap = target as usize;
+            self.shortest = Some(self.shortest.map_or(gap, |g| g.min(gap)));
+            if gap == 0 {
+                self.any_longer_or_equal = true;
+            }
+        }
+    }
+}
+
+/// Per site, the token delta of each whitespace option (the first, nothing, is 0).
+fn site_deltas(cx: &Context, text: &str, sites: &[Site], base_len: usize) -> Vec<Vec<i64>> {
+    let tokenizer = &cx.profile.tokenizer;
+    sites
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            (0..WHITESPACE.len())
+                .map(|o| {
+                    if o == 0 {
+                        return 0;
+                    }
+                    let mut choice = vec![0; sites.len()];
+                    choice[i] = o;
+                    tokenizer.encode(&with_inserts(text, sites, &choice)).len() as i64
+                        - base_len as i64
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// How many variants of `text` add up to `target` more tokens, and one of them.
+fn variants_reaching(
+    cx: &Context,
+    text: &str,
+    sites: &[Site],
+    deltas: &[Vec<i64>],
+    target: i64,
+) -> (u64, Option<Vec<usize>>) {
+    let (count, choice) = combinations(deltas, target);
+    if cx.shape.quirks.has::<Vllm011Stepwise>() && cx.stream && count > 1 && count <= MOST_CHECKED {
+        // A stream modelled step by step: send every variant forward and count only those that
+        // give this answer (a whitespace the answer does not show directly may still move where
+        // the section buffer was cut).
+        let agreeing: Vec<Vec<usize>> = every_combination(deltas, target)
+            .into_iter()
+            .filter(|c| cx.agrees(&with_inserts(text, sites, c)).is_ok())
+            .collect();
+        (agreeing.len() as u64, agreeing.into_iter().next())
+    } else {
+        (count, choice)
+    }
+}
+
+/// The ids of the variant `choice` of `text`, if they have the reported length and the variant
+/// gives the answer (never trusted from the arithmetic alone).
+fn checked_variant(
+    cx: &Context,
+    text: &str,
+    sites: &[Site],
+    choice: &[usize],
+    base: Vec<u32>,
+    reported: Option<usize>,
+) -> Option<Vec<u32>> {
+    let variant = with_inserts(text, sites, choice);
+    let ids = if choice.iter().all(|&o| o == 0) {
+        base
+    } else {
+        cx.profile.tokenizer.encode(&variant)
+    };
+    let counted = reported.is_none_or(|n| n == ids.len());
+    (counted && cx.agrees(&variant).is_ok()).then_some(ids)
+}
+
+/// A held-back partial character is only considered where nothing else explains the count,
+/// where the answer shows the replacement character, or where the stream that fits ends on the
+/// reasoning's close (the one token a partial character would look like).
+fn settle_partial(cx: &Context, partial_candidates: Vec<Vec<u32>>, out: &mut Synthesis) {
+    let Some(first) = partial_candidates.into_iter().next() else {
+        return;
+    };
+    let shows_replacement = [
+        cx.completion.content.as_deref(),
+        cx.completion.reasoning.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .any(|t| t.trim_end().ends_with('\u{FFFD}'));
+    let ends_on_close = out.ids.as_ref().is_some_and(|ids| {
+        let close = cx.profile.reasoning_close().unwrap_or("\u{0}");
+        cx.profile.tokenizer.decode(ids).ends_with(close)
+    });
+    if out.consistent == 0 || shows_replacement || ends_on_close {
+        out.partial = Some(first);
+    }
+}
+
+/// A cut answer: the streams its cut tail and section could hide beside the chosen one.
+fn count_cut_hidden(cx: &Context, out: &mut Synthesis) {
+    let Some(ids) = &out.ids else {
+        return;
+    };
+    let hidden = hidden_tail_tokens(cx, ids) + hidden_section_whitespace(cx, ids);
+    if hidden > 0 {
+        out.consistent = out.consistent.saturating_add(hidden);
+        let reason = if ends_inside_a_call(cx, ids) {
+            Reason::CutInsideToolSection
+        } else {
+            Reason::CutAfterToolCall
+        };
+        if !out.open.contains(&reason) {
+            out.open.push(reason);
+        }
+    }
 }
 
 /// Count, beside the stream the synthesis chose, the other spellings hermes hides

@@ -4,7 +4,7 @@
 
 use super::quirk::Quirks;
 use super::quirks::EmptyContentAsString;
-use super::{ReasoningField, ServerShape};
+use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
 
 pub const SHAPE: ServerShape = ServerShape {
@@ -14,5 +14,6 @@ pub const SHAPE: ServerShape = ServerShape {
     parses: false,
     reasoning_field: ReasoningField::Reasoning,
     reasoning_details: false,
+    versions: Versions::Newest,
     quirks: Quirks::new(&[&EmptyContentAsString]),
 };

@@ -62,9 +62,34 @@ pub struct ServerShape {
     pub reasoning_field: ReasoningField,
     /// Also sends `reasoning_details` (OpenRouter).
     pub reasoning_details: bool,
+    /// Which versions of the kind answer this way.
+    pub versions: Versions,
     /// Everything else it does to an answer, one [`Quirk`] each, in the order their forward
     /// effects apply.
     pub quirks: Quirks,
+}
+
+/// The versions a shape describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Versions {
+    /// The kind's newest line: every version no other shape of the kind claims.
+    Newest,
+    /// `major.minor` with `minor` from `first` up to, not including, `end` (a leading `v`
+    /// ignored).
+    Minors { major: u32, first: u32, end: u32 },
+}
+
+impl Versions {
+    /// Whether `version` is one of these (never for [`Versions::Newest`], the fallback).
+    pub fn claim(&self, version: &str) -> bool {
+        let Versions::Minors { major, first, end } = *self else {
+            return false;
+        };
+        let mut parts = version.trim_start_matches('v').split('.');
+        let got_major = parts.next().and_then(|p| p.parse::<u32>().ok());
+        let got_minor = parts.next().and_then(|p| p.parse::<u32>().ok());
+        matches!((got_major, got_minor), (Some(a), Some(m)) if a == major && (first..end).contains(&m))
+    }
 }
 
 /// Every known shape, newest version of each kind first.
@@ -77,17 +102,15 @@ pub const SHAPES: &[&ServerShape] = &[
     &generic::SHAPE,
 ];
 
-/// The shape of `kind` at `version` (`None`: the newest known). A version prefix selects the
-/// line it belongs to: `0.11.2` or `0.20` → vLLM's 0.11–0.2x line.
+/// The shape of `kind` at `version` (`None`: the newest known): the shape whose
+/// [`Versions`] claim it, else the kind's newest ([`SHAPES`] lists it first). A version prefix
+/// selects the line it belongs to: `0.11.2` or `0.20` → vLLM's 0.11–0.2x line.
 pub fn shape(kind: ServerKind, version: Option<&str>) -> &'static ServerShape {
-    match (kind, version) {
-        (ServerKind::Vllm, Some(v)) if vllm::is_old_line(v) => &vllm::SHAPE_0_11,
-        (ServerKind::Vllm, _) => &vllm::SHAPE,
-        (ServerKind::OpenRouter, _) => &openrouter::SHAPE,
-        (ServerKind::Sglang, _) => &sglang::SHAPE,
-        (ServerKind::LlamaCpp, _) => &llamacpp::SHAPE,
-        (ServerKind::Generic, _) => &generic::SHAPE,
-    }
+    let of_kind = || SHAPES.iter().copied().filter(move |s| s.kind == kind);
+    version
+        .and_then(|v| of_kind().find(|s| s.versions.claim(v)))
+        .or_else(|| of_kind().next())
+        .unwrap_or(&generic::SHAPE)
 }
 
 /// The user-facing name of a server kind (`--kind`).
@@ -482,6 +505,14 @@ mod tests {
         assert_eq!(shape(ServerKind::Vllm, Some("0.11.2")).version, "0.11-0.2x");
         assert_eq!(shape(ServerKind::Vllm, Some("0.33.0")).version, "0.33");
         assert_eq!(shape(ServerKind::Vllm, None).version, "0.33");
+        assert_eq!(
+            shape(ServerKind::Vllm, Some("v0.20.1")).version,
+            "0.11-0.2x"
+        );
+        assert_eq!(shape(ServerKind::Vllm, Some("0.30.0")).version, "0.33");
+        assert_eq!(shape(ServerKind::Vllm, Some("1.11")).version, "0.33");
+        assert_eq!(shape(ServerKind::Sglang, Some("0.11.2")).version, "0.5");
+        assert_eq!(shape(ServerKind::LlamaCpp, None).kind, ServerKind::LlamaCpp);
         assert_eq!(
             shape(ServerKind::Vllm, Some("0.11.0")).reasoning_field,
             ReasoningField::Both

@@ -9,7 +9,7 @@ use super::quirks::{
     DropsCutSection, DropsEmptyReasoning, DropsIncompleteCall, EmptyContentAsString,
     FinishToolCalls, IndexesCalls, MintsCallIds, StripsArguments, StripsStreamedArguments,
 };
-use super::{ReasoningField, ServerShape};
+use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
 
 pub const SHAPE: ServerShape = ServerShape {
@@ -19,6 +19,7 @@ pub const SHAPE: ServerShape = ServerShape {
     parses: true,
     reasoning_field: ReasoningField::Reasoning,
     reasoning_details: true,
+    versions: Versions::Newest,
     quirks: Quirks::new(&[
         &DropsEmptyReasoning,
         &EmptyContentAsString,

@@ -10,9 +10,9 @@ use super::quirk::Quirks;
 use super::quirks::{
     CompletesEmptyLastArguments, CountsReasoningThroughClose, DropsCutSection, DropsIncompleteCall,
     EmptyContentAsString, FinishToolCalls, IndexesCalls, ResynthesizesCallIds,
-    StreamsSectionTextAsContent, StripsArguments,
+    StreamsSectionTextAsContent, StreamsTokenDeltas, StripsArguments,
 };
-use super::{ReasoningField, ServerShape};
+use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
 
 /// SGLang 0.5.23 (tests/data/server_shapes/kimi_k25_sglang.jsonl).
@@ -23,6 +23,7 @@ pub const SHAPE: ServerShape = ServerShape {
     parses: true,
     reasoning_field: ReasoningField::ReasoningContent,
     reasoning_details: false,
+    versions: Versions::Newest,
     quirks: Quirks::new(&[
         &EmptyContentAsString,
         &ResynthesizesCallIds,
@@ -33,6 +34,7 @@ pub const SHAPE: ServerShape = ServerShape {
         &CountsReasoningThroughClose,
         &StreamsSectionTextAsContent,
         &CompletesEmptyLastArguments,
+        &StreamsTokenDeltas,
         &FinishToolCalls,
     ]),
 };

@@ -30,13 +30,13 @@
 
 use super::quirks::{
     BogusCallForCutId, CoercesArguments, CutReportsToolCalls, DropsCutSection, DropsIncompleteCall,
-    DropsSectionBeginDelta, DropsThinkEndDelta, FinishToolCalls, IgnoresThinkingOff,
-    LeaksSectionBuffer, MintsCallIds, NullsWhitespaceContent, ReasoningEndsOnlyAtThinkEnd,
-    SpacesAroundAddedTokens, StreamsArgumentsFirstLine, StreamsFirstTokenAsReasoning,
-    StreamsVerbatimCallIds, StreamsWhitespaceContent, StripsArguments,
-    StripsReasoningTrailingWhitespace, Vllm011Stepwise,
+    DropsSectionBeginDelta, DropsThinkEndDelta, FinishToolCalls, HoldsBackPartialCharacters,
+    IgnoresThinkingOff, LeaksSectionBuffer, MintsCallIds, NullsWhitespaceContent,
+    ReasoningEndsOnlyAtThinkEnd, SpacesAroundAddedTokens, StreamsArgumentsFirstLine,
+    StreamsFirstTokenAsReasoning, StreamsTokenDeltas, StreamsVerbatimCallIds,
+    StreamsWhitespaceContent, StripsArguments, StripsReasoningTrailingWhitespace, Vllm011Stepwise,
 };
-use super::{ReasoningField, ServerShape};
+use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
 
 use super::quirk::Quirks;
@@ -50,6 +50,7 @@ pub const SHAPE: ServerShape = ServerShape {
     parses: true,
     reasoning_field: ReasoningField::Reasoning,
     reasoning_details: false,
+    versions: Versions::Newest,
     quirks: Quirks::new(&[
         &StripsReasoningTrailingWhitespace,
         &NullsWhitespaceContent,
@@ -58,6 +59,8 @@ pub const SHAPE: ServerShape = ServerShape {
         &BogusCallForCutId,
         &SpacesAroundAddedTokens,
         &DropsCutSection,
+        &HoldsBackPartialCharacters,
+        &StreamsTokenDeltas,
         &FinishToolCalls,
     ]),
 };
@@ -67,6 +70,11 @@ pub const SHAPE: ServerShape = ServerShape {
 /// inside its id (cut_call_id): no `BogusCallForCutId`.
 pub const SHAPE_0_11: ServerShape = ServerShape {
     version: "0.11-0.2x",
+    versions: Versions::Minors {
+        major: 0,
+        first: 11,
+        end: 30,
+    },
     reasoning_field: ReasoningField::Both,
     quirks: Quirks::on(&SHAPE.quirks)
         .minus(&[
@@ -102,11 +110,3 @@ pub const PARSER_ONLY: ServerShape = ServerShape {
     ]),
     ..SHAPE
 };
-
-/// Versions 0.11 to 0.29 belong to the older line.
-pub fn is_old_line(version: &str) -> bool {
-    let mut parts = version.trim_start_matches('v').split('.');
-    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
-    let minor = parts.next().and_then(|p| p.parse::<u32>().ok());
-    matches!((major, minor), (Some(0), Some(m)) if (11..30).contains(&m))
-}

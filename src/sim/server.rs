@@ -36,6 +36,7 @@ use super::request::ChatRequest;
 use super::seed::{self, Purpose};
 use super::tokens::TokenCounter;
 use super::SimError;
+use crate::server::quirks::StreamsTokenDeltas;
 use crate::server::Syntax;
 
 /// Before dropping a connection on purpose, long enough for what was written to be flushed.
@@ -609,6 +610,10 @@ fn make_turn(
     let (prompt_token_ids, prompt_tokens) = (prompt.ids, prompt.count);
     let cost = prompt_tokens as f64 * config.prices.prompt
         + completion_tokens as f64 * config.prices.completion;
+    let shape = match provider {
+        Some(_) => flavor.shape(),
+        None => config.shape.unwrap_or_else(|| flavor.shape()),
+    };
     let mut ids_rng = seed::rng(config.seed, key, Purpose::Ids, attempt);
     let id = match flavor {
         Flavor::OpenRouter => format!(
@@ -654,10 +659,7 @@ fn make_turn(
         minted_call_ids,
         provider: provider.map_or_else(|| config.provider_name.clone(), |p| p.name.clone()),
         flavor,
-        shape: match provider {
-            Some(_) => flavor.shape(),
-            None => config.shape.unwrap_or_else(|| flavor.shape()),
-        },
+        shape,
         defects,
         provider_in_body: provider.is_some(),
         // Only a slow detokenizer (Kimi's tiktoken one) puts spaces around added tokens.
@@ -677,8 +679,9 @@ fn make_turn(
         first_token,
         last_token,
         stop_token,
-        // vLLM and SGLang send a delta per token (OpenRouter's providers vary: pieces).
-        token_deltas: matches!(flavor, Flavor::Vllm | Flavor::Vllm011 | Flavor::Sglang)
+        token_deltas: shape
+            .quirks
+            .has::<StreamsTokenDeltas>()
             .then(|| tokens.clone())
             .filter(|t| t.has_tokenizer()),
         syntax,

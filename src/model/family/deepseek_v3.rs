@@ -59,6 +59,8 @@ pub const SPEC: FamilySpec = FamilySpec {
         section_end: SECTION_END,
         // A newline, then the next call's begin (`CALL_BEGIN`).
         next_call: &["\n", "\n<｜tool▁call▁begin｜>"],
+        markers: &[SECTION_BEGIN, CALL_BEGIN, CALL_SEP, CALL_END, SECTION_END],
+        openers: &[SECTION_BEGIN, CALL_BEGIN],
     }),
     distinctive_markers: &[
         SECTION_BEGIN,

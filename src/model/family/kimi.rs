@@ -206,6 +206,15 @@ const TOOL_GRAMMAR: ToolGrammar = ToolGrammar {
     arguments_end: "",
     section_end: SECTION_END,
     next_call: &[CALL_BEGIN],
+    markers: &[
+        SECTION_BEGIN,
+        SECTION_BEGIN_SINGULAR,
+        CALL_BEGIN,
+        ARGUMENT_BEGIN,
+        CALL_END,
+        SECTION_END,
+    ],
+    openers: &[SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN],
 };
 const DISTINCTIVE_MARKERS: &[&str] = &[SECTION_BEGIN, CALL_BEGIN, ARGUMENT_BEGIN, "<|im_middle|>"];
 /// The singular misspellings of the section markers that vLLM's `kimi_k2` parsers accept.

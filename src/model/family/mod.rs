@@ -92,7 +92,8 @@ pub struct FamilySpec {
     pub distinctive_markers: &'static [&'static str],
 }
 
-/// A family's tool-call syntax as a `length` cut meets it (the reconstruction's cut tails).
+/// A family's tool-call syntax: its markers, and where a `length` cut can fall in it (the
+/// reconstruction's cut tails, the audit's markers out of place).
 #[derive(Debug, Clone, Copy)]
 pub struct ToolGrammar {
     /// What opens the tool section.
@@ -107,6 +108,10 @@ pub struct ToolGrammar {
     pub section_end: &'static str,
     /// What may follow a call's close.
     pub next_call: &'static [&'static str],
+    /// Every tool-call marker (the audit looks for them where text should be).
+    pub markers: &'static [&'static str],
+    /// The markers that open a call.
+    pub openers: &'static [&'static str],
 }
 
 /// A family's K2-Vendor-Verifier F1 threshold and where it comes from (the report says which).

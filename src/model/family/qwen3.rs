@@ -49,6 +49,8 @@ pub const SPEC: FamilySpec = FamilySpec {
         section_end: "",
         // A newline, then the next call's open (`CALL_OPEN`).
         next_call: &["\n", "\n<tool_call>"],
+        markers: &[CALL_OPEN, CALL_CLOSE],
+        openers: &[CALL_OPEN],
     }),
     distinctive_markers: &[CALL_OPEN, CALL_CLOSE, "<|im_start|>"],
 };

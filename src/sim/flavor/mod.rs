@@ -13,7 +13,7 @@ pub mod vllm;
 use serde_json::{json, Value};
 
 use super::faults::ToolDefect;
-use crate::server::quirks::{SpacesAroundAddedTokens, Vllm011Stepwise};
+use crate::server::quirks::{HoldsBackPartialCharacters, SpacesAroundAddedTokens, Vllm011Stepwise};
 use crate::server::{self, kimi, ForwardInput, Parsed, ServerShape};
 
 /// Which server's response shape the simulator imitates: one flavour per server kind (and
@@ -194,14 +194,12 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
     parsed
 }
 
-/// The text the flavour's detokenizer hands its parsers. vLLM's incremental detokenizer waits
-/// for a character's last byte, so a cut inside a character leaves that character's tokens
-/// unsent (`Look:` for ids ending `Look: ` + a partial `好`: tests/data/server_shapes, vLLM 0.33.0
-/// and 0.11.2, Kimi and DeepSeek-V3); SGLang's sends the partial bytes as U+FFFD.
+/// The text the shape's detokenizer hands its parsers ([`HoldsBackPartialCharacters`]).
 pub fn detokenized(turn: &Turn) -> &str {
-    match turn.flavor {
-        Flavor::Vllm | Flavor::Vllm011 => &turn.complete_text,
-        Flavor::OpenRouter | Flavor::Sglang | Flavor::LlamaCpp | Flavor::Raw => &turn.text,
+    if turn.shape.quirks.has::<HoldsBackPartialCharacters>() {
+        &turn.complete_text
+    } else {
+        &turn.text
     }
 }
 

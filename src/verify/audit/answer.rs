@@ -12,7 +12,7 @@ use super::round_trip;
 use super::schema::{k2vv_call_valid, CallVerdict, Schemas};
 use crate::completion::{Completion, ToolCall};
 use crate::model::Profile;
-use crate::server::{kimi, Syntax};
+use crate::server::Syntax;
 
 /// One kind of defect the audit can find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -185,8 +185,9 @@ pub fn audit_answer(
 
     // Markers where text should be.
     let syntax = Syntax::of(profile.family);
-    let markers = syntax.map(markers_of).unwrap_or(&[]);
-    let openers = syntax.map(openers_of).unwrap_or(&[]);
+    let grammar = profile.family.spec().tool_grammar;
+    let markers = grammar.map_or(&[][..], |g| g.markers);
+    let openers = grammar.map_or(&[][..], |g| g.openers);
     check_markers(&mut audit, &completion, markers, openers);
 
     // Every call: name, JSON, schema, id.
@@ -341,41 +342,6 @@ fn native_calls_tools(native: &str) -> bool {
         native.to_ascii_lowercase().as_str(),
         "tool_calls" | "tool_use" | "function_call"
     )
-}
-
-/// Every tool-call marker of the family.
-fn markers_of(syntax: Syntax) -> &'static [&'static str] {
-    match syntax {
-        Syntax::Kimi => &[
-            kimi::SECTION_BEGIN,
-            "<|tool_call_section_begin|>",
-            kimi::CALL_BEGIN,
-            kimi::ARGUMENT_BEGIN,
-            kimi::CALL_END,
-            kimi::SECTION_END,
-        ],
-        Syntax::Hermes => &["<tool_call>", "</tool_call>"],
-        Syntax::DeepseekV3 => &[
-            "<｜tool▁calls▁begin｜>",
-            "<｜tool▁call▁begin｜>",
-            "<｜tool▁sep｜>",
-            "<｜tool▁call▁end｜>",
-            "<｜tool▁calls▁end｜>",
-        ],
-    }
-}
-
-/// The markers that open a call.
-fn openers_of(syntax: Syntax) -> &'static [&'static str] {
-    match syntax {
-        Syntax::Kimi => &[
-            kimi::SECTION_BEGIN,
-            "<|tool_call_section_begin|>",
-            kimi::CALL_BEGIN,
-        ],
-        Syntax::Hermes => &["<tool_call>"],
-        Syntax::DeepseekV3 => &["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
-    }
 }
 
 fn first_marker(text: Option<&str>, markers: &[&'static str]) -> Option<&'static str> {

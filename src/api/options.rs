@@ -84,7 +84,7 @@ pub enum OptionsError {
     )]
     TokenIdsUnsupported(ServerKind),
     /// SGLang sends no ids in stream chunks; llama.cpp's final chunk carries `__verbose.tokens: []`;
-    /// vLLM's streamed chunks are not known to carry them (FACTS.md documents `return_token_ids`
+    /// vLLM's streamed chunks are not known to carry them (its `return_token_ids` is documented
     /// for whole answers only), and draftgen collects no ids from a stream — refused rather than
     /// silently storing none.
     #[error(

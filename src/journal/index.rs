@@ -190,21 +190,67 @@ fn finish_segment<'a>(
     state.report.bytes += bytes.len() as u64;
     let complete_len = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
     let lines: u64 = parsed.iter().map(|(_, count)| count).sum();
-
     // Trailing invalid lines of the last segment belong to the torn tail: lines from `tail_from`
     // (0-based) on.
-    let mut tail_from = lines;
-    if is_last {
-        for result in parsed.iter().rev().flat_map(|(r, _)| r.iter().rev()) {
-            if result.is_ok() {
-                break;
-            }
-            tail_from -= 1;
+    let tail_from = if is_last {
+        torn_tail_start(&parsed, lines)
+    } else {
+        lines
+    };
+    let (keep_len, mut reasons) =
+        queue_lines(segment, parsed, tail_from, complete_len, state, parts);
+    if complete_len < bytes.len() {
+        reasons.push(format!(
+            "{} bytes without a final newline",
+            bytes.len() - complete_len
+        ));
+    }
+    let end = SegmentEnd {
+        len: bytes.len(),
+        complete_len,
+        keep_len,
+        lines,
+        reasons,
+    };
+    let cut = end_of_segment(segment, end, is_last, repair, state);
+    for corrupt in &state.report.corrupt_lines {
+        if corrupt.location.segment == segment.path {
+            tracing::warn!(
+                "corrupt journal line {}: {} (skipped)",
+                corrupt.location,
+                corrupt.reason
+            );
         }
     }
+    cut
+}
+
+/// The 0-based line from which the last segment's lines are all invalid (`lines` if its last
+/// line is valid).
+fn torn_tail_start(parsed: &[ParsedChunk<'_>], lines: u64) -> u64 {
+    let mut tail_from = lines;
+    for result in parsed.iter().rev().flat_map(|(r, _)| r.iter().rev()) {
+        if result.is_ok() {
+            break;
+        }
+        tail_from -= 1;
+    }
+    tail_from
+}
+
+/// Number the segment's parsed lines: each record is counted in the totals and queued in its
+/// shard's partition, each invalid line before `tail_from` reported as corrupt. Returns how much
+/// of the segment to keep (the start of the first invalid line of the tail) and why the tail goes.
+fn queue_lines<'a>(
+    segment: &Segment,
+    parsed: Vec<ParsedChunk<'a>>,
+    tail_from: u64,
+    complete_len: usize,
+    state: &mut ResumeState,
+    parts: &mut [Vec<Pending<'a>>],
+) -> (usize, Vec<String>) {
     let mut keep_len = complete_len;
     let mut tail_reasons = Vec::new();
-
     let mut index = 0u64;
     for (results, _) in parsed {
         for result in results {
@@ -240,55 +286,60 @@ fn finish_segment<'a>(
             index += 1;
         }
     }
-    if complete_len < bytes.len() {
-        tail_reasons.push(format!(
-            "{} bytes without a final newline",
-            bytes.len() - complete_len
-        ));
-    }
+    (keep_len, tail_reasons)
+}
 
-    let mut cut = None;
-    if keep_len < bytes.len() {
-        if is_last {
-            let removed = (bytes.len() - keep_len) as u64;
-            tracing::warn!(
-                segment = %segment.path.display(),
-                removed_bytes = removed,
-                repaired = repair,
-                "torn tail at the end of the journal (an interrupted write): {}",
-                tail_reasons.join("; ")
-            );
-            state.report.torn_tail = Some(TornTail {
+/// How a segment ends: its length, up to its last newline, what to keep of it, its line count,
+/// and why its tail goes.
+struct SegmentEnd {
+    len: usize,
+    complete_len: usize,
+    keep_len: usize,
+    lines: u64,
+    reasons: Vec<String>,
+}
+
+/// Report a segment's bad end: on the last segment a torn tail (returned: where to cut it), on a
+/// sealed one a corrupt line.
+fn end_of_segment(
+    segment: &Segment,
+    end: SegmentEnd,
+    is_last: bool,
+    repair: bool,
+    state: &mut ResumeState,
+) -> Option<usize> {
+    if end.keep_len >= end.len {
+        return None;
+    }
+    if !is_last {
+        // Only the last segment is ever written to; a partial line here is damage, not a torn write.
+        state.report.corrupt_lines.push(CorruptLine {
+            location: LineLocation {
                 segment: segment.path.clone(),
-                kept_bytes: keep_len as u64,
-                removed_bytes: removed,
-                reason: tail_reasons.join("; "),
-            });
-            cut = Some(keep_len);
-        } else {
-            // Only the last segment is ever written to; a partial line here is damage, not a torn write.
-            state.report.corrupt_lines.push(CorruptLine {
-                location: LineLocation {
-                    segment: segment.path.clone(),
-                    line: lines + 1,
-                },
-                reason: format!(
-                    "{} bytes without a final newline at the end of a sealed segment",
-                    bytes.len() - complete_len
-                ),
-            });
-        }
+                line: end.lines + 1,
+            },
+            reason: format!(
+                "{} bytes without a final newline at the end of a sealed segment",
+                end.len - end.complete_len
+            ),
+        });
+        return None;
     }
-    for corrupt in &state.report.corrupt_lines {
-        if corrupt.location.segment == segment.path {
-            tracing::warn!(
-                "corrupt journal line {}: {} (skipped)",
-                corrupt.location,
-                corrupt.reason
-            );
-        }
-    }
-    cut
+    let removed = (end.len - end.keep_len) as u64;
+    tracing::warn!(
+        segment = %segment.path.display(),
+        removed_bytes = removed,
+        repaired = repair,
+        "torn tail at the end of the journal (an interrupted write): {}",
+        end.reasons.join("; ")
+    );
+    state.report.torn_tail = Some(TornTail {
+        segment: segment.path.clone(),
+        kept_bytes: end.keep_len as u64,
+        removed_bytes: removed,
+        reason: end.reasons.join("; "),
+    });
+    Some(end.keep_len)
 }
 
 /// Split `bytes` (ending in a newline, or empty) into newline-aligned ranges of about [`CHUNK_BYTES`].

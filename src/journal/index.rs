@@ -54,12 +54,7 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
     // window, memory stays bounded by the window, and the merge is in journal order.
     let mut first = 0;
     while first < segments.len() {
-        let mut end = first;
-        let mut bytes = 0u64;
-        while end < segments.len() && (end == first || bytes < WINDOW_BYTES) {
-            bytes += sizes[end];
-            end += 1;
-        }
+        let end = window_end(&sizes, first);
         let window = &segments[first..end];
         first = end;
         let maps: Vec<Option<memmap2::Mmap>> = window
@@ -67,34 +62,7 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
             .map(|segment| map_segment(&segment.path))
             .collect::<Result<_, _>>()?;
         let buffers: Vec<&[u8]> = maps.iter().map(|m| m.as_deref().unwrap_or(&[])).collect();
-        // Complete lines end at the last newline; anything after it is a torn write.
-        let tasks: Vec<(usize, usize, usize)> = buffers
-            .iter()
-            .enumerate()
-            .flat_map(|(b, bytes)| {
-                let complete = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
-                split_chunks(&bytes[..complete])
-                    .into_iter()
-                    .map(move |(start, end)| (b, start, end))
-            })
-            .collect();
-        let mut parsed: Vec<(usize, ParsedChunk<'_>)> = tasks
-            .par_iter()
-            .map(|&(b, start, end)| (b, parse_chunk(buffers[b], start, end)))
-            .collect();
-        // Chunks are in segment order: peel each segment's chunks off the end.
-        let mut per_segment: Vec<Vec<ParsedChunk<'_>>> = Vec::with_capacity(window.len());
-        for b in (0..window.len()).rev() {
-            let split = parsed.partition_point(|(owner, _)| *owner < b);
-            per_segment.push(
-                parsed
-                    .split_off(split)
-                    .into_iter()
-                    .map(|(_, c)| c)
-                    .collect(),
-            );
-        }
-        per_segment.reverse();
+        let per_segment = parse_window(&buffers);
         let mut parts: Vec<Vec<Pending<'_>>> = (0..SHARDS).map(|_| Vec::new()).collect();
         for ((segment, bytes), chunks) in window.iter().zip(&buffers).zip(per_segment) {
             let is_last = Some(segment.number) == last;
@@ -115,16 +83,67 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
         merge_window(&mut state, &mut parts);
     }
     if let (Some((path, keep)), true) = (cut_at, repair) {
-        let file = OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .map_err(JournalError::io(&path))?;
-        file.set_len(keep as u64).map_err(JournalError::io(&path))?;
-        file.sync_all().map_err(JournalError::io(&path))?;
+        cut_torn_tail(&path, keep)?;
     }
     state.loaded_records = state.totals.records;
     state.loaded_totals = state.totals.clone();
     Ok(state)
+}
+
+/// The end (exclusive) of the window of segments starting at `first`: at least one segment, then
+/// more while the window holds less than [`WINDOW_BYTES`].
+fn window_end(sizes: &[u64], first: usize) -> usize {
+    let mut end = first;
+    let mut bytes = 0u64;
+    while end < sizes.len() && (end == first || bytes < WINDOW_BYTES) {
+        bytes += sizes[end];
+        end += 1;
+    }
+    end
+}
+
+/// Parse a window's segments (their bytes, in order) in newline-aligned chunks, in parallel;
+/// each segment's chunks, in order.
+fn parse_window<'a>(buffers: &[&'a [u8]]) -> Vec<Vec<ParsedChunk<'a>>> {
+    // Complete lines end at the last newline; anything after it is a torn write.
+    let tasks: Vec<(usize, usize, usize)> = buffers
+        .iter()
+        .enumerate()
+        .flat_map(|(b, bytes)| {
+            let complete = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
+            split_chunks(&bytes[..complete])
+                .into_iter()
+                .map(move |(start, end)| (b, start, end))
+        })
+        .collect();
+    let mut parsed: Vec<(usize, ParsedChunk<'a>)> = tasks
+        .par_iter()
+        .map(|&(b, start, end)| (b, parse_chunk(buffers[b], start, end)))
+        .collect();
+    // Chunks are in segment order: peel each segment's chunks off the end.
+    let mut per_segment: Vec<Vec<ParsedChunk<'a>>> = Vec::with_capacity(buffers.len());
+    for b in (0..buffers.len()).rev() {
+        let split = parsed.partition_point(|(owner, _)| *owner < b);
+        per_segment.push(
+            parsed
+                .split_off(split)
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect(),
+        );
+    }
+    per_segment.reverse();
+    per_segment
+}
+
+/// Cut the last segment at `keep` bytes (its torn tail), durably.
+fn cut_torn_tail(path: &Path, keep: usize) -> Result<(), JournalError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(JournalError::io(path))?;
+    file.set_len(keep as u64).map_err(JournalError::io(path))?;
+    file.sync_all().map_err(JournalError::io(path))
 }
 
 /// Map the segment at `path` read-only, as long as it is now (`None` when empty: there is nothing

@@ -3,7 +3,7 @@
 //! rule is unit-tested without a network; the client only gathers the inputs.
 //!
 //! The class decides what the engine does next (retry, back off, stop the run), so the rules follow
-//! OpenRouter's documented meanings (FACTS.md §C): 408 timeout, 429 rate limit, 5xx server, 400 bad
+//! OpenRouter's documented meanings (its API error codes): 408 timeout, 429 rate limit, 5xx server, 400 bad
 //! request, 401 bad key, 402 no credits, 403 moderation, and errors that arrive inside a 200.
 
 use std::time::{Duration, SystemTime};

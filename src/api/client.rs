@@ -376,27 +376,11 @@ impl Client {
                 .map_err(|e| e.with_status(status))?;
             drop(answer);
             if let Some(key) = key {
-                key.scrub_json(&mut value);
-                for chunk in kept.iter_mut().flatten() {
-                    if let Some(scrubbed) = key.scrub_json_bytes(chunk.as_bytes()) {
-                        *chunk = String::from_utf8_lossy(&scrubbed).into_owned();
-                    }
-                }
+                scrub_stream(key, &mut value, kept.as_mut());
             }
             chunks = kept;
-            classify::check_completion(&value).map_err(|e| {
-                e.with_status(status)
-                    .with_retry_after(None)
-                    .with_body(Some(value.clone()))
-            })?;
-            let text = serde_json::to_string(&value).map_err(|e| {
-                ApiError::new(
-                    ErrorClass::Malformed,
-                    format!("cannot serialize the assembled answer: {e}"),
-                )
-                .with_status(status)
-            })?;
-            (text, ResponseFacts::of_value(&value), first)
+            let (text, facts) = assembled_text(value).map_err(|e| e.with_status(status))?;
+            (text, facts, first)
         } else {
             let bytes = read_all(&mut answer, &deadlines)
                 .await
@@ -555,6 +539,30 @@ async fn read_all(answer: &mut HttpAnswer, deadlines: &Deadlines) -> Result<Vec<
             }
         }
     }
+}
+
+/// A streamed answer and its kept chunks with `key` scrubbed out.
+fn scrub_stream(key: &ApiKey, value: &mut Value, kept: Option<&mut Vec<String>>) {
+    key.scrub_json(value);
+    for chunk in kept.into_iter().flatten() {
+        if let Some(scrubbed) = key.scrub_json_bytes(chunk.as_bytes()) {
+            *chunk = String::from_utf8_lossy(&scrubbed).into_owned();
+        }
+    }
+}
+
+/// The text and facts of an answer assembled from a stream, once it is checked to be a
+/// completion (an error that arrived as the stream's content is returned with it as its body).
+fn assembled_text(value: Value) -> Result<(String, ResponseFacts), ApiError> {
+    classify::check_completion(&value)
+        .map_err(|e| e.with_retry_after(None).with_body(Some(value.clone())))?;
+    let text = serde_json::to_string(&value).map_err(|e| {
+        ApiError::new(
+            ErrorClass::Malformed,
+            format!("cannot serialize the assembled answer: {e}"),
+        )
+    })?;
+    Ok((text, ResponseFacts::of_value(&value)))
 }
 
 /// Decode an SSE body into one assembled completion; also returns when the first data event came.

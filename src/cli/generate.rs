@@ -3,7 +3,7 @@
 //! Exit codes: 0 every prompt succeeded (or was skipped); 1 some failed, the run was stopped
 //! (budget, Ctrl-C, 401/402) or could not run; 2 bad usage or config.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -117,77 +117,14 @@ enum Turns {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut config = match &args.config {
-        Some(path) => RunConfig::from_file(path).map_err(|e| UsageError(e.to_string()))?,
-        None => RunConfig::default(),
-    };
-    config.apply(Overrides {
-        base_url: args.base_url,
-        kind: args.kind,
-        model: args.model,
-        api_key_file: args.api_key_file,
-        concurrency: args.concurrency,
-        max_concurrency: args.max_concurrency,
-        rpm: args.rpm,
-        max_cost_usd: args.max_cost_usd,
-        max_tokens: args.max_tokens,
-        stream: args.stream.then_some(true),
-        server_token_ids: args.server_token_ids.then_some(true),
-        server_version: args.server_version,
-        spaces_around_special_tokens: args.spaces_around_special_tokens,
-        grace_s: args.grace,
-        force: args.force,
-    });
-    config.validate().map_err(|e| UsageError(e.to_string()))?;
-    let prompts = match args.turns {
-        Turns::One => {
-            let prompts = if args.strict {
-                engine::PromptList::read_jsonl_strict(&args.prompts)
-            } else {
-                engine::PromptList::read_jsonl(&args.prompts)
-            }
-            .map_err(|e| UsageError(e.to_string()))?;
-            for line in prompts.skipped_lines() {
-                eprintln!("{line}");
-            }
-            Some(prompts)
-        }
-        Turns::All => None,
-    };
-    let conversations = match args.turns {
-        Turns::All => {
-            engine::turns::read_prompts(&args.prompts).map_err(|e| UsageError(e.to_string()))?
-        }
-        Turns::One => Vec::new(),
-    };
-
-    let shutdown = Shutdown::new();
+    let config = run_config(&args)?;
+    let input = read_input(&args)?;
     let options = RunOptions {
         progress: args.progress,
         plain_every: Duration::from_secs_f64(args.progress_every.max(0.1)),
         keep_stream: args.keep_stream,
     };
-    // One thread drives every request: they mostly wait, and a second runtime worker only added
-    // futex wake-ups and work stealing (0.36 vs 0.46 CPU-s for 10,000 requests, BENCHMARKS.md).
-    // The journal has its own thread (fsync blocks).
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let result = runtime.block_on(async {
-        let signals = tokio::spawn(forward_ctrl_c(shutdown.clone()));
-        let result = match prompts {
-            Some(prompts) => engine::run_list(&config, prompts, &args.run, shutdown, options).await,
-            None => {
-                engine::turns::run_turns(&config, conversations, &args.run, shutdown, options).await
-            }
-        };
-        signals.abort();
-        result
-    });
-    // Do not wait for stuck blocking work (e.g. a hung DNS lookup) on the way out.
-    runtime.shutdown_timeout(Duration::from_millis(100));
-
+    let result = run_on_one_thread(&config, input, &args.run, options)?;
     let summary = match result {
         Ok(summary) => summary,
         Err(e) if e.is_usage() => return Err(UsageError(e.to_string()).into()),
@@ -202,6 +139,93 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The run's configuration: the file (if any) under the command line's settings, validated.
+fn run_config(args: &Args) -> anyhow::Result<RunConfig> {
+    let mut config = match &args.config {
+        Some(path) => RunConfig::from_file(path).map_err(|e| UsageError(e.to_string()))?,
+        None => RunConfig::default(),
+    };
+    config.apply(Overrides {
+        base_url: args.base_url.clone(),
+        kind: args.kind,
+        model: args.model.clone(),
+        api_key_file: args.api_key_file.clone(),
+        concurrency: args.concurrency,
+        max_concurrency: args.max_concurrency,
+        rpm: args.rpm,
+        max_cost_usd: args.max_cost_usd,
+        max_tokens: args.max_tokens,
+        stream: args.stream.then_some(true),
+        server_token_ids: args.server_token_ids.then_some(true),
+        server_version: args.server_version.clone(),
+        spaces_around_special_tokens: args.spaces_around_special_tokens,
+        grace_s: args.grace,
+        force: args.force,
+    });
+    config.validate().map_err(|e| UsageError(e.to_string()))?;
+    Ok(config)
+}
+
+/// What `generate` runs: prompts, or (`--turns all`) conversations run turn by turn.
+enum Input {
+    Prompts(engine::PromptList),
+    Conversations(Vec<crate::dataset::Prompt>),
+}
+
+/// The prompts file read as `--turns` asks (lines that are not prompts are said on stderr).
+fn read_input(args: &Args) -> anyhow::Result<Input> {
+    match args.turns {
+        Turns::One => {
+            let prompts = if args.strict {
+                engine::PromptList::read_jsonl_strict(&args.prompts)
+            } else {
+                engine::PromptList::read_jsonl(&args.prompts)
+            }
+            .map_err(|e| UsageError(e.to_string()))?;
+            for line in prompts.skipped_lines() {
+                eprintln!("{line}");
+            }
+            Ok(Input::Prompts(prompts))
+        }
+        Turns::All => Ok(Input::Conversations(
+            engine::turns::read_prompts(&args.prompts).map_err(|e| UsageError(e.to_string()))?,
+        )),
+    }
+}
+
+/// Run `input` on a runtime of one thread, Ctrl-C forwarded to the run's shutdown.
+fn run_on_one_thread(
+    config: &RunConfig,
+    input: Input,
+    run_dir: &Path,
+    options: RunOptions,
+) -> anyhow::Result<Result<RunSummary, engine::EngineError>> {
+    let shutdown = Shutdown::new();
+    // One thread drives every request: they mostly wait, and a second runtime worker only added
+    // futex wake-ups and work stealing (0.36 vs 0.46 CPU-s for 10,000 requests, BENCHMARKS.md).
+    // The journal has its own thread (fsync blocks).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(async {
+        let signals = tokio::spawn(forward_ctrl_c(shutdown.clone()));
+        let result = match input {
+            Input::Prompts(prompts) => {
+                engine::run_list(config, prompts, run_dir, shutdown, options).await
+            }
+            Input::Conversations(conversations) => {
+                engine::turns::run_turns(config, conversations, run_dir, shutdown, options).await
+            }
+        };
+        signals.abort();
+        result
+    });
+    // Do not wait for stuck blocking work (e.g. a hung DNS lookup) on the way out.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    Ok(result)
 }
 
 /// First Ctrl-C stops, the second aborts.

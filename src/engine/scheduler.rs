@@ -35,7 +35,9 @@ use super::progress::Progress;
 use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
-use crate::api::{ApiError, ApiKey, Client, ErrorClass, RawChatOutcome, ResponseFacts, Timeouts};
+use crate::api::{
+    ApiError, ApiKey, BodyFields, Client, ErrorClass, RawChatOutcome, ResponseFacts, Timeouts,
+};
 use crate::journal::{EncodedRecord, RecordRef, RecordSender, Status};
 
 /// Everything a prompt task needs, shared.
@@ -225,146 +227,222 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
             settle(&ctx, estimate, None, false);
             return;
         };
+        let endpoint = &chosen.endpoint;
         // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
-        let request = match body_fields.serialize_with(
-            prompt.messages_for(body_fields.tools_as_parameter()),
-            prompt.tools.as_deref(),
-            prompt.options.as_deref(),
-        ) {
-            Ok(request) => request,
-            Err(e) => {
-                // Raw JSON and `Value`s always serialize; if that ever changed, stop rather than
-                // send garbage.
-                ctx.shutdown.stop(StopReason::Fatal {
-                    class: ErrorClass::Malformed,
-                    endpoint: chosen.endpoint.name.clone(),
-                    message: format!("cannot serialize the request body: {e}"),
-                });
-                settle(&ctx, estimate, None, false);
-                return;
-            }
+        let Some(request) = request_body(&ctx, &prompt, body_fields, &endpoint.name, estimate)
+        else {
+            return;
         };
         let started_at = chrono::Utc::now();
         let t0 = Instant::now();
-        let result = ctx
-            .client
-            .chat_raw(&chosen.endpoint, &request, &ctx.timeouts)
-            .await;
+        let result = ctx.client.chat_raw(endpoint, &request, &ctx.timeouts).await;
         let latency_ms = t0.elapsed().as_millis() as u64;
-        let attempt = first_attempt + n - 1;
         let head = Head {
             id: &prompt.id,
-            attempt,
-            endpoint: &chosen.endpoint.name,
+            attempt: first_attempt + n - 1,
+            endpoint: &endpoint.name,
             request: &request,
             started_at: started_at.to_rfc3339(),
             source: &prompt.source,
         };
-        let (encoded, next) = match result {
-            Ok(mut outcome) => {
-                if let (Some(log), Some(chunks)) = (&ctx.streams, outcome.chunks.take()) {
-                    // Auditing data only: a failed write is said, never fatal to the run.
-                    if let Err(e) = log.append(head.id, head.attempt, &chunks) {
-                        tracing::warn!("--keep-stream: cannot append to streams.zst: {e}");
-                    }
-                }
-                (success_record(&ctx, &head, outcome), None)
-            }
-            Err(err) => {
-                let next = ctx.retry.next(err.class, n, err.retry_after);
-                let record = failure_record(&ctx, &head, &err, latency_ms);
-                (record, Some((err, next)))
-            }
-        };
+        let (encoded, next) = attempt_record(&ctx, &head, result, n, latency_ms);
         drop(request);
-        let record = match encoded {
-            Ok(record) => record,
-            Err(e) => {
-                // Cannot happen for JSON that was just parsed; a record that cannot be written
-                // must not be silently lost, so the run stops (the prompt stays pending).
-                ctx.shutdown.stop(StopReason::Fatal {
-                    class: ErrorClass::Malformed,
-                    endpoint: chosen.endpoint.name.clone(),
-                    message: format!("cannot serialize the journal record: {e}"),
-                });
-                settle(&ctx, estimate, None, false);
-                return;
-            }
+        let Some(record) = record_or_stop(&ctx, encoded, &endpoint.name, estimate) else {
+            return;
         };
-        settle(&ctx, estimate, record.meta.cost_usd, next.is_none());
-        let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
-        match &next {
-            None => {
-                ctx.limiter
-                    .on_success_after(Duration::from_millis(latency_ms));
-                ctx.health.success(endpoint_index);
-            }
-            Some((err, _)) => {
-                if is_overload(err) {
-                    ctx.limiter.on_overload();
-                } else {
-                    ctx.limiter.on_failure();
-                }
-                let message = scrub(&ctx.keys, &err.message);
-                if let Some(dead) = ctx.health.failure(endpoint_index, err, &message) {
-                    ctx.shutdown.stop(StopReason::Unreachable {
-                        consecutive: dead.consecutive,
-                        first_error: dead.first_error,
-                    });
-                }
-            }
-        }
-        let done = !matches!(next, Some((_, Next::RetryAfter(_))));
-        if let Some((err, _)) = &next {
-            ctx.progress.error_seen(err.class, || {
-                format!(
-                    "endpoint {:?}: {}",
-                    chosen.endpoint.name,
-                    scrub(&ctx.keys, &err.message)
-                )
-            });
-        }
-        ctx.progress
-            .attempt(record.meta.error_class, completion_tokens, done);
+        account(
+            &ctx,
+            endpoint_index,
+            &endpoint.name,
+            &record,
+            &next,
+            estimate,
+            latency_ms,
+        );
         if ctx.records.send_encoded(record).await.is_err() {
             // The writer is gone only if the journal failed; the engine reports that error.
             ctx.shutdown.stop(StopReason::Interrupted);
             return;
         }
-        // A turned-away request keeps its slot about as long as an answer would: handed back at
-        // once, every slot above the server's capacity would cycle rejections at loopback speed.
-        let hold = match &next {
-            Some((err, then)) if is_overload(err) => {
-                let backoff = match then {
-                    Next::RetryAfter(delay) => *delay,
-                    _ => err.retry_after.unwrap_or(Duration::from_secs(1)),
-                };
-                ctx.limiter.rejection_hold(backoff)
-            }
-            _ => Duration::ZERO,
-        };
+        let hold = overload_hold(&ctx, &next);
         if !hold.is_zero() && !Box::pin(back_off(&ctx, hold)).await {
             return;
         }
         // The slot is held until the record is queued: a journal that falls behind (a slow disk)
         // slows the requests down instead of letting finished records pile up in memory.
         permit.take();
-        match next {
-            None | Some((_, Next::GiveUp)) | Some((_, Next::Permanent)) => return,
-            Some((err, Next::StopRun)) => {
-                ctx.shutdown.stop(StopReason::Fatal {
-                    class: err.class,
-                    endpoint: chosen.endpoint.name.clone(),
-                    message: scrub(&ctx.keys, &err.message),
-                });
-                return;
-            }
-            Some((_, Next::RetryAfter(delay))) => {
-                if !Box::pin(back_off(&ctx, delay.saturating_sub(hold))).await {
-                    return;
+        let Some(delay) = retry_delay(&ctx, next, &endpoint.name, hold) else {
+            return;
+        };
+        if !Box::pin(back_off(&ctx, delay)).await {
+            return;
+        }
+    }
+}
+
+/// The request body of one attempt; on a failure to serialize, the run stops (and `None`).
+fn request_body(
+    ctx: &Ctx,
+    prompt: &CompactPrompt,
+    body_fields: &BodyFields,
+    endpoint: &str,
+    estimate: f64,
+) -> Option<Box<RawValue>> {
+    match body_fields.serialize_with(
+        prompt.messages_for(body_fields.tools_as_parameter()),
+        prompt.tools.as_deref(),
+        prompt.options.as_deref(),
+    ) {
+        Ok(request) => Some(request),
+        Err(e) => {
+            // Raw JSON and `Value`s always serialize; if that ever changed, stop rather than
+            // send garbage.
+            ctx.shutdown.stop(StopReason::Fatal {
+                class: ErrorClass::Malformed,
+                endpoint: endpoint.to_string(),
+                message: format!("cannot serialize the request body: {e}"),
+            });
+            settle(ctx, estimate, None, false);
+            None
+        }
+    }
+}
+
+/// The journal record of one attempt's result, and (for a failure) what the retry policy says
+/// comes next. A streamed answer's chunks go to the stream log first (`--keep-stream`).
+fn attempt_record(
+    ctx: &Ctx,
+    head: &Head<'_>,
+    result: Result<RawChatOutcome, ApiError>,
+    n: u32,
+    latency_ms: u64,
+) -> (
+    Result<EncodedRecord, serde_json::Error>,
+    Option<(ApiError, Next)>,
+) {
+    match result {
+        Ok(mut outcome) => {
+            if let (Some(log), Some(chunks)) = (&ctx.streams, outcome.chunks.take()) {
+                // Auditing data only: a failed write is said, never fatal to the run.
+                if let Err(e) = log.append(head.id, head.attempt, &chunks) {
+                    tracing::warn!("--keep-stream: cannot append to streams.zst: {e}");
                 }
             }
+            (success_record(ctx, head, outcome), None)
         }
+        Err(err) => {
+            let next = ctx.retry.next(err.class, n, err.retry_after);
+            let record = failure_record(ctx, head, &err, latency_ms);
+            (record, Some((err, next)))
+        }
+    }
+}
+
+/// The encoded record, or (it could not be encoded) the run stopped and `None`.
+fn record_or_stop(
+    ctx: &Ctx,
+    encoded: Result<EncodedRecord, serde_json::Error>,
+    endpoint: &str,
+    estimate: f64,
+) -> Option<EncodedRecord> {
+    match encoded {
+        Ok(record) => Some(record),
+        Err(e) => {
+            // Cannot happen for JSON that was just parsed; a record that cannot be written
+            // must not be silently lost, so the run stops (the prompt stays pending).
+            ctx.shutdown.stop(StopReason::Fatal {
+                class: ErrorClass::Malformed,
+                endpoint: endpoint.to_string(),
+                message: format!("cannot serialize the journal record: {e}"),
+            });
+            settle(ctx, estimate, None, false);
+            None
+        }
+    }
+}
+
+/// Count one ended attempt: the budget settles, the limiter and the endpoint's health learn
+/// from it (a dead endpoint stops the run), progress shows it.
+fn account(
+    ctx: &Ctx,
+    endpoint_index: usize,
+    endpoint: &str,
+    record: &EncodedRecord,
+    next: &Option<(ApiError, Next)>,
+    estimate: f64,
+    latency_ms: u64,
+) {
+    settle(ctx, estimate, record.meta.cost_usd, next.is_none());
+    let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
+    match next {
+        None => {
+            ctx.limiter
+                .on_success_after(Duration::from_millis(latency_ms));
+            ctx.health.success(endpoint_index);
+        }
+        Some((err, _)) => {
+            if is_overload(err) {
+                ctx.limiter.on_overload();
+            } else {
+                ctx.limiter.on_failure();
+            }
+            let message = scrub(&ctx.keys, &err.message);
+            if let Some(dead) = ctx.health.failure(endpoint_index, err, &message) {
+                ctx.shutdown.stop(StopReason::Unreachable {
+                    consecutive: dead.consecutive,
+                    first_error: dead.first_error,
+                });
+            }
+        }
+    }
+    let done = !matches!(next, Some((_, Next::RetryAfter(_))));
+    if let Some((err, _)) = next {
+        ctx.progress.error_seen(err.class, || {
+            format!(
+                "endpoint {:?}: {}",
+                endpoint,
+                scrub(&ctx.keys, &err.message)
+            )
+        });
+    }
+    ctx.progress
+        .attempt(record.meta.error_class, completion_tokens, done);
+}
+
+/// How long a turned-away request keeps its slot: about as long as an answer would. Handed back
+/// at once, every slot above the server's capacity would cycle rejections at loopback speed.
+fn overload_hold(ctx: &Ctx, next: &Option<(ApiError, Next)>) -> Duration {
+    match next {
+        Some((err, then)) if is_overload(err) => {
+            let backoff = match then {
+                Next::RetryAfter(delay) => *delay,
+                _ => err.retry_after.unwrap_or(Duration::from_secs(1)),
+            };
+            ctx.limiter.rejection_hold(backoff)
+        }
+        _ => Duration::ZERO,
+    }
+}
+
+/// How long to wait before the next attempt (`hold` already waited), or `None` when the prompt
+/// is done: answered, given up, permanent, or a failure that stops the run (stopped here).
+fn retry_delay(
+    ctx: &Ctx,
+    next: Option<(ApiError, Next)>,
+    endpoint: &str,
+    hold: Duration,
+) -> Option<Duration> {
+    match next {
+        None | Some((_, Next::GiveUp)) | Some((_, Next::Permanent)) => None,
+        Some((err, Next::StopRun)) => {
+            ctx.shutdown.stop(StopReason::Fatal {
+                class: err.class,
+                endpoint: endpoint.to_string(),
+                message: scrub(&ctx.keys, &err.message),
+            });
+            None
+        }
+        Some((_, Next::RetryAfter(delay))) => Some(delay.saturating_sub(hold)),
     }
 }
 

@@ -54,12 +54,7 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
     // window, memory stays bounded by the window, and the merge is in journal order.
     let mut first = 0;
     while first < segments.len() {
-        let mut end = first;
-        let mut bytes = 0u64;
-        while end < segments.len() && (end == first || bytes < WINDOW_BYTES) {
-            bytes += sizes[end];
-            end += 1;
-        }
+        let end = window_end(&sizes, first);
         let window = &segments[first..end];
         first = end;
         let maps: Vec<Option<memmap2::Mmap>> = window
@@ -67,34 +62,7 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
             .map(|segment| map_segment(&segment.path))
             .collect::<Result<_, _>>()?;
         let buffers: Vec<&[u8]> = maps.iter().map(|m| m.as_deref().unwrap_or(&[])).collect();
-        // Complete lines end at the last newline; anything after it is a torn write.
-        let tasks: Vec<(usize, usize, usize)> = buffers
-            .iter()
-            .enumerate()
-            .flat_map(|(b, bytes)| {
-                let complete = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
-                split_chunks(&bytes[..complete])
-                    .into_iter()
-                    .map(move |(start, end)| (b, start, end))
-            })
-            .collect();
-        let mut parsed: Vec<(usize, ParsedChunk<'_>)> = tasks
-            .par_iter()
-            .map(|&(b, start, end)| (b, parse_chunk(buffers[b], start, end)))
-            .collect();
-        // Chunks are in segment order: peel each segment's chunks off the end.
-        let mut per_segment: Vec<Vec<ParsedChunk<'_>>> = Vec::with_capacity(window.len());
-        for b in (0..window.len()).rev() {
-            let split = parsed.partition_point(|(owner, _)| *owner < b);
-            per_segment.push(
-                parsed
-                    .split_off(split)
-                    .into_iter()
-                    .map(|(_, c)| c)
-                    .collect(),
-            );
-        }
-        per_segment.reverse();
+        let per_segment = parse_window(&buffers);
         let mut parts: Vec<Vec<Pending<'_>>> = (0..SHARDS).map(|_| Vec::new()).collect();
         for ((segment, bytes), chunks) in window.iter().zip(&buffers).zip(per_segment) {
             let is_last = Some(segment.number) == last;
@@ -115,16 +83,67 @@ pub fn build_index(journal_dir: &Path, repair: bool) -> Result<ResumeState, Jour
         merge_window(&mut state, &mut parts);
     }
     if let (Some((path, keep)), true) = (cut_at, repair) {
-        let file = OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .map_err(JournalError::io(&path))?;
-        file.set_len(keep as u64).map_err(JournalError::io(&path))?;
-        file.sync_all().map_err(JournalError::io(&path))?;
+        cut_torn_tail(&path, keep)?;
     }
     state.loaded_records = state.totals.records;
     state.loaded_totals = state.totals.clone();
     Ok(state)
+}
+
+/// The end (exclusive) of the window of segments starting at `first`: at least one segment, then
+/// more while the window holds less than [`WINDOW_BYTES`].
+fn window_end(sizes: &[u64], first: usize) -> usize {
+    let mut end = first;
+    let mut bytes = 0u64;
+    while end < sizes.len() && (end == first || bytes < WINDOW_BYTES) {
+        bytes += sizes[end];
+        end += 1;
+    }
+    end
+}
+
+/// Parse a window's segments (their bytes, in order) in newline-aligned chunks, in parallel;
+/// each segment's chunks, in order.
+fn parse_window<'a>(buffers: &[&'a [u8]]) -> Vec<Vec<ParsedChunk<'a>>> {
+    // Complete lines end at the last newline; anything after it is a torn write.
+    let tasks: Vec<(usize, usize, usize)> = buffers
+        .iter()
+        .enumerate()
+        .flat_map(|(b, bytes)| {
+            let complete = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
+            split_chunks(&bytes[..complete])
+                .into_iter()
+                .map(move |(start, end)| (b, start, end))
+        })
+        .collect();
+    let mut parsed: Vec<(usize, ParsedChunk<'a>)> = tasks
+        .par_iter()
+        .map(|&(b, start, end)| (b, parse_chunk(buffers[b], start, end)))
+        .collect();
+    // Chunks are in segment order: peel each segment's chunks off the end.
+    let mut per_segment: Vec<Vec<ParsedChunk<'a>>> = Vec::with_capacity(buffers.len());
+    for b in (0..buffers.len()).rev() {
+        let split = parsed.partition_point(|(owner, _)| *owner < b);
+        per_segment.push(
+            parsed
+                .split_off(split)
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect(),
+        );
+    }
+    per_segment.reverse();
+    per_segment
+}
+
+/// Cut the last segment at `keep` bytes (its torn tail), durably.
+fn cut_torn_tail(path: &Path, keep: usize) -> Result<(), JournalError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(JournalError::io(path))?;
+    file.set_len(keep as u64).map_err(JournalError::io(path))?;
+    file.sync_all().map_err(JournalError::io(path))
 }
 
 /// Map the segment at `path` read-only, as long as it is now (`None` when empty: there is nothing
@@ -190,21 +209,67 @@ fn finish_segment<'a>(
     state.report.bytes += bytes.len() as u64;
     let complete_len = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
     let lines: u64 = parsed.iter().map(|(_, count)| count).sum();
-
     // Trailing invalid lines of the last segment belong to the torn tail: lines from `tail_from`
     // (0-based) on.
-    let mut tail_from = lines;
-    if is_last {
-        for result in parsed.iter().rev().flat_map(|(r, _)| r.iter().rev()) {
-            if result.is_ok() {
-                break;
-            }
-            tail_from -= 1;
+    let tail_from = if is_last {
+        torn_tail_start(&parsed, lines)
+    } else {
+        lines
+    };
+    let (keep_len, mut reasons) =
+        queue_lines(segment, parsed, tail_from, complete_len, state, parts);
+    if complete_len < bytes.len() {
+        reasons.push(format!(
+            "{} bytes without a final newline",
+            bytes.len() - complete_len
+        ));
+    }
+    let end = SegmentEnd {
+        len: bytes.len(),
+        complete_len,
+        keep_len,
+        lines,
+        reasons,
+    };
+    let cut = end_of_segment(segment, end, is_last, repair, state);
+    for corrupt in &state.report.corrupt_lines {
+        if corrupt.location.segment == segment.path {
+            tracing::warn!(
+                "corrupt journal line {}: {} (skipped)",
+                corrupt.location,
+                corrupt.reason
+            );
         }
     }
+    cut
+}
+
+/// The 0-based line from which the last segment's lines are all invalid (`lines` if its last
+/// line is valid).
+fn torn_tail_start(parsed: &[ParsedChunk<'_>], lines: u64) -> u64 {
+    let mut tail_from = lines;
+    for result in parsed.iter().rev().flat_map(|(r, _)| r.iter().rev()) {
+        if result.is_ok() {
+            break;
+        }
+        tail_from -= 1;
+    }
+    tail_from
+}
+
+/// Number the segment's parsed lines: each record is counted in the totals and queued in its
+/// shard's partition, each invalid line before `tail_from` reported as corrupt. Returns how much
+/// of the segment to keep (the start of the first invalid line of the tail) and why the tail goes.
+fn queue_lines<'a>(
+    segment: &Segment,
+    parsed: Vec<ParsedChunk<'a>>,
+    tail_from: u64,
+    complete_len: usize,
+    state: &mut ResumeState,
+    parts: &mut [Vec<Pending<'a>>],
+) -> (usize, Vec<String>) {
     let mut keep_len = complete_len;
     let mut tail_reasons = Vec::new();
-
     let mut index = 0u64;
     for (results, _) in parsed {
         for result in results {
@@ -240,55 +305,60 @@ fn finish_segment<'a>(
             index += 1;
         }
     }
-    if complete_len < bytes.len() {
-        tail_reasons.push(format!(
-            "{} bytes without a final newline",
-            bytes.len() - complete_len
-        ));
-    }
+    (keep_len, tail_reasons)
+}
 
-    let mut cut = None;
-    if keep_len < bytes.len() {
-        if is_last {
-            let removed = (bytes.len() - keep_len) as u64;
-            tracing::warn!(
-                segment = %segment.path.display(),
-                removed_bytes = removed,
-                repaired = repair,
-                "torn tail at the end of the journal (an interrupted write): {}",
-                tail_reasons.join("; ")
-            );
-            state.report.torn_tail = Some(TornTail {
+/// How a segment ends: its length, up to its last newline, what to keep of it, its line count,
+/// and why its tail goes.
+struct SegmentEnd {
+    len: usize,
+    complete_len: usize,
+    keep_len: usize,
+    lines: u64,
+    reasons: Vec<String>,
+}
+
+/// Report a segment's bad end: on the last segment a torn tail (returned: where to cut it), on a
+/// sealed one a corrupt line.
+fn end_of_segment(
+    segment: &Segment,
+    end: SegmentEnd,
+    is_last: bool,
+    repair: bool,
+    state: &mut ResumeState,
+) -> Option<usize> {
+    if end.keep_len >= end.len {
+        return None;
+    }
+    if !is_last {
+        // Only the last segment is ever written to; a partial line here is damage, not a torn write.
+        state.report.corrupt_lines.push(CorruptLine {
+            location: LineLocation {
                 segment: segment.path.clone(),
-                kept_bytes: keep_len as u64,
-                removed_bytes: removed,
-                reason: tail_reasons.join("; "),
-            });
-            cut = Some(keep_len);
-        } else {
-            // Only the last segment is ever written to; a partial line here is damage, not a torn write.
-            state.report.corrupt_lines.push(CorruptLine {
-                location: LineLocation {
-                    segment: segment.path.clone(),
-                    line: lines + 1,
-                },
-                reason: format!(
-                    "{} bytes without a final newline at the end of a sealed segment",
-                    bytes.len() - complete_len
-                ),
-            });
-        }
+                line: end.lines + 1,
+            },
+            reason: format!(
+                "{} bytes without a final newline at the end of a sealed segment",
+                end.len - end.complete_len
+            ),
+        });
+        return None;
     }
-    for corrupt in &state.report.corrupt_lines {
-        if corrupt.location.segment == segment.path {
-            tracing::warn!(
-                "corrupt journal line {}: {} (skipped)",
-                corrupt.location,
-                corrupt.reason
-            );
-        }
-    }
-    cut
+    let removed = (end.len - end.keep_len) as u64;
+    tracing::warn!(
+        segment = %segment.path.display(),
+        removed_bytes = removed,
+        repaired = repair,
+        "torn tail at the end of the journal (an interrupted write): {}",
+        end.reasons.join("; ")
+    );
+    state.report.torn_tail = Some(TornTail {
+        segment: segment.path.clone(),
+        kept_bytes: end.keep_len as u64,
+        removed_bytes: removed,
+        reason: end.reasons.join("; "),
+    });
+    Some(end.keep_len)
 }
 
 /// Split `bytes` (ending in a newline, or empty) into newline-aligned ranges of about [`CHUNK_BYTES`].

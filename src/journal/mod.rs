@@ -36,11 +36,11 @@ pub use channel::{JournalWriter, RecordSender};
 pub use error::JournalError;
 pub use lock::{RunLock, LOCK_FILE};
 pub use manifest::{Manifest, PromptsFile, ServerRecord};
+pub use prompt_map::{Disposition, PromptState};
 pub use reader::RecordReader;
 pub use record::{EncodedRecord, Record, RecordMeta, RecordRef, Status};
 pub use resume::{
-    CorruptLine, Disposition, DuplicateSuccess, LineLocation, OpenReport, PromptState,
-    RecordTotals, ResumeState, TornTail,
+    CorruptLine, DuplicateSuccess, LineLocation, OpenReport, RecordTotals, ResumeState, TornTail,
 };
 pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};
 pub use segment::{segment_file_name, JOURNAL_DIR};

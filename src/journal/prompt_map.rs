@@ -1,5 +1,6 @@
-//! The prompt map of the resume index: prompt id → [`PromptState`], sharded by a hash of the id so
-//! that a window of records is merged one task per shard, each into its own small hash table.
+//! The prompt map of the resume index: prompt id → [`PromptState`] (where the prompt stands), sharded
+//! by a hash of the id so that a window of records is merged one task per shard, each into its own
+//! small hash table.
 
 use std::borrow::Cow;
 use std::hash::BuildHasher;
@@ -7,12 +8,71 @@ use std::hash::BuildHasher;
 use hashbrown::hash_table::{Entry as TableEntry, HashTable};
 use rustc_hash::FxBuildHasher;
 
-use super::{PromptState, Status};
+use super::Status;
 use crate::api::ErrorClass;
 
 /// Compact position of a line: (segment number, line number). A segment holds far fewer than
 /// 2^32 lines, and the index keeps one of these per prompt, so it is kept small.
 pub(super) type Pos = (u32, u32);
+
+/// Where a prompt stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Has a success record.
+    Succeeded,
+    /// Latest record is `skipped`.
+    Skipped,
+    /// Latest record failed with a permanent class (or none): do not retry.
+    FailedPermanently(Option<ErrorClass>),
+    /// Latest record failed with a transient class: retry (the engine caps attempts).
+    Retry(ErrorClass),
+}
+
+impl Disposition {
+    /// Whether the prompt needs no more attempts.
+    pub fn is_finished(self) -> bool {
+        !matches!(self, Disposition::Retry(_))
+    }
+}
+
+/// Everything the journal says about one prompt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PromptState {
+    /// Records (attempts) written for this prompt.
+    pub attempts: u32,
+    /// The highest `attempt` number seen.
+    pub last_attempt: u32,
+    pub last_status: Status,
+    pub last_error_class: Option<ErrorClass>,
+    /// The latest record's `not_before_ms` (a `Retry-After` that still holds on resume).
+    pub not_before_ms: Option<u64>,
+    succeeded: bool,
+    /// Where the first success record is, when it was read from the journal.
+    success_at: Option<Pos>,
+}
+
+impl PromptState {
+    pub fn succeeded(&self) -> bool {
+        self.succeeded
+    }
+
+    pub fn disposition(&self) -> Disposition {
+        if self.succeeded() {
+            return Disposition::Succeeded;
+        }
+        match (self.last_status, self.last_error_class) {
+            (Status::Success, _) => Disposition::Succeeded,
+            (Status::Skipped, _) => Disposition::Skipped,
+            (Status::Failed, Some(class)) if class.is_transient() => Disposition::Retry(class),
+            (Status::Failed, class) => Disposition::FailedPermanently(class),
+        }
+    }
+
+    /// The `attempt` number the next try of this prompt should carry.
+    pub fn next_attempt(&self) -> u32 {
+        self.last_attempt.max(self.attempts) + 1
+    }
+}
 
 /// Shards of the prompt map (a power of two). Partitioning the ids by hash lets the shards be
 /// merged in parallel, and keeps each shard's table small enough to stay in cache while it is

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-use super::prompt_map::Pos;
 use super::prompt_map::{id_hash, shard_of, PromptMap, Update};
+use super::prompt_map::{Pos, PromptState};
 use super::scan::IndexLine;
 use super::{Record, RecordMeta, Status};
 use crate::api::ErrorClass;
@@ -61,65 +61,6 @@ pub struct OpenReport {
     pub torn_tail: Option<TornTail>,
     pub corrupt_lines: Vec<CorruptLine>,
     pub duplicate_successes: Vec<DuplicateSuccess>,
-}
-
-/// Where a prompt stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Disposition {
-    /// Has a success record.
-    Succeeded,
-    /// Latest record is `skipped`.
-    Skipped,
-    /// Latest record failed with a permanent class (or none): do not retry.
-    FailedPermanently(Option<ErrorClass>),
-    /// Latest record failed with a transient class: retry (the engine caps attempts).
-    Retry(ErrorClass),
-}
-
-impl Disposition {
-    /// Whether the prompt needs no more attempts.
-    pub fn is_finished(self) -> bool {
-        !matches!(self, Disposition::Retry(_))
-    }
-}
-
-/// Everything the journal says about one prompt.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PromptState {
-    /// Records (attempts) written for this prompt.
-    pub attempts: u32,
-    /// The highest `attempt` number seen.
-    pub last_attempt: u32,
-    pub last_status: Status,
-    pub last_error_class: Option<ErrorClass>,
-    /// The latest record's `not_before_ms` (a `Retry-After` that still holds on resume).
-    pub not_before_ms: Option<u64>,
-    pub(super) succeeded: bool,
-    /// Where the first success record is, when it was read from the journal.
-    pub(super) success_at: Option<Pos>,
-}
-
-impl PromptState {
-    pub fn succeeded(&self) -> bool {
-        self.succeeded
-    }
-
-    pub fn disposition(&self) -> Disposition {
-        if self.succeeded() {
-            return Disposition::Succeeded;
-        }
-        match (self.last_status, self.last_error_class) {
-            (Status::Success, _) => Disposition::Succeeded,
-            (Status::Skipped, _) => Disposition::Skipped,
-            (Status::Failed, Some(class)) if class.is_transient() => Disposition::Retry(class),
-            (Status::Failed, class) => Disposition::FailedPermanently(class),
-        }
-    }
-
-    /// The `attempt` number the next try of this prompt should carry.
-    pub fn next_attempt(&self) -> u32 {
-        self.last_attempt.max(self.attempts) + 1
-    }
 }
 
 /// Counts over records (attempts), not prompts.

@@ -17,7 +17,7 @@
 //!   `latency_ms`, which every record has and which only come before `request` in the current
 //!   order; otherwise the line is older (`request` came third) and gets the full parse.
 //! - Token counts come from the prefix when it has both (`prompt_tokens` and `completion_tokens`,
-//!   copies of the response's, written by this program since issue 9); the bodies are then not
+//!   copies of the response's, which draftgen writes into each record); the bodies are then not
 //!   looked at at all. Otherwise, as in older journals:
 //! - Token counts come from the last `"usage":{` after the request key, parsed as one object
 //!   (the parser stops at its end). It is taken only when it is the last member of the line's last

@@ -13,7 +13,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::atomic::atomic_write;
-use super::resume::{Disposition, RecordTotals, ResumeState};
+use super::prompt_map::Disposition;
+use super::resume::{RecordTotals, ResumeState};
 use super::JournalError;
 use crate::api::ErrorClass;
 

@@ -11,8 +11,7 @@ use http_body_util::BodyExt;
 use super::conn::Conn;
 use super::error::HttpError;
 use super::http1;
-use super::pools::OpenStream;
-use super::route::Route;
+use super::pools::{IdlePool, OpenStream};
 
 /// A request that has been handed to a connection; [`Sent::answer`] reads the response head.
 pub(crate) struct Sent {
@@ -39,7 +38,7 @@ pub(super) enum SentOn {
     H1 {
         conn: Conn,
         reused: bool,
-        route: Arc<Route>,
+        idle: Arc<IdlePool>,
     },
     H2 {
         response: H2Response,
@@ -52,30 +51,28 @@ impl Sent {
     /// that ends before any response byte is [`HttpError::NoAnswer`]: never resent here.
     pub async fn answer(self) -> Result<HttpAnswer, HttpError> {
         match self.inner {
-            SentOn::H1 {
-                conn,
-                reused,
-                route,
-            } => match http1::Response::read_head(conn, false).await {
-                Ok(response) => Ok(HttpAnswer {
-                    status: response.head.status,
-                    content_type: response.head.content_type.clone(),
-                    retry_after: response.head.retry_after.clone(),
-                    generation_id: response.head.generation_id.clone(),
-                    location: response.head.location.clone(),
-                    body: Body::H1 {
-                        response: Some(response),
-                        route,
-                    },
-                }),
-                Err((e @ (HttpError::Closed | HttpError::Io(_)), false)) => {
-                    Err(HttpError::NoAnswer {
-                        reused,
-                        reason: e.to_string(),
-                    })
+            SentOn::H1 { conn, reused, idle } => {
+                match http1::Response::read_head(conn, false).await {
+                    Ok(response) => Ok(HttpAnswer {
+                        status: response.head.status,
+                        content_type: response.head.content_type.clone(),
+                        retry_after: response.head.retry_after.clone(),
+                        generation_id: response.head.generation_id.clone(),
+                        location: response.head.location.clone(),
+                        body: Body::H1 {
+                            response: Some(response),
+                            idle,
+                        },
+                    }),
+                    Err((e @ (HttpError::Closed | HttpError::Io(_)), false)) => {
+                        Err(HttpError::NoAnswer {
+                            reused,
+                            reason: e.to_string(),
+                        })
+                    }
+                    Err((e, _)) => Err(e),
                 }
-                Err((e, _)) => Err(e),
-            },
+            }
             SentOn::H2 { response, stream } => {
                 let response = response.await.map_err(|e| HttpError::h2(&e))?;
                 let header = |name: &str| {
@@ -118,7 +115,7 @@ enum Body {
     /// Goes back to the route's pool when dropped after a complete, reusable exchange.
     H1 {
         response: Option<http1::Response>,
-        route: Arc<Route>,
+        idle: Arc<IdlePool>,
     },
     /// The stream counts as open on its connection until the body is dropped.
     H2 {
@@ -153,10 +150,10 @@ impl HttpAnswer {
 
 impl Drop for Body {
     fn drop(&mut self) {
-        if let Body::H1 { response, route } = self {
+        if let Body::H1 { response, idle } = self {
             if let Some(mut conn) = response.take().and_then(http1::Response::into_reusable) {
                 conn.reused = true;
-                route.checkin(conn);
+                idle.checkin(conn);
             }
         }
     }

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::client::conn::http2;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -15,7 +16,8 @@ use tower_service::Service;
 
 use super::conn::{Conn, Io, Tcp};
 use super::error::{error_chain, HttpError};
-use super::route::Route;
+use super::resolver::{AddrCache, CachedResolver};
+use super::Settings;
 use crate::api::proxy::Proxy;
 
 /// Happy Eyeballs: how long the first address family has before the other one is tried too
@@ -28,7 +30,40 @@ pub(super) enum Connected {
     H2(http2::SendRequest<Full<Bytes>>),
 }
 
-impl Route {
+/// How a route opens connections to its host: where to (directly, or through a proxy), TLS or
+/// not, and the TCP connector with its cached addresses.
+pub(super) struct Connector {
+    pub(super) tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
+    pub(super) host: String,
+    pub(super) port: u16,
+    /// `{scheme}://{host}:{port}/`: what the connector (or the CONNECT tunnel) is asked for.
+    pub(super) target: http::Uri,
+    /// The proxy this route goes through, if any.
+    pub(super) via: Option<Proxy>,
+    pub(super) connect_timeout: Duration,
+    /// TCP connects (Happy Eyeballs, keep-alive, no-delay), resolving through `addrs`.
+    pub(super) tcp: HttpConnector<CachedResolver>,
+    /// The resolved addresses of the host connected to (the proxy's, through one).
+    pub(super) addrs: AddrCache,
+}
+
+/// The TCP connector of a route (Happy Eyeballs, keep-alive, no-delay) and the address cache
+/// its resolver fills.
+pub(super) fn tcp_connector(settings: &Settings) -> (HttpConnector<CachedResolver>, AddrCache) {
+    let addrs = AddrCache::default();
+    let mut connector = HttpConnector::new_with_resolver(CachedResolver {
+        cache: addrs.clone(),
+    });
+    connector.enforce_http(false);
+    connector.set_nodelay(true);
+    connector.set_keepalive(settings.tcp_keepalive);
+    connector.set_happy_eyeballs_timeout(Some(HAPPY_EYEBALLS_DELAY));
+    // Each address's share; the whole connect is bounded by `connect_timeout` too.
+    connector.set_connect_timeout(Some(settings.connect_timeout));
+    (connector, addrs)
+}
+
+impl Connector {
     /// A new connection (TCP, through the proxy if any, then TLS for https), within the connect
     /// timeout.
     pub(super) async fn connect(&self) -> Result<Connected, HttpError> {
@@ -39,12 +74,15 @@ impl Route {
 
     async fn connect_unbounded(&self) -> Result<Connected, HttpError> {
         let tcp = match (&self.via, &self.tls) {
-            (None, _) => self.tcp(&self.target).await?,
+            (None, _) => self.tcp_to(&self.target).await?,
             // Plain targets: the proxy takes absolute-form requests on its own connection.
-            (Some(proxy), None) => self.tcp(&proxy.uri).await.map_err(|e| HttpError::Proxy {
-                proxy: proxy.address(),
-                reason: error_chain(&e),
-            })?,
+            (Some(proxy), None) => self
+                .tcp_to(&proxy.uri)
+                .await
+                .map_err(|e| HttpError::Proxy {
+                    proxy: proxy.address(),
+                    reason: error_chain(&e),
+                })?,
             (Some(proxy), Some(_)) => Box::pin(self.tunnel(proxy)).await?,
         };
         let tcp = tcp.into_inner();
@@ -57,8 +95,8 @@ impl Route {
     }
 
     /// A TCP connection to `uri`'s host (Happy Eyeballs over its addresses).
-    async fn tcp(&self, uri: &http::Uri) -> Result<TokioIo<TcpStream>, HttpError> {
-        let mut connector = self.connector.clone();
+    async fn tcp_to(&self, uri: &http::Uri) -> Result<TokioIo<TcpStream>, HttpError> {
+        let mut connector = self.tcp.clone();
         let connected = connector.call(uri.clone()).await;
         connected.map_err(|e| {
             // The addresses may have changed: ask the resolver again next time.
@@ -74,7 +112,7 @@ impl Route {
 
     /// A CONNECT tunnel through `proxy` to this route's host (hyper-util's `Tunnel`).
     async fn tunnel(&self, proxy: &Proxy) -> Result<TokioIo<TcpStream>, HttpError> {
-        let mut tunnel = Tunnel::new(proxy.uri.clone(), self.connector.clone());
+        let mut tunnel = Tunnel::new(proxy.uri.clone(), self.tcp.clone());
         if let Some(auth) = &proxy.auth {
             tunnel = tunnel.with_auth(auth.clone());
         }

@@ -9,19 +9,20 @@
 //! Plain `http://` endpoints (vLLM, SGLang, llama.cpp, the simulator) speak HTTP/1.1 over one
 //! connection per request in flight. `https://` endpoints offer HTTP/2 through ALPN (rustls with
 //! ring, the webpki roots); when the server takes it (OpenRouter does), requests share hyper
-//! HTTP/2 connections, [`pools::STREAMS_PER_H2_CONNECTION`] at a time each, so thousands in flight are
-//! spread over enough connections that no request waits for a server's stream limit (set
-//! [`super::ClientConfig::http1_only`] to keep to HTTP/1.1 connections instead).
+//! HTTP/2 connections, [`pools::STREAMS_PER_H2_CONNECTION`] at a time each, so thousands in
+//! flight are spread over enough connections that no request waits for a server's stream limit
+//! (set [`super::ClientConfig::http1_only`] to keep to HTTP/1.1 connections instead).
 //!
 //! What is the ecosystem's and what is ours:
 //! - TCP connects are hyper-util's `HttpConnector`: Happy Eyeballs over all of a host's addresses
-//!   (the other address family starts [`connect::HAPPY_EYEBALLS_DELAY`] after the first, each address with
-//!   its share of the connect timeout), `TCP_NODELAY`, keep-alive. Only its resolver is ours
-//!   ([`resolver`]): the addresses of a host are looked up once a minute, not once per
+//!   (the other address family starts [`connect::HAPPY_EYEBALLS_DELAY`] after the first, each
+//!   address with its share of the connect timeout), `TCP_NODELAY`, keep-alive. Only its resolver
+//!   is ours ([`resolver`]): the addresses of a host are looked up once a minute, not once per
 //!   connection (a big local run opens 10,000 at its start).
-//! - Proxies: hyper-util's `Matcher` picks one from the environment ([`super::proxy`]), hyper-util's
-//!   `Tunnel` opens the CONNECT tunnel for `https://` targets; `http://` targets go to the proxy in
-//!   absolute form (`POST http://host/v1/chat/completions`), a property of the request head only.
+//! - Proxies: hyper-util's `Matcher` picks one from the environment ([`super::proxy`]),
+//!   hyper-util's `Tunnel` opens the CONNECT tunnel for `https://` targets; `http://` targets go to
+//!   the proxy in absolute form (`POST http://host/v1/chat/completions`), a property of the
+//!   request head only.
 //! - HTTP/2 is hyper's; TLS is rustls'.
 //! - Hand-written: the HTTP/1.1 exchange itself ([`http1`], justified by the memory
 //!   measurement in BENCHMARKS.md) and the keep-alive pool it needs.
@@ -29,17 +30,18 @@
 //! A request is never sent twice without the caller knowing: [`Route::send`] resends on another
 //! connection only when no byte of it reached the socket (a pooled connection found closed before
 //! the write, or a write that failed before the kernel took any byte). Once written, whatever
-//! happens is the caller's error to record ([`Sent::answer`]), because the server may have acted
-//! on it (for a paid API: a billed generation).
+//! happens is the caller's error to record ([`body::Sent::answer`]), because the server may have
+//! acted on it (for a paid API: a billed generation).
 //!
 //! No lock is held across a connect or a handshake: an HTTP/2 route lets one request open the
-//! next connection while the others wait on a [`tokio::sync::Notify`] for it (not on the pool's lock), so
-//! requests with a free stream never wait behind a slow handshake.
+//! next connection while the others wait on a [`tokio::sync::Notify`] for it (not on the pool's
+//! lock), so requests with a free stream never wait behind a slow handshake.
 //!
-//! The files, one job each: [`route`] (an endpoint's request heads and the send loop),
-//! [`pools`] (HTTP/2 connections and idle HTTP/1.1 ones), [`connect`] (TCP, proxy, TLS),
-//! [`resolver`] (the cached DNS lookups), [`conn`] (the HTTP/1.1 connection and its byte count),
-//! [`http1`] (the HTTP/1.1 exchange), [`body`] (response heads and bodies), [`error`].
+//! The files, one job each, each reading only the ones listed before it: [`error`],
+//! [`conn`] (the HTTP/1.1 connection and its byte count), [`resolver`] (the cached DNS lookups),
+//! [`http1`] (the HTTP/1.1 exchange), [`pools`] (HTTP/2 connections and idle HTTP/1.1 ones),
+//! [`connect`] (TCP, proxy, TLS), [`body`] (response heads and bodies), [`route`] (an endpoint's
+//! request heads and the send loop).
 
 mod body;
 mod conn;

@@ -1,25 +1,37 @@
 //! The connections a route keeps: its HTTP/2 connections (a request takes a free stream, or opens
 //! the next connection while the others wait) and its idle HTTP/1.1 keep-alive connections.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::client::conn::http2;
 
-use super::body::{Sent, SentOn};
 use super::conn::Conn;
-use super::connect::Connected;
-use super::error::HttpError;
-use super::route::{HttpRequest, Route, HTTP1, HTTP2};
 
 /// A TLS route's HTTP/2 connections, and whether a request is opening the next one.
 #[derive(Default)]
 pub(super) struct H2Pool {
     pub(super) connections: Vec<H2Connection>,
     pub(super) connecting: bool,
+}
+
+impl H2Pool {
+    /// A stream on an open connection with room for one, counted open until its body is dropped.
+    pub(super) fn free_stream(&mut self) -> Option<(http2::SendRequest<Full<Bytes>>, OpenStream)> {
+        self.connections.retain(|c| !c.sender.is_closed());
+        let connection = self.connections.iter().find(|c| c.has_room())?;
+        let stream = OpenStream::open(&connection.open_streams);
+        Some((connection.sender.clone(), stream))
+    }
+
+    /// A new connection to share.
+    pub(super) fn adopt(&mut self, sender: http2::SendRequest<Full<Bytes>>) {
+        self.connections.push(H2Connection::new(sender));
+    }
 }
 
 /// Streams one HTTP/2 connection carries before the next request opens another connection.
@@ -66,102 +78,28 @@ impl Drop for OpenStream {
     }
 }
 
-impl Route {
-    /// The request on an HTTP/2 connection with a free stream (a new one if all are busy);
-    /// `None` if the server speaks HTTP/1.1 (the route is now an HTTP/1.1 one).
-    ///
-    /// One request at a time opens a connection, without holding the pool's lock: the others
-    /// wait for [`Route::h2_changed`] and look again (a stream may also have come free).
-    pub(super) async fn send_h2(
-        self: &Arc<Self>,
-        request: HttpRequest<'_>,
-    ) -> Result<Option<Sent>, HttpError> {
-        let (mut sender, stream) = loop {
-            if self.protocol.load(Ordering::Acquire) == HTTP1 {
-                return Ok(None);
-            }
-            let wait = {
-                let mut pool = self.h2.lock().unwrap_or_else(|p| p.into_inner());
-                pool.connections.retain(|c| !c.sender.is_closed());
-                if let Some(connection) = pool.connections.iter().find(|c| c.has_room()) {
-                    let stream = OpenStream::open(&connection.open_streams);
-                    break (connection.sender.clone(), stream);
-                }
-                if pool.connecting {
-                    // Registered before the lock is released: the wake-up cannot be missed.
-                    let mut notified = Box::pin(self.h2_changed.notified());
-                    notified.as_mut().enable();
-                    Some(notified)
-                } else {
-                    pool.connecting = true;
-                    None
-                }
-            };
-            if let Some(notified) = wait {
-                notified.await;
-                continue;
-            }
-            let _connecting = H2Connecting(self);
-            match self.connect().await? {
-                Connected::H2(sender) => self.adopt_h2(sender),
-                Connected::H1(conn) => {
-                    self.protocol.store(HTTP1, Ordering::Release);
-                    self.checkin(conn);
-                    return Ok(None);
-                }
-            }
-        };
-        let post = matches!(request, HttpRequest::Chat(_));
-        let (uri, body) = match request {
-            HttpRequest::Chat(body) => (
-                format!("{}{}/chat/completions", self.origin, self.base_path),
-                Full::new(Bytes::copy_from_slice(body)),
-            ),
-            HttpRequest::Get(path) => (
-                format!(
-                    "{}{}/{}",
-                    self.origin,
-                    self.base_path,
-                    path.trim_start_matches('/')
-                ),
-                Full::new(Bytes::new()),
-            ),
-        };
-        let mut builder = hyper::Request::builder()
-            .method(if post { "POST" } else { "GET" })
-            .uri(uri);
-        for (name, value) in &self.fixed {
-            builder = builder.header(*name, value.as_str());
-        }
-        if post {
-            builder = builder.header("content-type", "application/json");
-        }
-        let request = builder
-            .body(body)
-            .map_err(|e| HttpError::Protocol(format!("cannot build the request: {e}")))?;
-        // hyper hands the request to the connection here; the future only waits for the answer.
-        let response = Box::pin(sender.send_request(request));
-        Ok(Some(Sent {
-            at: Instant::now(),
-            inner: SentOn::H2 { response, stream },
-        }))
-    }
+/// A route's idle HTTP/1.1 connections, most recently used last.
+#[derive(Debug)]
+pub(super) struct IdlePool {
+    pub(super) idle: Mutex<VecDeque<(Conn, Instant)>>,
+    max_idle: usize,
+    idle_timeout: Duration,
+}
 
-    /// A new connection negotiated HTTP/2: share it from now on.
-    pub(super) fn adopt_h2(&self, sender: http2::SendRequest<Full<Bytes>>) {
-        self.h2
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .connections
-            .push(H2Connection::new(sender));
-        self.protocol.store(HTTP2, Ordering::Release);
+impl IdlePool {
+    pub(super) fn new(max_idle: usize, idle_timeout: Duration) -> IdlePool {
+        IdlePool {
+            idle: Mutex::new(VecDeque::new()),
+            max_idle,
+            idle_timeout,
+        }
     }
 
     /// An idle connection that is still open.
     pub(super) fn checkout(&self) -> Option<Conn> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         while let Some((mut conn, since)) = idle.pop_back() {
-            if since.elapsed() > self.pool_idle_timeout {
+            if since.elapsed() > self.idle_timeout {
                 // Most recently used last: everything below is older still.
                 idle.clear();
                 return None;
@@ -177,27 +115,12 @@ impl Route {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         while idle
             .front()
-            .is_some_and(|(_, since)| since.elapsed() > self.pool_idle_timeout)
+            .is_some_and(|(_, since)| since.elapsed() > self.idle_timeout)
         {
             idle.pop_front();
         }
-        if idle.len() < self.pool_max_idle {
+        if idle.len() < self.max_idle {
             idle.push_back((conn, Instant::now()));
         }
-    }
-}
-
-/// Held by the request opening a route's next HTTP/2 connection: when it is done (or dropped
-/// by a timeout), the others are told to look again.
-pub(super) struct H2Connecting<'a>(&'a Route);
-
-impl Drop for H2Connecting<'_> {
-    fn drop(&mut self) {
-        self.0
-            .h2
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .connecting = false;
-        self.0.h2_changed.notify_waiters();
     }
 }

@@ -1,22 +1,21 @@
 //! One endpoint as the wire sees it: the parsed origin, the request heads with every fixed
 //! header already written out, and the loop that sends a request on a pooled or new connection.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use hyper_util::client::legacy::connect::HttpConnector;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::client::conn::http2;
 use tokio::sync::Notify;
 use tokio_rustls::TlsConnector;
 
 use super::body::{Sent, SentOn};
-use super::conn::Conn;
-use super::connect::{Connected, HAPPY_EYEBALLS_DELAY};
+use super::connect::{tcp_connector, Connected, Connector};
 use super::error::HttpError;
 use super::http1;
-use super::pools::H2Pool;
-use super::resolver::{AddrCache, CachedResolver};
+use super::pools::{H2Pool, IdlePool};
 use super::Settings;
 use crate::api::proxy::Proxy;
 use crate::api::ApiKey;
@@ -39,13 +38,8 @@ pub(crate) enum HttpRequest<'a> {
 pub(crate) struct Route {
     /// The key this route's requests carry (the routes of one URL differ by key).
     pub(super) key: Option<ApiKey>,
-    pub(super) tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
-    pub(super) host: String,
-    pub(super) port: u16,
-    /// `{scheme}://{host}:{port}/`: what the connector (or the CONNECT tunnel) is asked for.
-    pub(super) target: http::Uri,
-    /// The proxy this route goes through, if any.
-    pub(super) via: Option<Proxy>,
+    /// How new connections are opened (and through which proxy).
+    pub(super) connector: Connector,
     /// `http://{authority}` for a plain route through a proxy (absolute-form request targets),
     /// else empty (origin-form).
     pub(super) target_prefix: String,
@@ -62,16 +56,9 @@ pub(crate) struct Route {
     pub(super) chat_head: Vec<u8>,
     /// The fixed headers of every request (`host` excluded), for GETs and HTTP/2.
     pub(super) fixed: Vec<(&'static str, String)>,
-    pub(super) connect_timeout: Duration,
-    /// TCP connects (Happy Eyeballs, keep-alive, no-delay), resolving through `addrs`.
-    pub(super) connector: HttpConnector<CachedResolver>,
-    pub(super) pool_max_idle: usize,
-    pub(super) pool_idle_timeout: Duration,
     pub(super) protocol: AtomicU8,
-    /// Idle HTTP/1.1 connections, most recently used last.
-    pub(super) idle: Mutex<VecDeque<(Conn, Instant)>>,
-    /// The resolved addresses of the host connected to (the proxy's, through one).
-    pub(super) addrs: AddrCache,
+    /// Idle HTTP/1.1 connections (shared with the answers that give theirs back).
+    pub(super) idle: Arc<IdlePool>,
     /// The HTTP/2 connections. Never locked across an await.
     pub(super) h2: Mutex<H2Pool>,
     /// Signalled when a connect for `h2` ends (success or not): requests waiting for a stream
@@ -92,7 +79,8 @@ impl Route {
     /// absolute form, so that an HTTP status may be the proxy's own; `None` when the answer can
     /// only be the server's (direct, or inside a CONNECT tunnel).
     pub(crate) fn forwarding_proxy(&self) -> Option<String> {
-        self.via
+        self.connector
+            .via
             .as_ref()
             .filter(|_| !self.target_prefix.is_empty())
             .map(Proxy::address)
@@ -157,59 +145,38 @@ impl Route {
             None
         };
 
-        let mut fixed: Vec<(&'static str, String)> = vec![
-            ("user-agent", settings.user_agent.clone()),
-            ("accept", "*/*".to_string()),
-        ];
-        if let Some(key) = key {
-            fixed.push(("authorization", format!("Bearer {}", key.expose())));
-        }
-        if let Some(referer) = &settings.referer {
-            fixed.push(("http-referer", referer.clone()));
-        }
-        if let Some(title) = &settings.title {
-            fixed.push(("x-title", title.clone()));
-        }
-        let mut chat_head = format!(
-            "POST {target_prefix}{base_path}/chat/completions HTTP/1.1\r\nhost: {host_header}\r\n{proxy_auth_line}"
+        let fixed = fixed_headers(settings, key);
+        let chat_head = chat_head(
+            &format!("{target_prefix}{base_path}"),
+            &host_header,
+            &proxy_auth_line,
+            &fixed,
         );
-        for (name, value) in &fixed {
-            chat_head.push_str(&format!("{name}: {value}\r\n"));
-        }
-        chat_head.push_str("content-type: application/json\r\ncontent-length: ");
-
-        let addrs = AddrCache::default();
-        let mut connector = HttpConnector::new_with_resolver(CachedResolver {
-            cache: addrs.clone(),
-        });
-        connector.enforce_http(false);
-        connector.set_nodelay(true);
-        connector.set_keepalive(settings.tcp_keepalive);
-        connector.set_happy_eyeballs_timeout(Some(HAPPY_EYEBALLS_DELAY));
-        // Each address's share; the whole connect is bounded by `connect_timeout` too.
-        connector.set_connect_timeout(Some(settings.connect_timeout));
-
+        let (tcp, addrs) = tcp_connector(settings);
         Ok(Route {
             key: key.cloned(),
             origin: format!("{scheme}://{host_header}"),
-            target,
-            via,
+            connector: Connector {
+                tls,
+                host,
+                port,
+                target,
+                via,
+                connect_timeout: settings.connect_timeout,
+                tcp,
+                addrs,
+            },
             target_prefix,
             proxy_auth_line,
             host_header,
-            tls,
-            host,
-            port,
             base_path,
-            chat_head: chat_head.into_bytes(),
+            chat_head,
             fixed,
-            connect_timeout: settings.connect_timeout,
-            connector,
-            pool_max_idle: settings.pool_max_idle,
-            pool_idle_timeout: settings.pool_idle_timeout,
             protocol: AtomicU8::new(if secure { UNKNOWN } else { HTTP1 }),
-            idle: Mutex::new(VecDeque::new()),
-            addrs,
+            idle: Arc::new(IdlePool::new(
+                settings.pool_max_idle,
+                settings.pool_idle_timeout,
+            )),
             h2: Mutex::new(H2Pool::default()),
             h2_changed: Notify::new(),
         })
@@ -229,9 +196,9 @@ impl Route {
                     Some(sent) => return Ok(sent),
                     None => continue,
                 },
-                _ => match self.checkout() {
+                _ => match self.idle.checkout() {
                     Some(conn) => (conn, true),
-                    None => match self.connect().await? {
+                    None => match self.connector.connect().await? {
                         Connected::H1(conn) => (conn, false),
                         Connected::H2(sender) => {
                             self.adopt_h2(sender);
@@ -249,7 +216,7 @@ impl Route {
                         inner: SentOn::H1 {
                             conn,
                             reused,
-                            route: self.clone(),
+                            idle: self.idle.clone(),
                         },
                     })
                 }
@@ -297,4 +264,150 @@ impl Route {
             }
         }
     }
+}
+impl Route {
+    /// The request on an HTTP/2 connection with a free stream (a new one if all are busy);
+    /// `None` if the server speaks HTTP/1.1 (the route is now an HTTP/1.1 one).
+    ///
+    /// One request at a time opens a connection, without holding the pool's lock: the others
+    /// wait for [`Route::h2_changed`] and look again (a stream may also have come free).
+    async fn send_h2(
+        self: &Arc<Self>,
+        request: HttpRequest<'_>,
+    ) -> Result<Option<Sent>, HttpError> {
+        let (mut sender, stream) = loop {
+            if self.protocol.load(Ordering::Acquire) == HTTP1 {
+                return Ok(None);
+            }
+            let wait = {
+                let mut pool = self.h2.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(free) = pool.free_stream() {
+                    break free;
+                }
+                if pool.connecting {
+                    // Registered before the lock is released: the wake-up cannot be missed.
+                    let mut notified = Box::pin(self.h2_changed.notified());
+                    notified.as_mut().enable();
+                    Some(notified)
+                } else {
+                    pool.connecting = true;
+                    None
+                }
+            };
+            if let Some(notified) = wait {
+                notified.await;
+                continue;
+            }
+            let _connecting = H2Connecting(self);
+            match self.connector.connect().await? {
+                Connected::H2(sender) => self.adopt_h2(sender),
+                Connected::H1(conn) => {
+                    self.protocol.store(HTTP1, Ordering::Release);
+                    self.idle.checkin(conn);
+                    return Ok(None);
+                }
+            }
+        };
+        let request = self.h2_request(request)?;
+        // hyper hands the request to the connection here; the future only waits for the answer.
+        let response = Box::pin(sender.send_request(request));
+        Ok(Some(Sent {
+            at: Instant::now(),
+            inner: SentOn::H2 { response, stream },
+        }))
+    }
+
+    /// `request` as hyper's HTTP/2 request: an absolute URI and the fixed headers.
+    fn h2_request(
+        &self,
+        request: HttpRequest<'_>,
+    ) -> Result<hyper::Request<Full<Bytes>>, HttpError> {
+        let post = matches!(request, HttpRequest::Chat(_));
+        let (uri, body) = match request {
+            HttpRequest::Chat(body) => (
+                format!("{}{}/chat/completions", self.origin, self.base_path),
+                Full::new(Bytes::copy_from_slice(body)),
+            ),
+            HttpRequest::Get(path) => (
+                format!(
+                    "{}{}/{}",
+                    self.origin,
+                    self.base_path,
+                    path.trim_start_matches('/')
+                ),
+                Full::new(Bytes::new()),
+            ),
+        };
+        let mut builder = hyper::Request::builder()
+            .method(if post { "POST" } else { "GET" })
+            .uri(uri);
+        for (name, value) in &self.fixed {
+            builder = builder.header(*name, value.as_str());
+        }
+        if post {
+            builder = builder.header("content-type", "application/json");
+        }
+        builder
+            .body(body)
+            .map_err(|e| HttpError::Protocol(format!("cannot build the request: {e}")))
+    }
+
+    /// A new connection negotiated HTTP/2: share it from now on.
+    fn adopt_h2(&self, sender: http2::SendRequest<Full<Bytes>>) {
+        self.h2
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .adopt(sender);
+        self.protocol.store(HTTP2, Ordering::Release);
+    }
+}
+
+/// Held by the request opening a route's next HTTP/2 connection: when it is done (or dropped
+/// by a timeout), the others are told to look again.
+struct H2Connecting<'a>(&'a Route);
+
+impl Drop for H2Connecting<'_> {
+    fn drop(&mut self) {
+        self.0
+            .h2
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .connecting = false;
+        self.0.h2_changed.notify_waiters();
+    }
+}
+
+/// The headers every request of a route carries (`host` excluded): user agent, key, attribution.
+fn fixed_headers(settings: &Settings, key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
+    let mut fixed: Vec<(&'static str, String)> = vec![
+        ("user-agent", settings.user_agent.clone()),
+        ("accept", "*/*".to_string()),
+    ];
+    if let Some(key) = key {
+        fixed.push(("authorization", format!("Bearer {}", key.expose())));
+    }
+    if let Some(referer) = &settings.referer {
+        fixed.push(("http-referer", referer.clone()));
+    }
+    if let Some(title) = &settings.title {
+        fixed.push(("x-title", title.clone()));
+    }
+    fixed
+}
+
+/// `POST {path}/chat/completions HTTP/1.1` and every fixed header, up to `content-length: `.
+fn chat_head(
+    path: &str,
+    host_header: &str,
+    proxy_auth_line: &str,
+    fixed: &[(&'static str, String)],
+) -> Vec<u8> {
+    let mut head = format!(
+        "POST {path}/chat/completions HTTP/1.1\r\nhost: {host_header}\r\n{proxy_auth_line}"
+    );
+    for (name, value) in fixed {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("content-type: application/json\r\ncontent-length: ");
+    head.into_bytes()
 }

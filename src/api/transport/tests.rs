@@ -154,7 +154,7 @@ async fn https_speaks_http2_when_offered_and_http1_otherwise() {
             (answer["method"].as_str(), answer["path"].as_str()),
             (Some("GET"), Some("/api/v1/key"))
         );
-        let idle = route.idle.lock().unwrap().len();
+        let idle = route.idle.idle.lock().unwrap().len();
         assert_eq!(idle, usize::from(version == "HTTP/1.1"), "{version}");
     }
 }
@@ -269,8 +269,8 @@ async fn a_black_holed_first_address_does_not_fail_the_endpoint() {
         .unwrap();
     let refusing = SocketAddr::from(([127, 0, 0, 3], port));
     for addrs in [[hole_addr, v4], [refusing, v4]] {
-        *route.addrs.lock().unwrap() = Some((Arc::from(addrs), Instant::now()));
-        let connected = tokio::time::timeout(Duration::from_secs(120), route.connect())
+        *route.connector.addrs.lock().unwrap() = Some((Arc::from(addrs), Instant::now()));
+        let connected = tokio::time::timeout(Duration::from_secs(120), route.connector.connect())
             .await
             .unwrap_or_else(|_| panic!("{addrs:?}: stuck on the first address"));
         assert!(matches!(connected, Ok(Connected::H1(_))), "{addrs:?}");

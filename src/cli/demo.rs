@@ -154,7 +154,7 @@ fn generate(
 }
 
 /// 3. reconstruct every success into exact token ids, the way the run says its server shaped
-/// them; an endpoint recorded as `generic` is the simulator's flavour, which the demo knows.
+///    them; an endpoint recorded as `generic` is the simulator's flavour, which the demo knows.
 fn build(args: &Args, profile: &Profile) -> anyhow::Result<BuildReport> {
     let run = args.out.join("run");
     let mut options = reconstruct_options(&run)?;

@@ -168,28 +168,10 @@ fn record_of(
     endpoint: &str,
 ) -> Result<Record, String> {
     let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-    let generation = generation_of(&value, id_field)?;
-    let prompt = match (prompts, by) {
-        (None, _) => None,
-        (Some(p), MatchBy::Index) => Some(p.list.get(index).ok_or_else(|| {
-            format!(
-                "line {} has no prompt: --prompts has only {} (matching by index)",
-                index + 1,
-                p.list.len()
-            )
-        })?),
-        (Some(p), MatchBy::Id) => {
-            let id = generation
-                .id
-                .as_deref()
-                .ok_or_else(|| format!("no `{id_field}` field to match a prompt by"))?;
-            Some(
-                p.by_id
-                    .get(id)
-                    .map(|&i| &p.list[i])
-                    .ok_or_else(|| format!("id {id:?} is not a prompt of --prompts"))?,
-            )
-        }
+    let mut generation = generation_of(&value, id_field)?;
+    let prompt = match prompts {
+        Some(prompts) => Some(prompts.find(&generation, index, by, id_field)?),
+        None => None,
     };
     let id = match (prompt, &generation.id) {
         (Some(p), _) => p.id.clone(),
@@ -200,7 +182,7 @@ fn record_of(
             ))
         }
     };
-    let prompt_ids = match (generation.prompt_ids, prompt) {
+    let prompt_ids = match (generation.prompt_ids.take(), prompt) {
         (Some(ids), _) => ids,
         (None, Some(p)) => profile
             .render_ids(&RenderInput {
@@ -217,6 +199,55 @@ fn record_of(
             )
         }
     };
+    Ok(imported_record(
+        id,
+        prompt,
+        &generation,
+        prompt_ids,
+        endpoint,
+    ))
+}
+
+impl Prompts {
+    /// The prompt line `index` (`generation`) answered.
+    fn find(
+        &self,
+        generation: &Generation,
+        index: usize,
+        by: MatchBy,
+        id_field: &str,
+    ) -> Result<&Prompt, String> {
+        match by {
+            MatchBy::Index => self.list.get(index).ok_or_else(|| {
+                format!(
+                    "line {} has no prompt: --prompts has only {} (matching by index)",
+                    index + 1,
+                    self.list.len()
+                )
+            }),
+            MatchBy::Id => {
+                let id = generation
+                    .id
+                    .as_deref()
+                    .ok_or_else(|| format!("no `{id_field}` field to match a prompt by"))?;
+                self.by_id
+                    .get(id)
+                    .map(|&i| &self.list[i])
+                    .ok_or_else(|| format!("id {id:?} is not a prompt of --prompts"))
+            }
+        }
+    }
+}
+
+/// The journal record of one imported generation: a success with the ids as a server with
+/// `return_token_ids` would have answered them.
+fn imported_record(
+    id: String,
+    prompt: Option<&Prompt>,
+    generation: &Generation,
+    prompt_ids: Vec<u32>,
+    endpoint: &str,
+) -> Record {
     let mut request = serde_json::Map::new();
     if let Some(p) = prompt {
         request.insert("messages".into(), json!(p.messages));
@@ -238,7 +269,7 @@ fn record_of(
             "completion_tokens": generation.completion_ids.len(),
         },
     });
-    Ok(Record {
+    Record {
         id,
         attempt: 1,
         status: Status::Success,
@@ -258,7 +289,7 @@ fn record_of(
         origin: Origin::Imported,
         request: Value::Object(request),
         response: Some(response),
-    })
+    }
 }
 
 fn ids(value: Option<&Value>) -> Result<Option<Vec<u32>>, String> {

@@ -203,12 +203,19 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     let (to_writer, from_builder) = mpsc::sync_channel::<Vec<Row>>(2);
     let writer = spawn_writer(config.out, config.limits, config.jsonl, from_builder)?;
 
-    let mut summary = BuildSummary {
-        out: config.out.to_path_buf(),
-        ..BuildSummary::default()
+    let mut progress = Progress {
+        summary: BuildSummary {
+            out: config.out.to_path_buf(),
+            ..BuildSummary::default()
+        },
+        seen: HashSet::new(),
+        pending: conversation::Pending::default(),
     };
-    let mut seen: HashSet<u64> = HashSet::new();
-    let mut pending = conversation::Pending::default();
+    let inputs = BatchInputs {
+        config,
+        options: &options,
+        sources: &sources,
+    };
     let result = (|| -> Result<(), BuildError> {
         loop {
             let batch = lines
@@ -217,70 +224,12 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
             if batch.is_empty() {
                 break;
             }
-            let outcomes: Vec<(String, Outcome)> = batch
-                .par_iter()
-                .map(|raw| {
-                    let location =
-                        format!("{}:{}", lines.segment_path(raw.segment).display(), raw.line);
-                    let outcome =
-                        outcome_of(config.profile, &options, &sources, &raw.bytes, &location);
-                    (location, outcome)
-                })
-                .collect();
-            drop(batch);
-            let mut built: Vec<BuiltRow> = Vec::with_capacity(outcomes.len());
-            for (location, outcome) in outcomes {
-                match outcome {
-                    Outcome::NotSuccess => {}
-                    Outcome::Corrupt(reason) => {
-                        summary.failures += 1;
-                        summary.counts.drop(reason::CORRUPT_LINE);
-                        note(&mut summary, format!("{location}: {reason}"));
-                    }
-                    Outcome::Failed(reason) => {
-                        summary.counts.records += 1;
-                        summary.failures += 1;
-                        summary.counts.drop(reason::NOT_BUILT);
-                        note(&mut summary, reason);
-                    }
-                    Outcome::Built(row) => {
-                        summary.counts.records += 1;
-                        built.push(row);
-                    }
-                    Outcome::Turn(turn) => {
-                        summary.counts.records += 1;
-                        pending.add(*turn);
-                    }
-                }
-            }
-            // Conversations whose turns are all in: one row each, on all cores.
-            let complete = pending.take_complete();
-            let conversations: Vec<Result<BuiltRow, String>> = complete
-                .into_par_iter()
-                .map(|turns| conversation::row_of(config.profile, &options, &sources, turns))
-                .collect();
-            for result in conversations {
-                match result {
-                    Ok(row) => built.push(row),
-                    Err(reason) => {
-                        summary.failures += 1;
-                        summary.counts.drop(reason::NOT_BUILT);
-                        note(&mut summary, reason);
-                    }
-                }
-            }
-            let rows = keep(config, &mut summary, &mut seen, built);
+            let rows = progress.batch(&inputs, &lines, batch);
             if !rows.is_empty() && to_writer.send(rows).is_err() {
                 break;
             }
         }
-        for incomplete in pending.incomplete() {
-            summary.counts.drop(reason::INCOMPLETE_CONVERSATION);
-            note(
-                &mut summary,
-                format!("conversation {incomplete}: not every turn succeeded yet; no sample (resume the run to finish it)"),
-            );
-        }
+        progress.note_incomplete();
         Ok(())
     })();
     drop(to_writer);
@@ -289,8 +238,121 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
         .map_err(|_| BuildError::Writer("the writer thread panicked".into()))?;
     result?;
     let (shards, jsonl) = written?;
+    let mut summary = progress.summary;
     summary.shards = shards;
+    write_build_json(config, settings, model, &summary, jsonl)?;
+    Ok(summary)
+}
 
+/// What every batch is built with.
+struct BatchInputs<'a> {
+    config: &'a BuildConfig<'a>,
+    options: &'a ReconstructOptions,
+    sources: &'a HashMap<String, String>,
+}
+
+/// What a build holds across batches.
+struct Progress {
+    summary: BuildSummary,
+    /// One hash per written sample id (to drop duplicate successes).
+    seen: HashSet<u64>,
+    /// Turns of conversations whose last turn has not been read yet.
+    pending: conversation::Pending,
+}
+
+impl Progress {
+    /// One batch of journal lines → the rows to write (policies applied), in journal order.
+    fn batch(
+        &mut self,
+        inputs: &BatchInputs,
+        lines: &lines::JournalLines,
+        batch: Vec<lines::RawLine>,
+    ) -> Vec<Row> {
+        let BatchInputs {
+            config,
+            options,
+            sources,
+        } = *inputs;
+        let outcomes: Vec<(String, Outcome)> = batch
+            .par_iter()
+            .map(|raw| {
+                let location =
+                    format!("{}:{}", lines.segment_path(raw.segment).display(), raw.line);
+                let outcome = outcome_of(config.profile, options, sources, &raw.bytes, &location);
+                (location, outcome)
+            })
+            .collect();
+        drop(batch);
+        let mut built: Vec<BuiltRow> = Vec::with_capacity(outcomes.len());
+        for (location, outcome) in outcomes {
+            self.tally(location, outcome, &mut built);
+        }
+        // Conversations whose turns are all in: one row each, on all cores.
+        let complete = self.pending.take_complete();
+        let conversations: Vec<Result<BuiltRow, String>> = complete
+            .into_par_iter()
+            .map(|turns| conversation::row_of(config.profile, options, sources, turns))
+            .collect();
+        for result in conversations {
+            match result {
+                Ok(row) => built.push(row),
+                Err(reason) => self.not_built(reason),
+            }
+        }
+        keep(config, &mut self.summary, &mut self.seen, built)
+    }
+
+    /// Count what one journal line became; a built row goes to `built`, a turn waits.
+    fn tally(&mut self, location: String, outcome: Outcome, built: &mut Vec<BuiltRow>) {
+        let summary = &mut self.summary;
+        match outcome {
+            Outcome::NotSuccess => {}
+            Outcome::Corrupt(reason) => {
+                summary.failures += 1;
+                summary.counts.drop(reason::CORRUPT_LINE);
+                note(summary, format!("{location}: {reason}"));
+            }
+            Outcome::Failed(reason) => {
+                summary.counts.records += 1;
+                self.not_built(reason);
+            }
+            Outcome::Built(row) => {
+                summary.counts.records += 1;
+                built.push(row);
+            }
+            Outcome::Turn(turn) => {
+                summary.counts.records += 1;
+                self.pending.add(*turn);
+            }
+        }
+    }
+
+    fn not_built(&mut self, reason: String) {
+        self.summary.failures += 1;
+        self.summary.counts.drop(reason::NOT_BUILT);
+        note(&mut self.summary, reason);
+    }
+
+    /// Conversations still missing turns at the end of the journal: no sample, each noted.
+    fn note_incomplete(&mut self) {
+        for incomplete in self.pending.incomplete() {
+            self.summary.counts.drop(reason::INCOMPLETE_CONVERSATION);
+            note(
+                &mut self.summary,
+                format!("conversation {incomplete}: not every turn succeeded yet; no sample (resume the run to finish it)"),
+            );
+        }
+    }
+}
+
+/// `build.json`: the run's settings, the model, the policies, the counts and the files written.
+fn write_build_json(
+    config: &BuildConfig,
+    settings: RunSettings,
+    model: ModelInfo,
+    summary: &BuildSummary,
+    jsonl: Option<FileHash>,
+) -> Result<(), BuildError> {
     let info = BuildInfo {
         draftgen_version: env!("CARGO_PKG_VERSION").to_string(),
         created: chrono::Utc::now().to_rfc3339(),
@@ -306,8 +368,7 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     let mut text =
         serde_json::to_vec_pretty(&info).map_err(|e| BuildError::Writer(e.to_string()))?;
     text.push(b'\n');
-    crate::journal::atomic_write(&path, &text).map_err(|e| BuildError::Writer(e.to_string()))?;
-    Ok(summary)
+    crate::journal::atomic_write(&path, &text).map_err(|e| BuildError::Writer(e.to_string()))
 }
 
 fn note(summary: &mut BuildSummary, problem: String) {

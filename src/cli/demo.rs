@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::api::ServerKind;
-use crate::build::jsonl_samples::build_samples;
+use crate::build::jsonl_samples::{build_samples, BuildReport};
 use crate::config::{EndpointConfig, RunConfig};
-use crate::dataset::{self, PrepareOptions};
-use crate::engine::{self, ProgressMode, RunOptions, Shutdown};
+use crate::dataset::{self, PrepareOptions, Prompt};
+use crate::engine::{self, ProgressMode, RunOptions, RunSummary, Shutdown};
 use crate::journal::RunDir;
-use crate::model::assets;
+use crate::model::{assets, Profile};
 use crate::reconstruct::ReconstructOptions;
 use crate::sim::{self, FaultRates, Flavor, SimConfig};
 
@@ -53,14 +53,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let profile = model_args.load_from(&model_dir)?;
     let model_name = request_model_name(&args.model);
     std::fs::create_dir_all(&args.out)?;
-    let out = |name: &str| args.out.join(name);
 
-    // 1. prepare
-    let inputs = dataset::samples::write_bundled(&out("datasets"))?;
+    let prompts = prepare(&args.out)?;
+    let summary = generate(&args, &model_dir, &profile, &model_name, prompts)?;
+    let built = build(&args, &profile)?;
+
+    print_locations(&args.out);
+    let ok = summary.all_ok() && built.failed.is_empty();
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// 1. prepare: the bundled sample files → `prompts.jsonl`, read back.
+fn prepare(out: &Path) -> anyhow::Result<Vec<Prompt>> {
+    let inputs = dataset::samples::write_bundled(&out.join("datasets"))?;
     let prepared = dataset::prepare(
         &inputs,
         &PrepareOptions {
-            out: out("prompts.jsonl"),
+            out: out.join("prompts.jsonl"),
             ..PrepareOptions::default()
         },
     )?;
@@ -72,9 +85,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         prepared.sources.iter().map(|s| s.skipped_total()).sum::<u64>(),
         prepared.malformed(),
     );
-    let prompts = dataset::read_prompts(out("prompts.jsonl"))?;
+    Ok(dataset::read_prompts(out.join("prompts.jsonl"))?)
+}
 
-    // 2. generate, against a simulator in this process
+/// 2. generate, against a simulator in this process.
+fn generate(
+    args: &Args,
+    model_dir: &Path,
+    profile: &Profile,
+    model_name: &str,
+    prompts: Vec<Prompt>,
+) -> anyhow::Result<RunSummary> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -82,9 +103,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let sim = sim::spawn(SimConfig {
             flavor: args.flavor,
             seed: 2026,
-            model_dir: Some(model_dir.clone()),
+            model_dir: Some(model_dir.to_path_buf()),
             profile: Some(profile.name.clone()),
-            model_name: model_name.clone(),
+            model_name: model_name.to_string(),
             faults: FaultRates {
                 rate_limited: args.fault_rate,
                 server_error: args.fault_rate,
@@ -100,13 +121,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             sim.base_url(),
             profile.name
         );
-        let config = demo_config(&sim.base_url(), args.flavor, &model_name);
+        let config = demo_config(&sim.base_url(), args.flavor, model_name);
         let shutdown = Shutdown::new();
         let ctrl_c = tokio::spawn(forward_ctrl_c(shutdown.clone()));
         let summary = engine::run_with(
             &config,
             prompts,
-            &out("run"),
+            &args.out.join("run"),
             shutdown,
             RunOptions {
                 progress: args.progress,
@@ -129,20 +150,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         s.attempts
             .saturating_sub(s.succeeded + s.failed + s.skipped),
     );
+    Ok(summary)
+}
 
-    // 3. reconstruct every success into exact token ids, the way the run says its server shaped
-    // them; an endpoint recorded as `generic` is the simulator's flavour, which the demo knows.
-    let mut options = reconstruct_options(&out("run"))?;
+/// 3. reconstruct every success into exact token ids, the way the run says its server shaped
+///    them; an endpoint recorded as `generic` is the simulator's flavour, which the demo knows.
+fn build(args: &Args, profile: &Profile) -> anyhow::Result<BuildReport> {
+    let run = args.out.join("run");
+    let mut options = reconstruct_options(&run)?;
     if options.kind == ServerKind::Generic {
         let shape = args.flavor.shape();
         options.kind = shape.kind;
         options.server_version = (!shape.version.is_empty()).then(|| shape.version.to_string());
     }
     let built = build_samples(
-        &profile,
-        &out("run").join("journal"),
+        profile,
+        &run.join("journal"),
         &options,
-        &out("samples.jsonl"),
+        &args.out.join("samples.jsonl"),
     )?;
     eprintln!(
         "build     {} samples from {} successful records ({} prompt + {} completion tokens; {} with warnings, {} failed)",
@@ -162,14 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for failure in built.failed.iter().take(5) {
         eprintln!("  could not reconstruct {failure}");
     }
-
-    print_locations(&args.out);
-    let ok = summary.all_ok() && built.failed.is_empty();
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(built)
 }
 
 /// How the run's manifest says its server shaped text (see

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::UsageError;
-use crate::build::BuildDir;
+use crate::build::{BuildDir, BuildDirError};
 use crate::export::vocab::{self, Rule, TokenCounts, VocabMap};
 use crate::export::{specforge, speculators, ExportError};
 
@@ -65,7 +65,7 @@ fn open(samples: &Path) -> anyhow::Result<BuildDir> {
 
 fn usage(e: ExportError) -> anyhow::Error {
     match e {
-        ExportError::Io { .. } => e.into(),
+        ExportError::Io { .. } | ExportError::BuildDir(BuildDirError::Io { .. }) => e.into(),
         other => UsageError(other.to_string()).into(),
     }
 }
@@ -77,40 +77,7 @@ fn write_json(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.format {
-        Format::Specforge { samples, out, run } => {
-            let build = open(&samples)?;
-            let mut summary = specforge::export_tokens(&build, &out).map_err(usage)?;
-            if let Some(run) = run {
-                let conv = specforge::export_conversations(&build, &run, &out).map_err(usage)?;
-                summary.conversations = Some(conv.written);
-                for missing in &conv.missing_ids {
-                    eprintln!(
-                        "warning: sample {missing}: no successful record in {}",
-                        run.display()
-                    );
-                }
-                if conv.missing > conv.missing_ids.len() as u64 {
-                    eprintln!(
-                        "warning: {} samples in all have no successful record in {}",
-                        conv.missing,
-                        run.display()
-                    );
-                }
-            }
-            println!(
-                "specforge: {} rows ({} loss tokens, {} without any) → {}",
-                summary.rows,
-                summary.loss_tokens,
-                summary.unsupervised,
-                out.join("specforge.jsonl").display()
-            );
-            if let Some(n) = summary.conversations {
-                println!(
-                    "specforge: {n} conversations → {}",
-                    out.join("conversations.jsonl").display()
-                );
-            }
-        }
+        Format::Specforge { samples, out, run } => export_specforge(&samples, &out, run)?,
         Format::Speculators {
             samples,
             out,
@@ -135,65 +102,118 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             out,
             target_vocab_size,
             coverage_sizes,
-        } => {
-            let build = open(&samples)?;
-            let target = match target_vocab_size.or(build.vocab_size().map(|v| v as usize)) {
-                Some(v) => v,
-                None => {
-                    return Err(UsageError(format!(
-                        "{}: build.json has no model.vocab_size; pass --target-vocab-size",
-                        samples.display()
-                    ))
-                    .into())
-                }
-            };
-            if draft_vocab_size == 0 || draft_vocab_size > target {
-                return Err(UsageError(format!(
-                    "--draft-vocab-size {draft_vocab_size} must be between 1 and the target vocabulary ({target})"
-                ))
-                .into());
-            }
-            let counts = TokenCounts::from_build(&build).map_err(usage)?;
-            let used = counts.select(draft_vocab_size, rule);
-            let padded = used.iter().filter(|&&id| counts.count(id) == 0).count();
-            let coverage = counts.coverage(&used);
-            let map = VocabMap::new(used, target).map_err(usage)?;
-            std::fs::create_dir_all(&out).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
-            let files = vocab::write_vocab(&out, &map, rule).map_err(usage)?;
-            let mut sizes = coverage_sizes.clone();
-            if !sizes.contains(&draft_vocab_size) {
-                sizes.push(draft_vocab_size);
-            }
-            sizes.sort_unstable();
-            let table = vocab::coverage_table(&counts, &sizes, rule, target);
-            let report = serde_json::json!({
-                "rule": rule,
-                "draft_vocab_size": draft_vocab_size,
-                "target_vocab_size": target,
-                "samples": counts.samples,
-                "loss_tokens": counts.total,
-                "distinct_loss_ids": counts.distinct(),
-                "padded_ids": padded,
-                "coverage": coverage,
-                "coverage_table": table,
-                "files": files,
-            });
-            write_json(&out.join(vocab::REPORT_FILE), &report)?;
-            println!(
-                "vocab ({rule:?} rule): {draft_vocab_size} of {target} ids from {} loss tokens ({} distinct, {padded} padded) → {}",
-                counts.total,
-                counts.distinct(),
-                files.join(", ")
-            );
-            println!("{:>12}  {:>8}", "draft size", "coverage");
-            for row in &table {
-                println!(
-                    "{:>12}  {:>7.2}%",
-                    row.draft_vocab_size,
-                    row.coverage * 100.0
-                );
-            }
-        }
+        } => export_vocab(
+            &samples,
+            draft_vocab_size,
+            rule,
+            &out,
+            target_vocab_size,
+            coverage_sizes,
+        )?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn export_specforge(samples: &Path, out: &Path, run: Option<PathBuf>) -> anyhow::Result<()> {
+    let build = open(samples)?;
+    let mut summary = specforge::export_tokens(&build, out).map_err(usage)?;
+    if let Some(run) = run {
+        let conv = specforge::export_conversations(&build, &run, out).map_err(usage)?;
+        summary.conversations = Some(conv.written);
+        for missing in &conv.missing_ids {
+            eprintln!(
+                "warning: sample {missing}: no successful record in {}",
+                run.display()
+            );
+        }
+        if conv.missing > conv.missing_ids.len() as u64 {
+            eprintln!(
+                "warning: {} samples in all have no successful record in {}",
+                conv.missing,
+                run.display()
+            );
+        }
+    }
+    println!(
+        "specforge: {} rows ({} loss tokens, {} without any) → {}",
+        summary.rows,
+        summary.loss_tokens,
+        summary.unsupervised,
+        out.join("specforge.jsonl").display()
+    );
+    if let Some(n) = summary.conversations {
+        println!(
+            "specforge: {n} conversations → {}",
+            out.join("conversations.jsonl").display()
+        );
+    }
+    Ok(())
+}
+
+fn export_vocab(
+    samples: &Path,
+    draft_vocab_size: usize,
+    rule: Rule,
+    out: &Path,
+    target_vocab_size: Option<usize>,
+    coverage_sizes: Vec<usize>,
+) -> anyhow::Result<()> {
+    let build = open(samples)?;
+    let target = match target_vocab_size.or(build.vocab_size().map(|v| v as usize)) {
+        Some(v) => v,
+        None => {
+            return Err(UsageError(format!(
+                "{}: build.json has no model.vocab_size; pass --target-vocab-size",
+                samples.display()
+            ))
+            .into())
+        }
+    };
+    if draft_vocab_size == 0 || draft_vocab_size > target {
+        return Err(UsageError(format!(
+            "--draft-vocab-size {draft_vocab_size} must be between 1 and the target vocabulary ({target})"
+        ))
+        .into());
+    }
+    let counts = TokenCounts::from_build(&build).map_err(usage)?;
+    let used = counts.select(draft_vocab_size, rule);
+    let padded = used.iter().filter(|&&id| counts.count(id) == 0).count();
+    let coverage = counts.coverage(&used);
+    let map = VocabMap::new(used, target).map_err(usage)?;
+    std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+    let files = vocab::write_vocab(out, &map, rule).map_err(usage)?;
+    let mut sizes = coverage_sizes;
+    if !sizes.contains(&draft_vocab_size) {
+        sizes.push(draft_vocab_size);
+    }
+    sizes.sort_unstable();
+    let table = vocab::coverage_table(&counts, &sizes, rule, target);
+    let report = serde_json::json!({
+        "rule": rule,
+        "draft_vocab_size": draft_vocab_size,
+        "target_vocab_size": target,
+        "samples": counts.samples,
+        "loss_tokens": counts.total,
+        "distinct_loss_ids": counts.distinct(),
+        "padded_ids": padded,
+        "coverage": coverage,
+        "coverage_table": table,
+        "files": files,
+    });
+    write_json(&out.join(vocab::REPORT_FILE), &report)?;
+    println!(
+        "vocab ({rule:?} rule): {draft_vocab_size} of {target} ids from {} loss tokens ({} distinct, {padded} padded) → {}",
+        counts.total,
+        counts.distinct(),
+        files.join(", ")
+    );
+    println!("{:>12}  {:>8}", "draft size", "coverage");
+    for row in &table {
+        println!(
+            "{:>12}  {:>7.2}%",
+            row.draft_vocab_size,
+            row.coverage * 100.0
+        );
+    }
+    Ok(())
 }

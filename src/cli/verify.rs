@@ -114,6 +114,16 @@ fn percent(n: u64, of: u64) -> String {
 /// The terminal summary.
 pub fn summary(r: &VerifyReport, colour: bool) -> String {
     let mut s = String::new();
+    fidelity_lines(&mut s, r);
+    reference_line(&mut s, r);
+    usage_lines(&mut s, r);
+    group_tables(&mut s, r);
+    findings(&mut s, r, colour);
+    s
+}
+
+/// What was verified, and the samples per fidelity class.
+fn fidelity_lines(s: &mut String, r: &VerifyReport) {
     let _ = writeln!(
         s,
         "verify  {} ({}): {} sample(s), model {}",
@@ -130,6 +140,10 @@ pub fn summary(r: &VerifyReport, colour: bool) -> String {
         })
         .collect();
     let _ = writeln!(s, "  fidelity   {}", classes.join(" · "));
+}
+
+/// The reference compare's counts.
+fn reference_line(s: &mut String, r: &VerifyReport) {
     let f = &r.reference;
     if f.compared > 0 {
         let source = serde_json::to_value(f.source)
@@ -147,6 +161,10 @@ pub fn summary(r: &VerifyReport, colour: bool) -> String {
             "  reference  none (no server ids in the journal; pass --reference FILE to compare)"
         );
     }
+}
+
+/// Reported usage against the rebuilt counts.
+fn usage_lines(s: &mut String, r: &VerifyReport) {
     for (name, u) in [
         ("prompt_tokens", &r.usage.prompt_tokens),
         ("completion_tokens", &r.usage.completion_tokens),
@@ -177,6 +195,10 @@ pub fn summary(r: &VerifyReport, colour: bool) -> String {
             r.usage.prompt_tokens_within_kvv_band, r.usage.prompt_tokens.compared
         );
     }
+}
+
+/// The figures per source and per provider.
+fn group_tables(s: &mut String, r: &VerifyReport) {
     for (title, groups) in [("source", &r.by_source), ("provider", &r.by_provider)] {
         let _ = writeln!(
             s,
@@ -193,6 +215,10 @@ pub fn summary(r: &VerifyReport, colour: bool) -> String {
             let _ = writeln!(s, "{}", group_line(name, g));
         }
     }
+}
+
+/// The tool-call audit, the first divergent samples and problems, and the gate.
+fn findings(s: &mut String, r: &VerifyReport, colour: bool) {
     let table = r.tool_calls.terminal_table();
     if !table.trim().is_empty() {
         let _ = writeln!(s, "  tool calls\n{table}");
@@ -223,7 +249,6 @@ pub fn summary(r: &VerifyReport, colour: bool) -> String {
             red(&format!("FAILED: {}", r.gate.reasons.join("; ")), colour)
         );
     }
-    s
 }
 
 fn group_line(name: &str, g: &GroupFigures) -> String {

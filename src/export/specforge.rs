@@ -14,11 +14,18 @@
 //!   the ids it trains on can differ from what the model produced (README, "Why exact ids
 //!   matter").
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
+use rayon::prelude::*;
+
 use super::ExportError;
+use crate::build::lines::JournalLines;
 use crate::build::BuildDir;
+use crate::journal::record::parse_turn_id;
+use crate::journal::{Record, Status, JOURNAL_DIR};
 
 /// One `{"id"?, "input_ids", "loss_mask"}` line, written without building a JSON tree.
 pub(crate) fn write_token_line(
@@ -131,18 +138,11 @@ pub fn export_conversations(
     run: &Path,
     out: &Path,
 ) -> Result<ConversationSummary, ExportError> {
-    use crate::build::lines::JournalLines;
-    use crate::journal::record::parse_turn_id;
-    use crate::journal::{Record, Status, JOURNAL_DIR};
-    use rayon::prelude::*;
-    use std::collections::HashMap;
-
     let mut chosen: HashMap<u64, Option<Chosen>> = HashMap::new();
     build.for_each::<_, ExportError>(|row| {
         chosen.insert(id_key(row.id), None);
         Ok(())
     })?;
-
     let journal_dir = run.join(JOURNAL_DIR);
     if !journal_dir.is_dir() {
         return Err(ExportError::format(
@@ -152,18 +152,28 @@ pub fn export_conversations(
     }
     let mut lines =
         JournalLines::open(&journal_dir).map_err(|e| ExportError::io(&journal_dir, e))?;
+    locate_records(&mut lines, &journal_dir, &mut chosen)?;
+    write_conversations(build, &lines, &chosen, &out.join("conversations.jsonl"))
+}
+
+/// One pass over the journal: where each sample's record is (see [`export_conversations`]).
+fn locate_records(
+    lines: &mut JournalLines,
+    journal_dir: &Path,
+    chosen: &mut HashMap<u64, Option<Chosen>>,
+) -> Result<(), ExportError> {
+    // The id and status of every line; the bodies are skipped, not kept.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        id: String,
+        status: Status,
+    }
     loop {
         let batch = lines
             .next_batch(4096)
-            .map_err(|e| ExportError::io(&journal_dir, e))?;
+            .map_err(|e| ExportError::io(journal_dir, e))?;
         if batch.is_empty() {
-            break;
-        }
-        // The id and status of every line; the bodies are skipped, not kept.
-        #[derive(serde::Deserialize)]
-        struct Head {
-            id: String,
-            status: Status,
+            return Ok(());
         }
         let heads: Vec<Option<Head>> = batch
             .par_iter()
@@ -199,9 +209,17 @@ pub fn export_conversations(
             }
         }
     }
+}
 
-    let path = out.join("conversations.jsonl");
-    let file = std::fs::File::create(&path).map_err(|e| ExportError::io(&path, e))?;
+/// The second pass over the build: each sample's record read back from its place, one
+/// conversation row each, to `path`.
+fn write_conversations(
+    build: &BuildDir,
+    lines: &JournalLines,
+    chosen: &HashMap<u64, Option<Chosen>>,
+    path: &Path,
+) -> Result<ConversationSummary, ExportError> {
+    let file = std::fs::File::create(path).map_err(|e| ExportError::io(path, e))?;
     let mut w = std::io::BufWriter::new(file);
     let mut segments: HashMap<usize, std::fs::File> = HashMap::new();
     let mut summary = ConversationSummary::default();
@@ -216,8 +234,8 @@ pub fn export_conversations(
         };
         let segment_path = lines.segment_path(at.segment);
         let file = match segments.entry(at.segment) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(
                 std::fs::File::open(segment_path).map_err(|e| ExportError::io(segment_path, e))?,
             ),
         };
@@ -252,12 +270,12 @@ pub fn export_conversations(
             }
         };
         serde_json::to_writer(&mut w, &conversation)
-            .map_err(|e| ExportError::io(&path, e.into()))?;
-        w.write_all(b"\n").map_err(|e| ExportError::io(&path, e))?;
+            .map_err(|e| ExportError::io(path, e.into()))?;
+        w.write_all(b"\n").map_err(|e| ExportError::io(path, e))?;
         summary.written += 1;
         Ok(())
     })?;
-    w.flush().map_err(|e| ExportError::io(&path, e))?;
+    w.flush().map_err(|e| ExportError::io(path, e))?;
     Ok(summary)
 }
 

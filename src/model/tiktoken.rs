@@ -134,29 +134,8 @@ impl TiktokenModel {
         for (bytes, &rank) in &ranks {
             decoder[rank as usize] = bytes.clone();
         }
-        let mut special_by_text = FxHashMap::default();
-        let mut special_by_id = FxHashMap::default();
-        for (literal, id) in &specials {
-            if literal.is_empty() {
-                return Err(file_error(format!(
-                    "special token id {id} has an empty literal; check added_tokens_decoder"
-                )));
-            }
-            if (*id as usize) <= max_rank && !decoder[*id as usize].is_empty() {
-                return Err(file_error(format!(
-                    "special token {literal:?} has id {id}, which is already an ordinary rank; \
-                     check added_tokens_decoder in tokenizer_config.json"
-                )));
-            }
-            if special_by_text.insert(literal.clone(), *id).is_some()
-                || special_by_id.insert(*id, literal.clone()).is_some()
-            {
-                return Err(file_error(format!(
-                    "special token {literal:?} (id {id}) is defined twice; \
-                     check added_tokens_decoder in tokenizer_config.json"
-                )));
-            }
-        }
+        let (special_by_text, special_by_id) =
+            special_tables(&specials, &decoder).map_err(file_error)?;
         let mut special_literals: Vec<(u32, String)> =
             specials.iter().map(|(s, i)| (*i, s.clone())).collect();
         special_literals.sort();
@@ -497,6 +476,44 @@ fn split_whitespaces_or_nonwhitespaces(s: &str, max_run: usize, f: &mut impl FnM
         }
     }
     f(&s[slice_start..]);
+}
+
+/// Special literal → id, and id → literal.
+type SpecialTables = (FxHashMap<String, u32>, FxHashMap<u32, String>);
+
+/// The special tokens' tables; `Err` when a literal is empty, an id is already an ordinary rank
+/// (`decoder` has bytes for it), or either side is defined twice.
+fn special_tables(
+    specials: &[(String, u32)],
+    decoder: &[Vec<u8>],
+) -> Result<SpecialTables, String> {
+    let mut special_by_text = FxHashMap::default();
+    let mut special_by_id = FxHashMap::default();
+    for (literal, id) in specials {
+        if literal.is_empty() {
+            return Err(format!(
+                "special token id {id} has an empty literal; check added_tokens_decoder"
+            ));
+        }
+        if decoder
+            .get(*id as usize)
+            .is_some_and(|bytes| !bytes.is_empty())
+        {
+            return Err(format!(
+                "special token {literal:?} has id {id}, which is already an ordinary rank; \
+                 check added_tokens_decoder in tokenizer_config.json"
+            ));
+        }
+        if special_by_text.insert(literal.clone(), *id).is_some()
+            || special_by_id.insert(*id, literal.clone()).is_some()
+        {
+            return Err(format!(
+                "special token {literal:?} (id {id}) is defined twice; \
+                 check added_tokens_decoder in tokenizer_config.json"
+            ));
+        }
+    }
+    Ok((special_by_text, special_by_id))
 }
 
 #[cfg(test)]

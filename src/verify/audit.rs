@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::build::lines::JournalLines;
 use crate::journal::{RunDir, Status};
 use crate::model::Profile;
 use answer::{AnswerAudit, Problem};
@@ -268,17 +269,8 @@ pub fn audit_run(
     } else {
         HashMap::new()
     };
-    let source_from = match (missing, answers.len(), from_file.is_empty()) {
-        (0, 0, _) => "none",
-        (0, _, _) => "journal",
-        (m, n, false) if m == n => "prompts_file",
-        (_, _, false) => "mixed",
-        (m, n, true) if m == n => "none",
-        (_, _, true) => "journal",
-    };
-
     let mut audit = ToolAudit {
-        source_from: source_from.to_string(),
+        source_from: source_from(missing, answers.len(), from_file.is_empty()).to_string(),
         all: Figures::default(),
         thresholds: Some(Thresholds::for_family(profile.family)),
         unreadable,
@@ -294,32 +286,68 @@ pub fn audit_run(
             .clone()
             .or_else(|| from_file.get(id.as_str()).cloned())
             .unwrap_or_else(|| UNKNOWN.to_string());
-        audit.all.add(&a.audit);
-        group(&mut audit.by_source, &source).add(&a.audit);
-        group(&mut audit.by_provider, &a.provider).add(&a.audit);
-        if let Some((_, reference)) = &reference {
-            if let Some(r) = reference.get(id) {
-                let ours = a.audit.finish_reason.as_deref() == Some("tool_calls");
-                let theirs = r.audit.finish_reason.as_deref() == Some("tool_calls");
-                for figures in [
-                    &mut audit.all,
-                    group(&mut audit.by_source, &source),
-                    group(&mut audit.by_provider, &a.provider),
-                ] {
-                    figures
-                        .trigger_similarity
-                        .get_or_insert_with(TriggerSimilarity::default)
-                        .add(ours, theirs);
-                }
+        let theirs = reference.as_ref().and_then(|(_, r)| r.get(id));
+        audit.add(a, &source, theirs);
+        audit.keep_examples(id, a, &source, &mut per_problem);
+    }
+    if let Some((dir, reference)) = &reference {
+        audit.note_reference_run(dir, &answers, reference);
+    }
+    audit.finish();
+    Ok(audit)
+}
+
+/// Where the answers' datasets came from: `missing` of `answers` carry no `source`, and the
+/// prompts file gave none (`file_empty`) or some.
+fn source_from(missing: usize, answers: usize, file_empty: bool) -> &'static str {
+    match (missing, answers, file_empty) {
+        (0, 0, _) => "none",
+        (0, _, _) => "journal",
+        (m, n, false) if m == n => "prompts_file",
+        (_, _, false) => "mixed",
+        (m, n, true) if m == n => "none",
+        (_, _, true) => "journal",
+    }
+}
+
+impl ToolAudit {
+    /// One answer into the figures of all, its dataset and its provider, and its trigger against
+    /// the reference run's answer to the same prompt.
+    fn add(&mut self, a: &Audited, source: &str, reference: Option<&Audited>) {
+        self.all.add(&a.audit);
+        group(&mut self.by_source, source).add(&a.audit);
+        group(&mut self.by_provider, &a.provider).add(&a.audit);
+        if let Some(r) = reference {
+            let ours = a.audit.finish_reason.as_deref() == Some("tool_calls");
+            let theirs = r.audit.finish_reason.as_deref() == Some("tool_calls");
+            for figures in [
+                &mut self.all,
+                group(&mut self.by_source, source),
+                group(&mut self.by_provider, &a.provider),
+            ] {
+                figures
+                    .trigger_similarity
+                    .get_or_insert_with(TriggerSimilarity::default)
+                    .add(ours, theirs);
             }
         }
+    }
+
+    /// The first [`EXAMPLES_PER_PROBLEM`] findings of each problem, for the report.
+    fn keep_examples(
+        &mut self,
+        id: &str,
+        a: &Audited,
+        source: &str,
+        per_problem: &mut HashMap<Problem, usize>,
+    ) {
         for found in &a.audit.found {
             let seen = per_problem.entry(found.problem).or_insert(0);
             if *seen < EXAMPLES_PER_PROBLEM {
                 *seen += 1;
-                audit.examples.push(Example {
-                    id: id.clone(),
-                    source: source.clone(),
+                self.examples.push(Example {
+                    id: id.to_string(),
+                    source: source.to_string(),
                     provider: a.provider.clone(),
                     problem: found.problem,
                     call: found.call,
@@ -328,40 +356,49 @@ pub fn audit_run(
             }
         }
     }
-    if let Some((dir, reference)) = &reference {
+
+    /// The reference run's counts; every group compares against it, even when none of its
+    /// prompts paired.
+    fn note_reference_run(
+        &mut self,
+        dir: &Path,
+        answers: &HashMap<String, Audited>,
+        reference: &HashMap<String, Audited>,
+    ) {
         let paired = answers
             .keys()
             .filter(|id| reference.contains_key(*id))
             .count() as u64;
-        audit.reference = Some(ReferenceRun {
+        self.reference = Some(ReferenceRun {
             run: dir.display().to_string(),
             answers: reference.len() as u64,
             paired,
             only_here: answers.len() as u64 - paired,
             only_in_reference: reference.len() as u64 - paired,
         });
-        // Every group compares against the reference, even when none of its prompts paired.
-        for figures in std::iter::once(&mut audit.all)
-            .chain(audit.by_source.values_mut())
-            .chain(audit.by_provider.values_mut())
+        for figures in std::iter::once(&mut self.all)
+            .chain(self.by_source.values_mut())
+            .chain(self.by_provider.values_mut())
         {
             figures
                 .trigger_similarity
                 .get_or_insert_with(TriggerSimilarity::default);
         }
     }
-    audit.all.finish();
-    for figures in audit
-        .by_source
-        .values_mut()
-        .chain(audit.by_provider.values_mut())
-    {
-        figures.finish();
+
+    /// Rates from the counts, examples in problem then id order.
+    fn finish(&mut self) {
+        self.all.finish();
+        for figures in self
+            .by_source
+            .values_mut()
+            .chain(self.by_provider.values_mut())
+        {
+            figures.finish();
+        }
+        self.examples
+            .sort_by(|a, b| (a.problem, &a.id).cmp(&(b.problem, &b.id)));
     }
-    audit
-        .examples
-        .sort_by(|a, b| (a.problem, &a.id).cmp(&(b.problem, &b.id)));
-    Ok(audit)
 }
 
 fn group<'a>(groups: &'a mut BTreeMap<String, Figures>, key: &str) -> &'a mut Figures {
@@ -381,96 +418,79 @@ fn read_answers(
             path: run_dir.display().to_string(),
         });
     }
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(&journal)
-        .map_err(io(&journal))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        // Segments are `NNNNNN.jsonl` (`journal::segment_file_name`); other files are not records.
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".jsonl"))
-                .is_some_and(|stem| !stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .collect();
-    segments.sort();
+    let mut lines = JournalLines::open(&journal).map_err(io(&journal))?;
     let mut schemas = schema::Schemas::default();
     let mut answers: HashMap<String, Audited> = HashMap::new();
-    for segment in segments {
-        let file = std::fs::File::open(&segment).map_err(io(&segment))?;
-        let mut reader = std::io::BufReader::new(file);
-        let mut buf = Vec::new();
-        let mut line_no = 0u64;
-        loop {
-            buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).map_err(io(&segment))?;
-            // End, or a torn last line (no newline): never a record.
-            if n == 0 || buf.last() != Some(&b'\n') {
-                break;
-            }
-            line_no += 1;
-            // Cheap filter before the full parse: only successes are audited.
-            if memchr::memmem::find(&buf, b"\"status\":\"success\"").is_none() {
-                continue;
-            }
-            let line: Line = match serde_json::from_slice(&buf) {
-                Ok(line) => line,
-                Err(e) => {
-                    unreadable.push(format!("{}:{line_no}: {e}", segment.display()));
-                    continue;
+    loop {
+        let batch = lines.next_batch(1024).map_err(io(&journal))?;
+        if batch.is_empty() {
+            return Ok(answers);
+        }
+        for raw in batch {
+            match audit_line(&raw.bytes, profile, &mut schemas, &answers) {
+                Ok(Some((id, audited))) => {
+                    answers.insert(id, audited);
                 }
-            };
-            if line.status != Status::Success {
-                continue;
+                Ok(None) => {}
+                Err(e) => unreadable.push(format!(
+                    "{}:{}: {e}",
+                    lines.segment_path(raw.segment).display(),
+                    raw.line
+                )),
             }
-            if answers
-                .get(&line.id)
-                .is_some_and(|a| a.attempt >= line.attempt)
-            {
-                continue;
-            }
-            let Some(response) = &line.response else {
-                unreadable.push(format!(
-                    "{}:{line_no}: a success without a response",
-                    segment.display()
-                ));
-                continue;
-            };
-            let audit = match answer::audit_answer(&line.request, response, profile, &mut schemas) {
-                Ok(audit) => audit,
-                Err(e) => {
-                    unreadable.push(format!("{}:{line_no}: {e}", segment.display()));
-                    continue;
-                }
-            };
-            let provider = line
-                .provider
-                .clone()
-                .or_else(|| {
-                    response
-                        .get("provider")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                })
-                .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| {
-                    if line.endpoint.is_empty() {
-                        UNKNOWN.to_string()
-                    } else {
-                        line.endpoint.clone()
-                    }
-                });
-            answers.insert(
-                line.id,
-                Audited {
-                    attempt: line.attempt,
-                    source: line.source,
-                    provider,
-                    audit,
-                },
-            );
         }
     }
-    Ok(answers)
+}
+
+/// One journal line audited, when it is a success later than the one `answers` holds for its
+/// prompt; `Err` when it cannot be read or audited.
+fn audit_line(
+    bytes: &[u8],
+    profile: &Profile,
+    schemas: &mut schema::Schemas,
+    answers: &HashMap<String, Audited>,
+) -> Result<Option<(String, Audited)>, String> {
+    // Cheap filter before the full parse: only successes are audited.
+    if memchr::memmem::find(bytes, b"\"status\":\"success\"").is_none() {
+        return Ok(None);
+    }
+    let line: Line = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if line.status != Status::Success
+        || answers
+            .get(&line.id)
+            .is_some_and(|a| a.attempt >= line.attempt)
+    {
+        return Ok(None);
+    }
+    let response = line
+        .response
+        .as_ref()
+        .ok_or("a success without a response")?;
+    let audit = answer::audit_answer(&line.request, response, profile, schemas)?;
+    let provider = line
+        .provider
+        .clone()
+        .or_else(|| {
+            response
+                .get("provider")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| {
+            if line.endpoint.is_empty() {
+                UNKNOWN.to_string()
+            } else {
+                line.endpoint.clone()
+            }
+        });
+    let audited = Audited {
+        attempt: line.attempt,
+        source: line.source,
+        provider,
+        audit,
+    };
+    Ok(Some((line.id, audited)))
 }
 
 /// Prompt id → source from the prompts file the manifest names (`prompts_path`,

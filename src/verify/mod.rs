@@ -317,39 +317,7 @@ fn verify_run(
     let mut seen: HashSet<u64> = HashSet::new();
     let mut pending = Pending::default();
     loop {
-        let mut batch: Vec<(String, Record)> = Vec::with_capacity(BATCH);
-        for item in reader.by_ref() {
-            let (location, record) = item.map_err(|e| VerifyError::Input(e.to_string()))?;
-            match record {
-                Ok(record) => {
-                    report.attempts.add(&record);
-                    if record.status != Status::Success {
-                        continue;
-                    }
-                    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-                    record.id.hash(&mut hasher);
-                    if !seen.insert(hasher.finish()) {
-                        continue; // a duplicate success: build keeps the first one too
-                    }
-                    let location = format!("{}:{}", location.segment.display(), location.line);
-                    // A turn of a multi-turn conversation waits for its other turns.
-                    if let Some(turn) = TurnRecord::of(&record, &location) {
-                        pending.add(turn);
-                        continue;
-                    }
-                    batch.push((location, record));
-                    if batch.len() == BATCH {
-                        break;
-                    }
-                }
-                Err(corrupt) => report.note(format!(
-                    "{}:{}: {}",
-                    corrupt.location.segment.display(),
-                    corrupt.location.line,
-                    corrupt.reason
-                )),
-            }
-        }
+        let batch = next_batch(&mut reader, &mut report, &mut seen, &mut pending)?;
         let complete = pending.take_complete();
         if !complete.is_empty() {
             check_conversations(
@@ -366,31 +334,7 @@ fn verify_run(
         if batch.is_empty() {
             break;
         }
-        let references = match reference {
-            Some(file) => {
-                let ids: Vec<&str> = batch.iter().map(|(_, r)| r.id.as_str()).collect();
-                file.read(&ids)?
-            }
-            None => HashMap::new(),
-        };
-        let checked: Vec<Result<SampleFigures, String>> = batch
-            .par_iter()
-            .map(|(location, record)| {
-                let source = record
-                    .source
-                    .clone()
-                    .or_else(|| sources.get(&record.id).cloned());
-                sample::check_record(
-                    config.profile,
-                    &options,
-                    record,
-                    source,
-                    reference.is_some(),
-                    references.get(&record.id).map(Vec::as_slice),
-                )
-                .map_err(|e| format!("{location} (id {}): {e}", record.id))
-            })
-            .collect();
+        let checked = check_batch(config, &options, &sources, reference, &batch)?;
         bar.inc(checked.len() as u64);
         for result in checked {
             match result {
@@ -400,15 +344,7 @@ fn verify_run(
         }
     }
     bar.finish_and_clear();
-    let incomplete = pending.incomplete();
-    report.conversations.incomplete = incomplete.len() as u64;
-    for id in incomplete {
-        if report.problems.len() < MAX_PROBLEMS {
-            report.problems.push(format!(
-                "conversation {id}: some turns have no successful record; not verified (build leaves it out too)"
-            ));
-        }
-    }
+    note_incomplete(&mut report, &pending);
     report.tool_calls = audit::audit_run(
         config.input,
         config.profile,
@@ -418,6 +354,99 @@ fn verify_run(
     )?;
     report.finish(overall, config.strict_tools);
     Ok(report)
+}
+
+/// Up to [`BATCH`] further single-turn successes, with their locations: every record read is
+/// counted among the attempts, a duplicate success is skipped (build keeps the first one too), a
+/// turn of a conversation goes to `pending`, an unreadable line is noted. Empty at the end.
+fn next_batch(
+    reader: &mut RecordReader,
+    report: &mut VerifyReport,
+    seen: &mut HashSet<u64>,
+    pending: &mut Pending,
+) -> Result<Vec<(String, Record)>, VerifyError> {
+    let mut batch: Vec<(String, Record)> = Vec::with_capacity(BATCH);
+    for item in reader.by_ref() {
+        let (location, record) = item.map_err(|e| VerifyError::Input(e.to_string()))?;
+        match record {
+            Ok(record) => {
+                report.attempts.add(&record);
+                if record.status != Status::Success {
+                    continue;
+                }
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                record.id.hash(&mut hasher);
+                if !seen.insert(hasher.finish()) {
+                    continue;
+                }
+                let location = format!("{}:{}", location.segment.display(), location.line);
+                // A turn of a multi-turn conversation waits for its other turns.
+                if let Some(turn) = TurnRecord::of(&record, &location) {
+                    pending.add(turn);
+                    continue;
+                }
+                batch.push((location, record));
+                if batch.len() == BATCH {
+                    break;
+                }
+            }
+            Err(corrupt) => report.note(format!(
+                "{}:{}: {}",
+                corrupt.location.segment.display(),
+                corrupt.location.line,
+                corrupt.reason
+            )),
+        }
+    }
+    Ok(batch)
+}
+
+/// Check a batch of single-turn records on all cores, each against its `--reference` ids.
+fn check_batch(
+    config: &VerifyConfig,
+    options: &crate::reconstruct::ReconstructOptions,
+    sources: &HashMap<String, String>,
+    reference: Option<&ReferenceFile>,
+    batch: &[(String, Record)],
+) -> Result<Vec<Result<SampleFigures, String>>, VerifyError> {
+    let references = match reference {
+        Some(file) => {
+            let ids: Vec<&str> = batch.iter().map(|(_, r)| r.id.as_str()).collect();
+            file.read(&ids)?
+        }
+        None => HashMap::new(),
+    };
+    Ok(batch
+        .par_iter()
+        .map(|(location, record)| {
+            let source = record
+                .source
+                .clone()
+                .or_else(|| sources.get(&record.id).cloned());
+            sample::check_record(
+                config.profile,
+                options,
+                record,
+                source,
+                reference.is_some(),
+                references.get(&record.id).map(Vec::as_slice),
+            )
+            .map_err(|e| format!("{location} (id {}): {e}", record.id))
+        })
+        .collect())
+}
+
+/// Conversations some of whose turns never succeeded: counted and listed, not verified.
+fn note_incomplete(report: &mut VerifyReport, pending: &Pending) {
+    let incomplete = pending.incomplete();
+    report.conversations.incomplete = incomplete.len() as u64;
+    for id in incomplete {
+        if report.problems.len() < MAX_PROBLEMS {
+            report.problems.push(format!(
+                "conversation {id}: some turns have no successful record; not verified (build leaves it out too)"
+            ));
+        }
+    }
 }
 
 /// Check complete conversations (on all cores) and count each as one sample.

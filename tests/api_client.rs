@@ -2,8 +2,8 @@
 //! every timeout, and the API key never leaking.
 //!
 //! The server is raw tokio TCP so each test controls exact bytes, write boundaries and stalls.
-//! Expected completions are written out by hand in the shape the servers document (FACTS.md §C),
-//! never produced by our own assembler.
+//! Expected completions are written out by hand in the shape the servers' API references
+//! document, never produced by our own assembler.
 
 mod common;
 

@@ -2,19 +2,21 @@
 //! Parquet shards + JSONL + build.json, read back by pyarrow (`tests/py/check_build.py`) and
 //! compared with the JSONL; policies, exit codes and the summary.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
+use common::run::{jsonl as lines, stderr, RunDir, BIN};
 
 /// A demo run (prompts.jsonl, run/) in a fresh directory.
-fn demo_run(flavor: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let output = Command::new(BIN)
-        .args(["demo", "--progress", "none", "--flavor", flavor, "--out"])
-        .arg(dir.path())
+fn demo_run(flavor: &str) -> RunDir {
+    let dir = RunDir::new();
+    let output = dir
+        .demo()
+        .args(["--flavor", flavor])
         .output()
         .expect("run draftgen demo");
     assert!(
@@ -37,18 +39,6 @@ fn build(dir: &Path, out: &str, extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .expect("run draftgen build")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect()
 }
 
 /// pyarrow reads the output back and it agrees with the JSONL (see the script's header).

@@ -1,15 +1,17 @@
 //! `draftgen demo` end to end: bundled samples → prompts → generation against the in-process
 //! simulator → reconstructed samples, with every prompt accounted for.
 
-use std::process::Command;
+mod common;
 
 use serde_json::Value;
 
-fn demo(flavor: &str) -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let output = Command::new(env!("CARGO_BIN_EXE_draftgen"))
-        .args(["demo", "--progress", "none", "--flavor", flavor, "--out"])
-        .arg(dir.path())
+use common::run::RunDir;
+
+fn demo(flavor: &str) -> (RunDir, String) {
+    let dir = RunDir::new();
+    let output = dir
+        .demo()
+        .args(["--flavor", flavor])
         .output()
         .expect("run draftgen demo");
     let stderr = String::from_utf8_lossy(&output.stderr).to_string();
@@ -75,11 +77,7 @@ fn demo_resumes_without_generating_twice() {
             .sum::<usize>()
     };
     let before = journal(dir.path());
-    let output = Command::new(env!("CARGO_BIN_EXE_draftgen"))
-        .args(["demo", "--progress", "none", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let output = dir.demo().output().unwrap();
     assert!(output.status.success());
     assert_eq!(
         journal(dir.path()),

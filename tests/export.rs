@@ -1,5 +1,5 @@
 //! `draftgen export` end to end on a small build directory written here with the build output
-//! schema (FORMAT-samples.md), then checked by code nobody here wrote:
+//! schema (`src/build/shards.rs`), then checked by code nobody here wrote:
 //! `tests/py/check_export.py` recomputes the vocabulary maps from the Parquet file with each
 //! trainer's own rule (copied from their sources), loads every file with its trainer's loader
 //! (`numpy.load`, `torch.load` or a faithful copy of it, `datasets.load_from_disk`, SpecForge's
@@ -356,12 +356,8 @@ fn run_check_export(build: &Path, out: &Path, run: Option<&Path>) {
 /// conversations are checked against the journal and read by SpecForge's loaders in Python.
 #[test]
 fn every_export_of_a_real_build_and_its_conversations() {
-    let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(BIN)
-        .args(["demo", "--progress", "none", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let dir = RunDir::new();
+    let o = dir.demo().output().unwrap();
     assert!(
         o.status.success(),
         "demo: {}",

@@ -6,6 +6,7 @@ use std::fs;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use draftgen::api::ErrorClass;
@@ -14,6 +15,18 @@ use draftgen::journal::{
     RunDir, Status, Summary, JOURNAL_DIR, REDACTED,
 };
 use serde_json::json;
+
+/// Spawning a process copies every open descriptor into the child until it execs, a run's lock
+/// file included; `flock` belongs to the open file (src/journal/lock.rs), so a lock another test
+/// thread has just released stays held by that copy, and reopening its run is refused for as
+/// long as the exec takes (long on a loaded machine). The tests that open runs hold this shared;
+/// `kill_9_loses_and_duplicates_nothing` holds it exclusively while it spawns.
+static SPAWNING: RwLock<()> = RwLock::new(());
+
+/// For a test that opens runs: no process is being spawned in this test binary meanwhile.
+fn no_spawn() -> RwLockReadGuard<'static, ()> {
+    SPAWNING.read().unwrap_or_else(|e| e.into_inner())
+}
 
 fn manifest() -> Manifest {
     Manifest::new(
@@ -91,6 +104,7 @@ fn write_records(run: &Path, records: &[Record]) {
 
 #[test]
 fn new_run_writes_manifest_and_resume_sees_every_record() {
+    let _no_spawn = no_spawn();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     let (mut journal, state) = RunDir::create_or_open(&run, &manifest(), false).unwrap();
@@ -148,6 +162,7 @@ fn new_run_writes_manifest_and_resume_sees_every_record() {
 /// holding both kinds of line still resumes with the right totals.
 #[test]
 fn usage_counts_resume_from_the_front_and_from_old_journals() {
+    let _no_spawn = no_spawn();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     let new = success("new");
@@ -208,6 +223,7 @@ fn usage_counts_resume_from_the_front_and_from_old_journals() {
 /// Each way a write can be torn; after open, the tail is gone, reported, and appends are clean.
 #[test]
 fn torn_last_line_is_truncated_and_the_journal_stays_appendable() {
+    let _no_spawn = no_spawn();
     let full_line = serde_json::to_string(&success("torn")).unwrap();
     let tails: Vec<(&str, Vec<u8>)> = vec![
         (
@@ -271,6 +287,7 @@ fn torn_last_line_is_truncated_and_the_journal_stays_appendable() {
 
 #[test]
 fn corrupt_middle_line_is_reported_with_its_location_and_skipped() {
+    let _no_spawn = no_spawn();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path();
     write_records(run, &[success("a")]);
@@ -303,6 +320,7 @@ fn corrupt_middle_line_is_reported_with_its_location_and_skipped() {
 
 #[test]
 fn changed_settings_are_refused_unless_forced() {
+    let _no_spawn = no_spawn();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path();
     write_records(run, &[success("a")]);
@@ -352,6 +370,7 @@ fn changed_settings_are_refused_unless_forced() {
 
 #[test]
 fn segments_roll_and_resume_reads_them_in_order() {
+    let _no_spawn = no_spawn();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path();
     let options = JournalOptions {
@@ -396,6 +415,7 @@ fn segments_roll_and_resume_reads_them_in_order() {
 
 #[test]
 fn a_configured_secret_is_never_written() {
+    let _no_spawn = no_spawn();
     let secret = "sk-or-v1-FAKEKEY0123456789abcdef";
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path();
@@ -441,6 +461,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn summary_accounts_for_every_prompt_and_is_written_atomically() {
+    let _no_spawn = no_spawn();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path();
     write_records(
@@ -492,6 +513,7 @@ fn summary_accounts_for_every_prompt_and_is_written_atomically() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn journal_writer_takes_records_from_many_tasks() {
+    // Opens its run once: nothing to guard (see `SPAWNING`).
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().to_path_buf();
     let (journal, _) = RunDir::create_or_open(&run, &manifest(), false).unwrap();
@@ -555,6 +577,7 @@ fn kill_9_loses_and_duplicates_nothing() {
     let mut torn_tails = 0;
     let mut total = 0;
     for round in 0..8 {
+        let spawning = SPAWNING.write().unwrap_or_else(|e| e.into_inner());
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
@@ -567,6 +590,8 @@ fn kill_9_loses_and_duplicates_nothing() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        // `spawn` returns once the child has exec'd: its copies of this process's files are gone.
+        drop(spawning);
         // Collect acknowledged ids on a thread; kill only once the child is writing, so every
         // round kills mid-stream however loaded the machine is.
         let stdout = child.stdout.take().unwrap();
@@ -622,6 +647,7 @@ fn kill_9_loses_and_duplicates_nothing() {
 
 #[test]
 fn duplicate_success_lines_are_reported_with_locations_and_the_first_kept() {
+    let _no_spawn = no_spawn();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path();
     let mut second = success("a");

@@ -5,6 +5,8 @@
 //!
 //! Skipped, saying so, only when the `tinyproxy` binary is absent (CI installs it: .ci/run).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -273,9 +275,13 @@ async fn http_targets_go_through_the_proxy_in_absolute_form() {
     };
     let (port, heads) = http_server().await;
     let base_url = format!("http://127.0.0.1:{port}/v1");
-    let client = client(Proxies::from_rules("", &proxy.url(PASSWORD), "", ""));
+    // A client per request: tinyproxy serves one request per connection and closes it without
+    // saying so (no `Connection: close`), so a second request on one client could be written to
+    // the pooled connection before its close arrives (on a loaded machine), which the client
+    // reports instead of sending again (tests/resend.rs).
+    let new_client = || client(Proxies::from_rules("", &proxy.url(PASSWORD), "", ""));
     for _ in 0..2 {
-        let outcome = client
+        let outcome = new_client()
             .chat(&endpoint(base_url.clone()), &body(), &timeouts())
             .await
             .unwrap();
@@ -304,10 +310,10 @@ async fn http_targets_go_through_the_proxy_in_absolute_form() {
 
     // A target that refuses connections behind a working proxy: tinyproxy answers 500 "Unable
     // to connect", a server error the retry policy retries.
-    let closed = closed_port().await;
-    let err = client
+    let closed = common::servers::refused_port();
+    let err = new_client()
         .chat(
-            &endpoint(format!("http://127.0.0.1:{closed}/v1")),
+            &endpoint(format!("http://127.0.0.1:{}/v1", closed.port)),
             &body(),
             &timeouts(),
         )
@@ -315,12 +321,6 @@ async fn http_targets_go_through_the_proxy_in_absolute_form() {
         .unwrap_err();
     assert_eq!(err.class, ErrorClass::ServerError, "{err}");
     assert!(err.class.is_transient());
-}
-
-/// A port nothing listens on (bound, then closed).
-async fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// A proxy that answers everything with 407 (as Squid does without credentials).
@@ -428,10 +428,10 @@ async fn https_targets_go_through_a_connect_tunnel() {
     assert!(wrong.message.contains("proxy"), "{}", wrong.message);
 
     // A refused CONNECT (proxy up, target refused): a connect failure, retried by the policy.
-    let closed = closed_port().await;
+    let closed = common::servers::refused_port();
     let err = client
         .chat(
-            &endpoint(format!("https://localhost:{closed}/v1")),
+            &endpoint(format!("https://localhost:{}/v1", closed.port)),
             &body(),
             &timeouts(),
         )

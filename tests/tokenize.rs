@@ -35,7 +35,7 @@ fn kimi() -> &'static Tokenizer {
 
 #[test]
 fn kimi_known_ids() {
-    // Published / checked ids (FACTS.md A2).
+    // Ids of the model's own tokenizer (`added_tokens_decoder` and tiktoken.model).
     assert_eq!(kimi().encode("Four.<|im_end|>"), [42629, 13, 163586]);
     assert_eq!(kimi().encode("<think>hi</think>"), [163606, 9663, 163607]);
     assert_eq!(

@@ -10,7 +10,8 @@ use serde_json::Value;
 pub const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
 
 /// A fresh temporary directory holding `prompts.jsonl`, the run directory `run/` and whatever
-/// the test writes beside them; removed when dropped.
+/// the test writes beside them (the layout `draftgen demo --out` writes too); removed when
+/// dropped.
 pub struct RunDir {
     dir: tempfile::TempDir,
 }
@@ -59,6 +60,16 @@ impl RunDir {
             .arg(self.run())
             .args(["--base-url", base_url, "--progress", "none"])
             .env_remove("OPENROUTER_API_KEY")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `draftgen demo` into the directory (it writes `prompts.jsonl` and `run/` there, then its
+    /// own samples), without a progress display; add the test's options.
+    pub fn demo(&self) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["demo", "--progress", "none", "--out"])
+            .arg(self.path())
             .stdin(Stdio::null());
         cmd
     }

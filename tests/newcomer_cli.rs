@@ -1,4 +1,4 @@
-//! The rough edges a newcomer meets on the command line (issue 8 item 3, issue 7 "Also"): each
+//! The rough edges a newcomer meets on the command line: each
 //! test runs the binary as a user would.
 
 use std::io::{BufRead, BufReader};

@@ -7,7 +7,7 @@
 //! against the non-streaming ids.
 //!
 //! A reply rebuilt from text alone can differ from what the model sampled in exactly two ways,
-//! both documented in `../shared/docs/real-server.md`: the model sampled a non-canonical BPE split
+//! both documented in tests/data/README.md: the model sampled a non-canonical BPE split
 //! of the same bytes, or `max_tokens` cut a character in half (its partial bytes never reach the
 //! text). Every other difference is a failure. Where the server sends its ids, draftgen must use
 //! them and say that the text disagreed.

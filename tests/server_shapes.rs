@@ -8,7 +8,7 @@
 //! rebuilt exactly and classed exact; where it does not, the class must say so. Streamed fixtures
 //! are assembled from their chunks with draftgen's own SSE assembler, as `generate` does.
 //!
-//! Below the corpus runner: cases written by hand from FACTS.md §B6 (what vLLM 0.33 and SGLang
+//! Below the corpus runner: cases written by hand from the servers' own code (what vLLM 0.33 and SGLang
 //! 0.5.23 were measured to send), the model's text given and its ids from the Kimi tokenizer
 //! (itself held to tiktoken by `tests/tokenize.rs`).
 
@@ -309,7 +309,7 @@ fn corpus_of_the_servers_own_answers() {
     );
 }
 
-// ---- hand-written cases from FACTS.md §B6 ----
+// ---- hand-written cases from the servers' own answers ----
 
 fn kimi() -> Profile {
     let root = assets::assets_root().expect("reference assets");

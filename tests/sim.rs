@@ -220,7 +220,7 @@ fn calls(body: &Value) -> Vec<(String, String, String)> {
 }
 
 /// The native Kimi completion text rebuilt from a vLLM-shaped answer, written independently
-/// of the simulator's own code (FACTS.md §A4 layout).
+/// of the simulator's own code (Kimi K2.5's chat template layout).
 /// `think_end`: whether `</think>` follows the reasoning (a tool section right after the
 /// reasoning may have had none: the parsers split there either way).
 fn native_from_vllm(body: &Value, think_end: bool) -> String {
@@ -505,7 +505,7 @@ async fn max_tokens_cuts_the_answer_with_finish_reason_length() {
         assert_eq!(ids.len(), 7);
         assert!(!ids.contains(&163586), "no end token when cut");
         // With no `</think>` in 7 tokens, all of it is reasoning — its trailing whitespace
-        // stripped, as vLLM 0.33 does (FACTS.md §B6, also when cut mid-reasoning).
+        // stripped, as vLLM 0.33 does (tests/data/server_shapes/kimi_k25.jsonl, also when cut mid-reasoning).
         let reasoning = message(&answer)["reasoning"].as_str().unwrap();
         assert_eq!(reasoning, tokenizer.decode(&ids).trim_end());
     }
@@ -571,7 +571,7 @@ async fn vllm_spaces_around_special_tokens_when_configured() {
         if calls(&answer).is_empty() && !rest.is_empty() {
             // `reasoning</think>content` comes out as ` reasoning </think> content` (the
             // prompt ends with an added token, so the answer starts with the joining space);
-            // vLLM 0.33 strips the reasoning's trailing whitespace (FACTS.md §B6).
+            // vLLM 0.33 strips the reasoning's trailing whitespace (tests/data/server_shapes/kimi_k25.jsonl).
             let spaced = format!(" {reasoning} ");
             assert_eq!(message(&answer)["reasoning"], spaced.trim_end());
             assert_eq!(message(&answer)["content"], format!(" {rest}"));

@@ -176,7 +176,7 @@ fn real_server_ids_are_the_reference_per_source_and_provider() {
     );
     let labels = &expected["server_ids"];
     check_reference(&report["reference"], labels, &ids, "server_ids", 0);
-    // A real mix, not 100% exact (as in ../shared/docs/real-server.md).
+    // A real mix, not 100% exact (as tests/data/real_server/ shows).
     assert!(
         count(labels, &ids, "bpe_benign") > 0 && count(labels, &ids, "truncated_mid_character") > 0
     );

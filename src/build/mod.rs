@@ -3,7 +3,7 @@
 //! Every successful journal record becomes one [`Row`] (multi-turn: every turn of a conversation
 //! together becomes one row, see [`conversation`]); the [`Policies`] decide which rows are kept;
 //! the summary ([`Counts`]) accounts for every record. The output contract (columns, types,
-//! `build.json`) is `tasks/FORMAT-samples.md`.
+//! `build.json`) is docs/FORMATS.md.
 //!
 //! Memory is bounded by a batch, not by the run: the journal is read `batch` lines at a time, a
 //! batch is parsed and reconstructed on all cores (rayon), and its rows go to a writer thread

@@ -1,4 +1,4 @@
-//! Reading a `build` directory (`tasks/FORMAT-samples.md`): `build.json` and the
+//! Reading a `build` directory (docs/FORMATS.md): `build.json` and the
 //! `samples-NNNNN.parquet` shards, streamed one record batch at a time, in file order then row
 //! order — the order every export keeps, and the order SpecForge's vocabulary counter sees the
 //! rows in. `export` and `verify` both read builds through here.

@@ -1,5 +1,5 @@
 //! [`Row`]: one training sample as `build` writes it (the output contract in
-//! `tasks/FORMAT-samples.md`), and how one journal record becomes one.
+//! docs/FORMATS.md), and how one journal record becomes one.
 //!
 //! A record from `generate` goes through [`reconstruct`](crate::reconstruct::reconstruct), which
 //! renders the prompt and rebuilds the completion, and takes the server's own ids when the record

@@ -1,7 +1,7 @@
 //! `draftgen render`: conversations → the model's prompt text and ids, one `{"text", "ids"}`
 //! line per input line (`{"text"}` with `--text-only`).
 //!
-//! A public contract (DESIGN.md): input lines are `{"messages", "tools"?,
+//! A public contract (docs/FORMATS.md): input lines are `{"messages", "tools"?,
 //! "add_generation_prompt"?, "chat_template_kwargs"?}`; output order is input order. Bad lines
 //! are handled as `reconstruct` handles them: each gets an `error: FILE:LINE: …` on stderr and an
 //! `{"error"}` line in its place, the other lines are rendered, and the exit code is 2. A line

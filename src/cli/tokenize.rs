@@ -1,6 +1,6 @@
 //! `draftgen tokenize`: text → ids with a model's tokenizer, one `{"ids": [...]}` line per input.
 //!
-//! A public contract (DESIGN.md): outside checks compare these ids with the serving stack's, so
+//! A public contract (docs/FORMATS.md): outside checks compare these ids with the serving stack's, so
 //! special-token literals become their special ids, and output order is input order.
 
 use std::path::PathBuf;

@@ -6,7 +6,7 @@
 //! [`BuildDir`](crate::build::BuildDir), which streams shards batch by batch, so memory is bounded
 //! by a row group, not by the run.
 //! The exact format each file follows (and the source lines it was read from) is in each
-//! file's header; ANCHORS.md §0 has the summary.
+//! file's header; docs/FORMATS.md has the summary.
 
 pub mod cpython_set;
 pub mod hf_arrow;

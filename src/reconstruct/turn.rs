@@ -1,6 +1,6 @@
 //! Reading a server's answer back into what the model wrote.
 //!
-//! The shapes handled (FACTS.md §B): reasoning in `reasoning`/`reasoning_content`/
+//! The shapes handled (tests/data/server_shapes/): reasoning in `reasoning`/`reasoning_content`/
 //! `reasoning_details`, or left in `content` with its `</think>`; tool calls as a structured
 //! array (any id scheme; arguments as a string or an object) or left raw in `content`; spaces
 //! around markers; `finish_reason: "length"` (no end-of-turn token).

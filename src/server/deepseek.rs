@@ -1,4 +1,4 @@
-//! vLLM's `deepseek_v3` tool parser (FACTS.md §B5) for DeepSeek-V3, which does not reason:
+//! vLLM's `deepseek_v3` tool parser (tests/data/server_shapes/deepseek_v3.jsonl) for DeepSeek-V3, which does not reason:
 //! `<｜tool▁calls▁begin｜>` opens the section, each call is
 //! `<｜tool▁call▁begin｜>TYPE<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>` with ARGS
 //! kept raw; ids are random, not in the token stream.

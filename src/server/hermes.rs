@@ -1,4 +1,4 @@
-//! vLLM's `qwen3` reasoning parser and `hermes` tool parser (FACTS.md §B5), as every parsing
+//! vLLM's `qwen3` reasoning parser and `hermes` tool parser (tests/data/server_shapes/qwen3.jsonl), as every parsing
 //! server shape runs them for Qwen3 (read in vLLM 0.33.0's `tool_parsers/hermes_tool_parser.py`):
 //!
 //! - reasoning: a leading `<think>` is consumed, then `partition("</think>")` with nothing

@@ -1,4 +1,4 @@
-//! The Kimi parsers every parsing server shape runs (FACTS.md §B1–§B3), plus vLLM's detokenizer
+//! The Kimi parsers every parsing server shape runs (tests/data/server_shapes/kimi_k25*.jsonl), plus vLLM's detokenizer
 //! artefact (§B4):
 //!
 //! - reasoning (`kimi_k25`): a leading `<think>` is consumed; reasoning ends at the earliest of

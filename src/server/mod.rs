@@ -5,8 +5,8 @@
 //! [`sglang`], [`llamacpp`], [`generic`]): which field carries the reasoning, and a list of
 //! [`Quirk`]s — each thing the server does to an answer (strips, re-serializes, how it makes
 //! tool-call ids, what a `length` cut inside the tool section does, spaces around special
-//! tokens, its stream's own code), one file each in [`quirks`] (FACTS.md §B, measured with the
-//! servers' own code in §B6). The same value is read *forward* by [`forward`] — the parser,
+//! tokens, its stream's own code), one file each in [`quirks`] (measured with the servers' own
+//! code: tests/data/server_shapes/). The same value is read *forward* by [`forward`] — the parser,
 //! then each quirk's forward effect in list order: the simulator's flavours answer with it, and
 //! the reconstruction sends each candidate token stream through it to check it against the
 //! answer received (analysis by synthesis) — and *backward* by the reconstruction, which reads

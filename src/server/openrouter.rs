@@ -1,4 +1,4 @@
-//! OpenRouter in front of a Kimi provider (FACTS.md §C): the upstream's Kimi parsers split the
+//! OpenRouter in front of a Kimi provider (measured on real OpenRouter answers): the upstream's Kimi parsers split the
 //! text, then OpenRouter reshapes it — `message.reasoning` plus `reasoning_details`, empty
 //! reasoning left out, tool-call ids replaced by `call_<24 hex>`, `content` `""` when empty,
 //! `finish_reason` normalized. What the upstream strips is the upstream's business; taken here

@@ -1,6 +1,6 @@
 //! SGLang serving Kimi (`--reasoning-parser kimi_k2|kimi_k25 --tool-call-parser kimi_k2`), as
 //! measured on SGLang 0.5.23's own `kimik2_detector.py`, `reasoning_parser.py` and
-//! `serving_chat.py` (FACTS.md §B3, §B6): reasoning verbatim in `message.reasoning_content`;
+//! `serving_chat.py` (tests/data/server_shapes/kimi_k25_sglang.jsonl): reasoning verbatim in `message.reasoning_content`;
 //! `content` `""`, never `null`; tool calls carry `index`, and their ids are re-synthesized as
 //! `functions.NAME:(calls in history + i)` — the model's own id text is lost; non-streamed
 //! arguments are stripped by the parser's regex and an incomplete (cut) call is dropped; no

@@ -1,5 +1,5 @@
 //! vLLM serving Kimi with `--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`
-//! (FACTS.md §B1, §B2, §B6 — measured on vLLM 0.33.0's own parser and assembly code).
+//! (measured on vLLM 0.33.0's own parser and assembly code: tests/data/server_shapes/kimi_k25.jsonl).
 //!
 //! 0.33: reasoning in `message.reasoning`, its trailing whitespace stripped in a non-streamed
 //! answer; whitespace-only content before the tool calls → `null`; ids verbatim; arguments raw

@@ -1,4 +1,4 @@
-//! What the simulated model writes, as a native Kimi K2.5 token stream (FACTS.md §A4):
+//! What the simulated model writes, as a native Kimi K2.5 token stream (Kimi K2.5's chat template, assets/kimi-k2.5/):
 //!
 //! ```text
 //! reasoning</think>content<|im_end|>

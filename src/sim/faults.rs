@@ -202,7 +202,7 @@ mod tests {
     }
 }
 
-/// A tool-call defect a provider injects into an answer that is otherwise fine (issue 11: what
+/// A tool-call defect a provider injects into an answer that is otherwise fine (what
 /// the tool-call audit must find). Unlike [`FaultKind`]s, defects are not exclusive and depend on
 /// the request only, not the attempt: a retry gets the same defective answer, as from a provider
 /// whose parser or model is wrong.

@@ -1,4 +1,4 @@
-//! The tool-call audit (issue 11 item 2): per dataset (source) and per provider, how many
+//! The tool-call audit: per dataset (source) and per provider, how many
 //! prompts declare tools and how many answers call them, and whether every call is right —
 //! declared name, JSON arguments that fit the declared schema, the family's id form and
 //! numbering, no markers leaked into text, no call opened inside reasoning, no calls despite

@@ -1,5 +1,5 @@
 //! Verify on a `build` directory: its rows already carry ids, fidelity class, source and
-//! provider (the columns of `tasks/FORMAT-samples.md`). Shards are streamed one record batch at
+//! provider (the columns of docs/FORMATS.md). Shards are streamed one record batch at
 //! a time; with `--reference` each row's completion (its masked tokens) is compared.
 //!
 //! The rows carry no `usage`: the server's `prompt_tokens` / `completion_tokens` are read from

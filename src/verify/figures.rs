@@ -3,7 +3,7 @@
 //!
 //! Every figure is a count that adds up as samples stream by ([`Figures::add`]), so memory is
 //! bounded by the number of groups and histogram buckets, never by the number of samples. The
-//! field names are the contract in `tasks/INTERFACE-verify.md` (other tools read them).
+//! field names are the contract in docs/FORMATS.md (other tools read them).
 
 use std::collections::BTreeMap;
 

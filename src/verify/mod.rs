@@ -103,7 +103,7 @@ pub struct Gate {
     pub reasons: Vec<String>,
 }
 
-/// `verify.json`. The fields of `tasks/INTERFACE-verify.md` and a few more for the report.
+/// `verify.json`. The fields of docs/FORMATS.md and a few more for the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyReport {
     pub draftgen_version: String,

@@ -3,7 +3,7 @@
 
 Usage: check_build.py BUILD_DIR  — exits non-zero with a message on the first disagreement.
 
-Independent of draftgen: the schema is the output contract in tasks/FORMAT-samples.md, the
+Independent of draftgen: the schema is the output contract in docs/FORMATS.md, the
 shards and their sha256 come from build.json, and every Parquet row must equal the same line of
 samples.jsonl (field by field). Also checks the mask invariants every trainer relies on:
 len(loss_mask) == len(input_ids), prompt_len == index of the first 1, completion_len == number

@@ -334,7 +334,7 @@ def journal_records(run):
 
 def chosen_records(run):
     """Sample id -> the record its ids were built from: the first success, and for a
-    multi-turn conversation the first success of its last turn (FORMAT-samples.md)."""
+    multi-turn conversation the first success of its last turn (docs/FORMATS.md)."""
     best = {}
     for r in journal_records(run):
         if r.get("status") != "success":

@@ -1,4 +1,4 @@
-//! Empty reasoning is left out (`null`) rather than sent as `""` (OpenRouter, FACTS.md §C).
+//! Empty reasoning is left out (`null`) rather than sent as `""` (OpenRouter).
 
 use crate::server::quirk::Quirk;
 use crate::server::{ForwardInput, Parsed, ServerShape};

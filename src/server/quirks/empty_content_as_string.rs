@@ -1,4 +1,4 @@
-//! Empty content is sent as `""`, never `null` (SGLang, OpenRouter, llama.cpp; FACTS.md §B3, §C).
+//! Empty content is sent as `""`, never `null` (SGLang, OpenRouter, llama.cpp).
 
 use crate::server::quirk::Quirk;
 use crate::server::{ForwardInput, Parsed, ServerShape};

@@ -1,5 +1,5 @@
 //! Tool-call ids are re-synthesized as `functions.NAME:(calls in history + i)`, whatever the
-//! model wrote (SGLang 0.5.23's `KimiK2Detector`, FACTS.md §B3): the model's own id text is lost.
+//! model wrote (SGLang 0.5.23's `KimiK2Detector`, tests/data/server_shapes/kimi_k25_sglang.jsonl): the model's own id text is lost.
 
 use crate::server::quirk::Quirk;
 use crate::server::{ForwardInput, Parsed, ServerShape};

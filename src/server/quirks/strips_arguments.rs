@@ -1,5 +1,5 @@
 //! Whitespace around each call's arguments is stripped in a non-streamed answer (the Kimi
-//! parser's regex: vLLM, SGLang 0.5.23, OpenRouter's upstreams; FACTS.md §B6). Read by the Kimi
+//! parser's regex: vLLM, SGLang 0.5.23, OpenRouter's upstreams; tests/data/server_shapes/). Read by the Kimi
 //! parser (`server::kimi::parse`). The count decides the whitespace where it can; where it
 //! cannot, the sample is ambiguous for this reason.
 

@@ -1,6 +1,6 @@
 //! The reasoning's trailing whitespace is stripped, streamed or not (vLLM 0.33 holds it back in
-//! a stream too), measured on vLLM's Kimi parser (FACTS.md §B6); the qwen3 and deepseek parsers
-//! strip nothing (§B5).
+//! a stream too), measured on vLLM's Kimi parser (tests/data/server_shapes/kimi_k25.jsonl); the qwen3 and deepseek parsers
+//! strip nothing (qwen3.jsonl, deepseek_v3.jsonl).
 
 use crate::completion::Completion;
 use crate::server::quirk::{Evidence, Quirk};

@@ -345,7 +345,7 @@ fn name_provider(turn: &Turn, body: &mut Value) {
     }
 }
 
-/// An OpenRouter-shaped mid-stream error chunk (FACTS.md §C), used by every flavour.
+/// An OpenRouter-shaped mid-stream error chunk (OpenRouter's documented error shape), used by every flavour.
 pub fn midstream_error(turn: &Turn) -> Value {
     json!({
         "id": turn.id,

@@ -9,7 +9,7 @@ Reference: transformers' Jinja pipeline (`reference.kimi_render`) with the K2.5-
 ASSETS/templates/kimi-k2.5-style.jinja, ids by `reference.kimi_encode` (tiktoken, Kimi ranks).
 - P_k: the render of turn k's request with the generation prompt (what the model saw for turn k).
 - C_k: turn k's answer as K2.5 writes it after `<think>` (which the generation prompt holds):
-  `reasoning + "</think>" + content + "<|im_end|>"` (the layout in DESIGN.md / FACTS.md).
+  `reasoning + "</think>" + content + "<|im_end|>"` (the layout of the Kimi chat template).
 - input_ids = P_3 + C_3 (the last prompt is the template's render of the whole regenerated
   history; the last completion is what the model wrote).
 - loss_mask: 1 on C_3; for each earlier turn k, 1 from the end of the longest common prefix of P_k

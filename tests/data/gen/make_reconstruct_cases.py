@@ -96,7 +96,7 @@ Response shapes (what each server sends for the same token stream)
                     is Kimi-only.
   args_object       OpenRouter shape with `function.arguments` as a JSON object.
 
-Ambiguity (issue 2 item 5) in parsed shapes, decided here:
+Ambiguity in parsed shapes, decided here:
   - reasoning + empty content + tool_calls (Kimi thinking families) may come from
     `R</think><section>` or `R<section>` (tool section opened inside reasoning). With
     usage.completion_tokens the candidate of that length is expected (`ambiguous: false`);

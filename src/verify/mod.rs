@@ -394,10 +394,13 @@ fn next_batch(
                 }
                 let location = format!("{}:{}", location.segment.display(), location.line);
                 // A turn of a multi-turn conversation waits for its other turns.
-                if let Some(turn) = TurnRecord::of(&record, &location) {
-                    pending.add(turn);
-                    continue;
-                }
+                let record = match TurnRecord::of(record, &location) {
+                    Ok(turn) => {
+                        pending.add(turn);
+                        continue;
+                    }
+                    Err(record) => *record,
+                };
                 batch.push((location, record));
                 if batch.len() == BATCH {
                     break;

@@ -41,15 +41,18 @@ pub struct TurnRecord {
 }
 
 impl TurnRecord {
-    /// The record as a turn, when its id is a turn id.
-    pub fn of(record: &Record, location: &str) -> Option<TurnRecord> {
-        let (prompt, turn, of) = parse_turn_id(&record.id)?;
-        Some(TurnRecord {
-            prompt: prompt.to_string(),
+    /// The record as a turn (taken, not copied) when its id is a turn id, else the record back.
+    pub fn of(record: Record, location: &str) -> Result<TurnRecord, Box<Record>> {
+        let Some((prompt, turn, of)) = parse_turn_id(&record.id) else {
+            return Err(Box::new(record));
+        };
+        let prompt = prompt.to_string();
+        Ok(TurnRecord {
+            prompt,
             turn,
             of,
             location: location.to_string(),
-            record: record.clone(),
+            record,
         })
     }
 }

@@ -1,9 +1,10 @@
 //! The journal's lines as raw bytes, in journal order, read in batches.
 //!
 //! [`RecordReader`](crate::journal::RecordReader) parses each line on the reading thread; `build`
-//! wants the parse on the worker threads with the reconstruction, so it reads lines only. The
-//! rules are the journal's: segments `NNNNNN.jsonl` in number order, a torn last line (no final
-//! newline) is never a record.
+//! wants the parse on the worker threads with the reconstruction, so it reads lines only (as do
+//! the SpecForge conversation export, which keeps only where a line is, and verify's tool-call
+//! audit, which parses successes only). The rules are the journal's: segments `NNNNNN.jsonl` in
+//! number order, a torn last line (no final newline) is never a record.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};

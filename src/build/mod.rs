@@ -399,9 +399,10 @@ fn outcome_of(
     if record.status != Status::Success {
         return Outcome::NotSuccess;
     }
-    if let Some(turn) = conversation::TurnRecord::of(&record, location) {
-        return Outcome::Turn(Box::new(turn));
-    }
+    let record = match conversation::TurnRecord::of(record, location) {
+        Ok(turn) => return Outcome::Turn(Box::new(turn)),
+        Err(record) => *record,
+    };
     // `--prompts` first (as before), else the source the record carries.
     let source = sources
         .get(&record.id)

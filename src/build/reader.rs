@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt32Type, UInt8Type};
 use arrow_array::{Array, RecordBatch};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
 /// Why a build directory could not be read. Every variant names the file it is about.
@@ -122,10 +122,36 @@ impl BuildDir {
         E: From<BuildDirError>,
     {
         let mut rows = 0u64;
-        for shard in &self.shards {
-            rows += read_shard(shard, &mut f)?;
-        }
+        let columns = Some(&["id", "input_ids", "loss_mask"][..]);
+        self.for_each_batch::<_, E>(columns, BATCH_ROWS, |shard, first_row, batch| {
+            rows += visit_batch(shard, first_row, batch, &mut f)?;
+            Ok(())
+        })?;
         Ok(rows)
+    }
+
+    /// Call `f` with every record batch of `batch_rows` rows (of `columns` only, when given; a
+    /// shard without one of them is an error), in shard order, with its shard and the shard's row
+    /// it starts at.
+    pub fn for_each_batch<F, E>(
+        &self,
+        columns: Option<&[&str]>,
+        batch_rows: usize,
+        mut f: F,
+    ) -> Result<(), E>
+    where
+        F: FnMut(&Path, u64, &RecordBatch) -> Result<(), E>,
+        E: From<BuildDirError>,
+    {
+        for shard in &self.shards {
+            let mut row = 0u64;
+            for batch in shard_batches(shard, columns, batch_rows)? {
+                let batch = batch.map_err(|e| parquet_error(shard, e))?;
+                f(shard, row, &batch)?;
+                row += batch.num_rows() as u64;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -136,37 +162,32 @@ fn parquet_error(path: &Path, e: impl std::fmt::Display) -> BuildDirError {
     }
 }
 
-fn read_shard<F, E>(path: &Path, f: &mut F) -> Result<u64, E>
-where
-    F: FnMut(TokenRow<'_>) -> Result<(), E>,
-    E: From<BuildDirError>,
-{
+/// A shard's record batches, of `columns` only when given.
+fn shard_batches(
+    path: &Path,
+    columns: Option<&[&str]>,
+    batch_rows: usize,
+) -> Result<ParquetRecordBatchReader, BuildDirError> {
     let file = File::open(path).map_err(|e| BuildDirError::io(path, e))?;
-    let builder =
+    let mut builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(path, e))?;
-    let wanted = ["id", "input_ids", "loss_mask"];
-    let schema = builder.parquet_schema();
-    let roots: Vec<usize> = wanted
-        .iter()
-        .map(|name| {
-            builder
-                .schema()
-                .index_of(name)
-                .map_err(|_| BuildDirError::format(path, format!("no `{name}` column")))
-        })
-        .collect::<Result<_, _>>()?;
-    let mask = ProjectionMask::roots(schema, roots);
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(|e| parquet_error(path, e))?;
-    let mut row = 0u64;
-    for batch in reader {
-        let batch = batch.map_err(|e| parquet_error(path, e))?;
-        row += visit_batch(path, row, &batch, f)?;
+    if let Some(wanted) = columns {
+        let roots: Vec<usize> = wanted
+            .iter()
+            .map(|name| {
+                builder
+                    .schema()
+                    .index_of(name)
+                    .map_err(|_| BuildDirError::format(path, format!("no `{name}` column")))
+            })
+            .collect::<Result<_, _>>()?;
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+        builder = builder.with_projection(mask);
     }
-    Ok(row)
+    builder
+        .with_batch_size(batch_rows)
+        .build()
+        .map_err(|e| parquet_error(path, e))
 }
 
 fn visit_batch<F, E>(path: &Path, first_row: u64, batch: &RecordBatch, f: &mut F) -> Result<u64, E>

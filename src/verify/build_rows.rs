@@ -9,13 +9,11 @@
 //! checks each turn's.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt32Type, UInt8Type};
 use arrow_array::{Array, RecordBatch};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::VerifyError;
 use crate::build::BuildDir;
@@ -100,21 +98,11 @@ pub fn for_each_batch(
     mut f: impl FnMut(Vec<BuildRow>) -> Result<(), VerifyError>,
 ) -> Result<(), VerifyError> {
     let build = BuildDir::open(dir).map_err(|e| VerifyError::Input(e.to_string()))?;
-    for shard in &build.shards {
-        let bad =
-            |e: &dyn std::fmt::Display| VerifyError::Input(format!("{}: {e}", shard.display()));
-        let file = File::open(shard).map_err(|e| VerifyError::io(shard, e))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| bad(&e))?
-            .with_batch_size(BATCH_ROWS)
-            .build()
-            .map_err(|e| bad(&e))?;
-        for batch in reader {
-            let batch = batch.map_err(|e| bad(&e))?;
-            f(rows_of(&batch).map_err(|e| bad(&e))?)?;
-        }
-    }
-    Ok(())
+    build.for_each_batch(None, BATCH_ROWS, |shard, _, batch| {
+        let rows =
+            rows_of(batch).map_err(|e| VerifyError::Input(format!("{}: {e}", shard.display())))?;
+        f(rows)
+    })
 }
 
 fn rows_of(batch: &RecordBatch) -> Result<Vec<BuildRow>, String> {

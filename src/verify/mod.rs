@@ -39,7 +39,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::build::conversation::{Pending, TurnRecord};
-use crate::build::{read_sources, RunSettings};
+use crate::build::{read_sources, BuildDirError, RunSettings};
 use crate::journal::{Record, RecordReader, RunDir, Status, JOURNAL_DIR, MANIFEST_FILE};
 use crate::model::Profile;
 use crate::reconstruct::FidelityClass;
@@ -65,6 +65,19 @@ pub enum VerifyError {
     Input(String),
     #[error(transparent)]
     Audit(#[from] audit::AuditError),
+}
+
+/// A build directory's shards that cannot be read: the same messages verify gives its own input.
+impl From<BuildDirError> for VerifyError {
+    fn from(e: BuildDirError) -> VerifyError {
+        match e {
+            BuildDirError::Io { path, source } => VerifyError::Io {
+                path: path.display().to_string(),
+                source,
+            },
+            other => VerifyError::Input(other.to_string()),
+        }
+    }
 }
 
 impl VerifyError {
@@ -381,10 +394,13 @@ fn next_batch(
                 }
                 let location = format!("{}:{}", location.segment.display(), location.line);
                 // A turn of a multi-turn conversation waits for its other turns.
-                if let Some(turn) = TurnRecord::of(&record, &location) {
-                    pending.add(turn);
-                    continue;
-                }
+                let record = match TurnRecord::of(record, &location) {
+                    Ok(turn) => {
+                        pending.add(turn);
+                        continue;
+                    }
+                    Err(record) => *record,
+                };
                 batch.push((location, record));
                 if batch.len() == BATCH {
                     break;

@@ -311,30 +311,7 @@ pub fn observe(
     let content_value = message.get("content");
     let content = content_value.and_then(Value::as_str).unwrap_or_default();
 
-    let mirrored = non_empty_str(message.get("reasoning"))
-        .filter(|r| non_empty_str(message.get("reasoning_content")) == Some(*r));
-    let reasoning = if let Some(r) = mirrored {
-        o.reasoning_field = Some("reasoning_content+reasoning");
-        clues.push(Clue::ReasoningIn(ReasoningFieldName::Both));
-        Some(r)
-    } else if let Some(r) = non_empty_str(message.get("reasoning")) {
-        o.reasoning_field = Some("reasoning");
-        clues.push(Clue::ReasoningIn(ReasoningFieldName::Reasoning));
-        Some(r)
-    } else if let Some(r) = non_empty_str(message.get("reasoning_content")) {
-        o.reasoning_field = Some("reasoning_content");
-        clues.push(Clue::ReasoningIn(ReasoningFieldName::ReasoningContent));
-        Some(r)
-    } else {
-        None
-    };
-    o.reasoning_details = message
-        .get("reasoning_details")
-        .and_then(Value::as_array)
-        .is_some_and(|d| !d.is_empty());
-    if reasoning.is_some() {
-        clues.push(Clue::ReasoningDetails(o.reasoning_details));
-    }
+    let reasoning = reasoning_seen(message, &mut o, &mut clues);
     // What the quirks' evidence rules out. Whitespace stripping was measured on Kimi's parsers
     // (server::forward applies it per syntax): with the family known, the forward check judges
     // it instead.
@@ -370,45 +347,7 @@ pub fn observe(
         clues.push(Clue::Parses(true));
     }
     if let Some(first) = calls.first() {
-        let id = first["id"].as_str().unwrap_or_default();
-        // A family whose token stream carries no ids (Qwen3, DeepSeek-V3) gets ids from every
-        // server: then only OpenRouter's own format tells anything.
-        let ids_in_stream = expect.is_none_or(|e| {
-            e.profile
-                .family
-                .syntax()
-                .is_some_and(|syntax| syntax.ids_in_stream())
-        });
-        let native = match expect {
-            Some(e) => e.profile.is_native_tool_call_id(id) && ids_in_stream,
-            None => is_native_id(id),
-        };
-        let (style, clue) = if is_openrouter_id(id) {
-            ("openrouter", Some(Clue::IdsOpenRouter))
-        } else if native {
-            ("native", Some(Clue::IdsNative))
-        } else if ids_in_stream {
-            ("other", Some(Clue::IdsOther))
-        } else {
-            ("minted", None)
-        };
-        o.call_ids = Some(style);
-        clues.extend(clue);
-        let arguments = &first["function"]["arguments"];
-        let style = argument_style(arguments);
-        o.arguments = Some(style);
-        o.calls_have_index = calls
-            .iter()
-            .all(|c| c.get("index").is_some_and(Value::is_u64));
-        // A streamed answer is assembled by draftgen, which keeps `index` whatever the server.
-        if !streamed {
-            clues.push(Clue::CallsIndexed(o.calls_have_index));
-        }
-        if let Some(finish) = choice["finish_reason"].as_str() {
-            if finish != "length" {
-                clues.push(Clue::FinishToolCalls(finish == "tool_calls"));
-            }
-        }
+        calls_seen(first, &calls, choice, expect, streamed, &mut o, &mut clues);
     }
     o.spaces_around_markers = markers_spaced(content, &spaced_markers(expect));
     if content.is_empty() {
@@ -418,6 +357,101 @@ pub fn observe(
             clues.push(Clue::EmptyContentNull(null));
         }
     }
+    dressing_seen(body, &mut o, &mut clues);
+    if let Some(expect) = expect {
+        o.forward_agrees = forward_agreeing(body, expect, &raw_markers, streamed);
+    }
+    (o, clues)
+}
+
+/// Where the reasoning came (its field, `reasoning_details`): the reasoning, if any.
+fn reasoning_seen<'a>(
+    message: &'a Value,
+    o: &mut Observation,
+    clues: &mut Vec<Clue>,
+) -> Option<&'a str> {
+    let mirrored = non_empty_str(message.get("reasoning"))
+        .filter(|r| non_empty_str(message.get("reasoning_content")) == Some(*r));
+    let reasoning = if let Some(r) = mirrored {
+        o.reasoning_field = Some("reasoning_content+reasoning");
+        clues.push(Clue::ReasoningIn(ReasoningFieldName::Both));
+        Some(r)
+    } else if let Some(r) = non_empty_str(message.get("reasoning")) {
+        o.reasoning_field = Some("reasoning");
+        clues.push(Clue::ReasoningIn(ReasoningFieldName::Reasoning));
+        Some(r)
+    } else if let Some(r) = non_empty_str(message.get("reasoning_content")) {
+        o.reasoning_field = Some("reasoning_content");
+        clues.push(Clue::ReasoningIn(ReasoningFieldName::ReasoningContent));
+        Some(r)
+    } else {
+        None
+    };
+    o.reasoning_details = message
+        .get("reasoning_details")
+        .and_then(Value::as_array)
+        .is_some_and(|d| !d.is_empty());
+    if reasoning.is_some() {
+        clues.push(Clue::ReasoningDetails(o.reasoning_details));
+    }
+    reasoning
+}
+
+/// What the first tool call shows (its id and argument style), and the calls' `index` and the
+/// finish reason.
+fn calls_seen(
+    first: &Value,
+    calls: &[Value],
+    choice: &Value,
+    expect: Option<&Expectation>,
+    streamed: bool,
+    o: &mut Observation,
+    clues: &mut Vec<Clue>,
+) {
+    let id = first["id"].as_str().unwrap_or_default();
+    // A family whose token stream carries no ids (Qwen3, DeepSeek-V3) gets ids from every
+    // server: then only OpenRouter's own format tells anything.
+    let ids_in_stream = expect.is_none_or(|e| {
+        e.profile
+            .family
+            .syntax()
+            .is_some_and(|syntax| syntax.ids_in_stream())
+    });
+    let native = match expect {
+        Some(e) => e.profile.is_native_tool_call_id(id) && ids_in_stream,
+        None => is_native_id(id),
+    };
+    let (style, clue) = if is_openrouter_id(id) {
+        ("openrouter", Some(Clue::IdsOpenRouter))
+    } else if native {
+        ("native", Some(Clue::IdsNative))
+    } else if ids_in_stream {
+        ("other", Some(Clue::IdsOther))
+    } else {
+        ("minted", None)
+    };
+    o.call_ids = Some(style);
+    clues.extend(clue);
+    let arguments = &first["function"]["arguments"];
+    let style = argument_style(arguments);
+    o.arguments = Some(style);
+    o.calls_have_index = calls
+        .iter()
+        .all(|c| c.get("index").is_some_and(Value::is_u64));
+    // A streamed answer is assembled by draftgen, which keeps `index` whatever the server.
+    if !streamed {
+        clues.push(Clue::CallsIndexed(o.calls_have_index));
+    }
+    if let Some(finish) = choice["finish_reason"].as_str() {
+        if finish != "length" {
+            clues.push(Clue::FinishToolCalls(finish == "tool_calls"));
+        }
+    }
+}
+
+/// The answer's finish, server ids, usage and each server's dressing.
+fn dressing_seen(body: &Value, o: &mut Observation, clues: &mut Vec<Clue>) {
+    let choice = &body["choices"][0];
     o.finish_reason = choice["finish_reason"].as_str().map(str::to_string);
     o.native_finish_reason = choice["native_finish_reason"].as_str().map(str::to_string);
     o.server_ids = if body
@@ -443,10 +477,6 @@ pub fn observe(
     o.completion_tokens = body
         .pointer("/usage/completion_tokens")
         .and_then(Value::as_u64);
-    if let Some(expect) = expect {
-        o.forward_agrees = forward_agreeing(body, expect, &raw_markers, streamed);
-    }
-    (o, clues)
 }
 
 /// The tool-call openers: the model's family's, or every known family's.

@@ -32,67 +32,14 @@ pub(super) fn candidates(
     let close = profile.reasoning_close().map(str::to_string);
     let thinking = profile.thinking_enabled(request.chat_template_kwargs.as_ref());
 
-    let mut reasoning = completion.reasoning.clone();
-    let mut content = completion.content.clone().unwrap_or_default();
-    if options.spaces_around_special_tokens {
-        // The generation prompt ends with an added token, so the detokenizer (which decodes
-        // with a few prompt tokens as prefix) puts a space before the first piece too; and a
-        // parser cut the marker between reasoning and content (or the tool section) out.
-        let has_section = !completion.tool_calls.is_empty();
-        if let Some(r) = &reasoning {
-            reasoning = Some(despace(r, markers, true, true));
-            content = despace(&content, markers, true, has_section);
-        } else {
-            content = despace(&content, markers, true, has_section);
-        }
-    }
-
+    let (mut reasoning, mut content) = despaced(profile, completion, options);
     // No parser touched the text: `content` is the stream itself.
     if reasoning.is_none() && completion.tool_calls.is_empty() {
-        // The end of reasoning is `</think>`, or a tool section opened inside the reasoning.
-        let raw_ends_reasoning = [profile.reasoning_close(), profile.tool_section_begin()]
-            .into_iter()
-            .flatten()
-            .any(|marker| content.contains(marker));
-        if !thinking || raw_ends_reasoning {
-            flag_literals(
-                &structural_free(&content, profile),
-                "content",
-                markers,
-                warnings,
-            );
-            let mut text = content.clone();
-            if end_of_turn {
-                text.push_str(profile.end_of_turn());
-            }
-            let turn = AssistantTurn {
-                reasoning: None,
-                reasoning_closed: false,
-                content,
-                tool_calls: Vec::new(),
-                end_of_turn,
-            };
-            return vec![Candidate {
-                turn,
-                verbatim: Some(text),
-            }];
-        }
-        if !end_of_turn {
-            // Cut off mid-reasoning by a server with no reasoning parser.
-            let turn = AssistantTurn {
-                reasoning: Some(content.clone()),
-                reasoning_closed: false,
-                content: String::new(),
-                tool_calls: Vec::new(),
-                end_of_turn,
-            };
-            return vec![Candidate {
-                turn,
-                verbatim: Some(content),
-            }];
+        let unparsed = unparsed(profile, &content, thinking, end_of_turn, warnings);
+        if let Some(candidate) = unparsed {
+            return vec![candidate];
         }
     }
-
     // Reasoning left in content before `</think>` while tool calls were parsed out.
     if reasoning.is_none() {
         if let Some(close) = close.as_deref() {
@@ -105,7 +52,6 @@ pub(super) fn candidates(
             }
         }
     }
-
     if reasoning.is_none() && thinking && close.is_some() {
         warnings.push(
             "no reasoning in the response although thinking is on (the provider may hide it); assumed an empty reasoning block"
@@ -129,41 +75,124 @@ pub(super) fn candidates(
             }
         }
     }
-
-    let template_form = AssistantTurn {
-        reasoning: reasoning.clone(),
+    let turn = AssistantTurn {
         reasoning_closed: reasoning.is_some(),
-        content: content.clone(),
-        tool_calls: tool_calls.clone(),
+        reasoning,
+        content,
+        tool_calls,
         end_of_turn,
     };
-    let mut all = vec![Candidate {
-        turn: template_form,
-        verbatim: None,
-    }];
+    with_unclosed(profile, turn)
+}
+
+/// The answer's reasoning and content without the spaces the detokenizer put around added
+/// tokens.
+fn despaced(
+    profile: &Profile,
+    completion: &Completion,
+    options: &ReconstructOptions,
+) -> (Option<String>, String) {
+    let markers = profile.tokenizer.special_tokens();
+    let mut reasoning = completion.reasoning.clone();
+    let mut content = completion.content.clone().unwrap_or_default();
+    if options.spaces_around_special_tokens {
+        // The generation prompt ends with an added token, so the detokenizer (which decodes
+        // with a few prompt tokens as prefix) puts a space before the first piece too; and a
+        // parser cut the marker between reasoning and content (or the tool section) out.
+        let has_section = !completion.tool_calls.is_empty();
+        if let Some(r) = &reasoning {
+            reasoning = Some(despace(r, markers, true, true));
+            content = despace(&content, markers, true, has_section);
+        } else {
+            content = despace(&content, markers, true, has_section);
+        }
+    }
+    (reasoning, content)
+}
+
+/// An answer no parser touched (`content` is the stream itself): the one candidate it gives,
+/// or `None` when it is read as parsed (thinking on, and nothing in it ends the reasoning).
+fn unparsed(
+    profile: &Profile,
+    content: &str,
+    thinking: bool,
+    end_of_turn: bool,
+    warnings: &mut Vec<String>,
+) -> Option<Candidate> {
+    let markers = profile.tokenizer.special_tokens();
+    // The end of reasoning is `</think>`, or a tool section opened inside the reasoning.
+    let raw_ends_reasoning = [profile.reasoning_close(), profile.tool_section_begin()]
+        .into_iter()
+        .flatten()
+        .any(|marker| content.contains(marker));
+    if !thinking || raw_ends_reasoning {
+        flag_literals(
+            &structural_free(content, profile),
+            "content",
+            markers,
+            warnings,
+        );
+        let mut text = content.to_string();
+        if end_of_turn {
+            text.push_str(profile.end_of_turn());
+        }
+        let turn = AssistantTurn {
+            reasoning: None,
+            reasoning_closed: false,
+            content: content.to_string(),
+            tool_calls: Vec::new(),
+            end_of_turn,
+        };
+        return Some(Candidate {
+            turn,
+            verbatim: Some(text),
+        });
+    }
+    if !end_of_turn {
+        // Cut off mid-reasoning by a server with no reasoning parser.
+        let turn = AssistantTurn {
+            reasoning: Some(content.to_string()),
+            reasoning_closed: false,
+            content: String::new(),
+            tool_calls: Vec::new(),
+            end_of_turn,
+        };
+        return Some(Candidate {
+            turn,
+            verbatim: Some(content.to_string()),
+        });
+    }
+    None
+}
+
+/// The template's form of `turn`, and the same turn with its reasoning never closed where the
+/// answer cannot tell the two apart.
+fn with_unclosed(profile: &Profile, turn: AssistantTurn) -> Vec<Candidate> {
     // Kimi opens a tool section straight after its reasoning without `</think>`, and a
     // `length` stop can land right on `</think>`: the parsers give the same fields either way.
     // A reasoning that holds a tool section was never closed where the server's reasoning
     // parser ends only at `</think>` (vLLM 0.11's DeepSeek-R1 parser keeps the section in it).
-    let section_in_reasoning = match (&reasoning, profile.tool_section_begin()) {
+    let section_in_reasoning = match (&turn.reasoning, profile.tool_section_begin()) {
         (Some(r), Some(section)) => r.contains(section),
         _ => false,
     };
-    let open_question = reasoning.is_some()
-        && close.is_some()
-        && content.is_empty()
-        && (!tool_calls.is_empty() || !end_of_turn || section_in_reasoning);
-    if open_question {
-        let unclosed = Candidate {
-            turn: AssistantTurn {
-                reasoning,
-                reasoning_closed: false,
-                content,
-                tool_calls,
-                end_of_turn,
-            },
-            verbatim: None,
-        };
+    let open_question = turn.reasoning.is_some()
+        && profile.reasoning_close().is_some()
+        && turn.content.is_empty()
+        && (!turn.tool_calls.is_empty() || !turn.end_of_turn || section_in_reasoning);
+    let end_of_turn = turn.end_of_turn;
+    let unclosed = open_question.then(|| Candidate {
+        turn: AssistantTurn {
+            reasoning_closed: false,
+            ..turn.clone()
+        },
+        verbatim: None,
+    });
+    let mut all = vec![Candidate {
+        turn,
+        verbatim: None,
+    }];
+    if let Some(unclosed) = unclosed {
         // A `length` stop with nothing after the reasoning was most likely still reasoning;
         // a tool section is written after `</think>` by the template.
         if end_of_turn {

@@ -9,6 +9,15 @@
 //! parser reads the text (what it strips, when the reasoning ends, what a cut drops) has no
 //! separate forward step: the parser asks the shape for it ([`Quirks::has`]), and its file says
 //! what it does. Each file in `quirks/` is one quirk.
+//!
+//! A worked example, tests/quirk_made_up.rs: a server that appends a space to every call's
+//! argument string is one type — its forward effect pushes the space onto each call's
+//! arguments, its inverse pops it — and one entry in a shape's list
+//! (`Quirks::new(&[&FinishToolCalls, &AppendsSpaceToArguments])`; a version of a known server
+//! would be `Quirks::on(&vllm::SHAPE.quirks).plus(&[…])`). The simulator answers with that shape
+//! (`sim::SimConfig::shape`), and `reconstruct::reconstruct_as` reads each answer back through
+//! the inverse and checks every candidate forward through the same list, so the rebuilt ids are
+//! the sampled ones.
 
 use std::any::{Any, TypeId};
 use std::fmt;

@@ -8,7 +8,7 @@
 //! - between top-level modules: each edge must be one [`ALLOWED`] lists, and [`ALLOWED`] itself
 //!   must be acyclic, so a new dependency is a deliberate one-line change here that this test
 //!   refuses if it closes a loop;
-//! - between files: no cycle anywhere in `src/` but the ones [`KNOWN_FILE_CYCLES`] still lists.
+//! - between files: no cycle anywhere in `src/`.
 //!   A file reading one of its ancestors (a submodule's `super::Error`) is not an edge: the
 //!   ancestor declares the file, so the two are one unit already.
 //!
@@ -46,11 +46,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // Trainer files from a build (the conversation export reads the run's journal lines).
     ("export", &["build", "completion", "journal"]),
-    // pyjson: vLLM 0.33 re-serializes coerced arguments with `json.dumps` (sim/coerce.rs).
-    (
-        "sim",
-        &["api", "completion", "dataset", "model", "pyjson", "server"],
-    ),
+    ("sim", &["api", "completion", "dataset", "model", "server"]),
     (
         "build",
         &[
@@ -110,19 +106,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "verify",
         ],
     ),
-];
-
-/// File-level cycles not yet broken, each as the sorted files of its strongly connected
-/// component. Each must still be found (the list only shrinks: delete an entry with its fix).
-const KNOWN_FILE_CYCLES: &[&[&str]] = &[
-    &["src/api/http1.rs", "src/api/transport.rs"],
-    &[
-        "src/model/family/mod.rs",
-        "src/model/native.rs",
-        "src/model/profile.rs",
-    ],
-    &["src/reconstruct/spellings.rs", "src/reconstruct/synth.rs"],
-    &["src/sim/config.rs", "src/sim/providers.rs"],
 ];
 
 fn src_dir() -> PathBuf {
@@ -702,19 +685,15 @@ fn every_top_level_module_has_a_place_in_the_order() {
 }
 
 #[test]
-fn no_file_depends_on_itself_but_the_known_cycles() {
+fn no_file_depends_on_itself() {
     let edges = file_edges(&uses());
     let graph: BTreeMap<&str, BTreeSet<&str>> = edges
         .iter()
         .map(|(from, to)| (from.as_str(), to.keys().map(String::as_str).collect()))
         .collect();
     let found = cyclic_components(&graph);
-    let known: Vec<Vec<String>> = KNOWN_FILE_CYCLES
-        .iter()
-        .map(|files| files.iter().map(|f| f.to_string()).collect())
-        .collect();
     let mut problems = Vec::new();
-    for component in found.iter().filter(|c| !known.contains(c)) {
+    for component in &found {
         let inside: BTreeMap<&str, BTreeSet<&str>> = component
             .iter()
             .map(|file| {
@@ -735,12 +714,6 @@ fn no_file_depends_on_itself_but_the_known_cycles() {
             "a file-level cycle among {}:\n    {}",
             component.join(", "),
             steps.join("\n    ")
-        ));
-    }
-    for gone in known.iter().filter(|k| !found.contains(k)) {
-        problems.push(format!(
-            "no longer a cycle (delete it from KNOWN_FILE_CYCLES): {}",
-            gone.join(", ")
         ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n  "));

@@ -197,23 +197,3 @@ pub fn invert(
     }
     (answers, open)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::quirks::{CoercesArguments, StripsReasoningTrailingWhitespace};
-    use super::super::vllm;
-
-    #[test]
-    fn a_version_is_the_previous_one_less_and_more() {
-        assert!(vllm::SHAPE
-            .quirks
-            .has::<StripsReasoningTrailingWhitespace>());
-        assert!(!vllm::SHAPE_0_11
-            .quirks
-            .has::<StripsReasoningTrailingWhitespace>());
-        assert!(!vllm::SHAPE_0_11.quirks.has::<CoercesArguments>());
-        let names = vllm::SHAPE_0_11.quirks.names();
-        assert!(!names.contains(&"strips_reasoning_trailing_whitespace"));
-        assert!(names.contains(&"leaks_section_buffer"));
-    }
-}

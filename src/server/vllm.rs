@@ -110,3 +110,18 @@ pub const PARSER_ONLY: ServerShape = ServerShape {
     ]),
     ..SHAPE
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_is_the_previous_one_less_and_more() {
+        assert!(SHAPE.quirks.has::<StripsReasoningTrailingWhitespace>());
+        assert!(!SHAPE_0_11.quirks.has::<StripsReasoningTrailingWhitespace>());
+        assert!(!SHAPE_0_11.quirks.has::<CoercesArguments>());
+        let names = SHAPE_0_11.quirks.names();
+        assert!(!names.contains(&"strips_reasoning_trailing_whitespace"));
+        assert!(names.contains(&"leaks_section_buffer"));
+    }
+}

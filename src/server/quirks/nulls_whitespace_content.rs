@@ -5,8 +5,9 @@
 //! [`StreamsWhitespaceContent`](super::StreamsWhitespaceContent) keeps it in a stream.
 
 use super::{CutReportsToolCalls, StreamsWhitespaceContent};
+use crate::model::family::kimi;
 use crate::server::quirk::Quirk;
-use crate::server::{kimi, ForwardInput, Parsed, ServerShape, Syntax};
+use crate::server::{ForwardInput, Parsed, ServerShape, Syntax};
 
 #[derive(Debug, Clone, Copy)]
 pub struct NullsWhitespaceContent;

@@ -223,12 +223,9 @@ fn every_sim_flavour_is_recognized_serving_deepseek_v3() {
 
 #[test]
 fn a_dead_port_gives_an_error_class_per_scenario() {
-    // A port that was free a moment ago: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let base_url = format!("http://127.0.0.1:{port}/v1");
+    // A port held bound and never listening for the whole test: connections are refused.
+    let dead = common::servers::refused_port();
+    let base_url = format!("http://127.0.0.1:{}/v1", dead.port);
     let out = probe(&[
         "--model",
         "m",

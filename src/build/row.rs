@@ -14,7 +14,7 @@ use crate::journal::record::Origin;
 use crate::journal::Record;
 use crate::model::Profile;
 use crate::reconstruct::{
-    reconstruct, Fidelity, FidelityClass, Reason, ReconstructOptions, Request,
+    reconstruct_parsed, Fidelity, FidelityClass, Reason, ReconstructOptions, Request,
 };
 
 /// One sample, in the column order of the Parquet schema.
@@ -148,7 +148,8 @@ impl<'a> ReadRecord<'a> {
         }
         let request = self.request.as_ref().map_err(Clone::clone)?;
         let server_ids = completion.completion_token_ids.is_some();
-        let r = reconstruct(profile, request, self.response, options).map_err(|e| e.to_string())?;
+        let r = reconstruct_parsed(profile, request, completion, options, options.shape())
+            .map_err(|e| e.to_string())?;
         let row = Row::single(
             record.id.clone(),
             r.prompt_ids,

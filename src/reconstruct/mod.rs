@@ -136,6 +136,18 @@ pub fn reconstruct_as(
     shape: &ServerShape,
 ) -> Result<Reconstruction, ReconstructError> {
     let completion = Completion::from_response(response)?;
+    reconstruct_parsed(profile, request, &completion, options, shape)
+}
+
+/// [`reconstruct_as`] for an answer already read ([`Completion::from_response`]): `build` reads
+/// each record's answer once and rebuilds from that.
+pub fn reconstruct_parsed(
+    profile: &Profile,
+    request: &Request,
+    completion: &Completion,
+    options: &ReconstructOptions,
+    shape: &ServerShape,
+) -> Result<Reconstruction, ReconstructError> {
     let mut warnings = Vec::new();
 
     let (prompt_ids, prompt_count) = prompt_ids(profile, request, &completion, &mut warnings)?;

@@ -116,10 +116,26 @@ free_port() {
   "$(python)" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# A port found free may be taken by another process before the server binds it: without a port
+# given, a server that exits during its start is started again on another one (three tries).
 start() {
   [ -x "$bin" ] && [ -f "$model" ] || die "not built; run: scripts/llama_server.sh build"
-  local port="${1:-$(free_port)}"
+  if [ -n "${1:-}" ]; then
+    start_on "$1" || die "llama-server exited during start (log: $log_of_last_start)"
+    return
+  fi
+  for _ in 1 2 3; do
+    start_on "$(free_port)" && return
+  done
+  die "llama-server exited during start, three times (log: $log_of_last_start)"
+}
+
+# Starts the server on port $1 and prints "PID PORT" once it is healthy; returns 1 when it exits
+# during its start (its log's tail on stderr).
+start_on() {
+  local port="$1"
   local log="${DRAFTGEN_LLAMA_LOG:-${TMPDIR:-/tmp}/draftgen-llama-$port.log}"
+  log_of_last_start="$log"
   # -c is split across the -np slots: 16384 / 4 = 4096 tokens each (the longest bundled prompt
   # is 2,284 SmolLM2 tokens; the KV cache of 16384 tokens is ~380 MB for this model).
   # -lv 10: this build sends `__verbose` (the server's ids) only above log verbosity 9.
@@ -133,7 +149,7 @@ start() {
   for _ in $(seq 1 300); do
     if ! kill -0 "$pid" 2>/dev/null; then
       tail -20 "$log" >&2
-      die "llama-server exited during start (log: $log)"
+      return 1
     fi
     if "$(python)" -c "import urllib.request,sys; sys.exit(0 if b'ok' in urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=1).read() else 1)" 2>/dev/null; then
       echo "$pid $port"

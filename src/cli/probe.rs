@@ -132,18 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let base_urls = if args.base_urls.is_empty() {
-        vec![OPENROUTER.to_string()]
-    } else {
-        args.base_urls.clone()
-    };
-    let total = Duration::from_secs_f64(args.timeout);
-    let timeouts = Timeouts {
-        connect: total.min(Duration::from_secs(10)),
-        first_byte: total,
-        idle: total,
-        total,
-    };
+    let timeouts = probe_timeouts(args.timeout);
     let client = Client::new(ClientConfig {
         connect_timeout: timeouts.connect,
         ..ClientConfig::default()
@@ -155,50 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let report = runtime.block_on(async {
-        let mut targets = Vec::new();
-        for base_url in &base_urls {
-            let openrouter =
-                args.openrouter || base_url.contains("openrouter.ai") || !args.providers.is_empty();
-            let endpoint = Endpoint {
-                name: base_url.clone(),
-                base_url: base_url.clone(),
-                api_key: api_key(&args, openrouter)?,
-                weight: 1,
-            };
-            let providers = if !args.providers.is_empty() {
-                args.providers
-                    .iter()
-                    .map(|p| probe::providers::Listed {
-                        name: p.clone(),
-                        slug: p.clone(),
-                        quantization: None,
-                    })
-                    .collect()
-            } else if openrouter {
-                openrouter_providers(&client, &endpoint, &args.model).await
-            } else {
-                Vec::new()
-            };
-            if providers.is_empty() {
-                targets.push(Target {
-                    name: base_url.clone(),
-                    endpoint,
-                    provider: None,
-                    quantization: None,
-                    openrouter,
-                });
-            } else {
-                for listed in providers {
-                    targets.push(Target {
-                        name: listed.name,
-                        endpoint: endpoint.clone(),
-                        provider: Some(listed.slug),
-                        quantization: listed.quantization,
-                        openrouter: true,
-                    });
-                }
-            }
-        }
+        let targets = targets(&args, &client).await?;
         let options = ProbeOptions {
             model: args.model.clone(),
             max_tokens: args.max_tokens,
@@ -208,20 +154,97 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         Ok::<_, UsageError>(probe::probe(&client, &targets, &options).await)
     })?;
-    let table = report.terminal_table();
-    if args.json {
-        eprint!("{table}");
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).context("cannot serialize the report")?
-        );
-    } else {
-        print!("{table}");
-    }
+    print_report(&report, args.json)?;
     let answered = report.targets.iter().any(|t| t.answered > 0);
     Ok(if answered {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--timeout` bounds each request as a whole; connecting gets at most 10 s of it.
+fn probe_timeouts(seconds: f64) -> Timeouts {
+    let total = Duration::from_secs_f64(seconds);
+    Timeouts {
+        connect: total.min(Duration::from_secs(10)),
+        first_byte: total,
+        idle: total,
+        total,
+    }
+}
+
+/// Every target to probe: each `--base-url` (OpenRouter by default) once, or once per provider
+/// when providers are named or listed there.
+async fn targets(args: &Args, client: &Client) -> Result<Vec<Target>, UsageError> {
+    let base_urls = if args.base_urls.is_empty() {
+        vec![OPENROUTER.to_string()]
+    } else {
+        args.base_urls.clone()
+    };
+    let mut targets = Vec::new();
+    for base_url in &base_urls {
+        let openrouter =
+            args.openrouter || base_url.contains("openrouter.ai") || !args.providers.is_empty();
+        let endpoint = Endpoint {
+            name: base_url.clone(),
+            base_url: base_url.clone(),
+            api_key: api_key(args, openrouter)?,
+            weight: 1,
+        };
+        let providers = if !args.providers.is_empty() {
+            named_providers(&args.providers)
+        } else if openrouter {
+            openrouter_providers(client, &endpoint, &args.model).await
+        } else {
+            Vec::new()
+        };
+        if providers.is_empty() {
+            targets.push(Target {
+                name: base_url.clone(),
+                endpoint,
+                provider: None,
+                quantization: None,
+                openrouter,
+            });
+        } else {
+            for listed in providers {
+                targets.push(Target {
+                    name: listed.name,
+                    endpoint: endpoint.clone(),
+                    provider: Some(listed.slug),
+                    quantization: listed.quantization,
+                    openrouter: true,
+                });
+            }
+        }
+    }
+    Ok(targets)
+}
+
+/// `--providers` as listed endpoints: each tag is both the shown name and the routing slug.
+fn named_providers(providers: &[String]) -> Vec<probe::providers::Listed> {
+    providers
+        .iter()
+        .map(|p| probe::providers::Listed {
+            name: p.clone(),
+            slug: p.clone(),
+            quantization: None,
+        })
+        .collect()
+}
+
+/// The table on stdout, or with `--json` the JSON on stdout and the table on stderr.
+fn print_report(report: &probe::ProbeReport, json: bool) -> anyhow::Result<()> {
+    let table = report.terminal_table();
+    if json {
+        eprint!("{table}");
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).context("cannot serialize the report")?
+        );
+    } else {
+        print!("{table}");
+    }
+    Ok(())
 }

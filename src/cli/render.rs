@@ -21,7 +21,7 @@ use super::io::Output;
 use super::model_args::ModelArgs;
 use super::UsageError;
 use crate::json::Json;
-use crate::model::{JsonRenderInput, Tools};
+use crate::model::{JsonRenderInput, Profile, Tools};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -83,43 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     while let Some(lines) = input.next_chunk()? {
         let chunk: Vec<Result<Render, String>> = lines
             .par_iter()
-            .map(|&(line_no, line)| {
-                let at = || format!("{}:{line_no}", args.input.display());
-                let line = line.map_err(|e| format!("{}: {e}", at()))?;
-                let line: Line = serde_json::from_str(line)
-                    .map_err(|e| format!("{}: {e} (expected {EXPECTED})", at()))?;
-                let tools = line.tools.map(RawValue::get);
-                if tools.is_some_and(|tools| !tools.starts_with('[')) {
-                    return Err(format!(
-                        "{}: tools is not a list (expected {EXPECTED})",
-                        at()
-                    ));
-                }
-                let mut warnings = Vec::new();
-                let has_tools = tools.is_some_and(|t| t[1..].trim_start() != "]");
-                if ignores_tools && has_tools {
-                    warnings.push(format!(
-                        "the {} chat template ignores `tools`: the rendered prompt does not declare them",
-                        profile.name
-                    ));
-                }
-                let input = JsonRenderInput {
-                    messages: &line.messages,
-                    tools: tools.map(Tools::Text),
-                    add_generation_prompt: line.add_generation_prompt,
-                    chat_template_kwargs: line.chat_template_kwargs.as_ref(),
-                };
-                let mut text = profile
-                    .render_json(&input)
-                    .map_err(|e| format!("{}: {e}", at()))?;
-                let ids = if args.text_only {
-                    Vec::new()
-                } else {
-                    profile.tokenizer.encode(&text)
-                };
-                text.shrink_to_fit();
-                Ok((text, ids, warnings))
-            })
+            .map(|&(line_no, line)| render_line(&args, &profile, ignores_tools, line_no, line))
             .collect();
         // A line that is not a conversation, or that the template refuses
         // (`raise_exception`), is bad input: said where, and the rest goes on.
@@ -150,6 +114,51 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One input line rendered, or the error line's message (`FILE:LINE: …`).
+fn render_line(
+    args: &Args,
+    profile: &Profile,
+    ignores_tools: bool,
+    line_no: usize,
+    line: Result<&str, Utf8Error>,
+) -> Result<Render, String> {
+    let at = || format!("{}:{line_no}", args.input.display());
+    let line = line.map_err(|e| format!("{}: {e}", at()))?;
+    let line: Line =
+        serde_json::from_str(line).map_err(|e| format!("{}: {e} (expected {EXPECTED})", at()))?;
+    let tools = line.tools.map(RawValue::get);
+    if tools.is_some_and(|tools| !tools.starts_with('[')) {
+        return Err(format!(
+            "{}: tools is not a list (expected {EXPECTED})",
+            at()
+        ));
+    }
+    let mut warnings = Vec::new();
+    let has_tools = tools.is_some_and(|t| t[1..].trim_start() != "]");
+    if ignores_tools && has_tools {
+        warnings.push(format!(
+            "the {} chat template ignores `tools`: the rendered prompt does not declare them",
+            profile.name
+        ));
+    }
+    let input = JsonRenderInput {
+        messages: &line.messages,
+        tools: tools.map(Tools::Text),
+        add_generation_prompt: line.add_generation_prompt,
+        chat_template_kwargs: line.chat_template_kwargs.as_ref(),
+    };
+    let mut text = profile
+        .render_json(&input)
+        .map_err(|e| format!("{}: {e}", at()))?;
+    let ids = if args.text_only {
+        Vec::new()
+    } else {
+        profile.tokenizer.encode(&text)
+    };
+    text.shrink_to_fit();
+    Ok((text, ids, warnings))
 }
 
 /// Numbered input lines: the text, or why it is not UTF-8.

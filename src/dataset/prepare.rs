@@ -177,6 +177,25 @@ pub fn prepare_into(
     opts: &PrepareOptions,
     sink: &mut dyn FnMut(&Prompt) -> std::io::Result<()>,
 ) -> Result<PrepareReport, DatasetError> {
+    check_shard(opts)?;
+    let mut report = PrepareReport {
+        out: opts.out.clone(),
+        sources: Vec::new(),
+    };
+    // Ids are unique across all inputs, and `--limit` counts over all of them.
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut written = 0u64;
+    for path in inputs {
+        if opts.limit.is_some_and(|limit| written >= limit) {
+            break;
+        }
+        let source = prepare_source(path, opts, &mut seen, &mut written, sink)?;
+        report.sources.push(source);
+    }
+    Ok(report)
+}
+
+fn check_shard(opts: &PrepareOptions) -> Result<(), DatasetError> {
     if let Some(shard) = opts.shard {
         if shard.count == 0 || shard.index >= shard.count {
             return Err(DatasetError::Options(format!(
@@ -185,73 +204,86 @@ pub fn prepare_into(
             )));
         }
     }
-    let mut report = PrepareReport {
-        out: opts.out.clone(),
-        sources: Vec::new(),
+    Ok(())
+}
+
+/// Read one input file, pushing its kept prompts into `sink`; what became of its records is
+/// the returned report.
+fn prepare_source(
+    path: &Path,
+    opts: &PrepareOptions,
+    seen: &mut HashSet<String>,
+    written: &mut u64,
+    sink: &mut dyn FnMut(&Prompt) -> std::io::Result<()>,
+) -> Result<SourceReport, DatasetError> {
+    let container = reader::detect_container(path)?;
+    let mut source = SourceReport {
+        source: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string()),
+        path: path.display().to_string(),
+        ..Default::default()
     };
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut written = 0u64;
-    for path in inputs {
-        if opts.limit.is_some_and(|limit| written >= limit) {
-            break;
-        }
-        let container = reader::detect_container(path)?;
-        let mut source = SourceReport {
-            source: path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| path.display().to_string()),
-            path: path.display().to_string(),
-            ..Default::default()
-        };
-        let mut failure: Option<DatasetError> = None;
-        reader::read_records(path, container, opts.max_line_bytes, &mut |raw| {
-            source.read += 1;
-            match to_prompt(raw, opts.format, &mut source) {
-                Outcome::Prompt(prompt) => {
-                    if !seen.insert(prompt.id.clone()) {
-                        source.duplicates += 1;
-                    } else if opts.shard.is_some_and(|s| prompt.shard(s.count) != s.index) {
-                        source.out_of_shard += 1;
-                    } else {
-                        if let Err(e) = sink(&prompt) {
-                            failure = Some(DatasetError::Write {
-                                path: opts.out.clone(),
-                                source: e,
-                            });
-                            return ControlFlow::Break(());
-                        }
-                        source.prompts += 1;
-                        written += 1;
-                        let source_full =
-                            opts.limit_per_source.is_some_and(|l| source.prompts >= l);
-                        let all_full = opts.limit.is_some_and(|l| written >= l);
-                        if source_full || all_full {
-                            source.limited = true;
-                            return ControlFlow::Break(());
-                        }
-                    }
-                }
-                Outcome::Skipped(reason) => {
-                    *source.skipped.entry(reason.to_string()).or_default() += 1;
-                }
-                Outcome::Malformed(malformed) => {
-                    source.malformed += 1;
-                    source.note(malformed.to_string());
-                    if opts.strict {
-                        failure = Some(DatasetError::Strict(malformed));
-                        return ControlFlow::Break(());
-                    }
+    let mut failure: Option<DatasetError> = None;
+    reader::read_records(path, container, opts.max_line_bytes, &mut |raw| {
+        source.read += 1;
+        let step = match to_prompt(raw, opts.format, &mut source) {
+            Outcome::Prompt(prompt) => keep_prompt(&prompt, opts, seen, written, &mut source, sink),
+            Outcome::Skipped(reason) => {
+                *source.skipped.entry(reason.to_string()).or_default() += 1;
+                Ok(ControlFlow::Continue(()))
+            }
+            Outcome::Malformed(malformed) => {
+                source.malformed += 1;
+                source.note(malformed.to_string());
+                if opts.strict {
+                    Err(DatasetError::Strict(malformed))
+                } else {
+                    Ok(ControlFlow::Continue(()))
                 }
             }
-            ControlFlow::Continue(())
+        };
+        step.unwrap_or_else(|e| {
+            failure = Some(e);
+            ControlFlow::Break(())
+        })
+    })?;
+    match failure {
+        Some(failure) => Err(failure),
+        None => Ok(source),
+    }
+}
+
+/// Push `prompt` into `sink` unless it is a duplicate or belongs to another shard; break once
+/// a limit is reached.
+fn keep_prompt(
+    prompt: &Prompt,
+    opts: &PrepareOptions,
+    seen: &mut HashSet<String>,
+    written: &mut u64,
+    source: &mut SourceReport,
+    sink: &mut dyn FnMut(&Prompt) -> std::io::Result<()>,
+) -> Result<ControlFlow<()>, DatasetError> {
+    if !seen.insert(prompt.id.clone()) {
+        source.duplicates += 1;
+    } else if opts.shard.is_some_and(|s| prompt.shard(s.count) != s.index) {
+        source.out_of_shard += 1;
+    } else {
+        sink(prompt).map_err(|e| DatasetError::Write {
+            path: opts.out.clone(),
+            source: e,
         })?;
-        report.sources.push(source);
-        if let Some(failure) = failure {
-            return Err(failure);
+        source.prompts += 1;
+        *written += 1;
+        let source_full = opts.limit_per_source.is_some_and(|l| source.prompts >= l);
+        let all_full = opts.limit.is_some_and(|l| *written >= l);
+        if source_full || all_full {
+            source.limited = true;
+            return Ok(ControlFlow::Break(()));
         }
     }
-    Ok(report)
+    Ok(ControlFlow::Continue(()))
 }
 
 enum Outcome {

@@ -34,79 +34,101 @@ pub(super) fn read<R: BufRead>(
     shown: &str,
     sink: &mut dyn FnMut(RawRecord) -> ControlFlow<()>,
 ) -> io::Result<()> {
-    let first = loop {
+    match first_byte(&mut reader)? {
+        None => {
+            let location = Location::new(shown, Position::File);
+            let _ = sink(RawRecord::bad(location, "file has no records"));
+        }
+        Some(b'[') => read_array(reader, shown, sink),
+        Some(_) => read_document(reader, shown, sink),
+    }
+    Ok(())
+}
+
+/// The first byte that is not whitespace, left unconsumed; `None` for a blank file.
+fn first_byte<R: BufRead>(reader: &mut R) -> io::Result<Option<u8>> {
+    loop {
         let buf = reader.fill_buf()?;
         match buf.iter().position(|b| !b.is_ascii_whitespace()) {
-            Some(i) => break Some(buf[i]),
-            None if buf.is_empty() => break None,
+            Some(i) => return Ok(Some(buf[i])),
+            None if buf.is_empty() => return Ok(None),
             None => {
                 let n = buf.len();
                 reader.consume(n);
             }
         }
+    }
+}
+
+/// A top-level array, streamed element by element so a large file is never held whole.
+fn read_array<R: BufRead>(
+    reader: R,
+    shown: &str,
+    sink: &mut dyn FnMut(RawRecord) -> ControlFlow<()>,
+) {
+    let mut elements = Elements {
+        shown,
+        sink,
+        index: 0,
+        stopped: false,
     };
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let result = (&mut elements).deserialize(&mut de).and_then(|()| de.end());
+    if let Err(e) = result {
+        if !elements.stopped {
+            let location = Location::new(shown, Position::Element(elements.index));
+            let _ = (elements.sink)(RawRecord::bad(
+                location,
+                format!("broken JSON ({e}); the rest of the file cannot be read"),
+            ));
+        }
+    }
+}
+
+/// Any other document: an object wrapping one array of records yields those records, any other
+/// object is one record, anything else is bad.
+fn read_document<R: BufRead>(
+    reader: R,
+    shown: &str,
+    sink: &mut dyn FnMut(RawRecord) -> ControlFlow<()>,
+) {
     let file_location = Location::new(shown, Position::File);
-    match first {
-        None => {
-            let _ = sink(RawRecord::bad(file_location, "file has no records"));
-        }
-        Some(b'[') => {
-            let mut elements = Elements {
-                shown,
-                sink,
-                index: 0,
-                stopped: false,
-            };
-            let mut de = serde_json::Deserializer::from_reader(reader);
-            let result = (&mut elements).deserialize(&mut de).and_then(|()| de.end());
-            if let Err(e) = result {
-                if !elements.stopped {
-                    let location = Location::new(shown, Position::Element(elements.index));
-                    let _ = (elements.sink)(RawRecord::bad(
-                        location,
-                        format!("broken JSON ({e}); the rest of the file cannot be read"),
-                    ));
-                }
-            }
-        }
-        Some(_) => match serde_json::from_reader::<_, Value>(reader) {
-            Ok(Value::Object(map)) => {
-                let wrapped: Vec<&String> = map
-                    .iter()
-                    .filter(|(_, v)| v.as_array().is_some_and(|a| a.iter().all(Value::is_object)))
-                    .map(|(k, _)| k)
-                    .collect();
-                let is_record = map.keys().any(|k| RECORD_KEYS.contains(&k.as_str()));
-                match (wrapped.as_slice(), is_record) {
-                    ([key], false) => {
-                        let key = (*key).clone();
-                        if let Some(Value::Array(items)) = map.get(&key) {
-                            for (i, item) in items.iter().enumerate() {
-                                let location = Location::new(shown, Position::Element(i as u64));
-                                if sink(RawRecord::ok(location, item.clone())).is_break() {
-                                    break;
-                                }
+    match serde_json::from_reader::<_, Value>(reader) {
+        Ok(Value::Object(map)) => {
+            let wrapped: Vec<&String> = map
+                .iter()
+                .filter(|(_, v)| v.as_array().is_some_and(|a| a.iter().all(Value::is_object)))
+                .map(|(k, _)| k)
+                .collect();
+            let is_record = map.keys().any(|k| RECORD_KEYS.contains(&k.as_str()));
+            match (wrapped.as_slice(), is_record) {
+                ([key], false) => {
+                    let key = (*key).clone();
+                    if let Some(Value::Array(items)) = map.get(&key) {
+                        for (i, item) in items.iter().enumerate() {
+                            let location = Location::new(shown, Position::Element(i as u64));
+                            if sink(RawRecord::ok(location, item.clone())).is_break() {
+                                break;
                             }
                         }
                     }
-                    _ => {
-                        let location = Location::new(shown, Position::Element(0));
-                        let _ = sink(RawRecord::ok(location, Value::Object(map)));
-                    }
+                }
+                _ => {
+                    let location = Location::new(shown, Position::Element(0));
+                    let _ = sink(RawRecord::ok(location, Value::Object(map)));
                 }
             }
-            Ok(other) => {
-                let _ = sink(RawRecord::bad(
-                    file_location,
-                    format!("expected a JSON array or object, found {}", kind(&other)),
-                ));
-            }
-            Err(e) => {
-                let _ = sink(RawRecord::bad(file_location, format!("broken JSON ({e})")));
-            }
-        },
+        }
+        Ok(other) => {
+            let _ = sink(RawRecord::bad(
+                file_location,
+                format!("expected a JSON array or object, found {}", kind(&other)),
+            ));
+        }
+        Err(e) => {
+            let _ = sink(RawRecord::bad(file_location, format!("broken JSON ({e})")));
+        }
     }
-    Ok(())
 }
 
 pub(crate) fn kind(value: &Value) -> &'static str {

@@ -9,7 +9,7 @@ use arrow_array::types::{
     Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type,
     UInt64Type, UInt8Type,
 };
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, RecordBatch, StructArray};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::{Map, Value};
@@ -65,6 +65,14 @@ fn cell(array: &dyn Array, i: usize) -> Result<Value, String> {
     if array.is_null(i) {
         return Ok(Value::Null);
     }
+    match scalar_cell(array, i)? {
+        Some(value) => Ok(value),
+        None => nested_cell(array, i),
+    }
+}
+
+/// A cell of a scalar type (null, boolean, number, string, binary); `None` for other types.
+fn scalar_cell(array: &dyn Array, i: usize) -> Result<Option<Value>, String> {
     let data_type = array.data_type();
     let bad = || mismatch(data_type);
     macro_rules! int {
@@ -72,7 +80,7 @@ fn cell(array: &dyn Array, i: usize) -> Result<Value, String> {
             Value::from(array.as_primitive_opt::<$t>().ok_or_else(bad)?.value(i))
         };
     }
-    Ok(match data_type {
+    Ok(Some(match data_type {
         DataType::Null => Value::Null,
         DataType::Boolean => Value::Bool(array.as_boolean_opt().ok_or_else(bad)?.value(i)),
         DataType::Int8 => int!(Int8Type),
@@ -100,6 +108,15 @@ fn cell(array: &dyn Array, i: usize) -> Result<Value, String> {
         DataType::Utf8View => Value::from(array.as_string_view_opt().ok_or_else(bad)?.value(i)),
         DataType::Binary => bytes(array.as_binary_opt::<i32>().ok_or_else(bad)?.value(i)),
         DataType::LargeBinary => bytes(array.as_binary_opt::<i64>().ok_or_else(bad)?.value(i)),
+        _ => return Ok(None),
+    }))
+}
+
+/// A cell of a nested type (list, struct, map, dictionary); any other type is unsupported.
+fn nested_cell(array: &dyn Array, i: usize) -> Result<Value, String> {
+    let data_type = array.data_type();
+    let bad = || mismatch(data_type);
+    Ok(match data_type {
         DataType::List(_) => list(
             array
                 .as_list_opt::<i32>()
@@ -129,19 +146,7 @@ fn cell(array: &dyn Array, i: usize) -> Result<Value, String> {
             }
             Value::Object(object)
         }
-        DataType::Map(..) => {
-            let entries = array.as_map_opt().ok_or_else(bad)?.value(i);
-            let (keys, values) = (entries.column(0), entries.column(1));
-            let mut object = Map::new();
-            for j in 0..entries.len() {
-                let key = match cell(keys.as_ref(), j)? {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                object.insert(key, cell(values.as_ref(), j)?);
-            }
-            Value::Object(object)
-        }
+        DataType::Map(..) => map_cell(array.as_map_opt().ok_or_else(bad)?.value(i))?,
         DataType::Dictionary(..) => {
             let dictionary = array.as_any_dictionary_opt().ok_or_else(bad)?;
             let key = dictionary.normalized_keys()[i];
@@ -149,6 +154,20 @@ fn cell(array: &dyn Array, i: usize) -> Result<Value, String> {
         }
         other => return Err(format!("unsupported Parquet column type {other}")),
     })
+}
+
+/// A map cell's entries as a JSON object; keys that are not strings become their JSON text.
+fn map_cell(entries: StructArray) -> Result<Value, String> {
+    let (keys, values) = (entries.column(0), entries.column(1));
+    let mut object = Map::new();
+    for j in 0..entries.len() {
+        let key = match cell(keys.as_ref(), j)? {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        object.insert(key, cell(values.as_ref(), j)?);
+    }
+    Ok(Value::Object(object))
 }
 
 fn float(f: f64) -> Value {

@@ -150,7 +150,7 @@ pub fn reconstruct_parsed(
 ) -> Result<Reconstruction, ReconstructError> {
     let mut warnings = Vec::new();
 
-    let (prompt_ids, prompt_count) = prompt_ids(profile, request, &completion, &mut warnings)?;
+    let (prompt_ids, prompt_count) = prompt_ids(profile, request, completion, &mut warnings)?;
 
     // vLLM's spaces around added tokens come from the slow (tiktoken-based) Kimi tokenizer's
     // detokenizer; fast tokenizers (Qwen3, DeepSeek-V3) do not insert them.
@@ -162,7 +162,7 @@ pub fn reconstruct_parsed(
     let x = Exchange {
         profile,
         request,
-        completion: &completion,
+        completion,
         options,
         shape,
         stream: options.stream.or(request.stream).unwrap_or(false),

@@ -229,20 +229,24 @@ fn diff_values(path: &str, old: &Value, new: &Value, changes: &mut Vec<String>) 
     }
 }
 
+/// A manifest for tests: one OpenRouter endpoint, `temperature` the one setting that varies.
+#[cfg(test)]
+pub(crate) fn sample(temperature: f64) -> Manifest {
+    Manifest::new(
+        "moonshotai/kimi-k2.5",
+        vec!["https://openrouter.ai/api/v1".into()],
+        serde_json::json!({"temperature": temperature, "max_tokens": 4096}),
+        serde_json::json!({"reasoning": {"effort": "high"}, "stream": true}),
+        "abc123",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn manifest(temperature: f64) -> Manifest {
-        Manifest::new(
-            "moonshotai/kimi-k2.5",
-            vec!["https://openrouter.ai/api/v1".into()],
-            json!({"temperature": temperature, "max_tokens": 4096}),
-            json!({"reasoning": {"effort": "high"}, "stream": true}),
-            "abc123",
-        )
-    }
+    use super::sample as manifest;
 
     #[test]
     fn fingerprint_ignores_key_order_and_timestamps() {

@@ -20,6 +20,8 @@ mod error;
 mod index;
 mod lock;
 mod manifest;
+#[cfg(test)]
+pub(crate) use manifest::sample as sample_manifest;
 mod prompt_map;
 mod reader;
 pub mod record;

@@ -44,20 +44,9 @@ impl ReconstructOptions {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
     use crate::api::ServerKind;
-
-    fn manifest(temperature: f64) -> Manifest {
-        Manifest::new(
-            "moonshotai/kimi-k2.5",
-            vec!["https://openrouter.ai/api/v1".into()],
-            json!({"temperature": temperature, "max_tokens": 4096}),
-            json!({"reasoning": {"effort": "high"}, "stream": true}),
-            "abc123",
-        )
-    }
+    use crate::journal::sample_manifest as manifest;
 
     #[test]
     fn reconstruct_options_come_from_the_recorded_server() {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use draftgen::model::{LoadOptions, Profile};
-use draftgen::reconstruct::{reconstruct, ReconstructOptions, Request};
+use draftgen::reconstruct::{reconstruct, ChatRequest, ReconstructOptions};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -19,7 +19,7 @@ struct Case {
     model: String,
     #[serde(default)]
     chat_template: Option<String>,
-    request: Request,
+    request: ChatRequest,
     response: Value,
     #[serde(default)]
     options: Option<ReconstructOptions>,

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use draftgen::api::assemble::ChunkAssembler;
 use draftgen::api::ServerKind;
 use draftgen::model::{assets, LoadOptions, Profile};
-use draftgen::reconstruct::{reconstruct, FidelityClass, Reason, ReconstructOptions, Request};
+use draftgen::reconstruct::{reconstruct, ChatRequest, FidelityClass, Reason, ReconstructOptions};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -32,7 +32,7 @@ struct Fixture {
     #[serde(default)]
     chat_template: Option<String>,
     server: Server,
-    request: Request,
+    request: ChatRequest,
     #[serde(default)]
     response: Option<Value>,
     #[serde(default)]
@@ -328,7 +328,7 @@ fn tools() -> Value {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])
 }
 
-fn request(stream: bool) -> Request {
+fn request(stream: bool) -> ChatRequest {
     serde_json::from_value(json!({
         "messages": [{"role": "user", "content": "Weather in Paris?"}],
         "tools": tools(),

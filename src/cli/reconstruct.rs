@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::io::{read_jsonl, Output};
 use super::model_args::ModelArgs;
 use crate::api::ServerKind;
-use crate::reconstruct::{reconstruct_batch, Fidelity, ReconstructOptions, Request};
+use crate::reconstruct::{reconstruct_batch, ChatRequest, Fidelity, ReconstructOptions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,7 +38,7 @@ pub struct Args {
 
 #[derive(Deserialize)]
 struct Line {
-    request: Request,
+    request: ChatRequest,
     response: Value,
     #[serde(default)]
     options: Option<ReconstructOptions>,

@@ -46,7 +46,7 @@ pub struct NativeTwin {
     /// The `chat_template_kwargs` it implements (any other the template reads makes it decline).
     pub kwargs: &'static [&'static str],
     /// The render, or `None` for an input it does not reproduce exactly.
-    pub render: fn(&Request) -> Option<String>,
+    pub render: fn(&RenderRequest) -> Option<String>,
 }
 
 /// Twins are the same twin when they reproduce the same template.
@@ -115,7 +115,7 @@ impl NativeTemplate {
                 return None;
             }
         }
-        let request = Request {
+        let request = RenderRequest {
             messages: input.messages,
             tools: input.tools,
             add_generation_prompt: input.add_generation_prompt,
@@ -167,7 +167,7 @@ impl<'a> Tools<'a> {
 }
 
 /// What a twin renders from: the request and the template context the profile would build.
-pub struct Request<'a> {
+pub struct RenderRequest<'a> {
     pub messages: &'a [Json<'a>],
     pub tools: Option<Tools<'a>>,
     pub add_generation_prompt: bool,
@@ -177,7 +177,7 @@ pub struct Request<'a> {
     pub tools_cache: &'a ToolsCache,
 }
 
-impl Request<'_> {
+impl RenderRequest<'_> {
     /// The declaration `make` writes for the tools, cached by the tool list; `None` when the
     /// template sees no tools (absent or an empty list, both falsy) or a tool list given as text
     /// does not parse as one.

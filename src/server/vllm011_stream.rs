@@ -141,7 +141,7 @@ impl Id {
 
 /// How the answer was asked for and ended.
 #[derive(Debug, Clone, Copy)]
-pub struct Request {
+pub struct StreamRequest {
     /// `spaces_between_special_tokens` (vLLM's default: true).
     pub spaces: bool,
     /// Tools were declared (`tool_choice` auto): the tool parser runs.
@@ -224,7 +224,7 @@ impl Delta {
 /// client assembles its chunks: reasoning and content concatenated (content sent after the first
 /// tool-call delta in [`Parsed::content_after_calls`]), each call's id and name from its first
 /// delta and its arguments concatenated.
-pub fn stream(tokens: &[Token], request: &Request) -> Parsed {
+pub fn stream(tokens: &[Token], request: &StreamRequest) -> Parsed {
     let mut steps: Vec<(Id, String)> = tokens
         .iter()
         .map(Id::of)
@@ -292,7 +292,7 @@ pub fn stream(tokens: &[Token], request: &Request) -> Parsed {
 /// `chat_completion_stream_generator`'s per-choice state for `tool_choice_auto` with a
 /// reasoning parser (or the reasoning parser alone without tools).
 struct Glue {
-    request: Request,
+    request: StreamRequest,
     reasoning_end: bool,
     added_content_delta: bool,
     /// `previous_texts[i]` and `all_previous_token_ids[i]`.
@@ -303,7 +303,7 @@ struct Glue {
 }
 
 impl Glue {
-    fn new(request: Request) -> Glue {
+    fn new(request: StreamRequest) -> Glue {
         Glue {
             request,
             reasoning_end: false,
@@ -803,7 +803,7 @@ mod tests {
         ];
         let parsed = stream(
             &tokens,
-            &Request {
+            &StreamRequest {
                 spaces: false,
                 tools: false,
                 prompt_closes_reasoning: false,

@@ -41,7 +41,7 @@ impl NativeCall {
 
 /// The model's whole answer before any server parsing.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Answer {
+pub struct ModelAnswer {
     /// `None` when thinking is off (no `</think>` either).
     pub reasoning: Option<String>,
     pub content: String,
@@ -50,7 +50,7 @@ pub struct Answer {
     pub section_in_reasoning: bool,
 }
 
-impl Answer {
+impl ModelAnswer {
     /// The native completion text, ending with `<|im_end|>`.
     pub fn native_text(&self) -> String {
         let mut out = String::new();
@@ -82,7 +82,7 @@ impl Answer {
 /// its tool-call block), ending with the family's end-of-turn token. Falls back to the Kimi
 /// text if the profile cannot write the turn.
 pub fn family_text(
-    answer: &Answer,
+    answer: &ModelAnswer,
     profile: &crate::model::Profile,
     request: &super::request::ChatRequest,
 ) -> String {
@@ -130,7 +130,7 @@ pub struct Prompted<'a> {
 }
 
 /// Write the answer for a request with a generator seeded by (seed, request key).
-pub fn write(prompted: &Prompted, behaviour: &Behaviour, rng: &mut StdRng) -> Answer {
+pub fn write(prompted: &Prompted, behaviour: &Behaviour, rng: &mut StdRng) -> ModelAnswer {
     let reasoning = prompted.thinking.then(|| {
         let n = rng.random_range(12..90);
         words::sentences(rng, n)
@@ -142,7 +142,7 @@ pub fn write(prompted: &Prompted, behaviour: &Behaviour, rng: &mut StdRng) -> An
         !callable.is_empty() && (forced || rng.random_bool(clamp(behaviour.tool_call_rate)));
     if !calls_tools {
         let n = rng.random_range(8..140);
-        return Answer {
+        return ModelAnswer {
             reasoning,
             content: words::sentences(rng, n),
             tool_calls: Vec::new(),
@@ -174,7 +174,7 @@ pub fn write(prompted: &Prompted, behaviour: &Behaviour, rng: &mut StdRng) -> An
         } else {
             String::new()
         };
-    Answer {
+    ModelAnswer {
         reasoning,
         content,
         tool_calls,

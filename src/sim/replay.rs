@@ -57,7 +57,7 @@ fn shape_note(shape: &Option<String>) -> String {
 
 /// One recorded answer.
 #[derive(Debug, Clone)]
-enum Answer {
+enum RecordedAnswer {
     Body(Value),
     Chunks(Vec<Value>),
 }
@@ -65,7 +65,7 @@ enum Answer {
 #[derive(Debug, Clone)]
 struct Recorded {
     name: String,
-    answer: Answer,
+    answer: RecordedAnswer,
 }
 
 /// The recordings of one request, answered in turn.
@@ -180,8 +180,8 @@ impl Replay {
                 }
             }
             let answer = match (line.response, line.chunks) {
-                (Some(body), _) => Answer::Body(body),
-                (None, Some(chunks)) => Answer::Chunks(chunks),
+                (Some(body), _) => RecordedAnswer::Body(body),
+                (None, Some(chunks)) => RecordedAnswer::Chunks(chunks),
                 (None, None) => return Err(bad("neither `response` nor `chunks`".to_string())),
             };
             let keys = RequestKey::of(&line.request).map_err(bad)?;
@@ -267,8 +267,8 @@ impl Replay {
         let recorded = turns.take();
         tracing::debug!("replay: answering with {}", recorded.name);
         match &recorded.answer {
-            Answer::Body(body) => (StatusCode::OK, Json(body.clone())).into_response(),
-            Answer::Chunks(chunks) => {
+            RecordedAnswer::Body(body) => (StatusCode::OK, Json(body.clone())).into_response(),
+            RecordedAnswer::Chunks(chunks) => {
                 let mut sse = String::new();
                 for chunk in chunks {
                     sse.push_str("data: ");

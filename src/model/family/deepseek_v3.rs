@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
 use crate::completion::{Arguments, ToolCall};
-use crate::model::native::{self, NativeTwin, Request, Role};
+use crate::model::native::{self, NativeTwin, RenderRequest, Role};
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, DumpOptions};
 
@@ -156,7 +156,7 @@ const ASSISTANT: &str = "<｜Assistant｜>";
 /// Contents are concatenated with `+`, so each one the template reads must be a string, except
 /// that an assistant with tool calls and `content: null` renders its calls (whose `type`, `name`
 /// and `arguments` must then be strings).
-pub fn render(request: &Request) -> Option<String> {
+pub fn render(request: &RenderRequest) -> Option<String> {
     let messages = native::parse_messages(request.messages)?;
     let mut out = native::output_buffer(&messages);
     match request.special_tokens.get("bos_token") {

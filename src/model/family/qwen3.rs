@@ -16,7 +16,7 @@ use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
 use crate::completion::{Arguments, ToolCall};
 use crate::json::Json;
-use crate::model::native::{self, Message, NativeTwin, Request, Role};
+use crate::model::native::{self, Message, NativeTwin, RenderRequest, Role};
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, write_json, DumpOptions};
 
@@ -175,7 +175,7 @@ const TOOLS_FOOTER: &str = "\n</tools>\n\nFor each function call, return a json 
 ///
 /// Every message must have string content: the template concatenates it with `+` (a list or a
 /// missing content raises), and reads `.startswith` on user contents.
-pub fn render(request: &Request) -> Option<String> {
+pub fn render(request: &RenderRequest) -> Option<String> {
     let messages = native::parse_messages(request.messages)?;
     let texts = messages
         .iter()

@@ -29,7 +29,7 @@ impl Quirk for Vllm011Stepwise {
         }
         let mut parsed = vllm011_stream::stream(
             tokens,
-            &vllm011_stream::Request {
+            &vllm011_stream::StreamRequest {
                 spaces: input.spaces,
                 tools: input.tools_declared,
                 prompt_closes_reasoning: input.prompt_closes_reasoning,

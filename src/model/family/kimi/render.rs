@@ -23,7 +23,7 @@ use std::sync::LazyLock;
 
 use super::{deep_sort, tools_ts};
 use crate::json::{Json, Object};
-use crate::model::native::{self, Message, NativeTwin, Request, Role};
+use crate::model::native::{self, Message, NativeTwin, RenderRequest, Role};
 use crate::pyjson::{write_json, DumpOptions};
 
 /// SHA-256 of `ASSETS/templates/kimi-k2.jinja` (K2-Instruct, July 2025, llama.cpp @ 02f4a631).
@@ -143,7 +143,7 @@ static DEFAULT_SORTED: LazyLock<DumpOptions> = LazyLock::new(|| DumpOptions {
 });
 
 /// The render, or `None` when it would not be exact.
-pub fn render(variant: Variant, request: &Request) -> Option<String> {
+pub fn render(variant: Variant, request: &RenderRequest) -> Option<String> {
     let messages = native::parse_messages(request.messages)?;
     let mut out = native::output_buffer(&messages);
     // K2.5's switches: `thinking` (default true) is tested with `is false`; `preserve_thinking`

@@ -9,7 +9,7 @@
 use draftgen::completion::{Arguments, Completion};
 use draftgen::model::{assets, LoadOptions, Profile};
 use draftgen::reconstruct::{reconstruct, reconstruct_as, FidelityClass, ReconstructOptions};
-use draftgen::reconstruct::{ChatRequest, Reconstruction};
+use draftgen::reconstruct::{ExchangeRequest, Reconstruction};
 use draftgen::server::quirks::FinishToolCalls;
 use draftgen::server::{self, ForwardInput, InverseInput, Parsed, Quirk, Quirks, ServerShape};
 use draftgen::sim::{spawn, Flavor, SimConfig};
@@ -76,7 +76,7 @@ fn body(i: usize) -> Value {
     })
 }
 
-fn as_request(body: &Value) -> ChatRequest {
+fn as_request(body: &Value) -> ExchangeRequest {
     serde_json::from_value(body.clone()).expect("the request's fields")
 }
 

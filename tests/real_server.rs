@@ -17,7 +17,7 @@ mod common;
 use std::path::Path;
 
 use draftgen::model::{LoadOptions, Profile};
-use draftgen::reconstruct::{reconstruct, ChatRequest, ReconstructOptions};
+use draftgen::reconstruct::{reconstruct, ExchangeRequest, ReconstructOptions};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -27,7 +27,7 @@ struct Exchange {
     stream: bool,
     server_prompt_text: String,
     server_prompt_ids: Vec<u32>,
-    request: ChatRequest,
+    request: ExchangeRequest,
     response: Value,
 }
 

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use draftgen::model::{LoadOptions, Profile};
-use draftgen::reconstruct::{reconstruct, ChatRequest, ReconstructOptions};
+use draftgen::reconstruct::{reconstruct, ExchangeRequest, ReconstructOptions};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
@@ -223,7 +223,8 @@ fn compare(profile: &Profile, record: &Value) -> (Compared, String) {
     let response = &record["response"];
     let sampled: Vec<u32> = serde_json::from_value(response["__verbose"]["tokens"].clone())
         .unwrap_or_else(|e| panic!("{id}: __verbose.tokens: {e}"));
-    let request: ChatRequest = serde_json::from_value(record["request"].clone()).expect("request");
+    let request: ExchangeRequest =
+        serde_json::from_value(record["request"].clone()).expect("request");
     let mut text_only = response.clone();
     if let Some(body) = text_only.as_object_mut() {
         body.remove("__verbose");
@@ -304,7 +305,7 @@ fn generate_build_verify_through_a_real_llama_server() {
     let mut divergent = Vec::new();
     let mut prompt_len_equal = 0;
     for record in &records {
-        let request: ChatRequest =
+        let request: ExchangeRequest =
             serde_json::from_value(record["request"].clone()).expect("request");
         let prompt_ids = profile.render_ids(&request.render_input()).expect("render");
         let usage = record["response"]["usage"]["prompt_tokens"].as_u64();

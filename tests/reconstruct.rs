@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use draftgen::model::{LoadOptions, Profile};
-use draftgen::reconstruct::{reconstruct, ChatRequest, ReconstructOptions};
+use draftgen::reconstruct::{reconstruct, ExchangeRequest, ReconstructOptions};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -19,7 +19,7 @@ struct Case {
     model: String,
     #[serde(default)]
     chat_template: Option<String>,
-    request: ChatRequest,
+    request: ExchangeRequest,
     response: Value,
     #[serde(default)]
     options: Option<ReconstructOptions>,

@@ -50,7 +50,7 @@ use draftgen::api::ServerKind;
 use draftgen::dataset::canonical::canonical_json;
 use draftgen::dataset::{Prompt, PromptOptions};
 use draftgen::model::{LoadOptions, Profile};
-use draftgen::reconstruct::{reconstruct, ChatRequest, ReconstructOptions};
+use draftgen::reconstruct::{reconstruct, ExchangeRequest, ReconstructOptions};
 use draftgen::sim::{self, Replay, SimConfig};
 use serde_json::{json, Value};
 
@@ -433,7 +433,7 @@ fn profiles(fixtures: &[Fixture]) -> Profiles {
 fn direct(f: &Fixture, profiles: &Profiles) -> Judged {
     let v: Value = serde_json::from_str(&f.line).unwrap();
     let profile = &profiles[&(f.profile.clone(), f.template_file())];
-    let request: ChatRequest = serde_json::from_value(v["request"].clone()).unwrap();
+    let request: ExchangeRequest = serde_json::from_value(v["request"].clone()).unwrap();
     let options = ReconstructOptions {
         spaces_around_special_tokens: f.spaces,
         kind: f.server_kind(),

@@ -20,7 +20,9 @@ use std::path::{Path, PathBuf};
 use draftgen::api::assemble::ChunkAssembler;
 use draftgen::api::ServerKind;
 use draftgen::model::{assets, LoadOptions, Profile};
-use draftgen::reconstruct::{reconstruct, ChatRequest, FidelityClass, Reason, ReconstructOptions};
+use draftgen::reconstruct::{
+    reconstruct, ExchangeRequest, FidelityClass, Reason, ReconstructOptions,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -32,7 +34,7 @@ struct Fixture {
     #[serde(default)]
     chat_template: Option<String>,
     server: Server,
-    request: ChatRequest,
+    request: ExchangeRequest,
     #[serde(default)]
     response: Option<Value>,
     #[serde(default)]
@@ -328,7 +330,7 @@ fn tools() -> Value {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])
 }
 
-fn request(stream: bool) -> ChatRequest {
+fn request(stream: bool) -> ExchangeRequest {
     serde_json::from_value(json!({
         "messages": [{"role": "user", "content": "Weather in Paris?"}],
         "tools": tools(),

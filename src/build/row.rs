@@ -14,7 +14,7 @@ use crate::journal::record::Origin;
 use crate::journal::Record;
 use crate::model::Profile;
 use crate::reconstruct::{
-    reconstruct_parsed, ChatRequest, Fidelity, FidelityClass, Reason, ReconstructOptions,
+    reconstruct_parsed, ExchangeRequest, Fidelity, FidelityClass, Reason, ReconstructOptions,
 };
 
 /// One sample, in the column order of the Parquet schema.
@@ -114,7 +114,7 @@ pub struct ReadRecord<'a> {
     pub response: &'a Value,
     pub completion: Completion,
     /// The request as the server rendered it; an imported record's row does not read it.
-    pub request: Result<ChatRequest, String>,
+    pub request: Result<ExchangeRequest, String>,
 }
 
 impl<'a> ReadRecord<'a> {
@@ -194,14 +194,14 @@ fn imported_row(
     })
 }
 
-/// The request body as the server rendered it. [`ChatRequest`] reads only what shapes the render and
+/// The request body as the server rendered it. [`ExchangeRequest`] reads only what shapes the render and
 /// the answer — the messages, the `tools` parameter (tools left in the system prompt were never
 /// declared to the template), `chat_template_kwargs`, `stream` (a streamed answer is checked
 /// against the server's streaming shape; tests/replay_e2e.rs) and `max_tokens` (a vLLM 0.11 cut
 /// says `tool_calls`, told from a finished answer by the limit) — straight from the body, nothing
 /// else of it copied.
-pub fn read_request(body: &Value) -> Result<ChatRequest, String> {
-    ChatRequest::deserialize(body).map_err(|e| format!("request: {e}"))
+pub fn read_request(body: &Value) -> Result<ExchangeRequest, String> {
+    ExchangeRequest::deserialize(body).map_err(|e| format!("request: {e}"))
 }
 
 #[cfg(test)]

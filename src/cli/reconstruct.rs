@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::io::{read_jsonl, Output};
 use super::model_args::ModelArgs;
 use crate::api::ServerKind;
-use crate::reconstruct::{reconstruct_batch, ChatRequest, Fidelity, ReconstructOptions};
+use crate::reconstruct::{reconstruct_batch, ExchangeRequest, Fidelity, ReconstructOptions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,7 +38,7 @@ pub struct Args {
 
 #[derive(Deserialize)]
 struct Line {
-    request: ChatRequest,
+    request: ExchangeRequest,
     response: Value,
     #[serde(default)]
     options: Option<ReconstructOptions>,

@@ -59,7 +59,7 @@ impl ReconstructOptions {
 
 /// What the serving stack rendered from (the chat-completions request, as sent).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ChatRequest {
+pub struct ExchangeRequest {
     pub messages: Vec<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<Value>>,
@@ -74,7 +74,7 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
 }
 
-impl ChatRequest {
+impl ExchangeRequest {
     /// The render input for the prompt (with the generation prompt).
     pub fn render_input(&self) -> RenderInput<'_> {
         RenderInput {
@@ -119,7 +119,7 @@ pub enum ReconstructError {
 /// server rewrites, arguments it re-serializes, a call it dropped) make the sample `lossy`.
 pub fn reconstruct(
     profile: &Profile,
-    request: &ChatRequest,
+    request: &ExchangeRequest,
     response: &Value,
     options: &ReconstructOptions,
 ) -> Result<Reconstruction, ReconstructError> {
@@ -130,7 +130,7 @@ pub fn reconstruct(
 /// crate, with quirks of its own); `options.kind` and `options.server_version` are not read.
 pub fn reconstruct_as(
     profile: &Profile,
-    request: &ChatRequest,
+    request: &ExchangeRequest,
     response: &Value,
     options: &ReconstructOptions,
     shape: &ServerShape,
@@ -143,7 +143,7 @@ pub fn reconstruct_as(
 /// each record's answer once and rebuilds from that.
 pub fn reconstruct_parsed(
     profile: &Profile,
-    request: &ChatRequest,
+    request: &ExchangeRequest,
     completion: &Completion,
     options: &ReconstructOptions,
     shape: &ServerShape,
@@ -262,7 +262,7 @@ fn flag_prompt_count(
 /// One exchange as the steps of [`reconstruct_as`] read it.
 struct Exchange<'a> {
     profile: &'a Profile,
-    request: &'a ChatRequest,
+    request: &'a ExchangeRequest,
     /// The answer as received.
     completion: &'a Completion,
     /// With spaces around added tokens only where the family's detokenizer puts them.
@@ -699,7 +699,7 @@ fn counts_agree(completion: &Completion, ids: &[u32]) -> bool {
 /// Reconstruct many exchanges on all cores; results keep the input order.
 pub fn reconstruct_batch(
     profile: &Profile,
-    items: &[(ChatRequest, Value, ReconstructOptions)],
+    items: &[(ExchangeRequest, Value, ReconstructOptions)],
 ) -> Vec<Result<Reconstruction, ReconstructError>> {
     items
         .par_iter()
@@ -711,7 +711,7 @@ pub fn reconstruct_batch(
 /// the server's count when it disagrees and no server ids replace the render.
 fn prompt_ids(
     profile: &Profile,
-    request: &ChatRequest,
+    request: &ExchangeRequest,
     completion: &Completion,
     warnings: &mut Vec<String>,
 ) -> Result<(Vec<u32>, Option<u64>), ModelError> {

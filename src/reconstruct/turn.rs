@@ -10,7 +10,7 @@ use crate::model::profile::AssistantTurn;
 use crate::model::Profile;
 
 use super::despace::despace;
-use super::{ChatRequest, ReconstructOptions};
+use super::{ExchangeRequest, ReconstructOptions};
 
 /// One way the response could have been produced.
 pub(super) struct Candidate {
@@ -22,7 +22,7 @@ pub(super) struct Candidate {
 /// Every token stream the response may have come from; the first is the most likely one.
 pub(super) fn candidates(
     profile: &Profile,
-    request: &ChatRequest,
+    request: &ExchangeRequest,
     completion: &Completion,
     options: &ReconstructOptions,
     warnings: &mut Vec<String>,
@@ -208,7 +208,7 @@ fn with_unclosed(profile: &Profile, turn: AssistantTurn) -> Vec<Candidate> {
 /// through), otherwise the family's id numbered over the whole conversation.
 fn native_tool_calls(
     profile: &Profile,
-    request: &ChatRequest,
+    request: &ExchangeRequest,
     calls: &[ToolCall],
     markers: &[String],
     warnings: &mut Vec<String>,
@@ -242,7 +242,7 @@ fn native_tool_calls(
 }
 
 /// Tool calls already made in the conversation (the native index continues from there).
-pub(super) fn earlier_tool_calls(request: &ChatRequest) -> usize {
+pub(super) fn earlier_tool_calls(request: &ExchangeRequest) -> usize {
     request
         .messages
         .iter()

@@ -30,57 +30,12 @@ pub fn check(
     let Some(section) = profile.tool_section_begin() else {
         return Ok(());
     };
-    let ids_in_stream = syntax.ids_in_stream();
-    // The ids the model writes: its own when the server kept them, else the native rule's.
-    let written: Vec<ToolCall> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| ToolCall {
-            id: match &call.id {
-                Some(id) if profile.is_native_tool_call_id(id) => Some(id.clone()),
-                _ => profile.native_tool_call_id(&call.name, history + i),
-            },
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-        })
-        .collect();
-    let messages: Vec<Value> = request
-        .get("messages")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let tools: Option<Vec<Value>> = request.get("tools").and_then(Value::as_array).cloned();
-    let kwargs = request
-        .get("chat_template_kwargs")
-        .and_then(Value::as_object);
-    let input = RenderInput {
-        messages: &messages,
-        tools: tools.as_deref(),
-        add_generation_prompt: true,
-        chat_template_kwargs: kwargs,
-    };
-    let turn = AssistantTurn {
-        reasoning: None,
-        reasoning_closed: true,
-        content: String::new(),
-        tool_calls: written.clone(),
-        end_of_turn: true,
-    };
-    let text = profile
-        .completion_text(&input, &turn)
-        .map_err(|e| format!("the calls cannot be rendered: {e}"))?;
-    let Some(at) = text.find(section) else {
-        return Err("the native rendering has no tool section".into());
-    };
-    let mut text = &text[at..];
-    let end = profile.end_of_turn();
-    if let Some(cut) = text.rfind(end).filter(|_| !end.is_empty()) {
-        text = &text[..cut];
-    }
+    let written = as_written(calls, history, profile);
+    let text = native_tool_section(request, &written, section, profile)?;
     let parsed = server::forward(
         &PARSER,
         &ForwardInput {
-            text,
+            text: &text,
             cut: false,
             stream: false,
             spaces: false,
@@ -101,36 +56,109 @@ pub fn check(
         ));
     }
     for (i, (call, back)) in written.iter().zip(&parsed.calls).enumerate() {
-        if back.name != call.name {
-            return Err(format!(
-                "call {i}: name {:?} came back as {:?}",
-                call.name, back.name
-            ));
+        came_back(i, call, back, syntax.ids_in_stream())?;
+    }
+    Ok(())
+}
+
+/// The calls with the ids the model writes: its own when the server kept them, else the native
+/// rule's.
+fn as_written(calls: &[ToolCall], history: usize, profile: &Profile) -> Vec<ToolCall> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| ToolCall {
+            id: match &call.id {
+                Some(id) if profile.is_native_tool_call_id(id) => Some(id.clone()),
+                _ => profile.native_tool_call_id(&call.name, history + i),
+            },
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        })
+        .collect()
+}
+
+/// The family's native rendering of `written` after `request`, from the tool section's opener
+/// `section` to the end of the turn (the end-of-turn marker left out).
+fn native_tool_section(
+    request: &Value,
+    written: &[ToolCall],
+    section: &str,
+    profile: &Profile,
+) -> Result<String, String> {
+    let messages: Vec<Value> = request
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let tools: Option<Vec<Value>> = request.get("tools").and_then(Value::as_array).cloned();
+    let kwargs = request
+        .get("chat_template_kwargs")
+        .and_then(Value::as_object);
+    let input = RenderInput {
+        messages: &messages,
+        tools: tools.as_deref(),
+        add_generation_prompt: true,
+        chat_template_kwargs: kwargs,
+    };
+    let turn = AssistantTurn {
+        reasoning: None,
+        reasoning_closed: true,
+        content: String::new(),
+        tool_calls: written.to_vec(),
+        end_of_turn: true,
+    };
+    let text = profile
+        .completion_text(&input, &turn)
+        .map_err(|e| format!("the calls cannot be rendered: {e}"))?;
+    let Some(at) = text.find(section) else {
+        return Err("the native rendering has no tool section".into());
+    };
+    let mut text = &text[at..];
+    let end = profile.end_of_turn();
+    if let Some(cut) = text.rfind(end).filter(|_| !end.is_empty()) {
+        text = &text[..cut];
+    }
+    Ok(text.to_string())
+}
+
+/// Whether the `i`-th call came back from the parser as written: its name, its arguments and,
+/// where the family writes ids into the stream, its id.
+fn came_back(
+    i: usize,
+    call: &ToolCall,
+    back: &server::ParsedCall,
+    ids_in_stream: bool,
+) -> Result<(), String> {
+    if back.name != call.name {
+        return Err(format!(
+            "call {i}: name {:?} came back as {:?}",
+            call.name, back.name
+        ));
+    }
+    let same_arguments = match (&call.arguments, ids_in_stream) {
+        // Kimi keeps the model's argument text: byte for byte.
+        (Arguments::Raw(raw), true) => *raw == back.arguments,
+        // Re-serialized (or sent as an object): the same JSON value.
+        (arguments, _) => {
+            let ours = parse_arguments(arguments).ok();
+            let theirs = serde_json::from_str::<Value>(&back.arguments).ok();
+            ours.is_some() && ours == theirs
         }
-        let same_arguments = match (&call.arguments, ids_in_stream) {
-            // Kimi keeps the model's argument text: byte for byte.
-            (Arguments::Raw(raw), true) => *raw == back.arguments,
-            // Re-serialized (or sent as an object): the same JSON value.
-            (arguments, _) => {
-                let ours = parse_arguments(arguments).ok();
-                let theirs = serde_json::from_str::<Value>(&back.arguments).ok();
-                ours.is_some() && ours == theirs
-            }
-        };
-        if !same_arguments {
-            return Err(format!(
-                "call {i} ({}): arguments came back as {:?}",
-                call.name, back.arguments
-            ));
-        }
-        if ids_in_stream && call.id.as_deref() != Some(back.id.as_str()) {
-            return Err(format!(
-                "call {i} ({}): id {:?} came back as {:?}",
-                call.name,
-                call.id.as_deref().unwrap_or(""),
-                back.id
-            ));
-        }
+    };
+    if !same_arguments {
+        return Err(format!(
+            "call {i} ({}): arguments came back as {:?}",
+            call.name, back.arguments
+        ));
+    }
+    if ids_in_stream && call.id.as_deref() != Some(back.id.as_str()) {
+        return Err(format!(
+            "call {i} ({}): id {:?} came back as {:?}",
+            call.name,
+            call.id.as_deref().unwrap_or(""),
+            back.id
+        ));
     }
     Ok(())
 }

@@ -146,14 +146,7 @@ static DEFAULT_SORTED: LazyLock<DumpOptions> = LazyLock::new(|| DumpOptions {
 pub fn render(variant: Variant, request: &RenderRequest) -> Option<String> {
     let messages = native::parse_messages(request.messages)?;
     let mut out = native::output_buffer(&messages);
-    // K2.5's switches: `thinking` (default true) is tested with `is false`; `preserve_thinking`
-    // (default false) both for truth and with `is false`, so only booleans are rendered here.
-    let thinking_off = variant == Variant::K25 && request.kwarg_is_false("thinking");
-    let preserve_thinking = match (variant, request.kwarg("preserve_thinking")) {
-        (Variant::K25, Some(Value::Bool(preserve))) => *preserve,
-        (Variant::K25, Some(_)) => return None,
-        _ => false,
-    };
+    let switches = Switches::read(variant, request)?;
 
     if let Some(declaration) = request.tool_declaration(|tools| tool_declaration(variant, tools)) {
         out.push_str(TOOL_DECLARE);
@@ -176,74 +169,20 @@ pub fn render(variant: Variant, request: &RenderRequest) -> Option<String> {
                 out.push('\n');
             }
             for message in &messages {
-                header(&mut out, message)?;
-                match (message.role, message.tool_calls) {
-                    (Role::Assistant, Some(calls)) if calls.truthy() => {
-                        content(&mut out, message, MEDIA)?;
-                        tool_calls(&mut out, calls)?;
-                    }
-                    _ => plain_body(&mut out, message, MEDIA)?,
-                }
-                out.push_str(END);
+                k2_message(&mut out, message)?;
             }
         }
         Variant::K2Thinking { .. } | Variant::K25 => {
-            let media = if variant == Variant::K25 {
-                K25_MEDIA
-            } else {
-                MEDIA
-            };
             if variant != Variant::K25 && !first_is_system {
                 out.push_str(DEFAULT_SYSTEM);
             }
-            // History: up to the last assistant without tool calls; its reasoning is dropped.
-            let history = if preserve_thinking {
-                0
-            } else {
-                messages
-                    .iter()
-                    .rposition(|m| {
-                        m.role == Role::Assistant && !m.tool_calls.is_some_and(Json::truthy)
-                    })
-                    .map_or(0, |last| last + 1)
-            };
-            for (i, message) in messages.iter().enumerate() {
-                header(&mut out, message)?;
-                if message.role != Role::Assistant {
-                    plain_body(&mut out, message, media)?;
-                    out.push_str(END);
-                    continue;
-                }
-                let reasoning = if i < history || thinking_off && !preserve_thinking {
-                    ""
-                } else if variant == Variant::K25 {
-                    // `reasoning_content or reasoning or ''`
-                    match truthy_text(message.reasoning_content)? {
-                        Some(text) => text,
-                        None => truthy_text(message.reasoning)?.unwrap_or_default(),
-                    }
-                } else {
-                    // `get('reasoning_content', '')`
-                    match message.reasoning_content {
-                        Some(text) => text.as_str()?,
-                        None => "",
-                    }
-                };
-                out.push_str("<think>");
-                out.push_str(reasoning);
-                out.push_str("</think>");
-                content(&mut out, message, media)?;
-                if let Some(calls) = message.tool_calls.filter(|c| c.truthy()) {
-                    tool_calls(&mut out, calls)?;
-                }
-                out.push_str(END);
-            }
+            thinking_messages(&mut out, variant, switches, &messages)?;
         }
     }
     if request.add_generation_prompt {
         out.push_str(GENERATION_PROMPT);
         if variant == Variant::K25 {
-            out.push_str(if thinking_off {
+            out.push_str(if switches.thinking_off {
                 "<think></think>"
             } else {
                 "<think>"
@@ -251,6 +190,107 @@ pub fn render(variant: Variant, request: &RenderRequest) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// K2.5's `chat_template_kwargs` switches (both false for the other variants).
+#[derive(Debug, Clone, Copy)]
+struct Switches {
+    thinking_off: bool,
+    preserve_thinking: bool,
+}
+
+impl Switches {
+    /// `thinking` (default true) is tested with `is false`; `preserve_thinking` (default false)
+    /// both for truth and with `is false`, so only booleans are rendered here (`None` otherwise).
+    fn read(variant: Variant, request: &RenderRequest) -> Option<Switches> {
+        let thinking_off = variant == Variant::K25 && request.kwarg_is_false("thinking");
+        let preserve_thinking = match (variant, request.kwarg("preserve_thinking")) {
+            (Variant::K25, Some(Value::Bool(preserve))) => *preserve,
+            (Variant::K25, Some(_)) => return None,
+            _ => false,
+        };
+        Some(Switches {
+            thinking_off,
+            preserve_thinking,
+        })
+    }
+}
+
+/// The built-in K2 template's message: header, content (then an assistant's tool calls), end.
+fn k2_message(out: &mut String, message: &Message) -> Option<()> {
+    header(out, message)?;
+    match (message.role, message.tool_calls) {
+        (Role::Assistant, Some(calls)) if calls.truthy() => {
+            content(out, message, MEDIA)?;
+            tool_calls(out, calls)?;
+        }
+        _ => plain_body(out, message, MEDIA)?,
+    }
+    out.push_str(END);
+    Some(())
+}
+
+/// K2-Thinking's and K2.5's messages: every assistant turn opens with `<think>…</think>`, empty
+/// in the history (up to the last assistant without tool calls) unless reasoning is preserved.
+fn thinking_messages(
+    out: &mut String,
+    variant: Variant,
+    switches: Switches,
+    messages: &[Message],
+) -> Option<()> {
+    let media = if variant == Variant::K25 {
+        K25_MEDIA
+    } else {
+        MEDIA
+    };
+    let history = if switches.preserve_thinking {
+        0
+    } else {
+        messages
+            .iter()
+            .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_some_and(Json::truthy))
+            .map_or(0, |last| last + 1)
+    };
+    for (i, message) in messages.iter().enumerate() {
+        header(out, message)?;
+        if message.role != Role::Assistant {
+            plain_body(out, message, media)?;
+            out.push_str(END);
+            continue;
+        }
+        let dropped = i < history || switches.thinking_off && !switches.preserve_thinking;
+        let reasoning = if dropped {
+            ""
+        } else {
+            reasoning_of(variant, message)?
+        };
+        out.push_str("<think>");
+        out.push_str(reasoning);
+        out.push_str("</think>");
+        content(out, message, media)?;
+        if let Some(calls) = message.tool_calls.filter(|c| c.truthy()) {
+            tool_calls(out, calls)?;
+        }
+        out.push_str(END);
+    }
+    Some(())
+}
+
+/// The reasoning an assistant turn renders when it is not dropped.
+fn reasoning_of<'a>(variant: Variant, message: &Message<'a>) -> Option<&'a str> {
+    if variant == Variant::K25 {
+        // `reasoning_content or reasoning or ''`
+        match truthy_text(message.reasoning_content)? {
+            Some(text) => Some(text),
+            None => Some(truthy_text(message.reasoning)?.unwrap_or_default()),
+        }
+    } else {
+        // `get('reasoning_content', '')`
+        match message.reasoning_content {
+            Some(text) => text.as_str(),
+            None => Some(""),
+        }
+    }
 }
 
 /// What the template writes between `tool_declare<|im_middle|>` and `<|im_end|>`: the

@@ -17,7 +17,8 @@ use serde_json::Value;
 
 use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
-use crate::completion::{Arguments, ToolCall};
+use crate::completion::Arguments;
+use crate::json::Json;
 use crate::model::native::{self, NativeTwin, RenderRequest, Role};
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, DumpOptions};
@@ -85,8 +86,10 @@ impl FamilyRules for DeepseekV3 {
         &SPEC
     }
 
+    /// DeepSeek's sentence markers in the template or tokenizer.
     fn detect(&self, _model_type: &str, tokenizer_config: &str, template: &str) -> bool {
-        detect(tokenizer_config, template)
+        let needle = "<｜begin▁of▁sentence｜>";
+        tokenizer_config.contains(needle) || template.contains(needle)
     }
 
     fn completion_text(
@@ -94,18 +97,8 @@ impl FamilyRules for DeepseekV3 {
         _thinking: bool,
         turn: &AssistantTurn,
     ) -> Option<Result<String, ModelError>> {
-        Some(Ok(completion_text(
-            &turn.content,
-            &turn.tool_calls,
-            turn.end_of_turn,
-        )))
+        Some(Ok(completion_text(turn)))
     }
-}
-
-/// DeepSeek's sentence markers in the template or tokenizer.
-pub fn detect(tokenizer_config: &str, template: &str) -> bool {
-    let needle = "<｜begin▁of▁sentence｜>";
-    tokenizer_config.contains(needle) || template.contains(needle)
 }
 
 /// The text a DeepSeek-V3 model generated for one turn after the generation prompt
@@ -113,11 +106,11 @@ pub fn detect(tokenizer_config: &str, template: &str) -> bool {
 /// calls separated by `\n`. Written natively because the published template renders tool calls
 /// only for `content: null` messages (which transformers 5 drops) and closes the block only after
 /// a second call.
-pub fn completion_text(content: &str, tool_calls: &[ToolCall], end_of_turn: bool) -> String {
-    let mut out = String::from(content);
-    if !tool_calls.is_empty() {
+pub fn completion_text(turn: &AssistantTurn) -> String {
+    let mut out = turn.content.clone();
+    if !turn.tool_calls.is_empty() {
         out.push_str(SECTION_BEGIN);
-        for (i, call) in tool_calls.iter().enumerate() {
+        for (i, call) in turn.tool_calls.iter().enumerate() {
             if i > 0 {
                 out.push('\n');
             }
@@ -137,7 +130,7 @@ pub fn completion_text(content: &str, tool_calls: &[ToolCall], end_of_turn: bool
         }
         out.push_str(SECTION_END);
     }
-    if end_of_turn {
+    if turn.end_of_turn {
         out.push_str(END_OF_SENTENCE);
     }
     out
@@ -189,26 +182,7 @@ pub fn render(request: &RenderRequest) -> Option<String> {
             Role::Assistant if message.content_null && message.tool_calls.is_some() => {
                 in_tool_outputs = false;
                 for call in message.tool_calls?.as_array()? {
-                    let call = call.as_object()?;
-                    let kind = call.get("type")?.as_str()?;
-                    let function = call.get("function")?.as_object()?;
-                    let name = function.get("name")?.as_str()?;
-                    let arguments = function.get("arguments")?.as_str()?;
-                    if calls_opened {
-                        out.push_str("\n<｜tool▁call▁begin｜>");
-                    } else {
-                        out.push_str("<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>");
-                    }
-                    out.push_str(kind);
-                    out.push_str("<｜tool▁sep｜>");
-                    out.push_str(name);
-                    out.push_str("\n```json\n");
-                    out.push_str(arguments);
-                    out.push_str("\n```<｜tool▁call▁end｜>");
-                    if calls_opened {
-                        out.push_str("<｜tool▁calls▁end｜>");
-                        out.push_str(END_OF_SENTENCE);
-                    }
+                    history_call(&mut out, call, calls_opened)?;
                     calls_opened = true;
                 }
             }
@@ -243,4 +217,30 @@ pub fn render(request: &RenderRequest) -> Option<String> {
         out.push_str(ASSISTANT);
     }
     Some(out)
+}
+
+/// One tool call of the history as the template writes it: the conversation's first call opens
+/// the assistant turn and the block, every later one closes the block and the turn after itself.
+fn history_call(out: &mut String, call: &Json, calls_opened: bool) -> Option<()> {
+    let call = call.as_object()?;
+    let kind = call.get("type")?.as_str()?;
+    let function = call.get("function")?.as_object()?;
+    let name = function.get("name")?.as_str()?;
+    let arguments = function.get("arguments")?.as_str()?;
+    if calls_opened {
+        out.push_str("\n<｜tool▁call▁begin｜>");
+    } else {
+        out.push_str("<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>");
+    }
+    out.push_str(kind);
+    out.push_str("<｜tool▁sep｜>");
+    out.push_str(name);
+    out.push_str("\n```json\n");
+    out.push_str(arguments);
+    out.push_str("\n```<｜tool▁call▁end｜>");
+    if calls_opened {
+        out.push_str("<｜tool▁calls▁end｜>");
+        out.push_str(END_OF_SENTENCE);
+    }
+    Some(())
 }

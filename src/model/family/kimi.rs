@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 
 use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
-use crate::completion::{Arguments, ToolCall};
+use crate::completion::Arguments;
 use crate::model::ModelError;
 use crate::pyjson::{self, DumpOptions};
 
@@ -61,48 +61,32 @@ pub const K2: FamilySpec = FamilySpec {
     distinctive_markers: DISTINCTIVE_MARKERS,
 };
 
+/// K2 with reasoning, which it always writes.
 pub const K2_THINKING: FamilySpec = FamilySpec {
     name: "kimi-k2-thinking",
-    detect_order: DETECT_ORDER,
     builtin_template: Some(include_str!("templates/kimi-k2-thinking.jinja")),
-    end_of_turn: Some(END_OF_TURN),
     reasoning_close: Some(THINK_END),
-    tool_section_begin: Some(SECTION_BEGIN),
-    thinking_switch: None,
     always_thinks: true,
-    syntax: Some(Syntax::Kimi),
-    detokenizer_spaces: true,
-    keeps_null_content_with_tool_calls: false,
-    template_ignores_tools: false,
     native_twins: render::K2_THINKING_TWINS,
     k2vv: K2vvThreshold {
         tool_call_f1_min: 0.73,
         basis: "K2-Thinking at temperature 1.0 (official minimum 75.81%)",
     },
-    tool_grammar: Some(TOOL_GRAMMAR),
-    distinctive_markers: DISTINCTIVE_MARKERS,
+    ..K2
 };
 
+/// K2-Thinking with thinking switched by `thinking` (on by default).
 pub const K25: FamilySpec = FamilySpec {
     name: "kimi-k2.5",
-    detect_order: DETECT_ORDER,
     builtin_template: Some(include_str!("templates/kimi-k2.5.jinja")),
-    end_of_turn: Some(END_OF_TURN),
-    reasoning_close: Some(THINK_END),
-    tool_section_begin: Some(SECTION_BEGIN),
     thinking_switch: Some(("thinking", true)),
     always_thinks: false,
-    syntax: Some(Syntax::Kimi),
-    detokenizer_spaces: true,
-    keeps_null_content_with_tool_calls: false,
-    template_ignores_tools: false,
     native_twins: render::K25_TWINS,
     k2vv: K2vvThreshold {
         tool_call_f1_min: 0.73,
         basis: "K2-Thinking's (none published for K2.5)",
     },
-    tool_grammar: Some(TOOL_GRAMMAR),
-    distinctive_markers: DISTINCTIVE_MARKERS,
+    ..K2_THINKING
 };
 
 /// Before Qwen3: Kimi's tokenizer also has ChatML's `<|im_start|>`.
@@ -167,15 +151,7 @@ impl FamilyRules for KimiRules {
         thinking: bool,
         turn: &AssistantTurn,
     ) -> Option<Result<String, ModelError>> {
-        Some(completion_text(
-            self.family(),
-            thinking,
-            turn.reasoning.as_deref(),
-            turn.reasoning_closed,
-            &turn.content,
-            &turn.tool_calls,
-            turn.end_of_turn,
-        ))
+        Some(completion_text(self.family(), thinking, turn))
     }
 
     fn native_tool_call_id(&self, name: &str, n: usize) -> Option<String> {
@@ -294,32 +270,29 @@ pub fn is_native_tool_call_id(id: &str) -> bool {
 pub fn completion_text(
     family: Family,
     thinking: bool,
-    reasoning: Option<&str>,
-    reasoning_closed: bool,
-    content: &str,
-    tool_calls: &[ToolCall],
-    end_of_turn: bool,
+    turn: &AssistantTurn,
 ) -> Result<String, ModelError> {
+    let reasoning = turn.reasoning.as_deref();
     let mut out = String::new();
     if family == Family::KIMI_K25 && thinking {
         // K2.5 with thinking: `<think>` is the last prompt token, the model starts with reasoning.
         out.push_str(reasoning.unwrap_or_default());
-        if reasoning_closed {
+        if turn.reasoning_closed {
             out.push_str(THINK_END);
         }
     } else if let (true, Some(reasoning)) = (family == Family::KIMI_K2_THINKING, reasoning) {
         // K2-Thinking writes its own `<think>`.
         out.push_str(THINK_BEGIN);
         out.push_str(reasoning);
-        if reasoning_closed {
+        if turn.reasoning_closed {
             out.push_str(THINK_END);
         }
     }
     // K2, K2.5 with thinking off (the prompt ends `<think></think>`), no reasoning: nothing.
-    out.push_str(content);
-    if !tool_calls.is_empty() {
+    out.push_str(&turn.content);
+    if !turn.tool_calls.is_empty() {
         out.push_str(SECTION_BEGIN);
-        for call in tool_calls {
+        for call in &turn.tool_calls {
             let id = call.id.as_deref().ok_or_else(|| {
                 ModelError::Other(format!(
                     "tool call {:?} has no id; Kimi needs its native id (functions.{}:N)",
@@ -340,7 +313,7 @@ pub fn completion_text(
         }
         out.push_str(SECTION_END);
     }
-    if end_of_turn {
+    if turn.end_of_turn {
         out.push_str(END_OF_TURN);
     }
     Ok(out)
@@ -349,6 +322,7 @@ pub fn completion_text(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::completion::ToolCall;
     use serde_json::json;
 
     #[test]
@@ -393,14 +367,34 @@ mod tests {
             arguments: Arguments::Raw("{\"city\":\"Paris\"}".into()),
             ..call.clone()
         };
-        let k25 = completion_text(Family::KIMI_K25, true, Some("r"), true, "c", &[call], true);
+        // The turn's fields in `AssistantTurn`'s order.
+        let turn = |reasoning: Option<&str>,
+                    reasoning_closed: bool,
+                    content: &str,
+                    tool_calls: &[ToolCall],
+                    end_of_turn: bool| AssistantTurn {
+            reasoning: reasoning.map(String::from),
+            reasoning_closed,
+            content: content.into(),
+            tool_calls: tool_calls.to_vec(),
+            end_of_turn,
+        };
+        let k25 = completion_text(
+            Family::KIMI_K25,
+            true,
+            &turn(Some("r"), true, "c", &[call], true),
+        );
         assert_eq!(
             k25.unwrap(),
             "r</think>c<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0\
              <|tool_call_argument_begin|>{\"city\": \"Paris\", \"n\": 1.0}<|tool_call_end|>\
              <|tool_calls_section_end|><|im_end|>"
         );
-        let inside = completion_text(Family::KIMI_K25, true, Some("r"), false, "", &[raw], false);
+        let inside = completion_text(
+            Family::KIMI_K25,
+            true,
+            &turn(Some("r"), false, "", &[raw], false),
+        );
         assert_eq!(
             inside.unwrap(),
             "r<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0\
@@ -409,24 +403,16 @@ mod tests {
         let k2t = completion_text(
             Family::KIMI_K2_THINKING,
             true,
-            Some("r"),
-            true,
-            "c",
-            &[],
-            true,
+            &turn(Some("r"), true, "c", &[], true),
         );
         assert_eq!(k2t.unwrap(), "<think>r</think>c<|im_end|>");
         let k2 = completion_text(
             Family::KIMI_K2,
             false,
-            Some("ignored"),
-            true,
-            "Four.",
-            &[],
-            true,
+            &turn(Some("ignored"), true, "Four.", &[], true),
         );
         assert_eq!(k2.unwrap(), "Four.<|im_end|>");
-        let off = completion_text(Family::KIMI_K25, false, None, false, "c", &[], true);
+        let off = completion_text(Family::KIMI_K25, false, &turn(None, false, "c", &[], true));
         assert_eq!(off.unwrap(), "c<|im_end|>");
     }
 }

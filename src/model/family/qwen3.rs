@@ -14,7 +14,7 @@
 
 use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
-use crate::completion::{Arguments, ToolCall};
+use crate::completion::Arguments;
 use crate::json::Json;
 use crate::model::native::{self, Message, NativeTwin, RenderRequest, Role};
 use crate::model::ModelError;
@@ -69,8 +69,10 @@ impl FamilyRules for Qwen3 {
         &SPEC
     }
 
+    /// ChatML with `<think>` in the template or tokenizer.
     fn detect(&self, _model_type: &str, tokenizer_config: &str, template: &str) -> bool {
-        detect(tokenizer_config, template)
+        let has = |needle: &str| tokenizer_config.contains(needle) || template.contains(needle);
+        has("<|im_start|>") && has("<think>")
     }
 
     fn completion_text(
@@ -78,21 +80,8 @@ impl FamilyRules for Qwen3 {
         thinking: bool,
         turn: &AssistantTurn,
     ) -> Option<Result<String, ModelError>> {
-        Some(Ok(completion_text(
-            thinking,
-            turn.reasoning.as_deref(),
-            turn.reasoning_closed,
-            &turn.content,
-            &turn.tool_calls,
-            turn.end_of_turn,
-        )))
+        Some(Ok(completion_text(thinking, turn)))
     }
-}
-
-/// ChatML with `<think>` in the template or tokenizer.
-pub fn detect(tokenizer_config: &str, template: &str) -> bool {
-    let has = |needle: &str| tokenizer_config.contains(needle) || template.contains(needle);
-    has("<|im_start|>") && has("<think>")
 }
 
 /// The text a Qwen3 model generated for one turn after the generation prompt: the inverse of
@@ -102,19 +91,13 @@ pub fn detect(tokenizer_config: &str, template: &str) -> bool {
 /// Fields as vLLM returns them are written back verbatim; fields a provider stripped (reasoning
 /// not starting with `\n`, content not starting with `\n`) are laid out as the template writes
 /// them (`<think>\n…\n</think>\n\n`, `\n` before the first tool call after text).
-pub fn completion_text(
-    thinking: bool,
-    reasoning: Option<&str>,
-    reasoning_closed: bool,
-    content: &str,
-    tool_calls: &[ToolCall],
-    end_of_turn: bool,
-) -> String {
+pub fn completion_text(thinking: bool, turn: &AssistantTurn) -> String {
+    let content = turn.content.as_str();
     let mut out = String::new();
     let mut content_stripped = false;
     if thinking {
         out.push_str(THINK_OPEN);
-        match reasoning {
+        match turn.reasoning.as_deref() {
             Some(r) if r.starts_with('\n') => out.push_str(r),
             Some(r) => {
                 out.push('\n');
@@ -123,7 +106,7 @@ pub fn completion_text(
             }
             None => out.push_str("\n\n"),
         }
-        if !reasoning_closed {
+        if !turn.reasoning_closed {
             return out;
         }
         out.push_str(THINK_CLOSE);
@@ -133,7 +116,7 @@ pub fn completion_text(
         }
     }
     out.push_str(content);
-    for (i, call) in tool_calls.iter().enumerate() {
+    for (i, call) in turn.tool_calls.iter().enumerate() {
         if i > 0 || (content_stripped && !content.is_empty()) {
             out.push('\n');
         }
@@ -146,7 +129,7 @@ pub fn completion_text(
         }
         out.push_str("}\n</tool_call>");
     }
-    if end_of_turn {
+    if turn.end_of_turn {
         out.push_str(END_OF_TURN);
     }
     out

@@ -15,6 +15,19 @@ use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
 use std::fmt;
 
+/// Python's truth value of a `serde_json::Value` (what `if x:` tests: `{}`, `[]`, `""`, `0`,
+/// `false`, `null` are false), the rule [`Json::truthy`] applies to a [`Json`].
+pub fn python_truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
 /// A JSON value whose strings may borrow from the parsed text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Json<'a> {

@@ -80,6 +80,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "completion",
             "dataset",
             "journal",
+            "json",
             "model",
             "reconstruct",
             "server",

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::declared::Declared;
 use crate::completion::Arguments;
+use crate::json::python_truthy;
 
 /// Why a call's arguments do not fit.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,18 +153,6 @@ pub fn k2vv_call_valid(
         return false;
     };
     schemas.fits(schema, &value).unwrap_or(false)
-}
-
-/// Python's truth value of a JSON value (`{}`, `[]`, `""`, `0`, `false`, `null` are false).
-fn python_truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 
+use crate::json::python_truthy;
 use crate::pyjson::{self, DumpOptions};
 
 const INDENT: &str = "  ";
@@ -53,7 +54,7 @@ pub fn encode_tools(tools: &[Value]) -> Result<String, TsError> {
             continue;
         }
         match tool.get("function") {
-            Some(function) if truthy(function) => functions.push(function_to_ts(function)?),
+            Some(function) if python_truthy(function) => functions.push(function_to_ts(function)?),
             _ => {}
         }
     }
@@ -78,7 +79,7 @@ fn function_to_ts(function: &Value) -> Result<String, TsError> {
     let mut registry = Registry::default();
     let empty = Value::Object(Default::default());
     let parameters = match function.get("parameters") {
-        Some(p) if truthy(p) => p,
+        Some(p) if python_truthy(p) => p,
         _ => &empty,
     };
     let parsed = Object::parse(parameters, &mut registry)?;
@@ -105,7 +106,7 @@ fn function_to_ts(function: &Value) -> Result<String, TsError> {
     for (name, schema) in &definitions {
         let body = parse_type(schema, &mut registry)?.to_ts("")?;
         let description = match schema.get("description") {
-            Some(d) if truthy(d) => format!("{}\n", format_description(as_text(d)?, "")),
+            Some(d) if python_truthy(d) => format!("{}\n", format_description(as_text(d)?, "")),
             _ => String::new(),
         };
         interfaces.push(format!("{description}interface {name} {body}"));
@@ -120,7 +121,7 @@ fn function_to_ts(function: &Value) -> Result<String, TsError> {
         None => format!("type {name} = (_: {}) => any;", parsed.to_ts("")?),
     };
     let description = match function.get("description") {
-        Some(d) if truthy(d) => format_description(as_text(d)?, ""),
+        Some(d) if python_truthy(d) => format_description(as_text(d)?, ""),
         _ => String::new(),
     };
     let parts = [interfaces.join("\n"), description, type_def];
@@ -140,7 +141,7 @@ struct Registry {
 
 impl Registry {
     fn register(&mut self, defs: &Value) -> Result<(), TsError> {
-        if !truthy(defs) {
+        if !python_truthy(defs) {
             return Ok(());
         }
         let Some(defs) = defs.as_object() else {
@@ -179,7 +180,10 @@ struct Doc {
 
 impl Doc {
     fn new(schema: &Value, allowed: &[&str]) -> Self {
-        let description = schema.get("description").filter(|d| truthy(d)).cloned();
+        let description = schema
+            .get("description")
+            .filter(|d| python_truthy(d))
+            .cloned();
         let mut constraints: Vec<(String, Value)> = schema
             .as_object()
             .map(|o| {
@@ -331,7 +335,7 @@ fn parse_type(schema: &Value, registry: &mut Registry) -> Result<Type, TsError> 
             }
             Value::String(ty) if ty == "array" => {
                 let item = match object.get("items") {
-                    Some(items) if truthy(items) => parse_type(items, registry)?,
+                    Some(items) if python_truthy(items) => parse_type(items, registry)?,
                     _ => Type::any(),
                 };
                 Ok(Type::Array(
@@ -423,7 +427,7 @@ impl Object {
         };
         let map = match schema {
             Value::Object(map) => map,
-            other if !truthy(other) => return Ok(object),
+            other if !python_truthy(other) => return Ok(object),
             other => return err(format!("parameters is not an object: {other}")),
         };
         if map.is_empty() {
@@ -538,18 +542,6 @@ fn as_text(value: &Value) -> Result<&str, TsError> {
     value
         .as_str()
         .ok_or_else(|| TsError(format!("description is not a string: {value}")))
-}
-
-/// Python truthiness of a JSON value.
-fn truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
 }
 
 /// Python `str()` of a JSON value.

@@ -24,7 +24,7 @@ mod shards;
 
 pub use info::{BuildInfo, Counts, FileHash, ModelInfo};
 pub use policy::{reason, LengthPolicy, OverLength, Policies, Verdict};
-pub use reader::{BuildDir, BuildDirError, TokenRow};
+pub use reader::{BuildDir, FileError, TokenColumns, TokenRow};
 pub use row::{read_request, row_of, BuiltRow, ReadRecord, Row, RowMeta};
 pub use shards::{record_batch, schema, ShardInfo, ShardLimits};
 

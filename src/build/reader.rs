@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt32Type, UInt8Type};
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, ListArray, RecordBatch, StringArray};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
-/// Why a build directory could not be read. Every variant names the file it is about.
+/// Why a file could not be read or written: a build directory's (here) or an export's. Every
+/// variant names the file it is about.
 #[derive(Debug, thiserror::Error)]
-pub enum BuildDirError {
+pub enum FileError {
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -27,15 +28,15 @@ pub enum BuildDirError {
     Format { path: PathBuf, message: String },
 }
 
-impl BuildDirError {
-    fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        BuildDirError::Io {
+impl FileError {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        FileError::Io {
             path: path.into(),
             source,
         }
     }
-    fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        BuildDirError::Format {
+    pub fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        FileError::Format {
             path: path.into(),
             message: message.into(),
         }
@@ -66,13 +67,13 @@ pub struct TokenRow<'a> {
 impl BuildDir {
     /// Open `dir`: read `build.json` when present and find the shards (those `build.json`
     /// lists, else every `samples-*.parquet`, sorted by name).
-    pub fn open(dir: &Path) -> Result<BuildDir, BuildDirError> {
+    pub fn open(dir: &Path) -> Result<BuildDir, FileError> {
         let manifest = dir.join("build.json");
         let build_json = match std::fs::read(&manifest) {
             Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| BuildDirError::format(&manifest, format!("not JSON: {e}")))?,
+                .map_err(|e| FileError::format(&manifest, format!("not JSON: {e}")))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Value::Null,
-            Err(e) => return Err(BuildDirError::io(&manifest, e)),
+            Err(e) => return Err(FileError::io(&manifest, e)),
         };
         let listed: Option<Vec<PathBuf>> = build_json["shards"].as_array().map(|shards| {
             shards
@@ -84,7 +85,7 @@ impl BuildDir {
         let shards = match listed {
             Some(list) if !list.is_empty() => list,
             _ => {
-                let entries = std::fs::read_dir(dir).map_err(|e| BuildDirError::io(dir, e))?;
+                let entries = std::fs::read_dir(dir).map_err(|e| FileError::io(dir, e))?;
                 let mut found: Vec<PathBuf> = entries
                     .filter_map(|e| e.ok().map(|e| e.path()))
                     .filter(|p| {
@@ -98,7 +99,7 @@ impl BuildDir {
             }
         };
         if shards.is_empty() {
-            return Err(BuildDirError::format(
+            return Err(FileError::format(
                 dir,
                 "no samples-*.parquet shards: is this a `draftgen build` output directory?",
             ));
@@ -119,7 +120,7 @@ impl BuildDir {
     pub fn for_each<F, E>(&self, mut f: F) -> Result<u64, E>
     where
         F: FnMut(TokenRow<'_>) -> Result<(), E>,
-        E: From<BuildDirError>,
+        E: From<FileError>,
     {
         let mut rows = 0u64;
         let columns = Some(&["id", "input_ids", "loss_mask"][..]);
@@ -141,7 +142,7 @@ impl BuildDir {
     ) -> Result<(), E>
     where
         F: FnMut(&Path, u64, &RecordBatch) -> Result<(), E>,
-        E: From<BuildDirError>,
+        E: From<FileError>,
     {
         for shard in &self.shards {
             let mut row = 0u64;
@@ -155,8 +156,8 @@ impl BuildDir {
     }
 }
 
-fn parquet_error(path: &Path, e: impl std::fmt::Display) -> BuildDirError {
-    BuildDirError::Parquet {
+fn parquet_error(path: &Path, e: impl std::fmt::Display) -> FileError {
+    FileError::Parquet {
         path: path.to_path_buf(),
         message: e.to_string(),
     }
@@ -167,8 +168,8 @@ fn shard_batches(
     path: &Path,
     columns: Option<&[&str]>,
     batch_rows: usize,
-) -> Result<ParquetRecordBatchReader, BuildDirError> {
-    let file = File::open(path).map_err(|e| BuildDirError::io(path, e))?;
+) -> Result<ParquetRecordBatchReader, FileError> {
+    let file = File::open(path).map_err(|e| FileError::io(path, e))?;
     let mut builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(path, e))?;
     if let Some(wanted) = columns {
@@ -178,7 +179,7 @@ fn shard_batches(
                 builder
                     .schema()
                     .index_of(name)
-                    .map_err(|_| BuildDirError::format(path, format!("no `{name}` column")))
+                    .map_err(|_| FileError::format(path, format!("no `{name}` column")))
             })
             .collect::<Result<_, _>>()?;
         let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
@@ -193,47 +194,90 @@ fn shard_batches(
 fn visit_batch<F, E>(path: &Path, first_row: u64, batch: &RecordBatch, f: &mut F) -> Result<u64, E>
 where
     F: FnMut(TokenRow<'_>) -> Result<(), E>,
-    E: From<BuildDirError>,
+    E: From<FileError>,
 {
-    let column = |name: &str| {
-        batch
-            .column_by_name(name)
-            .ok_or_else(|| BuildDirError::format(path, format!("no `{name}` column")))
-    };
-    let ids = column("id")?
-        .as_string_opt::<i32>()
-        .ok_or_else(|| BuildDirError::format(path, "`id` is not Utf8"))?;
-    let input_ids = column("input_ids")?
-        .as_list_opt::<i32>()
-        .ok_or_else(|| BuildDirError::format(path, "`input_ids` is not List<UInt32>"))?;
-    let loss_mask = column("loss_mask")?
-        .as_list_opt::<i32>()
-        .ok_or_else(|| BuildDirError::format(path, "`loss_mask` is not List<UInt8>"))?;
-    let id_values = input_ids
-        .values()
-        .as_primitive_opt::<UInt32Type>()
-        .ok_or_else(|| BuildDirError::format(path, "`input_ids` items are not UInt32"))?
-        .values();
-    let mask_values = loss_mask
-        .values()
-        .as_primitive_opt::<UInt8Type>()
-        .ok_or_else(|| BuildDirError::format(path, "`loss_mask` items are not UInt8"))?
-        .values();
-    let id_offsets = input_ids.value_offsets();
-    let mask_offsets = loss_mask.value_offsets();
+    let columns = TokenColumns::of(path, first_row, batch)?;
     for i in 0..batch.num_rows() {
-        let at = || format!("row {}", first_row + i as u64);
-        if ids.is_null(i) || input_ids.is_null(i) || loss_mask.is_null(i) {
-            return Err(BuildDirError::format(
+        f(columns.row(i)?)?;
+    }
+    Ok(batch.num_rows() as u64)
+}
+
+/// The `id`, `input_ids` and `loss_mask` columns of one record batch of a shard, read row by
+/// row; every error names the shard and the shard's row.
+pub struct TokenColumns<'a> {
+    path: &'a Path,
+    first_row: u64,
+    ids: &'a StringArray,
+    input_ids: &'a ListArray,
+    loss_mask: &'a ListArray,
+    id_values: &'a [u32],
+    mask_values: &'a [u8],
+}
+
+impl<'a> TokenColumns<'a> {
+    /// The columns of `batch`, which starts at row `first_row` of the shard at `path`.
+    pub fn of(
+        path: &'a Path,
+        first_row: u64,
+        batch: &'a RecordBatch,
+    ) -> Result<TokenColumns<'a>, FileError> {
+        let column = |name: &str| {
+            batch
+                .column_by_name(name)
+                .ok_or_else(|| FileError::format(path, format!("no `{name}` column")))
+        };
+        let ids = column("id")?
+            .as_string_opt::<i32>()
+            .ok_or_else(|| FileError::format(path, "`id` is not Utf8"))?;
+        let input_ids = column("input_ids")?
+            .as_list_opt::<i32>()
+            .ok_or_else(|| FileError::format(path, "`input_ids` is not List<UInt32>"))?;
+        let loss_mask = column("loss_mask")?
+            .as_list_opt::<i32>()
+            .ok_or_else(|| FileError::format(path, "`loss_mask` is not List<UInt8>"))?;
+        let id_values = input_ids
+            .values()
+            .as_primitive_opt::<UInt32Type>()
+            .ok_or_else(|| FileError::format(path, "`input_ids` items are not UInt32"))?
+            .values();
+        let mask_values = loss_mask
+            .values()
+            .as_primitive_opt::<UInt8Type>()
+            .ok_or_else(|| FileError::format(path, "`loss_mask` items are not UInt8"))?
+            .values();
+        Ok(TokenColumns {
+            path,
+            first_row,
+            ids,
+            input_ids,
+            loss_mask,
+            id_values,
+            mask_values,
+        })
+    }
+
+    /// "row N" of the shard, for the batch's row `i`.
+    pub fn at(&self, i: usize) -> String {
+        format!("row {}", self.first_row + i as u64)
+    }
+
+    /// The batch's row `i`: an id, and ids and a mask of the same length, the mask all 0s and 1s.
+    pub fn row(&self, i: usize) -> Result<TokenRow<'a>, FileError> {
+        let at = || self.at(i);
+        let path = self.path;
+        if self.ids.is_null(i) || self.input_ids.is_null(i) || self.loss_mask.is_null(i) {
+            return Err(FileError::format(
                 path,
                 format!("{}: a null id, input_ids or loss_mask", at()),
-            )
-            .into());
+            ));
         }
-        let ids_row = &id_values[id_offsets[i] as usize..id_offsets[i + 1] as usize];
-        let mask_row = &mask_values[mask_offsets[i] as usize..mask_offsets[i + 1] as usize];
+        let id_offsets = self.input_ids.value_offsets();
+        let mask_offsets = self.loss_mask.value_offsets();
+        let ids_row = &self.id_values[id_offsets[i] as usize..id_offsets[i + 1] as usize];
+        let mask_row = &self.mask_values[mask_offsets[i] as usize..mask_offsets[i + 1] as usize];
         if ids_row.len() != mask_row.len() {
-            return Err(BuildDirError::format(
+            return Err(FileError::format(
                 path,
                 format!(
                     "{}: input_ids has {} tokens but loss_mask {}",
@@ -241,21 +285,18 @@ where
                     ids_row.len(),
                     mask_row.len()
                 ),
-            )
-            .into());
+            ));
         }
         if let Some(bad) = mask_row.iter().find(|&&m| m > 1) {
-            return Err(BuildDirError::format(
+            return Err(FileError::format(
                 path,
                 format!("{}: loss_mask value {bad} is not 0 or 1", at()),
-            )
-            .into());
+            ));
         }
-        f(TokenRow {
-            id: ids.value(i),
+        Ok(TokenRow {
+            id: self.ids.value(i),
             input_ids: ids_row,
             loss_mask: mask_row,
-        })?;
+        })
     }
-    Ok(batch.num_rows() as u64)
 }

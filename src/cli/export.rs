@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::UsageError;
-use crate::build::{BuildDir, BuildDirError};
+use crate::build::{BuildDir, FileError};
 use crate::export::vocab::{self, Rule, TokenCounts, VocabMap};
 use crate::export::{specforge, speculators, ExportError};
 
@@ -65,7 +65,7 @@ fn open(samples: &Path) -> anyhow::Result<BuildDir> {
 
 fn usage(e: ExportError) -> anyhow::Error {
     match e {
-        ExportError::Io { .. } | ExportError::BuildDir(BuildDirError::Io { .. }) => e.into(),
+        ExportError::File(FileError::Io { .. }) => e.into(),
         other => UsageError(other.to_string()).into(),
     }
 }

@@ -18,38 +18,23 @@ pub mod vocab;
 
 use std::path::PathBuf;
 
-use crate::build::BuildDirError;
+use crate::build::FileError;
 
-/// Why an export stopped. Every variant names the file it is about.
+/// Why an export stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: {message}")]
-    Parquet { path: PathBuf, message: String },
-    #[error("{path}: {message}")]
-    Format { path: PathBuf, message: String },
+    /// A file that could not be read or written (the build's or one the export writes).
+    #[error(transparent)]
+    File(#[from] FileError),
     #[error("{0}")]
     Invalid(String),
-    #[error(transparent)]
-    BuildDir(#[from] BuildDirError),
 }
 
 impl ExportError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        ExportError::Io {
-            path: path.into(),
-            source,
-        }
+        ExportError::File(FileError::io(path, source))
     }
     pub(crate) fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        ExportError::Format {
-            path: path.into(),
-            message: message.into(),
-        }
+        ExportError::File(FileError::format(path, message))
     }
 }

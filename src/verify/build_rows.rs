@@ -12,11 +12,10 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{UInt32Type, UInt8Type};
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, RecordBatch, StringArray};
 
 use super::VerifyError;
-use crate::build::BuildDir;
+use crate::build::{BuildDir, FileError, TokenColumns};
 use crate::journal::{RecordReader, Status, JOURNAL_DIR};
 use crate::reconstruct::FidelityClass;
 
@@ -98,83 +97,52 @@ pub fn for_each_batch(
     mut f: impl FnMut(Vec<BuildRow>) -> Result<(), VerifyError>,
 ) -> Result<(), VerifyError> {
     let build = BuildDir::open(dir).map_err(|e| VerifyError::Input(e.to_string()))?;
-    build.for_each_batch(None, BATCH_ROWS, |shard, _, batch| {
-        let rows =
-            rows_of(batch).map_err(|e| VerifyError::Input(format!("{}: {e}", shard.display())))?;
-        f(rows)
+    build.for_each_batch(None, BATCH_ROWS, |shard, first_row, batch| {
+        f(rows_of(shard, first_row, batch)?)
     })
 }
 
-fn rows_of(batch: &RecordBatch) -> Result<Vec<BuildRow>, String> {
-    let column = |name: &str| {
+/// The rows of `batch`, which starts at row `first_row` of the shard at `shard`.
+fn rows_of(shard: &Path, first_row: u64, batch: &RecordBatch) -> Result<Vec<BuildRow>, FileError> {
+    let tokens = TokenColumns::of(shard, first_row, batch)?;
+    let strings = |name: &str| {
         batch
             .column_by_name(name)
-            .ok_or_else(|| format!("no `{name}` column"))
-    };
-    let strings = |name: &str| {
-        column(name)?
+            .ok_or_else(|| FileError::format(shard, format!("no `{name}` column")))?
             .as_string_opt::<i32>()
-            .ok_or_else(|| format!("`{name}` is not Utf8"))
-            .cloned()
+            .ok_or_else(|| FileError::format(shard, format!("`{name}` is not Utf8")))
     };
-    let ids = strings("id")?;
     let sources = strings("source")?;
     let providers = strings("provider")?;
     let classes = strings("fidelity_class")?;
-    let input_ids = column("input_ids")?
-        .as_list_opt::<i32>()
-        .ok_or("`input_ids` is not a list")?
-        .clone();
-    let masks = column("loss_mask")?
-        .as_list_opt::<i32>()
-        .ok_or("`loss_mask` is not a list")?
-        .clone();
-    let id_values = input_ids
-        .values()
-        .as_primitive_opt::<UInt32Type>()
-        .ok_or("`input_ids` items are not UInt32")?
-        .values()
-        .clone();
-    let mask_values = masks
-        .values()
-        .as_primitive_opt::<UInt8Type>()
-        .ok_or("`loss_mask` items are not UInt8")?
-        .values()
-        .clone();
-    let opt =
-        |a: &arrow_array::StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_string());
+    let opt = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_string());
     let mut rows = Vec::with_capacity(batch.num_rows());
     for i in 0..batch.num_rows() {
-        let (a, b) = (
-            input_ids.value_offsets()[i] as usize,
-            input_ids.value_offsets()[i + 1] as usize,
-        );
-        let (ma, mb) = (
-            masks.value_offsets()[i] as usize,
-            masks.value_offsets()[i + 1] as usize,
-        );
-        let ids_row = &id_values[a..b];
-        let mask_row = &mask_values[ma..mb];
-        if ids_row.len() != mask_row.len() {
-            return Err(format!("row {i}: input_ids and loss_mask differ in length"));
-        }
+        let row = tokens.row(i)?;
         let class_name = classes.value(i);
         let fidelity = FidelityClass::ALL
             .into_iter()
             .find(|c| c.name() == class_name)
-            .ok_or_else(|| format!("row {i}: unknown fidelity class {class_name:?}"))?;
+            .ok_or_else(|| {
+                FileError::format(
+                    shard,
+                    format!("{}: unknown fidelity class {class_name:?}", tokens.at(i)),
+                )
+            })?;
         rows.push(BuildRow {
-            id: ids.value(i).to_string(),
-            source: opt(&sources, i),
-            provider: opt(&providers, i),
+            id: row.id.to_string(),
+            source: opt(sources, i),
+            provider: opt(providers, i),
             fidelity,
-            prompt_len: mask_row
+            prompt_len: row
+                .loss_mask
                 .iter()
                 .position(|&m| m == 1)
-                .unwrap_or(mask_row.len()),
-            completion: ids_row
+                .unwrap_or(row.loss_mask.len()),
+            completion: row
+                .input_ids
                 .iter()
-                .zip(mask_row)
+                .zip(row.loss_mask)
                 .filter(|(_, &m)| m == 1)
                 .map(|(&id, _)| id)
                 .collect(),

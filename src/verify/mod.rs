@@ -39,7 +39,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::build::conversation::{Pending, TurnRecord};
-use crate::build::{read_sources, BuildDirError, RunSettings};
+use crate::build::{read_sources, FileError, RunSettings};
 use crate::journal::{Record, RecordReader, RunDir, Status, JOURNAL_DIR, MANIFEST_FILE};
 use crate::model::Profile;
 use crate::reconstruct::FidelityClass;
@@ -68,10 +68,10 @@ pub enum VerifyError {
 }
 
 /// A build directory's shards that cannot be read: the same messages verify gives its own input.
-impl From<BuildDirError> for VerifyError {
-    fn from(e: BuildDirError) -> VerifyError {
+impl From<FileError> for VerifyError {
+    fn from(e: FileError) -> VerifyError {
         match e {
-            BuildDirError::Io { path, source } => VerifyError::Io {
+            FileError::Io { path, source } => VerifyError::Io {
                 path: path.display().to_string(),
                 source,
             },

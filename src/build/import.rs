@@ -26,7 +26,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::BuildError;
+use super::{for_each_prompt_line, BuildError};
 use crate::dataset::Prompt;
 use crate::journal::record::Origin;
 use crate::journal::record::{IMPORTED_RUN_ENDPOINT, IMPORT_ENDPOINT_PREFIX};
@@ -139,22 +139,13 @@ struct Prompts {
 }
 
 fn read_prompts(path: &Path) -> Result<Prompts, BuildError> {
-    let file = File::open(path).map_err(|e| BuildError::io(path, e))?;
     let mut list = Vec::new();
     let mut by_id = HashMap::new();
-    for (number, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| BuildError::io(path, e))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let prompt: Prompt = serde_json::from_str(&line).map_err(|e| BuildError::BadInput {
-            path: path.display().to_string(),
-            line: number + 1,
-            message: format!("{e} (expected a prompt line written by `draftgen prepare`)"),
-        })?;
+    let expected = "a prompt line written by `draftgen prepare`";
+    for_each_prompt_line(path, expected, |prompt: Prompt| {
         by_id.entry(prompt.id.clone()).or_insert(list.len());
         list.push(prompt);
-    }
+    })?;
     Ok(Prompts { list, by_id })
 }
 

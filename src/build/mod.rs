@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use rayon::prelude::*;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::api::ServerKind;
@@ -524,21 +525,34 @@ pub fn read_sources(path: &Path) -> Result<HashMap<String, String>, BuildError> 
         #[serde(default)]
         source: Option<String>,
     }
-    let file = File::open(path).map_err(|e| BuildError::io(path, e))?;
     let mut sources = HashMap::new();
+    for_each_prompt_line(path, "a prompt line with an `id`", |line: Line| {
+        if let Some(source) = line.source {
+            sources.insert(line.id, source);
+        }
+    })?;
+    Ok(sources)
+}
+
+/// Every non-blank line of the prompts file `path` as a `T`, in file order; a line that is not
+/// one stops the read with `BadInput` saying what was `expected`.
+pub(crate) fn for_each_prompt_line<T: DeserializeOwned>(
+    path: &Path,
+    expected: &str,
+    mut f: impl FnMut(T),
+) -> Result<(), BuildError> {
+    let file = File::open(path).map_err(|e| BuildError::io(path, e))?;
     for (index, line) in BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| BuildError::io(path, e))?;
         if line.trim().is_empty() {
             continue;
         }
-        let parsed: Line = serde_json::from_str(&line).map_err(|e| BuildError::BadInput {
+        let parsed: T = serde_json::from_str(&line).map_err(|e| BuildError::BadInput {
             path: path.display().to_string(),
             line: index + 1,
-            message: format!("{e} (expected a prompt line with an `id`)"),
+            message: format!("{e} (expected {expected})"),
         })?;
-        if let Some(source) = parsed.source {
-            sources.insert(parsed.id, source);
-        }
+        f(parsed);
     }
-    Ok(sources)
+    Ok(())
 }

@@ -11,13 +11,7 @@ impl RunConfig {
         self.validate_concurrency()?;
         self.validate_timeouts_and_retry()?;
         self.validate_budget()?;
-        if !(self.grace_s.is_finite() && self.grace_s >= 0.0 && self.grace_s < 1e7) {
-            return Err(invalid(
-                "grace_s",
-                "must be a non-negative number of seconds",
-            ));
-        }
-        Ok(())
+        non_negative_seconds("grace_s", self.grace_s)
     }
 
     fn validate_endpoints(&self) -> Result<(), ConfigError> {
@@ -128,13 +122,7 @@ impl RunConfig {
         if self.retry.max_attempts == 0 {
             return Err(invalid("retry.max_attempts", "must be at least 1"));
         }
-        if !(self.retry.cap_s.is_finite() && self.retry.cap_s >= 0.0 && self.retry.cap_s < 1e7) {
-            return Err(invalid(
-                "retry.cap_s",
-                "must be a non-negative number of seconds",
-            ));
-        }
-        Ok(())
+        non_negative_seconds("retry.cap_s", self.retry.cap_s)
     }
 
     fn validate_budget(&self) -> Result<(), ConfigError> {
@@ -151,5 +139,14 @@ impl RunConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// A duration setting that may be zero: finite, not negative, and below 10^7 s.
+fn non_negative_seconds(key: &str, seconds: f64) -> Result<(), ConfigError> {
+    if (0.0..1e7).contains(&seconds) {
+        Ok(())
+    } else {
+        Err(invalid(key, "must be a non-negative number of seconds"))
     }
 }

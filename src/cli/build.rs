@@ -4,11 +4,12 @@
 //! records could not be built or journal lines were unreadable (the rest is written, the summary
 //! names them); 2 bad flags, no such run or model.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::model_args::ModelArgs;
-use super::UsageError;
+use super::{finished, print_json, UsageError};
 use crate::build::{
     self, BuildConfig, BuildError, BuildSummary, LengthPolicy, OverLength, Policies, ShardLimits,
 };
@@ -105,13 +106,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     print_human(&summary, &config.policies);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        print_json(&summary)?;
     }
-    Ok(if summary.all_ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(finished(summary.all_ok()))
 }
 
 fn print_human(s: &BuildSummary, policies: &Policies) {
@@ -122,19 +119,9 @@ fn print_human(s: &BuildSummary, policies: &Policies) {
         c.samples, c.records, dropped, c.prompt_tokens, c.completion_tokens
     );
     if !c.dropped_by_reason.is_empty() {
-        let reasons: Vec<String> = c
-            .dropped_by_reason
-            .iter()
-            .map(|(reason, n)| format!("{reason}={n}"))
-            .collect();
-        eprintln!("  dropped: {}", reasons.join(" "));
+        eprintln!("  dropped: {}", tally(&c.dropped_by_reason));
     }
-    let classes: Vec<String> = c
-        .per_fidelity_class
-        .iter()
-        .map(|(class, n)| format!("{class}={n}"))
-        .collect();
-    eprintln!("  kept by fidelity class: {}", classes.join(" "));
+    eprintln!("  kept by fidelity class: {}", tally(&c.per_fidelity_class));
     let dropped_classes: Vec<&str> = policies.drop_classes.iter().map(|c| c.name()).collect();
     eprintln!(
         "  policies: length answers {}, fidelity classes dropped: {}, max length {}",
@@ -183,4 +170,13 @@ fn print_human(s: &BuildSummary, policies: &Policies) {
         files.join(", "),
         build::BUILD_JSON
     );
+}
+
+/// `name=count` for each entry, space-separated.
+fn tally(counts: &BTreeMap<String, u64>) -> String {
+    let entries: Vec<String> = counts
+        .iter()
+        .map(|(name, n)| format!("{name}={n}"))
+        .collect();
+    entries.join(" ")
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::UsageError;
+use super::{finished, print_json, UsageError};
 use crate::api::ServerKind;
 use crate::config::{Overrides, RunConfig};
 use crate::engine::{self, class_name, ProgressMode, RunOptions, RunSummary, Shutdown, StopReason};
@@ -132,13 +132,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     print_human(&summary);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        print_json(&summary)?;
     }
-    Ok(if summary.all_ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(finished(summary.all_ok()))
 }
 
 /// The run's configuration: the file (if any) under the command line's settings, validated.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::model_args::ModelArgs;
-use super::UsageError;
+use super::{finished, print_json, UsageError};
 use crate::build::import::{import, MatchBy};
 use crate::build::BuildError;
 
@@ -65,11 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("  error: {error}");
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        print_json(&summary)?;
     }
-    Ok(if summary.errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(finished(summary.errors.is_empty()))
 }

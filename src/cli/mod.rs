@@ -95,6 +95,22 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The exit code of a command that ran to its end: 0 when it did all it was asked, else 1 (it
+/// has said what failed).
+fn finished(all_ok: bool) -> ExitCode {
+    if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `--json`: a command's summary as pretty JSON on stdout.
+fn print_json(summary: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(summary)?);
+    Ok(())
+}
+
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("DRAFTGEN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));

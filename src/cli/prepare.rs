@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::cli::UsageError;
+use crate::cli::{print_json, UsageError};
 use crate::dataset::reader::DEFAULT_MAX_LINE_BYTES;
 use crate::dataset::{self, DatasetError, Format, PrepareOptions, PrepareReport, Shard};
 
@@ -121,7 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        print_json(&report)?;
     } else {
         eprint!("{}", summary_table(&report));
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::model_args::ModelArgs;
-use super::UsageError;
+use super::{finished, UsageError};
 use crate::api::{ApiKey, Client, ClientConfig, Endpoint, Timeouts};
 use crate::dataset::Prompt;
 use crate::probe::{self, ProbeOptions, Target};
@@ -156,11 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })?;
     print_report(&report, args.json)?;
     let answered = report.targets.iter().any(|t| t.answered > 0);
-    Ok(if answered {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(finished(answered))
 }
 
 /// `--timeout` bounds each request as a whole; connecting gets at most 10 s of it.

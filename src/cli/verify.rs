@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::model_args::ModelArgs;
-use super::UsageError;
+use super::{finished, print_json, UsageError};
 use crate::reconstruct::FidelityClass;
 use crate::verify::{self, GroupFigures, VerifyConfig, VerifyError, VerifyReport};
 
@@ -84,15 +84,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     if args.json {
         eprint!("{text}");
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        print_json(&report)?;
     } else {
         print!("{text}");
     }
-    Ok(if report.gate.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(finished(report.gate.ok))
 }
 
 fn red(text: &str, colour: bool) -> String {

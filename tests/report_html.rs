@@ -104,6 +104,11 @@ fn report_renders_in_headless_chromium_with_no_console_errors() {
     ] {
         assert!(html.contains(section), "missing {section:?}");
     }
+    assert_eq!(
+        html.matches("<h2>Tool calls</h2>").count(),
+        1,
+        "one tool-call section"
+    );
     assert!(html.matches("<svg").count() >= 10, "plots, not only tables");
 
     let Some(browser) = chromium() else {

@@ -91,17 +91,9 @@ pub fn render(r: &VerifyReport) -> String {
     providers(&mut s, r);
     groups_table(&mut s, "Per dataset (source)", &r.by_source);
     groups_table(&mut s, "Per provider", &r.by_provider);
-    let tools = r.tool_calls.html_section();
-    s.push_str("<h2>Tool calls</h2>");
-    if tools.trim().is_empty() {
-        s.push_str(r#"<p class="muted">No tool-call audit in this report.</p>"#);
-    } else {
-        // The audit's own self-contained fragment (`ToolAudit::html_section`).
-        s.push_str(&tools);
-    }
-    for flag in r.tool_calls.red_flags() {
-        let _ = write!(s, r#"<p class="warn">{}</p>"#, esc(&flag));
-    }
+    // The audit's own self-contained section, with its heading and red flags
+    // (`ToolAudit::html_section`).
+    s.push_str(&r.tool_calls.html_section());
     conversations(&mut s, r);
     divergent(&mut s, r);
     problems(&mut s, r);

@@ -208,6 +208,32 @@ fn a_corrupt_journal_line_fails_the_build_but_the_rest_is_written() {
     assert!(!lines(&dir.path().join("out/samples.jsonl")).is_empty());
 }
 
+/// `build.json` names the run by its absolute path, so that `verify` of the build finds the run
+/// from any working directory.
+#[test]
+fn build_json_names_the_run_by_its_absolute_path() {
+    let dir = demo_run("openrouter");
+    let o = Command::new(BIN)
+        .current_dir(dir.path())
+        .args([
+            "build",
+            "--model",
+            "kimi-k2.5",
+            "--run",
+            "run",
+            "--out",
+            "out",
+        ])
+        .output()
+        .expect("run draftgen build");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/build.json")).unwrap())
+            .unwrap();
+    let run = std::fs::canonicalize(dir.path().join("run")).unwrap();
+    assert_eq!(info["run"], run.display().to_string());
+}
+
 #[test]
 fn bad_usage_exits_2() {
     let dir = tempfile::tempdir().unwrap();

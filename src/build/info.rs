@@ -100,7 +100,7 @@ impl Counts {
 pub struct BuildInfo {
     pub draftgen_version: String,
     pub created: String,
-    /// The run directory read.
+    /// The run directory read: absolute when it could be resolved, else as given.
     pub run: String,
     pub run_settings: RunSettings,
     pub model: ModelInfo,

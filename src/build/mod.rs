@@ -357,7 +357,11 @@ fn write_build_json(
     let info = BuildInfo {
         draftgen_version: env!("CARGO_PKG_VERSION").to_string(),
         created: chrono::Utc::now().to_rfc3339(),
-        run: config.run.display().to_string(),
+        // Absolute, so that `verify` finds the run from any working directory.
+        run: std::fs::canonicalize(config.run)
+            .unwrap_or_else(|_| config.run.to_path_buf())
+            .display()
+            .to_string(),
         run_settings: settings,
         model,
         policies: config.policies.clone(),

@@ -80,6 +80,7 @@ THINK, THINK_END = "<think>", "</think>"
 MODEL = "moonshotai/kimi-k2.5"
 DATED_MODEL = "moonshotai/kimi-k2.5-0127"
 CREATED = 1767225600
+MAX_TOKENS = 4096   # the client's limit on answers that finish below it
 
 
 def datasets_dir() -> Path:
@@ -486,8 +487,7 @@ def answers(rows: list) -> list[dict]:
                        "provider": {"only": [provider], "allow_fallbacks": False}, "stream": stream}
             if kwargs:
                 request["chat_template_kwargs"] = kwargs
-            if max_tokens is not None:
-                request["max_tokens"] = max_tokens
+            request["max_tokens"] = max_tokens if max_tokens is not None else MAX_TOKENS
             answer = ({"chunks": openrouter_chunks(provider, conv, view, counts, rng, serial)} if stream
                       else {"response": openrouter_body(provider, conv, view, counts, rng, serial)})
             out.append({

@@ -7,8 +7,8 @@ encoder (`reference.kimi_encode`: tiktoken with the K2.5 ranks); prompts are rea
 function-calling prompts (LLaMA-Factory's `glaive_toolcall_en_demo.json`, Apache-2.0, from the
 test datasets) rendered as K2.5's own `apply_chat_template` renders them (make_server_corpus.py's
 `kimi_render_k25`: TypeScript tool declaration, `templates/kimi-k2.5-style.jinja`). Each
-scenario is then answered by every provider below, through one upstream stack model — vLLM
-0.33.0's non-streamed Kimi answer (FACTS §B6) — and OpenRouter's wrapping, with that provider's
+scenario is then answered by every provider below, streamed and not, through one upstream stack
+model — vLLM 0.33.0's Kimi answer (FACTS §B6) — and OpenRouter's wrapping, with that provider's
 convention applied:
 
 | provider | convention | what differs from the baseline |
@@ -30,7 +30,7 @@ generated `<think>` was measured there), DeepInfra's odd count for two calls is 
 −100..+40 on tool prompts; such noise is not modelled here). Which JSON encoder Groq and Together
 use is not measured: the two spellings above (escaped and not) are both re-serializations.
 
-How the text is made from the ids (vLLM 0.33.0, non-streamed, Kimi's slow `TikTokenTokenizer`):
+How the text is made from the ids (vLLM 0.33.0, Kimi's slow `TikTokenTokenizer`):
 - `detokenize`: vLLM's `_convert_tokens_to_string_with_added_encoders` — runs of ordinary tokens
   are joined and decoded as UTF-8 (`errors="replace"`), every added token (tokenizer_config's
   `added_tokens_decoder`) is its own piece, and the pieces are joined with `" "` when
@@ -42,10 +42,14 @@ How the text is made from the ids (vLLM 0.33.0, non-streamed, Kimi's slow `TikTo
   opener (a leading `<think>` removed), trailing whitespace stripped; the kimi_k2 tool parser
   takes the content before the opener (`null` when empty or whitespace-only with calls) and each
   call's id and arguments, whitespace-stripped; `finish_reason` `tool_calls` / `stop` /
-  `length`; `completion_tokens` counts every generated token, `<|im_end|>` included.
+  `length`; `completion_tokens` counts every generated token, `<|im_end|>` included. Streamed,
+  the arguments keep their whitespace (`" {…} "` with spaces) and empty content is `""`.
 The script asserts `vllm_view` gives exactly the message vLLM 0.33.0's own code gave for every
-applicable non-streamed Kimi fixture in `tests/data/server_shapes/kimi_k25.jsonl` (both
-`spaces_between_special_tokens` settings), so these answers are the server's, not a guess.
+applicable Kimi fixture in `tests/data/server_shapes/kimi_k25.jsonl` (non-streamed, and streamed
+as a client assembles the chunks; both `spaces_between_special_tokens` settings: 502 fixtures),
+so these answers are the server's, not a guess. OpenRouter then streams deltas of a few words
+(`reasoning` with `reasoning_details`, `content`, each call's id, type and name first, argument
+pieces after), a chunk with `finish_reason`, and `usage` in the last chunk.
 
 Run (deterministic: fixed texts, seeds and clock; same library versions give a byte-identical file):
 
@@ -193,7 +197,7 @@ def scenarios() -> list[Scenario]:
                          "units**."),
         Scenario("final_answer_after_tool_unicode", 24, 3,
                  reasoning="The conversion result is in. Present it clearly with the currency symbol.",
-                 content="500 USD is about **425.50 €** (EUR) at the current exchange rate.\n\nExchange rates "
+                 content="500 USD is about **420.50 €** (EUR) at the current exchange rate.\n\nExchange rates "
                          "change during the day, so your bank's figure may differ slightly."),
         Scenario("thinking_off_call", 24, 1, thinking=False,
                  calls=[("convert_currency", '{"amount": 500, "from_currency": "USD", "to_currency": "EUR"}')]),

@@ -285,40 +285,12 @@ fn run(answers: &[&Answer], thinking: bool, stream: bool) -> HashMap<String, Val
         .collect()
 }
 
-/// Answers that `build` classes exact today although their ids are not the model's: the rule
-/// broken, found by this test. Listed so that the rule holds for every other answer while `build`
-/// learns each provider's conventions from its answers; an answer listed here that keeps the rule
-/// fails the test until it is taken off the list, so the list only shrinks.
-/// - Chutes (spaces around special tokens) without tool calls: reasoning and content start with
-///   the space vLLM's detokenizer put after `<think>` / `</think>` (`" Of course!"`); `" Of"` is
-///   one token as `"Of"` is, so the count cannot tell, and the space is rebuilt as the model's.
-///   Every answer of that provider starts so: the evidence is in the provider's other answers.
-/// - AtlasCloud (the model generated `<think>`) cut in the content: the prompt is rebuilt one
-///   token too long (`prompt_tokens_disagree` says so, yet the class is exact) and the completion
-///   ends in a token the model did not write, which the cut's count made room for.
-const KNOWN_WRONG_BUT_EXACT: &[&str] = &[
-    "spaces_around_special_tokens/Chutes/nonstream/plain_answer_with_tools",
-    "spaces_around_special_tokens/Chutes/nonstream/final_answer_after_tool",
-    "spaces_around_special_tokens/Chutes/nonstream/cut_in_reasoning",
-    "spaces_around_special_tokens/Chutes/nonstream/cut_in_content",
-    "spaces_around_special_tokens/Chutes/nonstream/thinking_off_plain",
-    "spaces_around_special_tokens/Chutes/stream/plain_answer_with_tools",
-    "spaces_around_special_tokens/Chutes/stream/final_answer_after_tool",
-    "spaces_around_special_tokens/Chutes/stream/cut_in_reasoning",
-    "spaces_around_special_tokens/Chutes/stream/cut_in_content",
-    "spaces_around_special_tokens/Chutes/stream/thinking_off_plain",
-    "think_generated/AtlasCloud/nonstream/cut_in_content",
-    "think_generated/AtlasCloud/stream/cut_in_content",
-];
-
 #[derive(Default)]
 struct Counts {
     answers: usize,
     kept: usize,
     exact: usize,
     dropped: usize,
-    /// Classed exact with ids that are not the model's (listed in [`KNOWN_WRONG_BUT_EXACT`]).
-    wrong_but_exact: usize,
     by_class: BTreeMap<String, usize>,
     reasons: BTreeMap<String, usize>,
 }
@@ -388,18 +360,9 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
             let (prompt, completion) = ids.split_at(prompt_len.min(ids.len()));
             let right = prompt == a.truth.prompt_ids.as_slice()
                 && completion == a.truth.completion_ids.as_slice();
-            let known = KNOWN_WRONG_BUT_EXACT.contains(&a.name.as_str());
-            if known && (right || !class.is_exact()) {
-                failures.push(format!(
-                    "{}: keeps the rule now (class {class_name}): take it off KNOWN_WRONG_BUT_EXACT",
-                    a.name
-                ));
-            }
             if class.is_exact() {
                 if right {
                     counts.exact += 1;
-                } else if known {
-                    counts.wrong_but_exact += 1;
                 } else {
                     failures.push(format!(
                         "{}: classed {class_name} but its ids are not the model's ({} + {} ids, true {} + {}; reasons {reasons:?})",
@@ -420,12 +383,12 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
             }
         }
     }
-    eprintln!("\n| convention (provider) | answers | kept | exact | dropped | exact but wrong (known) | classes | reasons of the non-exact |");
-    eprintln!("|---|---|---|---|---|---|---|---|");
+    eprintln!("\n| convention (provider) | answers | kept | exact | dropped | classes | reasons of the non-exact |");
+    eprintln!("|---|---|---|---|---|---|---|");
     for (group, c) in &table {
         eprintln!(
-            "| {group} | {} | {} | {} | {} | {} | {:?} | {:?} |",
-            c.answers, c.kept, c.exact, c.dropped, c.wrong_but_exact, c.by_class, c.reasons
+            "| {group} | {} | {} | {} | {} | {:?} | {:?} |",
+            c.answers, c.kept, c.exact, c.dropped, c.by_class, c.reasons
         );
     }
     assert!(

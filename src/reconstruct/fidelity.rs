@@ -109,6 +109,13 @@ pub enum Reason {
     /// produced (it drops the turn's reasoning, say), so the history in the sample is not the
     /// token stream the model saw when it wrote that turn.
     HistoryRerenderDiffers,
+    /// A text field begins or ends with a space where an added token sat, and the server
+    /// (OpenRouter's upstream, or an undeclared one) may be a stack that puts spaces there
+    /// (`reconstruct/upstream.rs`).
+    UpstreamMaySpaceSpecialTokens,
+    /// The server counted one prompt token fewer than the render, which ends with the reasoning
+    /// opener: its stack may let the model generate the opener (`reconstruct/upstream.rs`).
+    UpstreamMayGenerateThink,
 }
 
 impl Reason {

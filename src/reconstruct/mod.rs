@@ -15,6 +15,7 @@ mod leak;
 mod spellings;
 mod synth;
 mod turn;
+mod upstream;
 
 pub use fidelity::{Fidelity, FidelityClass, Reason};
 
@@ -209,6 +210,9 @@ pub fn reconstruct_parsed(
     if let Some(counted) = prompt_count {
         // After the server-ids block: completion ids do not settle the prompt.
         flag_prompt_count(&x, counted, &mut fidelity, &mut warnings);
+    }
+    if completion.completion_token_ids.is_none() {
+        upstream::flag_unnamed_upstream(&x, prompt_count, &mut fidelity, &mut warnings);
     }
     Ok(Reconstruction {
         prompt_ids,

@@ -1,0 +1,76 @@
+//! What an upstream stack that the answer does not name may have done to it.
+//!
+//! Behind OpenRouter (and behind a server whose kind was not declared) each answer comes from
+//! one of several serving stacks, each with its own conventions (tests/data/provider_conventions,
+//! made by tests/data/gen/make_provider_conventions.py). Two of them leave an answer that reads
+//! back consistently, count included, as other ids than the model's:
+//!
+//! - **spaces around added tokens** (vLLM's default `spaces_between_special_tokens` under the
+//!   slow Kimi tokenizer): `" The user…"` after `<think>`, `" Oi!"` after `</think>`. `" Oi"` and
+//!   `"Oi"` are one token each, so the count cannot tell the space from the model's;
+//! - **`<think>` generated, not prompted**: the provider's template ends the prompt before
+//!   `<think>` and the model writes it, so the completion has one token more and the prompt one
+//!   fewer than the render here; a cut answer then has room for one token the text does not show.
+//!
+//! Such an answer is not classed exact (it is `ambiguous`, with the reason naming the
+//! convention) unless the endpoint was declared, which says what its stack does.
+
+use crate::api::ServerKind;
+
+use super::fidelity::{Fidelity, FidelityClass, Reason};
+use super::Exchange;
+
+/// Lower an exact class where an unnamed upstream's convention would explain the answer as
+/// well as the ids rebuilt.
+pub(super) fn flag_unnamed_upstream(
+    x: &Exchange,
+    prompt_count: Option<u64>,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    let unnamed = x.shape.kind == ServerKind::OpenRouter || !x.shape.known;
+    if !unnamed || !fidelity.class.is_exact() {
+        return;
+    }
+    if x.profile.family.spec().detokenizer_spaces
+        && !x.options.spaces_around_special_tokens
+        && spaced_at_a_marker(x)
+    {
+        fidelity.at_most(FidelityClass::Ambiguous);
+        fidelity.because(Reason::UpstreamMaySpaceSpecialTokens);
+        warnings.push(format!(
+            "ambiguous: a text field begins or ends with a space where an added token sat; {} does not say whether its stack puts spaces around added tokens (vLLM's spaces_between_special_tokens), so the space may be the server's, not the model's",
+            x.shape.describe()
+        ));
+    }
+    if prompt_count.is_some_and(|n| n + 1 == x.prompt_ids.len() as u64) && prompt_opens_reasoning(x)
+    {
+        fidelity.at_most(FidelityClass::Ambiguous);
+        fidelity.because(Reason::UpstreamMayGenerateThink);
+        warnings.push(format!(
+            "ambiguous: the server counted one prompt token fewer than the render, which ends by opening the reasoning; a stack behind {} whose template lets the model generate that opener answers so, and then the completion starts with it",
+            x.shape.describe()
+        ));
+    }
+}
+
+/// A text field begins with a space (an added token precedes every field: the prompt's reasoning
+/// opener or `<|im_middle|>`, or `</think>`), or the content ends with one before tool calls.
+fn spaced_at_a_marker(x: &Exchange) -> bool {
+    let c = x.completion;
+    let starts = |t: &Option<String>| t.as_deref().is_some_and(|t| t.starts_with(' '));
+    let content_before_calls =
+        !c.tool_calls.is_empty() && c.content.as_deref().is_some_and(|t| t.ends_with(' '));
+    starts(&c.reasoning) || starts(&c.content) || content_before_calls
+}
+
+/// The rendered prompt ends with the family's reasoning opener (the close's tag without the
+/// slash: `<think>` for `</think>`, in every known family).
+fn prompt_opens_reasoning(x: &Exchange) -> bool {
+    let Some(close) = x.profile.reasoning_close() else {
+        return false;
+    };
+    let opener = close.replacen("</", "<", 1);
+    let opener_id = x.profile.tokenizer.token_to_id(&opener);
+    opener_id.is_some() && x.prompt_ids.last().copied() == opener_id
+}

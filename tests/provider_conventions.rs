@@ -1,0 +1,400 @@
+//! OpenRouter answers under each provider convention measured on real traffic (FACTS §C2:
+//! `usage` without the end token, a generated `<think>`, spaces around special tokens, compact
+//! re-serialized arguments, the provider's own tool-call id forms), with the ids the model really
+//! saw and wrote: `tests/data/provider_conventions/answers.jsonl`, made by
+//! `tests/data/gen/make_provider_conventions.py` from the reference encoder (format:
+//! `tests/data/README.md`).
+//!
+//! Each answer is served back as recorded by a stand-in for OpenRouter (picked by the request's
+//! `provider.only`, its messages, tools, `chat_template_kwargs` and `max_tokens`), asked by
+//! `draftgen generate --kind openrouter` with the answer's provider and limit, then `build` (no
+//! class dropped, so every answer is seen). The permanent rule, asserted: **every sample classed
+//! exact has exactly the true prompt and completion ids**, and every other sample says why
+//! (`fidelity_reasons`). Per convention and provider the counts are printed — answers, kept
+//! (build's default policy), exact, dropped — as the measure for inferring each provider's
+//! conventions from its answers; the counts themselves are not asserted.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use common::run::{output, stderr, RunDir, BIN};
+use draftgen::build::Policies;
+use draftgen::dataset::canonical::canonical_json;
+use draftgen::dataset::{Prompt, PromptOptions};
+use draftgen::model::{LoadOptions, Profile};
+use draftgen::reconstruct::{ExchangeRequest, FidelityClass};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// `<think>`: the last prompt token of a K2.5 render with thinking on.
+const THINK: u32 = 163606;
+
+#[derive(Deserialize)]
+struct Answer {
+    name: String,
+    provider: String,
+    convention: Convention,
+    profile: String,
+    model: String,
+    chat_template: String,
+    request: Value,
+    /// The non-streamed body, or the streamed chunks.
+    #[serde(default)]
+    response: Option<Value>,
+    #[serde(default)]
+    chunks: Option<Vec<Value>>,
+    truth: Truth,
+}
+
+#[derive(Deserialize)]
+struct Convention {
+    name: String,
+    think_generated: bool,
+}
+
+#[derive(Deserialize)]
+struct Truth {
+    prompt_ids: Vec<u32>,
+    completion_ids: Vec<u32>,
+}
+
+impl Answer {
+    /// What the stand-in answers it for: the provider asked for and what decides the answer.
+    fn key(request: &Value) -> String {
+        canonical_json(&json!({
+            "provider": request.pointer("/provider/only/0"),
+            "messages": request["messages"],
+            "tools": request["tools"],
+            "chat_template_kwargs": request.get("chat_template_kwargs"),
+            "max_tokens": request.get("max_tokens"),
+            "stream": request["stream"].as_bool().unwrap_or(false),
+        }))
+    }
+
+    /// The answer's own `id` (each recorded answer has its own).
+    fn answer_id(&self) -> &str {
+        let first = match (&self.response, &self.chunks) {
+            (Some(body), _) => body,
+            (None, Some(chunks)) => chunks.first().expect("a chunk"),
+            (None, None) => panic!("{}: neither response nor chunks", self.name),
+        };
+        first["id"].as_str().expect("an answer id")
+    }
+
+    fn stream(&self) -> bool {
+        self.chunks.is_some()
+    }
+
+    /// The answer as OpenRouter sends it: a JSON body, or SSE events (a keep-alive comment
+    /// first, as OpenRouter sends while the provider works) ending in `[DONE]`.
+    fn served(&self) -> Served {
+        match (&self.response, &self.chunks) {
+            (Some(body), _) => Served::Body(body.clone()),
+            (None, chunks) => {
+                let mut sse = String::from(": OPENROUTER PROCESSING\n\n");
+                for chunk in chunks.iter().flatten() {
+                    sse.push_str(&format!("data: {chunk}\n\n"));
+                }
+                sse.push_str("data: [DONE]\n\n");
+                Served::Events(sse)
+            }
+        }
+    }
+
+    /// The run setting a prompt cannot carry itself.
+    fn thinking(&self) -> bool {
+        self.request.pointer("/chat_template_kwargs/thinking") != Some(&Value::Bool(false))
+    }
+
+    fn max_tokens(&self) -> Option<u32> {
+        self.request["max_tokens"]
+            .as_u64()
+            .map(|n| u32::try_from(n).expect("a small limit"))
+    }
+
+    /// The label of the answer's provider and convention in the printed table.
+    fn group(&self) -> String {
+        format!(
+            "{} ({}, {})",
+            self.convention.name,
+            self.provider,
+            if self.stream() {
+                "stream"
+            } else {
+                "non-stream"
+            }
+        )
+    }
+}
+
+fn answers() -> Vec<Answer> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/provider_conventions/answers.jsonl");
+    let text = std::fs::read_to_string(&path).expect("answers.jsonl");
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// What the stand-in sends for one recorded answer.
+#[derive(Clone)]
+enum Served {
+    Body(Value),
+    Events(String),
+}
+
+/// The recorded answers of each request, answered in turn (one request, several recordings:
+/// a sampling model answers a repeated request anew).
+#[derive(Default)]
+struct Recorded {
+    by_key: HashMap<String, (Vec<Served>, AtomicUsize)>,
+}
+
+async fn chat(State(recorded): State<Arc<Recorded>>, Json(request): Json<Value>) -> Response {
+    match recorded.by_key.get(&Answer::key(&request)) {
+        Some((answers, next)) => {
+            match &answers[next.fetch_add(1, Ordering::Relaxed) % answers.len()] {
+                Served::Body(body) => Json(body.clone()).into_response(),
+                Served::Events(sse) => {
+                    ([(header::CONTENT_TYPE, "text/event-stream")], sse.clone()).into_response()
+                }
+            }
+        }
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": {"code": 404, "message": "no recorded answer for this request"}})),
+        )
+            .into_response(),
+    }
+}
+
+/// The stand-in for OpenRouter, serving `answers` as recorded.
+fn serve(answers: &[&Answer]) -> String {
+    let mut recorded = Recorded::default();
+    for a in answers {
+        recorded
+            .by_key
+            .entry(Answer::key(&a.request))
+            .or_insert_with(|| (Vec::new(), AtomicUsize::new(0)))
+            .0
+            .push(a.served());
+    }
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .with_state(Arc::new(recorded));
+    common::servers::serve(app)
+}
+
+/// The K2.5 template the data was rendered with; draftgen's built-in stands in when the assets
+/// do not hold it (as in tests/server_shapes.rs).
+fn template_file(name: &str) -> Option<PathBuf> {
+    let path = common::assets().join(name);
+    (path.exists() || !name.ends_with("kimi-k2.5-style.jinja")).then_some(path)
+}
+
+/// `generate` + `build` of `answers` (one thinking and streaming setting); the built samples by
+/// answer name.
+fn run(answers: &[&Answer], thinking: bool, stream: bool) -> HashMap<String, Value> {
+    let dir = RunDir::new();
+    let base_url = serve(answers);
+    let mut prompt_of = HashMap::new();
+    dir.write_prompts(answers.iter().enumerate().map(|(i, a)| {
+        let mut prompt = Prompt::new(
+            "provider_conventions",
+            a.request["messages"].as_array().expect("messages").clone(),
+            a.request["tools"].as_array().cloned(),
+            Value::Null,
+        );
+        prompt.id = format!("answer-{i:03}");
+        prompt.request_options = Some(Box::new(PromptOptions {
+            provider: Some(json!({"only": [a.provider], "allow_fallbacks": false})),
+            max_tokens: a.max_tokens(),
+            ..PromptOptions::default()
+        }));
+        prompt_of.insert(a.answer_id(), i);
+        serde_json::to_value(&prompt).expect("a prompt")
+    }));
+    let mut generate = dir.generate(&base_url);
+    generate
+        .args(["--kind", "openrouter", "--model", "moonshotai/kimi-k2.5"])
+        .args(["--max-tokens", "4096", "--concurrency", "8"]);
+    if stream {
+        generate.arg("--stream");
+    }
+    if !thinking {
+        let config = dir.join("run.toml");
+        std::fs::write(
+            &config,
+            "[request]\nchat_template_kwargs = { thinking = false }\n",
+        )
+        .expect("run.toml");
+        generate.arg("--config").arg(&config);
+    }
+    let out = output(&mut generate);
+    assert!(out.status.success(), "generate: {}", stderr(&out));
+    let first = answers[0];
+    let built = dir.join("built");
+    let mut build = std::process::Command::new(BIN);
+    build
+        .args(["build", "--jsonl", "--drop-class", "none"])
+        .arg("--model")
+        .arg(common::assets().join(&first.model))
+        .args(["--profile", &first.profile])
+        .arg("--run")
+        .arg(dir.run())
+        .arg("--out")
+        .arg(&built);
+    if let Some(template) = template_file(&first.chat_template) {
+        build.arg("--chat-template").arg(template);
+    }
+    let out = output(&mut build);
+    assert!(out.status.success(), "build: {}", stderr(&out));
+    // prompt id -> the answer that was served for it (its own `id`, from the journal).
+    let mut answer_of = HashMap::new();
+    for record in dir.journal() {
+        if let (Some(prompt), Some(served)) =
+            (record["id"].as_str(), record["response"]["id"].as_str())
+        {
+            if let Some(&i) = prompt_of.get(served) {
+                answer_of.insert(prompt.to_string(), answers[i].name.clone());
+            }
+        }
+    }
+    common::run::jsonl(&built.join("samples.jsonl"))
+        .into_iter()
+        .map(|sample| {
+            let prompt = sample["id"].as_str().expect("a sample id");
+            let name = answer_of
+                .get(prompt)
+                .unwrap_or_else(|| panic!("sample {prompt}: no journaled answer"))
+                .clone();
+            (name, sample)
+        })
+        .collect()
+}
+
+#[derive(Default)]
+struct Counts {
+    answers: usize,
+    kept: usize,
+    exact: usize,
+    dropped: usize,
+    by_class: BTreeMap<String, usize>,
+    reasons: BTreeMap<String, usize>,
+}
+
+#[test]
+fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention() {
+    let answers = answers();
+    assert!(!answers.is_empty(), "no answers in answers.jsonl");
+    // The data's prompts are draftgen's own render (the true prompt of a provider whose model
+    // generates `<think>` lacks it): otherwise every comparison below is of another prompt.
+    let first = &answers[0];
+    let profile = Profile::load(
+        &common::assets().join(&first.model),
+        &LoadOptions {
+            profile: Some(first.profile.clone()),
+            chat_template: template_file(&first.chat_template),
+        },
+    )
+    .expect("the Kimi K2.5 profile");
+    for a in &answers {
+        let request: ExchangeRequest =
+            serde_json::from_value(a.request.clone()).expect("a chat request");
+        let rendered = profile.render_ids(&request.render_input()).expect("render");
+        let mut want = a.truth.prompt_ids.clone();
+        if a.convention.think_generated {
+            want.push(THINK);
+        }
+        assert_eq!(
+            rendered, want,
+            "{}: draftgen's render is not the reference's",
+            a.name
+        );
+    }
+
+    let policies = Policies::default();
+    let mut table: BTreeMap<String, Counts> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for (thinking, stream) in [(true, false), (false, false), (true, true), (false, true)] {
+        let group: Vec<&Answer> = answers
+            .iter()
+            .filter(|a| a.thinking() == thinking && a.stream() == stream)
+            .collect();
+        let samples = run(&group, thinking, stream);
+        for a in group {
+            let counts = table.entry(a.group()).or_default();
+            counts.answers += 1;
+            let Some(sample) = samples.get(&a.name) else {
+                failures.push(format!("{}: no sample built (not accounted for)", a.name));
+                continue;
+            };
+            let class_name = sample["fidelity_class"].as_str().unwrap_or_default();
+            let class = FidelityClass::ALL
+                .into_iter()
+                .find(|c| c.name() == class_name)
+                .unwrap_or_else(|| panic!("{}: unknown class {class_name:?}", a.name));
+            let reasons: Vec<String> =
+                serde_json::from_value(sample["fidelity_reasons"].clone()).unwrap_or_default();
+            *counts.by_class.entry(class_name.to_string()).or_default() += 1;
+            if policies.drop_classes.contains(&class) {
+                counts.dropped += 1;
+            } else {
+                counts.kept += 1;
+            }
+            let ids: Vec<u32> =
+                serde_json::from_value(sample["input_ids"].clone()).expect("input_ids");
+            let prompt_len = sample["prompt_len"].as_u64().expect("prompt_len") as usize;
+            let (prompt, completion) = ids.split_at(prompt_len.min(ids.len()));
+            let right = prompt == a.truth.prompt_ids.as_slice()
+                && completion == a.truth.completion_ids.as_slice();
+            if class.is_exact() {
+                if right {
+                    counts.exact += 1;
+                } else {
+                    failures.push(format!(
+                        "{}: classed {class_name} but its ids are not the model's ({} + {} ids, true {} + {}; reasons {reasons:?})",
+                        a.name,
+                        prompt.len(),
+                        completion.len(),
+                        a.truth.prompt_ids.len(),
+                        a.truth.completion_ids.len(),
+                    ));
+                }
+            } else {
+                if reasons.is_empty() {
+                    failures.push(format!("{}: classed {class_name} with no reason", a.name));
+                }
+                for r in reasons {
+                    *counts.reasons.entry(r).or_default() += 1;
+                }
+            }
+        }
+    }
+    eprintln!("\n| convention (provider) | answers | kept | exact | dropped | classes | reasons of the non-exact |");
+    eprintln!("|---|---|---|---|---|---|---|");
+    for (group, c) in &table {
+        eprintln!(
+            "| {group} | {} | {} | {} | {} | {:?} | {:?} |",
+            c.answers, c.kept, c.exact, c.dropped, c.by_class, c.reasons
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} answers broke the rule:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -336,6 +336,42 @@ fn check_rate_limited_then_retried(records: &HashMap<String, Vec<Value>>) {
     assert_eq!(attempts[1]["status"], "success", "{:#}", attempts[1]);
 }
 
+/// A text answer (reasoning and content) recorded whole, with the provider and its count.
+fn check_text_answer(records: &HashMap<String, Vec<Value>>, case: &str) {
+    let record = only_success(records, case);
+    assert_eq!(record["response"]["id"], "gen-1764670000-AbCdEf");
+    let message = &record["response"]["choices"][0]["message"];
+    assert_eq!(message["content"], "Oi!", "{case}");
+    assert_eq!(message["reasoning"], "The user greets.", "{case}");
+    assert_eq!(record["provider"], "Chutes", "{case}");
+    assert_eq!(record["completion_tokens"], 9, "{case}");
+}
+
+/// The dated model answering for the one asked: accepted, and kept as the answer named it.
+fn check_dated_model(records: &HashMap<String, Vec<Value>>) {
+    let dated = only_success(records, "dated_model");
+    assert_eq!(dated["request"]["model"], MODEL);
+    assert_eq!(dated["response"]["model"], DATED_MODEL);
+}
+
+/// Tool calls whatever the finish reason: the calls kept (a streamed call's pieces put together
+/// as sent), the finish reason as sent — none is made up; `build` reads both.
+fn check_calls_with_their_finish(records: &HashMap<String, Vec<Value>>) {
+    for (case, finish) in [
+        ("tools_finish_null", Value::Null),
+        ("tools_finish_stop", json!("stop")),
+    ] {
+        let record = only_success(records, case);
+        let choice = &record["response"]["choices"][0];
+        assert_eq!(choice["finish_reason"], finish, "{case}");
+        assert_eq!(
+            choice["message"]["tool_calls"],
+            json!([add_call()]),
+            "{case}"
+        );
+    }
+}
+
 #[test]
 fn unstreamed_answers_as_real_providers_send_them() {
     let cases = [
@@ -347,38 +383,10 @@ fn unstreamed_answers_as_real_providers_send_them() {
     ];
     let records = run(&cases, false);
     assert_eq!(records.len(), cases.len(), "{records:#?}");
-
     // Whitespace before the JSON: the answer is the JSON that follows it.
-    let padded = only_success(&records, "padding");
-    assert_eq!(padded["response"]["id"], "gen-1764670000-AbCdEf");
-    assert_eq!(
-        padded["response"]["choices"][0]["message"]["content"],
-        "Oi!"
-    );
-    assert_eq!(padded["provider"], "Chutes");
-    assert_eq!(padded["completion_tokens"], 9);
-
-    // The dated model answering for the one asked: accepted, and kept as the answer named it.
-    let dated = only_success(&records, "dated_model");
-    assert_eq!(dated["request"]["model"], MODEL);
-    assert_eq!(dated["response"]["model"], DATED_MODEL);
-
-    // Tool calls whatever the finish reason: the calls kept, the finish reason as sent (none
-    // is made up; `build` reads both).
-    for (case, finish) in [
-        ("tools_finish_null", Value::Null),
-        ("tools_finish_stop", json!("stop")),
-    ] {
-        let record = only_success(&records, case);
-        let choice = &record["response"]["choices"][0];
-        assert_eq!(choice["finish_reason"], finish, "{case}");
-        assert_eq!(
-            choice["message"]["tool_calls"],
-            json!([add_call()]),
-            "{case}"
-        );
-    }
-
+    check_text_answer(&records, "padding");
+    check_dated_model(&records);
+    check_calls_with_their_finish(&records);
     check_rate_limited_then_retried(&records);
 }
 
@@ -395,46 +403,18 @@ fn streamed_answers_as_real_providers_send_them() {
     ];
     let records = run(&cases, true);
     assert_eq!(records.len(), cases.len(), "{records:#?}");
-
     // Keep-alive comments before and between chunks: skipped, the chunks assembled.
-    let commented = only_success(&records, "keep_alive_comments");
-    let message = &commented["response"]["choices"][0]["message"];
-    assert_eq!(message["content"], "Oi!");
-    assert_eq!(message["reasoning"], "The user greets.");
-    assert_eq!(commented["provider"], "Chutes");
-    assert_eq!(commented["completion_tokens"], 9);
-
-    let dated = only_success(&records, "dated_model");
-    assert_eq!(dated["request"]["model"], MODEL);
-    assert_eq!(dated["response"]["model"], DATED_MODEL);
-
-    // A streamed call's pieces put together as sent, `index` included; the finish as sent.
-    let call = |arguments: &str| {
-        json!({"index": 0, "id": "functions.add:0", "type": "function",
-               "function": {"name": "add", "arguments": arguments}})
-    };
-    for (case, finish) in [
-        ("tools_finish_null", Value::Null),
-        ("tools_finish_stop", json!("stop")),
-    ] {
-        let record = only_success(&records, case);
-        let choice = &record["response"]["choices"][0];
-        assert_eq!(choice["finish_reason"], finish, "{case}");
-        assert_eq!(
-            choice["message"]["tool_calls"],
-            json!([call("{\"a\": 2, \"b\": 3}")]),
-            "{case}"
-        );
-    }
+    check_text_answer(&records, "keep_alive_comments");
+    check_dated_model(&records);
+    check_calls_with_their_finish(&records);
 
     // The `" "` after complete JSON stays in the arguments: what the model's text was is the
     // reconstruction's question, not the client's.
     let trailing = only_success(&records, "trailing_space_argument");
     let choice = &trailing["response"]["choices"][0];
-    assert_eq!(
-        choice["message"]["tool_calls"],
-        json!([call("{\"a\": 2, \"b\": 3} ")])
-    );
+    let mut call = add_call();
+    call["function"]["arguments"] = json!("{\"a\": 2, \"b\": 3} ");
+    assert_eq!(choice["message"]["tool_calls"], json!([call]));
     assert_eq!(choice["finish_reason"], "tool_calls");
 
     check_rate_limited_then_retried(&records);

@@ -360,6 +360,33 @@ async fn non_streaming_ok_sends_auth_and_attribution_headers() {
     );
 }
 
+/// OpenRouter writes whitespace while the generation runs, then the JSON (its recorded
+/// non-streamed bodies start `"\n         \n\n{"id":…`): the answer is the JSON that follows.
+#[tokio::test]
+async fn whitespace_written_before_a_non_streamed_body_is_not_the_answer() {
+    let body = openrouter_completion().to_string();
+    let padded = format!("\n         \n\n{body}");
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        padded.len()
+    );
+    let (waiting, answer) = padded.split_at(11);
+    let server = serve(vec![
+        write(head),
+        write(waiting),
+        sleep_ms(50),
+        write(answer),
+    ])
+    .await;
+    let outcome = client()
+        .chat_raw(&endpoint(&server), &request_body(false), &relaxed())
+        .await
+        .unwrap();
+    assert_eq!(outcome.response, body);
+    assert_eq!(outcome.facts.provider.as_deref(), Some("Moonshot AI"));
+    assert_eq!(outcome.facts.usage.completion_tokens, Some(37));
+}
+
 /// The non-streaming body as a stream assembles it: each call keeps the `index` its chunks
 /// carried (the audit reads a call's index), which a non-streamed body has not.
 fn streamed_completion() -> Value {

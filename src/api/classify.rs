@@ -316,30 +316,20 @@ mod tests {
     #[test]
     fn retry_after_seconds_and_http_date() {
         let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
-        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
-        assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
-        assert_eq!(
-            parse_retry_after("1.5", now),
-            Some(Duration::from_millis(1500))
-        );
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:50:07 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        // RFC 850 and asctime forms are valid HTTP dates too.
-        assert_eq!(
-            parse_retry_after("Sunday, 06-Nov-94 08:49:47 GMT", now),
-            Some(Duration::from_secs(10))
-        );
-        assert_eq!(
-            parse_retry_after("Sun Nov  6 08:49:57 1994", now),
-            Some(Duration::from_secs(20))
-        );
-        // A date in the past means "now".
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
-            Some(Duration::ZERO)
-        );
+        let ms = Duration::from_millis;
+        for (value, after) in [
+            ("7", ms(7_000)),
+            (" 0 ", Duration::ZERO),
+            ("1.5", ms(1_500)),
+            ("Sun, 06 Nov 1994 08:50:07 GMT", ms(30_000)),
+            // RFC 850 and asctime forms are valid HTTP dates too.
+            ("Sunday, 06-Nov-94 08:49:47 GMT", ms(10_000)),
+            ("Sun Nov  6 08:49:57 1994", ms(20_000)),
+            // A date in the past means "now".
+            ("Sun, 06 Nov 1994 08:00:00 GMT", Duration::ZERO),
+        ] {
+            assert_eq!(parse_retry_after(value, now), Some(after), "{value:?}");
+        }
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-3", now), None);
     }

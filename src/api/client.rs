@@ -26,10 +26,11 @@ use tokio::time::Instant;
 
 use super::assemble::ChunkAssembler;
 use super::classify;
+use super::client_config::ClientConfig;
 use super::facts::{self, ResponseFacts};
 use super::sse::SseDecoder;
-use super::transport::{HttpAnswer, HttpRequest, Route, Settings, Transport};
-use super::{ApiError, ApiKey, Proxies};
+use super::transport::{HttpAnswer, HttpRequest, Route, Transport};
+use super::{ApiError, ApiKey};
 use crate::api::ErrorClass;
 
 /// Largest response body read before giving up (a runaway server must not exhaust memory).
@@ -100,49 +101,6 @@ pub struct RawChatOutcome {
     pub chunks: Option<Vec<String>>,
 }
 
-/// How the shared client is built.
-#[derive(Debug, Clone)]
-pub struct ClientConfig {
-    pub user_agent: String,
-    /// TCP + TLS connect limit for every new connection.
-    pub connect_timeout: Duration,
-    /// Idle keep-alive connections kept per endpoint (unbounded by default).
-    pub pool_max_idle_per_host: usize,
-    /// How long an idle pooled connection is kept.
-    pub pool_idle_timeout: Duration,
-    pub tcp_keepalive: Option<Duration>,
-    /// Never negotiate HTTP/2 (avoids a server's per-connection stream limit at high concurrency).
-    pub http1_only: bool,
-    /// OpenRouter app attribution: `HTTP-Referer` header.
-    pub referer: Option<String>,
-    /// OpenRouter app attribution: `X-Title` header.
-    pub title: Option<String>,
-    /// Which proxy each endpoint goes through (by default the environment's rules).
-    pub proxies: Proxies,
-    /// PEM certificates trusted as roots besides the webpki ones (a private CA).
-    pub extra_ca_pem: Option<Vec<u8>>,
-    /// Keep each streamed answer's raw chunks in [`RawChatOutcome::chunks`] (`--keep-stream`).
-    pub keep_stream_chunks: bool,
-}
-
-impl Default for ClientConfig {
-    fn default() -> Self {
-        ClientConfig {
-            user_agent: concat!("draftgen/", env!("CARGO_PKG_VERSION")).to_string(),
-            connect_timeout: Duration::from_secs(10),
-            pool_max_idle_per_host: usize::MAX,
-            pool_idle_timeout: Duration::from_secs(90),
-            tcp_keepalive: Some(Duration::from_secs(60)),
-            http1_only: false,
-            referer: None,
-            title: None,
-            proxies: Proxies::from_env(),
-            extra_ca_pem: None,
-            keep_stream_chunks: false,
-        }
-    }
-}
-
 /// The client could not be built (bad header value, TLS setup).
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -189,20 +147,7 @@ impl Client {
             }
         };
         let keep_stream_chunks = config.keep_stream_chunks;
-        let transport = Transport::new(
-            Settings {
-                user_agent: config.user_agent,
-                connect_timeout: config.connect_timeout,
-                pool_max_idle: config.pool_max_idle_per_host,
-                pool_idle_timeout: config.pool_idle_timeout,
-                tcp_keepalive: config.tcp_keepalive,
-                http1_only: config.http1_only,
-                referer: config.referer,
-                title: config.title,
-                proxies: config.proxies,
-            },
-            extra_roots,
-        )?;
+        let transport = Transport::new(config, extra_roots)?;
         Ok(Client {
             transport: Arc::new(transport),
             keep_stream_chunks,
@@ -329,22 +274,7 @@ impl Client {
             timeouts: *timeouts,
         };
         let route = self.route(endpoint)?;
-        let send = tokio::time::timeout_at(
-            deadlines.total,
-            route.send(HttpRequest::Chat(body.get().as_bytes())),
-        );
-        let sent = match send.await {
-            Err(_) => return Err(deadlines.expired(Stage::Send, None)),
-            Ok(Err(e)) => return Err(classify::transport_error(&e)),
-            Ok(Ok(sent)) => sent,
-        };
-        deadlines.first_byte = Instant::from_std(sent.at) + timeouts.first_byte;
-        let mut answer = match tokio::time::timeout_at(deadlines.first_wait(), sent.answer()).await
-        {
-            Err(_) => return Err(deadlines.expired(Stage::Headers, None)),
-            Ok(Err(e)) => return Err(classify::transport_error(&e)),
-            Ok(Ok(answer)) => answer,
-        };
+        let mut answer = send_for_headers(&route, body, &mut deadlines).await?;
         let headers_at = Instant::now();
         let status = answer.status;
         let retry_after = answer.retry_after.take();
@@ -367,40 +297,97 @@ impl Client {
         }
 
         let key = endpoint.api_key.as_ref();
-        let mut chunks = None;
-        let (response, facts, first_byte_at) = if is_stream {
-            let mut kept = self.keep_stream_chunks.then(Vec::new);
+        let (body, first_byte_at) = if is_stream {
             // Boxed: the decoder and assembler should not size every request's future.
-            let (mut value, first) = Box::pin(read_stream(&mut answer, &deadlines, kept.as_mut()))
-                .await
-                .map_err(|e| e.with_status(status))?;
-            drop(answer);
-            if let Some(key) = key {
-                scrub_stream(key, &mut value, kept.as_mut());
-            }
-            chunks = kept;
-            let (text, facts) = assembled_text(value).map_err(|e| e.with_status(status))?;
-            (text, facts, first)
+            Box::pin(self.streamed_answer(answer, &deadlines, key)).await
         } else {
-            let bytes = read_all(&mut answer, &deadlines)
+            unstreamed_answer(answer, &deadlines, key)
                 .await
-                .map_err(|e| e.with_status(status))?;
-            // The connection goes back to the pool before the answer is checked.
-            drop(answer);
-            let (text, facts) = answer_text(bytes, key)
-                .map_err(|e| e.with_status(status).with_retry_after(None))?;
-            (text, facts, headers_at)
-        };
+                .map(|body| (body, headers_at))
+        }
+        .map_err(|e| e.with_status(status))?;
         Ok(RawChatOutcome {
-            response,
-            facts,
+            response: body.text,
+            facts: body.facts,
             http_status: status,
             first_byte_ms: Some(millis(first_byte_at - start)),
             latency_ms: millis(start.elapsed()),
             generation_id,
-            chunks,
+            chunks: body.chunks,
         })
     }
+
+    /// A streamed answer assembled, key scrubbed, and when its first data event came.
+    async fn streamed_answer(
+        &self,
+        mut answer: HttpAnswer,
+        deadlines: &Deadlines,
+        key: Option<&ApiKey>,
+    ) -> Result<(AnswerBody, Instant), ApiError> {
+        let mut kept = self.keep_stream_chunks.then(Vec::new);
+        let (mut value, first) = read_stream(&mut answer, deadlines, kept.as_mut()).await?;
+        drop(answer);
+        if let Some(key) = key {
+            scrub_stream(key, &mut value, kept.as_mut());
+        }
+        let (text, facts) = assembled_text(value)?;
+        Ok((
+            AnswerBody {
+                text,
+                facts,
+                chunks: kept,
+            },
+            first,
+        ))
+    }
+}
+
+/// An answer's JSON text, its facts and (streamed, when kept) its raw chunks.
+struct AnswerBody {
+    text: String,
+    facts: ResponseFacts,
+    chunks: Option<Vec<String>>,
+}
+
+/// Send `body` and wait for the answer's head, under the deadlines (the first-byte one starts
+/// when the request is written).
+async fn send_for_headers(
+    route: &Arc<Route>,
+    body: &RawValue,
+    deadlines: &mut Deadlines,
+) -> Result<HttpAnswer, ApiError> {
+    let send = tokio::time::timeout_at(
+        deadlines.total,
+        route.send(HttpRequest::Chat(body.get().as_bytes())),
+    );
+    let sent = match send.await {
+        Err(_) => return Err(deadlines.expired(Stage::Send, None)),
+        Ok(Err(e)) => return Err(classify::transport_error(&e)),
+        Ok(Ok(sent)) => sent,
+    };
+    deadlines.first_byte = Instant::from_std(sent.at) + deadlines.timeouts.first_byte;
+    match tokio::time::timeout_at(deadlines.first_wait(), sent.answer()).await {
+        Err(_) => Err(deadlines.expired(Stage::Headers, None)),
+        Ok(Err(e)) => Err(classify::transport_error(&e)),
+        Ok(Ok(answer)) => Ok(answer),
+    }
+}
+
+/// A non-streamed answer read whole and checked; the connection goes back to the pool before
+/// the answer is checked.
+async fn unstreamed_answer(
+    mut answer: HttpAnswer,
+    deadlines: &Deadlines,
+    key: Option<&ApiKey>,
+) -> Result<AnswerBody, ApiError> {
+    let bytes = read_all(&mut answer, deadlines).await?;
+    drop(answer);
+    let (text, facts) = answer_text(bytes, key).map_err(|e| e.with_retry_after(None))?;
+    Ok(AnswerBody {
+        text,
+        facts,
+        chunks: None,
+    })
 }
 
 /// A non-streamed answer: its bytes as compact JSON text with the key scrubbed, checked like
@@ -576,19 +563,11 @@ async fn read_stream(
     let mut assembler = ChunkAssembler::new();
     let mut first_event_at: Option<Instant> = None;
     let mut read_bytes = 0usize;
-    let mut done = false;
     let mut bytes = Vec::new();
-    let partial = |a: &ChunkAssembler| (a.chunks() > 0).then(|| a.finish());
-    'read: loop {
-        let wait = if first_event_at.is_some() {
-            deadlines.idle_wait()
-        } else {
-            deadlines.first_wait()
-        };
-        let stage = if first_event_at.is_some() {
-            Stage::Body
-        } else {
-            Stage::FirstEvent
+    let done = loop {
+        let (wait, stage) = match first_event_at {
+            Some(_) => (deadlines.idle_wait(), Stage::Body),
+            None => (deadlines.first_wait(), Stage::FirstEvent),
         };
         bytes.clear();
         let ended = match tokio::time::timeout_at(wait, answer.next(&mut bytes)).await {
@@ -596,54 +575,83 @@ async fn read_stream(
             Ok(Err(e)) => {
                 return Err(classify::transport_error(&e).with_body(partial(&assembler)));
             }
-            Ok(Ok(false)) => {
-                decoder.push(&bytes);
-                decoder.finish();
-                true
-            }
-            Ok(Ok(true)) => {
-                read_bytes += bytes.len();
-                if read_bytes > MAX_BODY_BYTES {
-                    return Err(ApiError::new(
-                        ErrorClass::Malformed,
-                        format!("stream exceeds {MAX_BODY_BYTES} bytes"),
-                    )
-                    .with_body(partial(&assembler)));
-                }
-                decoder.push(&bytes);
-                false
-            }
+            Ok(Ok(more)) => !more,
         };
-        while let Some(event) = decoder.next_event() {
-            first_event_at.get_or_insert_with(Instant::now);
-            let data = event.data.trim();
-            if data == "[DONE]" {
-                done = true;
-                break 'read;
-            }
-            let chunk: Value = serde_json::from_str(data).map_err(|e| {
-                ApiError::new(
+        if !ended {
+            read_bytes += bytes.len();
+            if read_bytes > MAX_BODY_BYTES {
+                return Err(ApiError::new(
                     ErrorClass::Malformed,
-                    format!("stream chunk is not JSON ({e}): {}", classify::quote(data)),
+                    format!("stream exceeds {MAX_BODY_BYTES} bytes"),
                 )
-                .with_body(partial(&assembler))
-            })?;
-            assembler.push(&chunk);
-            if let Some(kept) = kept.as_deref_mut() {
-                kept.push(data.to_string());
+                .with_body(partial(&assembler)));
             }
-            if chunk.get("error").is_some_and(|e| !e.is_null()) {
-                let so_far = partial(&assembler);
-                return Err(classify::mid_stream_error(&chunk, so_far.as_ref()).with_body(so_far));
-            }
+        }
+        decoder.push(&bytes);
+        if ended {
+            decoder.finish();
+        }
+        let at_done = take_events(
+            &mut decoder,
+            &mut assembler,
+            kept.as_deref_mut(),
+            &mut first_event_at,
+        )?;
+        if at_done {
+            break true;
         }
         if ended {
-            break;
+            break false;
         }
-    }
+    };
     if done {
         drain(answer, deadlines).await;
     }
+    let completion = stream_end(&assembler, done)?;
+    Ok((completion, first_event_at.unwrap_or_else(Instant::now)))
+}
+
+/// The answer assembled so far, if any chunk came.
+fn partial(assembler: &ChunkAssembler) -> Option<Value> {
+    (assembler.chunks() > 0).then(|| assembler.finish())
+}
+
+/// Push every decoded event's chunk into `assembler` (and `kept`), noting when the first event
+/// came; `Ok(true)` at `[DONE]`, `Err` for a chunk that is not JSON or carries an `error`.
+fn take_events(
+    decoder: &mut SseDecoder,
+    assembler: &mut ChunkAssembler,
+    mut kept: Option<&mut Vec<String>>,
+    first_event_at: &mut Option<Instant>,
+) -> Result<bool, ApiError> {
+    while let Some(event) = decoder.next_event() {
+        first_event_at.get_or_insert_with(Instant::now);
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            ApiError::new(
+                ErrorClass::Malformed,
+                format!("stream chunk is not JSON ({e}): {}", classify::quote(data)),
+            )
+            .with_body(partial(assembler))
+        })?;
+        assembler.push(&chunk);
+        if let Some(kept) = kept.as_deref_mut() {
+            kept.push(data.to_string());
+        }
+        if chunk.get("error").is_some_and(|e| !e.is_null()) {
+            let so_far = partial(assembler);
+            return Err(classify::mid_stream_error(&chunk, so_far.as_ref()).with_body(so_far));
+        }
+    }
+    Ok(false)
+}
+
+/// The completion a stream that ended (at `[DONE]` when `done`) gives: an error if it had no
+/// chunk, or neither `[DONE]` nor a finish reason (cut short).
+fn stream_end(assembler: &ChunkAssembler, done: bool) -> Result<Value, ApiError> {
     if assembler.chunks() == 0 {
         return Err(ApiError::new(
             ErrorClass::Malformed,
@@ -655,10 +663,9 @@ async fn read_stream(
             ErrorClass::Malformed,
             "stream ended without [DONE] and without a finish_reason (truncated)",
         )
-        .with_body(partial(&assembler)));
+        .with_body(partial(assembler)));
     }
-    let first = first_event_at.unwrap_or_else(Instant::now);
-    Ok((assembler.finish(), first))
+    Ok(assembler.finish())
 }
 
 /// Read what follows `[DONE]` (normally just the end of the chunked body) so the connection goes

@@ -37,13 +37,16 @@ pub struct ResponseFacts {
 }
 
 impl ResponseFacts {
-    /// The same facts from a parsed body of any shape (numbers only where they make sense).
+    /// The same facts from a parsed body of any shape (numbers only where they make sense). The
+    /// provider is the answer's `provider`, else the one an OpenRouter error names
+    /// (`error.metadata.provider_name`: a provider's 429 has no `provider` field).
     pub fn of_value(body: &Value) -> ResponseFacts {
         let usage = body.get("usage");
         let count = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
         ResponseFacts {
             provider: body
                 .get("provider")
+                .or_else(|| body.pointer("/error/metadata/provider_name"))
                 .and_then(Value::as_str)
                 .map(str::to_string),
             usage: UsageNumbers {
@@ -263,6 +266,29 @@ mod tests {
         for broken in [&b"{\"a\": \"x"[..], b"{\"a\": \"x\\"] {
             assert!(serde_json::from_slice::<Value>(&compact_json(broken.to_vec())).is_err());
         }
+    }
+
+    /// OpenRouter's 429 from a rate-limited provider (the recorded shape) names the provider
+    /// only in its metadata; a top-level `provider` comes first.
+    #[test]
+    fn an_error_body_names_its_provider() {
+        let body = json!({"error": {"message": "Provider returned error", "code": 429,
+            "metadata": {"raw": "… is temporarily rate-limited upstream …",
+                         "provider_name": "WandB"}}});
+        assert_eq!(
+            ResponseFacts::of_value(&body).provider.as_deref(),
+            Some("WandB")
+        );
+        let mut chunk = body.clone();
+        chunk["provider"] = json!("Chutes");
+        assert_eq!(
+            ResponseFacts::of_value(&chunk).provider.as_deref(),
+            Some("Chutes")
+        );
+        assert_eq!(
+            ResponseFacts::of_value(&json!({"error": "x"})).provider,
+            None
+        );
     }
 
     /// The view and the tree-based check agree on what is a usable answer, for every shape the

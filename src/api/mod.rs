@@ -4,6 +4,7 @@ pub mod assemble;
 pub mod body;
 pub mod classify;
 pub mod client;
+mod client_config;
 pub mod error;
 mod error_class;
 pub mod facts;
@@ -18,9 +19,8 @@ pub mod sse;
 mod transport;
 
 pub use body::{build_body, serialize_body, BodyFields};
-pub use client::{
-    BuildError, ChatOutcome, Client, ClientConfig, Endpoint, RawChatOutcome, Timeouts,
-};
+pub use client::{BuildError, ChatOutcome, Client, Endpoint, RawChatOutcome, Timeouts};
+pub use client_config::ClientConfig;
 pub use error::ApiError;
 pub use error_class::ErrorClass;
 pub use facts::{ResponseFacts, UsageNumbers};

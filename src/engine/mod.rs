@@ -231,34 +231,16 @@ pub(crate) async fn run_list_as(
         ));
     }
 
-    let client = Client::new(ClientConfig {
-        connect_timeout: Duration::from_secs_f64(config.timeouts.connect_s),
-        keep_stream_chunks: options.keep_stream,
-        ..ClientConfig::default()
-    })
-    .map_err(|e| EngineError::Client(e.to_string()))?;
+    let client = run_client(config, &options)?;
     let streams = open_stream_log(run_dir, options.keep_stream)?;
-    let has_pending = !sorted.pending.is_empty();
-    let prices = run_prices(config, &client, &resolved, has_pending, &say).await;
-    let budget = session_budget(config, prices, &state);
-    let projected = budget.project_tokens(sorted.pending.iter().map(|p| p.prompt.prompt_tokens()));
-    say(format!(
-        "generate: {} prompt(s), {} finished before, {} to run; run dir {}",
-        sorted.ids.len(),
-        sorted.finished_before,
-        sorted.pending.len(),
-        run_dir.display()
-    ));
-    let pending = sorted.pending.len();
-    let credits = check_credits(&client, &resolved, config, projected, pending, &say).await?;
-
+    let costs = session_costs(config, &client, &resolved, &sorted, &state, run_dir, &say).await?;
     let session = Session {
         client,
         resolved,
         keys: keys.clone(),
         streams,
-        budget,
-        prices,
+        budget: costs.budget,
+        prices: costs.prices,
         shutdown: shutdown.clone(),
     };
     let ended = session
@@ -271,14 +253,7 @@ pub(crate) async fn run_list_as(
             sorted.ids.len() as u64,
         )
         .await?;
-
     let summary = write_summary(run_dir, &ended.state, started, skipped_lines)?;
-    // Prompts of this input with no record at all (the summary counts prompts with a record).
-    let not_started = sorted
-        .ids
-        .iter()
-        .filter(|id| ended.state.get(id).is_none())
-        .count() as u64;
     let stop = shutdown
         .reason()
         .map_or(StopReason::Completed, |(reason, _)| reason);
@@ -287,13 +262,69 @@ pub(crate) async fn run_list_as(
         stop,
         prompts: sorted.ids.len() as u64,
         finished_before: sorted.finished_before,
-        not_started,
-        credits,
-        projected_cost_usd: projected,
+        not_started: not_started(&sorted.ids, &ended.state),
+        credits: costs.credits,
+        projected_cost_usd: costs.projected,
         concurrency_limit: ended.limit,
         concurrency_decreases: ended.decreases,
         first_errors: ended.health.first_errors(),
         summary,
+    })
+}
+
+/// The HTTP client every request of the session goes through.
+fn run_client(config: &RunConfig, options: &RunOptions) -> Result<Client, EngineError> {
+    Client::new(ClientConfig {
+        connect_timeout: Duration::from_secs_f64(config.timeouts.connect_s),
+        keep_stream_chunks: options.keep_stream,
+        ..ClientConfig::default()
+    })
+    .map_err(|e| EngineError::Client(e.to_string()))
+}
+
+/// Prompts of this input with no record at all (the summary counts prompts with a record).
+fn not_started(ids: &[Box<str>], state: &ResumeState) -> u64 {
+    ids.iter().filter(|id| state.get(id).is_none()).count() as u64
+}
+
+/// What a session may spend and what it is expected to: the price table, the budget, the
+/// projected cost of the pending prompts, and the credit of each OpenRouter endpoint.
+struct SessionCosts {
+    prices: Option<PriceTable>,
+    budget: Budget,
+    projected: Option<f64>,
+    credits: Vec<CreditInfo>,
+}
+
+/// The costs of the session about to run `sorted`'s pending prompts (said, with the run's
+/// counts); an error when an endpoint's credit cannot pay for them or its key is refused.
+async fn session_costs(
+    config: &RunConfig,
+    client: &Client,
+    resolved: &[crate::config::ResolvedEndpoint],
+    sorted: &SortedPrompts,
+    state: &ResumeState,
+    run_dir: &Path,
+    say: &impl Fn(String),
+) -> Result<SessionCosts, EngineError> {
+    let has_pending = !sorted.pending.is_empty();
+    let prices = run_prices(config, client, resolved, has_pending, say).await;
+    let budget = session_budget(config, prices, state);
+    let projected = budget.project_tokens(sorted.pending.iter().map(|p| p.prompt.prompt_tokens()));
+    say(format!(
+        "generate: {} prompt(s), {} finished before, {} to run; run dir {}",
+        sorted.ids.len(),
+        sorted.finished_before,
+        sorted.pending.len(),
+        run_dir.display()
+    ));
+    let pending = sorted.pending.len();
+    let credits = check_credits(client, resolved, config, projected, pending, say).await?;
+    Ok(SessionCosts {
+        prices,
+        budget,
+        projected,
+        credits,
     })
 }
 

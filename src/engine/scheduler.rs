@@ -215,55 +215,11 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
                 None => return,
             }
         }
-        if let Some(rate) = &ctx.rate {
-            if !Box::pin(rate_ready(&ctx, rate)).await {
-                settle(&ctx, estimate, None, false);
-                return;
-            }
-        }
-        let Some((endpoint_index, chosen, body_fields)) =
-            ctx.endpoints.choose_indexed(&mut rand::rng())
-        else {
-            settle(&ctx, estimate, None, false);
-            return;
-        };
-        let endpoint = &chosen.endpoint;
-        // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
-        let Some(request) = request_body(&ctx, &prompt, body_fields, &endpoint.name, estimate)
+        let Some((next, endpoint)) =
+            attempt(&ctx, &prompt, first_attempt + n - 1, n, estimate).await
         else {
             return;
         };
-        let started_at = chrono::Utc::now();
-        let t0 = Instant::now();
-        let result = ctx.client.chat_raw(endpoint, &request, &ctx.timeouts).await;
-        let latency_ms = t0.elapsed().as_millis() as u64;
-        let head = Head {
-            id: &prompt.id,
-            attempt: first_attempt + n - 1,
-            endpoint: &endpoint.name,
-            request: &request,
-            started_at: started_at.to_rfc3339(),
-            source: &prompt.source,
-        };
-        let (encoded, next) = attempt_record(&ctx, &head, result, n, latency_ms);
-        drop(request);
-        let Some(record) = record_or_stop(&ctx, encoded, &endpoint.name, estimate) else {
-            return;
-        };
-        account(
-            &ctx,
-            endpoint_index,
-            &endpoint.name,
-            &record,
-            &next,
-            estimate,
-            latency_ms,
-        );
-        if ctx.records.send_encoded(record).await.is_err() {
-            // The writer is gone only if the journal failed; the engine reports that error.
-            ctx.shutdown.stop(StopReason::Interrupted);
-            return;
-        }
         let hold = overload_hold(&ctx, &next);
         if !hold.is_zero() && !Box::pin(back_off(&ctx, hold)).await {
             return;
@@ -271,13 +227,71 @@ async fn run_prompt(ctx: Arc<Ctx>, pending: Pending, permit: Permit, estimate: f
         // The slot is held until the record is queued: a journal that falls behind (a slow disk)
         // slows the requests down instead of letting finished records pile up in memory.
         permit.take();
-        let Some(delay) = retry_delay(&ctx, next, &endpoint.name, hold) else {
+        let Some(delay) = retry_delay(&ctx, next, endpoint, hold) else {
             return;
         };
         if !Box::pin(back_off(&ctx, delay)).await {
             return;
         }
     }
+}
+
+/// Attempt `attempt` of `prompt` (the `n`th of this session), under the request-rate limit, on
+/// an endpoint of the pool: sent, journaled and accounted for. Returns what comes next (for a
+/// failure) and the endpoint's name; `None` when the prompt task must end (the run stops, or its
+/// request or record could not be serialized).
+async fn attempt<'a>(
+    ctx: &'a Ctx,
+    prompt: &CompactPrompt,
+    attempt: u32,
+    n: u32,
+    estimate: f64,
+) -> Option<(Option<(ApiError, Next)>, &'a str)> {
+    if let Some(rate) = &ctx.rate {
+        if !Box::pin(rate_ready(ctx, rate)).await {
+            settle(ctx, estimate, None, false);
+            return None;
+        }
+    }
+    let Some((endpoint_index, chosen, body_fields)) =
+        ctx.endpoints.choose_indexed(&mut rand::rng())
+    else {
+        settle(ctx, estimate, None, false);
+        return None;
+    };
+    let endpoint = &chosen.endpoint;
+    // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
+    let request = request_body(ctx, prompt, body_fields, &endpoint.name, estimate)?;
+    let started_at = chrono::Utc::now();
+    let t0 = Instant::now();
+    let result = ctx.client.chat_raw(endpoint, &request, &ctx.timeouts).await;
+    let latency_ms = t0.elapsed().as_millis() as u64;
+    let head = Head {
+        id: &prompt.id,
+        attempt,
+        endpoint: &endpoint.name,
+        request: &request,
+        started_at: started_at.to_rfc3339(),
+        source: &prompt.source,
+    };
+    let (encoded, next) = attempt_record(ctx, &head, result, n, latency_ms);
+    drop(request);
+    let record = record_or_stop(ctx, encoded, &endpoint.name, estimate)?;
+    account(
+        ctx,
+        endpoint_index,
+        &endpoint.name,
+        &record,
+        &next,
+        estimate,
+        latency_ms,
+    );
+    if ctx.records.send_encoded(record).await.is_err() {
+        // The writer is gone only if the journal failed; the engine reports that error.
+        ctx.shutdown.stop(StopReason::Interrupted);
+        return None;
+    }
+    Some((next, &endpoint.name))
 }
 
 /// The request body of one attempt; on a failure to serialize, the run stops (and `None`).
@@ -297,12 +311,8 @@ fn request_body(
         Err(e) => {
             // Raw JSON and `Value`s always serialize; if that ever changed, stop rather than
             // send garbage.
-            ctx.shutdown.stop(StopReason::Fatal {
-                class: ErrorClass::Malformed,
-                endpoint: endpoint.to_string(),
-                message: format!("cannot serialize the request body: {e}"),
-            });
-            settle(ctx, estimate, None, false);
+            let message = format!("cannot serialize the request body: {e}");
+            stop_unserializable(ctx, endpoint, message, estimate);
             None
         }
     }
@@ -350,15 +360,22 @@ fn record_or_stop(
         Err(e) => {
             // Cannot happen for JSON that was just parsed; a record that cannot be written
             // must not be silently lost, so the run stops (the prompt stays pending).
-            ctx.shutdown.stop(StopReason::Fatal {
-                class: ErrorClass::Malformed,
-                endpoint: endpoint.to_string(),
-                message: format!("cannot serialize the journal record: {e}"),
-            });
-            settle(ctx, estimate, None, false);
+            let message = format!("cannot serialize the journal record: {e}");
+            stop_unserializable(ctx, endpoint, message, estimate);
             None
         }
     }
+}
+
+/// Something of an attempt could not be serialized: the run stops (a fatal `malformed`) and the
+/// attempt's reservation is given back.
+fn stop_unserializable(ctx: &Ctx, endpoint: &str, message: String, estimate: f64) {
+    ctx.shutdown.stop(StopReason::Fatal {
+        class: ErrorClass::Malformed,
+        endpoint: endpoint.to_string(),
+        message,
+    });
+    settle(ctx, estimate, None, false);
 }
 
 /// Count one ended attempt: the budget settles, the limiter and the endpoint's health learn

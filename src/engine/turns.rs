@@ -113,6 +113,17 @@ pub async fn run_turns(
     }
     manifest.seal();
 
+    // Every round runs under the conversations' manifest.
+    let run_round = |round: PromptList| {
+        run_list_as(
+            config,
+            round,
+            run_dir,
+            shutdown.clone(),
+            options.clone(),
+            Some(manifest.clone()),
+        )
+    };
     let mut last: Option<RunSummary> = None;
     let mut successes_before = usize::MAX;
     loop {
@@ -132,31 +143,12 @@ pub async fn run_turns(
         if round.is_empty() {
             break;
         }
-        let summary = run_list_as(
-            config,
-            round,
-            run_dir,
-            shutdown.clone(),
-            options.clone(),
-            Some(manifest.clone()),
-        )
-        .await?;
-        last = Some(summary);
+        last = Some(run_round(round).await?);
     }
     match last {
         Some(summary) => Ok(summary),
         // Nothing left to run: one empty round reports the run as it stands.
-        None => {
-            run_list_as(
-                config,
-                PromptList::new(),
-                run_dir,
-                shutdown,
-                options,
-                Some(manifest),
-            )
-            .await
-        }
+        None => run_round(PromptList::new()).await,
     }
 }
 

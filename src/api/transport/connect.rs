@@ -17,7 +17,7 @@ use tower_service::Service;
 use super::conn::{Conn, Io, Tcp};
 use super::error::{error_chain, HttpError};
 use super::resolver::{AddrCache, CachedResolver};
-use super::Settings;
+use crate::api::client_config::ClientConfig;
 use crate::api::proxy::Proxy;
 
 /// Happy Eyeballs: how long the first address family has before the other one is tried too
@@ -49,7 +49,7 @@ pub(super) struct Connector {
 
 /// The TCP connector of a route (Happy Eyeballs, keep-alive, no-delay) and the address cache
 /// its resolver fills.
-pub(super) fn tcp_connector(settings: &Settings) -> (HttpConnector<CachedResolver>, AddrCache) {
+pub(super) fn tcp_connector(settings: &ClientConfig) -> (HttpConnector<CachedResolver>, AddrCache) {
     let addrs = AddrCache::default();
     let mut connector = HttpConnector::new_with_resolver(CachedResolver {
         cache: addrs.clone(),

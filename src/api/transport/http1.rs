@@ -114,45 +114,7 @@ fn parse_head(buf: &[u8], method_is_head: bool) -> Result<Option<(Head, usize)>,
             framing: Framing::Close,
             keep_alive: response.version == Some(1),
         };
-        let mut length: Option<u64> = None;
-        let mut chunked = false;
-        for header in response.headers.iter() {
-            let value = || String::from_utf8_lossy(header.value).trim().to_string();
-            let name = header.name;
-            if name.eq_ignore_ascii_case("content-length") {
-                let parsed = std::str::from_utf8(header.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .ok_or_else(|| {
-                        HttpError::Protocol(format!("invalid content-length {:?}", value()))
-                    })?;
-                if length.is_some_and(|l| l != parsed) {
-                    return Err(HttpError::Protocol(
-                        "conflicting content-length headers".into(),
-                    ));
-                }
-                length = Some(parsed);
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                // The last coding decides; anything but chunked last means "until close".
-                chunked = value()
-                    .rsplit(',')
-                    .next()
-                    .is_some_and(|c| c.trim().eq_ignore_ascii_case("chunked"));
-            } else if name.eq_ignore_ascii_case("connection") {
-                let v = value();
-                if v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")) {
-                    head.keep_alive = false;
-                }
-            } else if name.eq_ignore_ascii_case("content-type") {
-                head.content_type = Some(value());
-            } else if name.eq_ignore_ascii_case("retry-after") {
-                head.retry_after = Some(value());
-            } else if name.eq_ignore_ascii_case("x-generation-id") {
-                head.generation_id = Some(value());
-            } else if name.eq_ignore_ascii_case("location") {
-                head.location = Some(value());
-            }
-        }
+        let (length, chunked) = read_headers(response.headers, &mut head)?;
         head.framing = if method_is_head || status == 204 || status == 304 {
             Framing::Length(0)
         } else if chunked {
@@ -167,6 +129,54 @@ fn parse_head(buf: &[u8], method_is_head: bool) -> Result<Option<(Head, usize)>,
         }
         return Ok(Some((head, start + len)));
     }
+}
+
+/// Fill `head` from the response's headers; returns the body's `content-length` (if any) and
+/// whether its transfer coding ends in `chunked`.
+fn read_headers(
+    headers: &[httparse::Header<'_>],
+    head: &mut Head,
+) -> Result<(Option<u64>, bool), HttpError> {
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    for header in headers {
+        let value = || String::from_utf8_lossy(header.value).trim().to_string();
+        let name = header.name;
+        if name.eq_ignore_ascii_case("content-length") {
+            let parsed = std::str::from_utf8(header.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    HttpError::Protocol(format!("invalid content-length {:?}", value()))
+                })?;
+            if length.is_some_and(|l| l != parsed) {
+                return Err(HttpError::Protocol(
+                    "conflicting content-length headers".into(),
+                ));
+            }
+            length = Some(parsed);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            // The last coding decides; anything but chunked last means "until close".
+            chunked = value()
+                .rsplit(',')
+                .next()
+                .is_some_and(|c| c.trim().eq_ignore_ascii_case("chunked"));
+        } else if name.eq_ignore_ascii_case("connection") {
+            let v = value();
+            if v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")) {
+                head.keep_alive = false;
+            }
+        } else if name.eq_ignore_ascii_case("content-type") {
+            head.content_type = Some(value());
+        } else if name.eq_ignore_ascii_case("retry-after") {
+            head.retry_after = Some(value());
+        } else if name.eq_ignore_ascii_case("x-generation-id") {
+            head.generation_id = Some(value());
+        } else if name.eq_ignore_ascii_case("location") {
+            head.location = Some(value());
+        }
+    }
+    Ok((length, chunked))
 }
 
 /// Where a chunked body's decoder is.

@@ -56,7 +56,6 @@ mod tests;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio_rustls::TlsConnector;
 
@@ -64,26 +63,13 @@ pub(crate) use body::HttpAnswer;
 pub(crate) use error::{error_chain, HttpError};
 pub(crate) use route::{HttpRequest, Route};
 
-use super::proxy::Proxies;
+use super::client_config::ClientConfig;
 use super::ApiKey;
-
-/// The connection settings every route shares.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub user_agent: String,
-    pub connect_timeout: Duration,
-    pub pool_max_idle: usize,
-    pub pool_idle_timeout: Duration,
-    pub tcp_keepalive: Option<Duration>,
-    pub http1_only: bool,
-    pub referer: Option<String>,
-    pub title: Option<String>,
-    pub proxies: Proxies,
-}
 
 /// The routes of one client and the TLS configuration they share.
 pub(crate) struct Transport {
-    settings: Settings,
+    /// The client's settings, which every route's connections follow.
+    settings: ClientConfig,
     tls: TlsConnector,
     /// By base URL, then by key (looked up without allocating: this runs for every request).
     routes: Mutex<HashMap<String, Vec<Arc<Route>>>>,
@@ -104,7 +90,7 @@ impl Transport {
     /// Servers are authenticated against the webpki roots (Mozilla's), as reqwest's
     /// `rustls-tls` does, and the `extra_roots` (a private CA, e.g. a TLS-inspecting proxy's).
     pub fn new(
-        settings: Settings,
+        settings: ClientConfig,
         extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
     ) -> Result<Transport, rustls::Error> {
         let mut roots = rustls::RootCertStore {
@@ -117,7 +103,7 @@ impl Transport {
     }
 
     fn with_roots(
-        settings: Settings,
+        settings: ClientConfig,
         roots: rustls::RootCertStore,
     ) -> Result<Transport, rustls::Error> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());

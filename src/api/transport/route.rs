@@ -16,7 +16,7 @@ use super::connect::{tcp_connector, Connected, Connector};
 use super::error::HttpError;
 use super::http1;
 use super::pools::{H2Pool, IdlePool};
-use super::Settings;
+use crate::api::client_config::ClientConfig;
 use crate::api::proxy::Proxy;
 use crate::api::ApiKey;
 
@@ -89,37 +89,20 @@ impl Route {
     pub(super) fn new(
         base_url: &str,
         key: Option<&ApiKey>,
-        settings: &Settings,
+        settings: &ClientConfig,
         tls: TlsConnector,
     ) -> Result<Route, HttpError> {
         let bad = |reason: &str| HttpError::Url {
             url: base_url.to_string(),
             reason: reason.to_string(),
         };
-        let uri: http::Uri = base_url
-            .trim()
-            .parse()
-            .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
-        let secure = match uri.scheme_str() {
-            Some("http") => false,
-            Some("https") => true,
-            _ => return Err(bad("the scheme must be http or https")),
-        };
-        let authority = uri.authority().ok_or_else(|| bad("no host"))?;
-        let host = authority
-            .host()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        let port = authority
-            .port_u16()
-            .unwrap_or(if secure { 443 } else { 80 });
-        let host_header = authority
-            .as_str()
-            .rsplit_once('@')
-            .map_or(authority.as_str(), |(_, h)| h)
-            .to_string();
-        let base_path = uri.path().trim_end_matches('/').to_string();
+        let BaseUrl {
+            secure,
+            host,
+            port,
+            host_header,
+            base_path,
+        } = BaseUrl::parse(base_url).map_err(|reason| bad(&reason))?;
         let scheme = if secure { "https" } else { "http" };
         let target: http::Uri = format!("{scheme}://{host_header}/")
             .parse()
@@ -128,15 +111,8 @@ impl Route {
         if let Some(proxy) = &via {
             tracing::debug!("{scheme}://{host_header}: through proxy {proxy}");
         }
-        let plain_via_proxy = via.as_ref().filter(|_| !secure);
-        let target_prefix =
-            plain_via_proxy.map_or_else(String::new, |_| format!("http://{host_header}"));
-        let proxy_auth_line = plain_via_proxy
-            .and_then(|p| p.auth.as_ref())
-            .and_then(|auth| auth.to_str().ok())
-            .map_or_else(String::new, |auth| {
-                format!("proxy-authorization: {auth}\r\n")
-            });
+        let (target_prefix, proxy_auth_line) =
+            forwarding_parts(via.as_ref().filter(|_| !secure), &host_header);
         let tls = if secure {
             let name = rustls::pki_types::ServerName::try_from(host.clone())
                 .map_err(|e| bad(&format!("not a TLS server name: {e}")))?;
@@ -174,7 +150,7 @@ impl Route {
             fixed,
             protocol: AtomicU8::new(if secure { UNKNOWN } else { HTTP1 }),
             idle: Arc::new(IdlePool::new(
-                settings.pool_max_idle,
+                settings.pool_max_idle_per_host,
                 settings.pool_idle_timeout,
             )),
             h2: Mutex::new(H2Pool::default()),
@@ -377,8 +353,67 @@ impl Drop for H2Connecting<'_> {
     }
 }
 
+/// A base URL's parts, as a route needs them.
+struct BaseUrl {
+    secure: bool,
+    /// The host without IPv6 brackets (what is resolved, and the TLS server name).
+    host: String,
+    port: u16,
+    /// `host[:port]` as the `host` header gives it (user info dropped).
+    host_header: String,
+    /// The path, no trailing slash.
+    base_path: String,
+}
+
+impl BaseUrl {
+    /// `Err` says what is wrong with `base_url`.
+    fn parse(base_url: &str) -> Result<BaseUrl, String> {
+        let uri: http::Uri = base_url
+            .trim()
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| e.to_string())?;
+        let secure = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err("the scheme must be http or https".into()),
+        };
+        let authority = uri.authority().ok_or("no host")?;
+        Ok(BaseUrl {
+            secure,
+            host: authority
+                .host()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            port: authority
+                .port_u16()
+                .unwrap_or(if secure { 443 } else { 80 }),
+            host_header: authority
+                .as_str()
+                .rsplit_once('@')
+                .map_or(authority.as_str(), |(_, h)| h)
+                .to_string(),
+            base_path: uri.path().trim_end_matches('/').to_string(),
+        })
+    }
+}
+
+/// For a plain route through a forwarding proxy (`forwarding`): the absolute-form target prefix
+/// (`http://{host_header}`) and the `proxy-authorization` line when the proxy wants credentials;
+/// both empty otherwise.
+fn forwarding_parts(forwarding: Option<&Proxy>, host_header: &str) -> (String, String) {
+    let target_prefix = forwarding.map_or_else(String::new, |_| format!("http://{host_header}"));
+    let proxy_auth_line = forwarding
+        .and_then(|p| p.auth.as_ref())
+        .and_then(|auth| auth.to_str().ok())
+        .map_or_else(String::new, |auth| {
+            format!("proxy-authorization: {auth}\r\n")
+        });
+    (target_prefix, proxy_auth_line)
+}
+
 /// The headers every request of a route carries (`host` excluded): user agent, key, attribution.
-fn fixed_headers(settings: &Settings, key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
+fn fixed_headers(settings: &ClientConfig, key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
     let mut fixed: Vec<(&'static str, String)> = vec![
         ("user-agent", settings.user_agent.clone()),
         ("accept", "*/*".to_string()),

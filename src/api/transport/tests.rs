@@ -10,6 +10,7 @@ use tokio::net::TcpStream;
 use super::connect::Connected;
 use super::pools::STREAMS_PER_H2_CONNECTION;
 use super::*;
+use crate::api::Proxies;
 use http_body_util::BodyExt;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -100,16 +101,18 @@ fn transport(http1_only: bool) -> Transport {
     roots
         .add(CertificateDer::from_pem_slice(CA).unwrap())
         .unwrap();
-    let settings = Settings {
+    let settings = ClientConfig {
         user_agent: "draftgen-test".into(),
         connect_timeout: Duration::from_secs(30),
-        pool_max_idle: usize::MAX,
+        pool_max_idle_per_host: usize::MAX,
         pool_idle_timeout: Duration::from_secs(90),
         tcp_keepalive: None,
         http1_only,
         referer: None,
         title: None,
         proxies: Proxies::none(),
+        extra_ca_pem: None,
+        keep_stream_chunks: false,
     };
     Transport::with_roots(settings, roots).unwrap()
 }

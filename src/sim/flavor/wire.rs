@@ -179,4 +179,26 @@ mod tests {
         assert_eq!(chunks("", 3), Vec::<&str>::new());
         assert_eq!(chunks("abc", 5), vec!["abc"]);
     }
+
+    #[test]
+    fn message_calls_carry_an_index_where_the_shape_numbers_them() {
+        let parsed = Parsed {
+            calls: vec![server::ParsedCall {
+                id: "functions.get_weather:0".into(),
+                name: "get_weather".into(),
+                arguments: "{\"city\": \"Tokyo\"}".into(),
+            }],
+            ..Parsed::default()
+        };
+        let own_id = |_: usize, call: &server::ParsedCall| call.id.clone();
+        // SGLang 0.5.23's own answer (tests/data/server_shapes/kimi_k25_sglang.jsonl), key order
+        // included.
+        let sglang = message_calls(&server::sglang::SHAPE, &parsed, own_id);
+        assert_eq!(
+            serde_json::to_string(&sglang).unwrap(),
+            r#"[{"id":"functions.get_weather:0","index":0,"type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Tokyo\"}"}}]"#
+        );
+        let vllm = message_calls(&server::vllm::SHAPE, &parsed, own_id);
+        assert_eq!(vllm[0].get("index"), None);
+    }
 }

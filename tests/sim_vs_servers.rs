@@ -1,8 +1,9 @@
 //! The simulator's flavours against the real servers' own answers: for every fixture of
 //! `tests/data/server_shapes/*.jsonl` (a request, what vLLM 0.33.0 / vLLM 0.11.2 / SGLang 0.5.23's
 //! unchanged serving code sent for a known token stream, and that stream; format and generator:
-//! `tests/data/README.md`), the matching sim flavour (`vllm`, `vllm-0.11`, `sglang`) is made to
-//! answer the fixture's request with the fixture's truth ids — through
+//! `tests/data/README.md`), the simulator answering in that server's shape (`server::shape` of
+//! its kind and version: the `vllm`, `vllm-0.11` and `sglang` flavours) is made to answer the
+//! fixture's request with the fixture's truth ids — through
 //! [`Simulator::answer_with`], the request reading, sampling, counting and flavour code
 //! `draftgen sim` serves — and both answers are compared field by field, the streams assembled
 //! as a client assembles them (`ChunkAssembler`, as `generate` journals a stream).
@@ -25,9 +26,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use draftgen::api::assemble::ChunkAssembler;
+use draftgen::api::ServerKind;
 use draftgen::model::assets;
+use draftgen::server::quirks::StreamsFirstTokenAsReasoning;
+use draftgen::server::ServerShape;
 use draftgen::sim::flavor::Event;
-use draftgen::sim::{Answered, Flavor, SimConfig, Simulator};
+use draftgen::sim::{Answered, SimConfig, Simulator};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -123,15 +127,14 @@ const FRAMING_DIFFERS_AT_MOST: &[(&str, usize)] = &[
     ("kimi_k25 vllm 0.33.0 stream spaces", 48),
 ];
 
-/// The sim flavour standing in for the fixture's server.
-fn flavor(server: &Server) -> Flavor {
-    let version = server.version.as_deref().unwrap_or_default();
-    match server.kind.as_str() {
-        "vllm" if version.starts_with("0.11") => Flavor::Vllm011,
-        "vllm" => Flavor::Vllm,
-        "sglang" => Flavor::Sglang,
-        other => panic!("no sim flavour for server kind {other:?}"),
-    }
+/// The server shape the simulator answers the fixture's request with: the fixture server's
+/// kind at its version (`server::shape`, as `--kind K --server-version V` picks it).
+fn shape(server: &Server) -> &'static ServerShape {
+    let kind: ServerKind = server
+        .kind
+        .parse()
+        .unwrap_or_else(|e| panic!("no sim shape for server kind {:?}: {e}", server.kind));
+    draftgen::server::shape(kind, server.version.as_deref())
 }
 
 fn shape_key(fixture: &Fixture) -> String {
@@ -315,7 +318,7 @@ fn every_flavour_answers_as_the_server_s_own_code() {
     );
     let root =
         assets::assets_root().expect("reference assets (DRAFTGEN_ASSETS or ../shared/assets)");
-    let mut sims: HashMap<(Flavor, String, String, Option<String>), Simulator> = HashMap::new();
+    let mut sims: HashMap<(String, String, String, Option<String>), Simulator> = HashMap::new();
     let mut table: BTreeMap<String, Row> = BTreeMap::new();
     let mut examples: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let verbose = std::env::var_os("DRAFTGEN_SIM_VERBOSE").is_some();
@@ -330,16 +333,16 @@ fn every_flavour_answers_as_the_server_s_own_code() {
             }
             let fixture: Fixture = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("{}:{}: {e}", file.display(), number + 1));
-            let flavor = flavor(&fixture.server);
+            let shape = shape(&fixture.server);
             let key = (
-                flavor,
+                shape.describe(),
                 fixture.model.clone(),
                 fixture.profile.clone(),
                 fixture.chat_template.clone(),
             );
             let sim = sims.entry(key).or_insert_with(|| {
                 Simulator::new(SimConfig {
-                    flavor,
+                    shape: Some(shape),
                     model_dir: Some(root.join(&fixture.model)),
                     profile: Some(fixture.profile.clone()),
                     chat_template: fixture_template(&root, fixture.chat_template.as_deref()),
@@ -417,7 +420,7 @@ fn every_flavour_answers_as_the_server_s_own_code() {
                 || request["messages"]
                     .as_array()
                     .is_some_and(|m| m.iter().any(|m| m["role"] == "assistant"));
-            if flavor == Flavor::Vllm011
+            if shape.quirks.has::<StreamsFirstTokenAsReasoning>()
                 && fixture.server.stream
                 && request["tools"].as_array().is_some_and(|t| !t.is_empty())
                 && closes_reasoning

@@ -12,6 +12,7 @@ use crate::engine::{self, ProgressMode, RunOptions, RunSummary, Shutdown};
 use crate::journal::RunDir;
 use crate::model::{assets, Profile};
 use crate::reconstruct::ReconstructOptions;
+use crate::server::{ServerShape, Versions};
 use crate::sim::{self, FaultRates, Flavor, SimConfig};
 
 use super::model_args::{request_model_name, ModelArgs};
@@ -121,7 +122,7 @@ fn generate(
             sim.base_url(),
             profile.name
         );
-        let config = demo_config(&sim.base_url(), args.flavor, model_name);
+        let config = demo_config(&sim.base_url(), args.flavor.shape(), model_name);
         let shutdown = Shutdown::new();
         let ctrl_c = tokio::spawn(forward_ctrl_c(shutdown.clone()));
         let summary = engine::run_with(
@@ -200,15 +201,15 @@ fn reconstruct_options(run: &Path) -> anyhow::Result<ReconstructOptions> {
 }
 
 /// One endpoint of the flavour's kind (the simulator needs no key), a modest concurrency, short
-/// timeouts; the vLLM flavour also returns its own token ids, which reconstruction then checks
+/// timeouts; vLLM's newest line also returns its own token ids, which reconstruction then checks
 /// itself against.
-fn demo_config(base_url: &str, flavor: Flavor, model_name: &str) -> RunConfig {
+fn demo_config(base_url: &str, shape: &ServerShape, model_name: &str) -> RunConfig {
     let mut config = RunConfig::default();
-    let kind = match flavor {
-        Flavor::Vllm | Flavor::Vllm011 => ServerKind::Vllm,
-        Flavor::Sglang => ServerKind::Sglang,
-        Flavor::LlamaCpp => ServerKind::LlamaCpp,
-        Flavor::OpenRouter | Flavor::Raw => ServerKind::Generic,
+    // An OpenRouter endpoint asks for a key; the OpenRouter-shaped simulator is declared as a
+    // generic server, and `build` reads it in the flavour's shape.
+    let kind = match shape.kind {
+        ServerKind::OpenRouter => ServerKind::Generic,
+        kind => kind,
     };
     let mut endpoint = EndpointConfig::new("sim", base_url, kind);
     // The simulator listens on a new port each run: that is not a change of settings.
@@ -216,16 +217,17 @@ fn demo_config(base_url: &str, flavor: Flavor, model_name: &str) -> RunConfig {
     // Say what the simulator does (no spaces around special tokens unless configured), rather
     // than leave it to the kind's default (true for vLLM).
     endpoint.spaces_around_special_tokens = Some(SimConfig::default().spaces_around_special_tokens);
-    // The 0.11 flavour answers as vLLM's 0.11–0.2x line: the run records that version.
-    if flavor == Flavor::Vllm011 {
-        endpoint.server_version = Some("0.11".to_string());
+    // A shape of an older line than the kind's newest (vLLM's 0.11–0.2x): the run records the
+    // line's first version.
+    if let Versions::Minors { major, first, .. } = shape.versions {
+        endpoint.server_version = Some(format!("{major}.{first}"));
     }
     config.endpoints = vec![endpoint];
     config.request.model = model_name.to_string();
     config.request.max_tokens = Some(2048);
     config.request.stream = true;
     config.request.server_kind = kind;
-    if flavor == Flavor::Vllm {
+    if kind == ServerKind::Vllm && shape.versions == Versions::Newest {
         config.request.server_token_ids = true;
         config.request.stream = false; // ids come with non-streamed answers
     }

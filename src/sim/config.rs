@@ -69,6 +69,7 @@ impl Default for Behaviour {
 /// The simulator's settings.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
+    /// The server shape answering, by its simulator name (`--flavor`).
     pub flavor: Flavor,
     /// Every answer and fault is a pure function of this seed and the request.
     pub seed: u64,
@@ -105,13 +106,21 @@ pub struct SimConfig {
     pub capacity: Option<super::capacity::CapacityConfig>,
     /// Answer from recorded responses instead of writing them (see [`super::replay`]).
     pub replay: Option<std::sync::Arc<super::replay::Replay>>,
-    /// Named providers, each with its own flavour and tool-call defects ([`super::providers`]);
-    /// empty: one provider, `flavor` and `provider_name`.
+    /// Named providers, each with its own server shape and tool-call defects
+    /// ([`super::providers`]); empty: one provider, [`SimConfig::server_shape`] and
+    /// `provider_name`.
     pub providers: Vec<super::providers::NamedProvider>,
-    /// The server shape answering in place of `flavor`'s own (one defined outside the crate,
-    /// say with a quirk of its own); `flavor` then only dresses the answer as JSON. Named
-    /// providers keep their flavours' shapes.
+    /// The server shape answering in place of `flavor`'s (one defined outside the crate, say
+    /// with a quirk of its own; its kind picks the JSON it answers in). Named providers keep
+    /// their own shapes.
     pub shape: Option<&'static ServerShape>,
+}
+
+impl SimConfig {
+    /// The server shape answering when no named provider does: `shape`, else `flavor`'s.
+    pub fn server_shape(&self) -> &'static ServerShape {
+        self.shape.unwrap_or_else(|| self.flavor.shape())
+    }
 }
 
 impl Default for SimConfig {

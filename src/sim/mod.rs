@@ -5,9 +5,10 @@
 //!
 //! The simulated model writes a native token stream in its family's syntax ([`answer`]: Kimi
 //! K2.5 natively, other families as their profile writes a turn) that is a pure function of
-//! (seed, request), so a retried or resumed request gets the same answer; a [`flavor`] turns it
-//! into one server's response through that server's shape (`crate::server`); [`faults`] decides, per attempt, whether
-//! the answer is replaced by a failure. [`server`] ties them to HTTP.
+//! (seed, request), so a retried or resumed request gets the same answer; a server shape
+//! (`crate::server`, named on the command line by a [`Flavor`]) turns it into that server's
+//! response, dressed as the shape's kind's JSON by [`flavor`]; [`faults`] decides, per attempt,
+//! whether the answer is replaced by a failure. [`server`] ties them to HTTP.
 //! [`Simulator::answer_with`] answers a request with given token ids instead of the model's own
 //! through the same path (how `tests/sim_vs_servers.rs` holds every flavour to the servers' own
 //! answers).
@@ -37,6 +38,7 @@ pub mod replay;
 pub mod request;
 pub mod seed;
 pub mod server;
+pub mod syntax;
 pub mod tokens;
 pub mod words;
 

@@ -1,6 +1,6 @@
 //! Several named providers behind one simulated endpoint, as OpenRouter routes one model to many
-//! upstreams: each has its own flavour (response shape) and tool-call defect rates, and every
-//! answer names its provider in `provider` (whatever the flavour). A request's OpenRouter
+//! upstreams: each has its own server shape (named by a flavour) and tool-call defect rates, and
+//! every answer names its provider in `provider` (whatever the shape). A request's OpenRouter
 //! `provider.only` picks the first listed provider that exists; otherwise requests are spread
 //! over the providers by request key (round-robin over prompts, the same provider on a retry).
 //!
@@ -11,12 +11,14 @@
 
 use super::faults::{ToolDefect, ToolDefectRates};
 use super::flavor::Flavor;
+use crate::server::ServerShape;
 
 /// One simulated upstream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NamedProvider {
     pub name: String,
-    pub flavor: Flavor,
+    /// The server shape it answers with.
+    pub shape: &'static ServerShape,
     pub defects: ToolDefectRates,
     /// Every request to it fails (the listing still shows it).
     pub down: bool,
@@ -70,7 +72,7 @@ impl std::str::FromStr for NamedProvider {
         }
         Ok(NamedProvider {
             name: name.to_string(),
-            flavor,
+            shape: flavor.shape(),
             defects,
             down,
         })
@@ -117,7 +119,7 @@ mod tests {
     fn specs_parse_and_errors_say_what_is_wrong() {
         let p: NamedProvider = "Chutes:vllm:inreasoning=0.2,badjson".parse().unwrap();
         assert_eq!(p.name, "Chutes");
-        assert_eq!(p.flavor, Flavor::Vllm);
+        assert_eq!(p.shape, Flavor::Vllm.shape());
         assert_eq!(p.defects.get(ToolDefect::CallInReasoning), 0.2);
         assert_eq!(p.defects.get(ToolDefect::InvalidJson), 1.0);
         let plain: NamedProvider = "A:sglang".parse().unwrap();

@@ -32,6 +32,16 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
+    /// The key every seeded choice for this request is drawn with: its messages, tools and
+    /// `seed` ([`super::seed::request_key`]), so that a retry gets the same answer.
+    pub fn key(&self) -> u64 {
+        super::seed::request_key(
+            &Value::Array(self.messages.clone()),
+            &Value::Array(self.tools.clone()),
+            self.seed,
+        )
+    }
+
     /// Read a request body; the error says what is wrong with it.
     pub fn from_json(body: &Value) -> Result<Self, String> {
         let obj = body

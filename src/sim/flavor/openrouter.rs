@@ -9,6 +9,7 @@
 
 use serde_json::{json, Value};
 
+use super::wire::message_calls;
 use super::{chunks, Event, Turn};
 use crate::server::Parsed;
 
@@ -57,19 +58,7 @@ pub fn response(turn: &Turn) -> Value {
         message["reasoning_details"] = reasoning_details(reasoning);
     }
     if !parsed.calls.is_empty() {
-        let calls: Vec<Value> = parsed
-            .calls
-            .iter()
-            .enumerate()
-            .map(|(i, call)| {
-                json!({
-                    "id": call_id(turn, i),
-                    "index": i,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments},
-                })
-            })
-            .collect();
+        let calls = message_calls(turn.shape, &parsed, |i, _| call_id(turn, i));
         message["tool_calls"] = Value::Array(calls);
     }
     json!({

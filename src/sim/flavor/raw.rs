@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{attach_token_ids, chunk, chunks, usage_chunk, Event, Turn};
+use super::{chunk, chunks, usage_chunk, wire::completion, Event, Turn};
 
 fn finish_reason(turn: &Turn) -> &'static str {
     if turn.cut {
@@ -24,23 +24,13 @@ fn usage(turn: &Turn) -> Value {
 }
 
 pub fn response(turn: &Turn) -> Value {
-    let mut choice = json!({
+    let choice = json!({
         "index": 0,
         "message": {"role": "assistant", "content": turn.text},
         "logprobs": null,
         "finish_reason": finish_reason(turn),
     });
-    let mut body = json!({
-        "id": turn.id,
-        "object": "chat.completion",
-        "created": turn.created,
-        "model": turn.model,
-        "choices": [],
-        "usage": usage(turn),
-    });
-    attach_token_ids(turn, &mut choice, &mut body);
-    body["choices"] = Value::Array(vec![choice]);
-    body
+    completion(turn, choice, json!({"usage": usage(turn)}))
 }
 
 pub fn events(turn: &Turn) -> Vec<Event> {

@@ -11,7 +11,8 @@
 
 use serde_json::{json, Value};
 
-use super::{attach_token_ids, chunk, deltas, parsed, usage_chunk, Event, Turn};
+use super::wire::{completion, message_calls};
+use super::{chunk, deltas, parsed, usage_chunk, Event, Turn};
 use crate::server::quirks::CountsReasoningThroughClose;
 
 /// `<|im_end|>`, which SGLang reports as the stop it matched.
@@ -62,19 +63,7 @@ fn matched_stop(turn: &Turn) -> Value {
 
 pub fn response(turn: &Turn) -> Value {
     let parsed = parsed(turn.shape, turn, false);
-    let calls: Vec<Value> = parsed
-        .calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| {
-            json!({
-                "id": call.id,
-                "index": i,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            })
-        })
-        .collect();
+    let calls = message_calls(turn.shape, &parsed, |_, call| call.id.clone());
     let mut message = json!({
         "role": "assistant",
         "content": parsed.content,
@@ -90,25 +79,15 @@ pub fn response(turn: &Turn) -> Value {
     } else {
         matched_stop(turn)
     };
-    let mut choice = json!({
+    let choice = json!({
         "index": 0,
         "message": message,
         "logprobs": null,
         "finish_reason": parsed.finish_reason,
         "matched_stop": matched,
     });
-    let mut body = json!({
-        "id": turn.id,
-        "object": "chat.completion",
-        "created": turn.created,
-        "model": turn.model,
-        "choices": [],
-        "usage": usage(turn),
-        "metadata": metadata(turn),
-    });
-    attach_token_ids(turn, &mut choice, &mut body);
-    body["choices"] = Value::Array(vec![choice]);
-    body
+    let fields = json!({"usage": usage(turn), "metadata": metadata(turn)});
+    completion(turn, choice, fields)
 }
 
 pub fn events(turn: &Turn) -> Vec<Event> {

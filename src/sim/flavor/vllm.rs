@@ -22,9 +22,12 @@
 
 use serde_json::{json, Map, Value};
 
+use super::fields::tool_call_id;
+use super::wire::message_calls;
 use super::{chunk, deltas, parsed, reasoning_key, usage_chunk, Event, Turn};
 use crate::server::quirks::MintsCallIds;
-use crate::server::{ReasoningField, ServerShape};
+use crate::server::{Parsed, ReasoningField, ServerShape};
+use crate::sim::syntax;
 
 /// `usage` as vLLM sends it: 0.33 adds `completion_tokens_details.reasoning_tokens` (its reasoning
 /// parser's `count_reasoning_tokens`); a stream's usage chunk has no `prompt_tokens_details`.
@@ -67,31 +70,20 @@ fn ids(turn: &Turn, ids: &Option<Vec<u32>>) -> Value {
     }
 }
 
-pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
-    let mut parsed = parsed(shape, turn, false);
+/// The non-streamed message: 0.11 always sends `tool_calls` (`[]` without calls) and the
+/// reasoning under both names; 0.33 leaves an empty list out and sends an empty reasoning
+/// (`</think>` first) as `null` (…/empty_reasoning/001).
+fn message(turn: &Turn, mut parsed: Parsed) -> Value {
+    let shape = turn.shape;
     let old = old_line(shape);
     if old && shape.quirks.has::<MintsCallIds>() {
         // 0.11's non-streamed assembly wraps each parsed call in a new `ToolCall`, whose id is
         // random: the model's id text is not sent.
         for (i, call) in parsed.calls.iter_mut().enumerate() {
-            call.id = turn
-                .minted_call_ids
-                .get(i)
-                .map(|id| format!("chatcmpl-tool-{}", id.trim_start_matches("call_")))
-                .unwrap_or_else(|| format!("chatcmpl-tool-{i:024}"));
+            call.id = tool_call_id(turn, i);
         }
     }
-    let calls: Vec<Value> = parsed
-        .calls
-        .iter()
-        .map(|call| {
-            json!({
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            })
-        })
-        .collect();
+    let calls = message_calls(shape, &parsed, |_, call| call.id.clone());
     let mut message = json!({
         "role": "assistant",
         "content": parsed.content,
@@ -100,22 +92,28 @@ pub fn response(shape: &ServerShape, turn: &Turn) -> Value {
         "audio": null,
         "function_call": null,
     });
-    // 0.11 always sends `tool_calls` (`[]` without calls); 0.33 leaves an empty list out.
     if old || !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls);
     }
     if old {
         message["reasoning"] = json!(parsed.reasoning);
     } else {
-        // 0.33 sends an empty reasoning (`</think>` first) as `null` (…/empty_reasoning/001).
         parsed.reasoning = parsed.reasoning.filter(|r| !r.is_empty());
     }
     message[reasoning_key(shape)] = json!(parsed.reasoning);
+    message
+}
+
+pub fn response(turn: &Turn) -> Value {
+    let shape = turn.shape;
+    let parsed = parsed(shape, turn, false);
+    let old = old_line(shape);
+    let finish_reason = parsed.finish_reason;
     let mut choice = json!({
         "index": 0,
-        "message": message,
+        "message": message(turn, parsed),
         "logprobs": null,
-        "finish_reason": parsed.finish_reason,
+        "finish_reason": finish_reason,
         "stop_reason": stop_reason(turn),
         "token_ids": ids(turn, &turn.token_ids),
     });
@@ -156,33 +154,35 @@ fn ends_with(delta: &Value, text: &str) -> bool {
     }
 }
 
-pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
-    let parsed = parsed(shape, turn, true);
-    let old = old_line(shape);
-    // Every delta chunk: `token_ids` on the choice; 0.33 adds a top-level `kv_transfer_params`;
-    // 0.11 sends `reasoning_content: null` beside anything that is not reasoning.
-    let delta = |mut delta: Value| {
-        if old && delta.get("reasoning_content").is_none() {
-            // Before the tool calls, after the content (the fields' order in 0.11's deltas).
-            let calls = delta.as_object_mut().and_then(|d| d.remove("tool_calls"));
-            delta["reasoning_content"] = Value::Null;
-            if let Some(calls) = calls {
-                let mut ordered = Map::new();
-                ordered.insert("reasoning_content".into(), Value::Null);
-                ordered.insert("tool_calls".into(), calls);
-                delta = Value::Object(ordered);
-            }
+/// One delta chunk: `token_ids` on the choice; 0.33 adds a top-level `kv_transfer_params`; 0.11
+/// sends `reasoning_content: null` beside anything that is not reasoning.
+fn delta_event(turn: &Turn, mut delta: Value) -> Event {
+    let old = old_line(turn.shape);
+    if old && delta.get("reasoning_content").is_none() {
+        // Before the tool calls, after the content (the fields' order in 0.11's deltas).
+        let calls = delta.as_object_mut().and_then(|d| d.remove("tool_calls"));
+        delta["reasoning_content"] = Value::Null;
+        if let Some(calls) = calls {
+            let mut ordered = Map::new();
+            ordered.insert("reasoning_content".into(), Value::Null);
+            ordered.insert("tool_calls".into(), calls);
+            delta = Value::Object(ordered);
         }
-        let mut chunk = chunk(
-            turn,
-            json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": null,
-                   "token_ids": null}),
-        );
-        if !old {
-            chunk["kv_transfer_params"] = Value::Null;
-        }
-        Event::Data(chunk)
-    };
+    }
+    let mut chunk = chunk(
+        turn,
+        json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": null,
+               "token_ids": null}),
+    );
+    if !old {
+        chunk["kv_transfer_params"] = Value::Null;
+    }
+    Event::Data(chunk)
+}
+
+/// The first chunk: the role, and the prompt's ids where asked.
+fn first_event(turn: &Turn) -> Event {
+    let old = old_line(turn.shape);
     let mut first = chunk(
         turn,
         json!({"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null,
@@ -195,28 +195,36 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
     if !old {
         first["prompt_text"] = Value::Null;
     }
-    let mut out = vec![Event::Data(first)];
+    Event::Data(first)
+}
+
+/// The reasoning's and the content's deltas, one token's text each.
+fn text_events(turn: &Turn, parsed: &Parsed, out: &mut Vec<Event>) {
     if let Some(reasoning) = &parsed.reasoning {
         for piece in deltas(turn, reasoning) {
-            let mut d = json!({reasoning_key(shape): piece});
-            if old {
-                d = json!({"reasoning": piece, "reasoning_content": piece});
-            }
-            out.push(delta(d));
+            let delta = if old_line(turn.shape) {
+                json!({"reasoning": piece, "reasoning_content": piece})
+            } else {
+                json!({reasoning_key(turn.shape): piece})
+            };
+            out.push(delta_event(turn, delta));
         }
     }
     if let Some(content) = &parsed.content {
         for piece in deltas(turn, content) {
-            out.push(delta(json!({"content": piece})));
+            out.push(delta_event(turn, json!({"content": piece})));
         }
     }
-    // 0.33's Kimi parser (its parser engine) sends a call's header with its first argument piece
-    // (`""` when none came yet); 0.11's and the hermes / deepseek_v3 parsers send the name alone.
-    // hermes adds `content: null` to every tool-call delta.
-    let kimi = turn.syntax == crate::server::Syntax::Kimi;
-    let header_with_arguments = kimi && !old;
+}
+
+/// Each call's header (id, type, index, name — with 0.33's Kimi parser engine also its first
+/// argument piece, `""` when none came yet; 0.11's and the other families' parsers send the name
+/// alone), then its argument deltas.
+fn call_events(turn: &Turn, parsed: &Parsed, out: &mut Vec<Event>) {
+    let parser = syntax::VllmToolParser::of(turn.syntax);
+    let header_with_arguments = parser.header_carries_arguments && !old_line(turn.shape);
     let tool_delta = |calls: Value| {
-        if turn.syntax == crate::server::Syntax::Hermes {
+        if parser.tool_deltas_null_content {
             json!({"content": null, "tool_calls": calls})
         } else {
             json!({"tool_calls": calls})
@@ -234,25 +242,27 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
         if let Some(head) = head {
             function.insert("arguments".into(), json!(head));
         }
-        out.push(delta(tool_delta(json!([{
-            "id": call.id, "type": "function", "index": i, "function": function,
-        }]))));
+        out.push(delta_event(
+            turn,
+            tool_delta(json!([{
+                "id": call.id, "type": "function", "index": i, "function": function,
+            }])),
+        ));
         for piece in rest {
-            out.push(delta(tool_delta(json!([{
-                "index": i, "function": {"arguments": piece},
-            }]))));
+            out.push(delta_event(
+                turn,
+                tool_delta(json!([{"index": i, "function": {"arguments": piece}}])),
+            ));
         }
     }
-    if let Some(leak) = &parsed.content_after_calls {
-        // 0.11.2 sends its tool parser's buffer at the section's end (`server::quirks::LeaksSectionBuffer`).
-        for piece in deltas(turn, leak) {
-            out.push(delta(json!({"content": piece})));
-        }
-    }
-    // The finish rides on the last token's chunk: the end-of-turn token's, which shows nothing
-    // (`{}`; 0.11: `content: ""`), or on a cut the last sampled token's — its text when it
-    // showed some (the last delta, moved here), nothing when it was a marker or a partial
-    // character.
+}
+
+/// The finish rides on the last token's chunk: the end-of-turn token's, which shows nothing
+/// (`{}`; 0.11: `content: ""`), or on a cut the last sampled token's — its text when it showed
+/// some (the last delta, moved here: taken off `out`), nothing when it was a marker or a partial
+/// character.
+fn finish_event(turn: &Turn, parsed: &Parsed, out: &mut Vec<Event>) -> Event {
+    let old = old_line(turn.shape);
     let last_token = turn.last_token.as_deref().filter(|t| !t.is_empty());
     let shown_by_last = |delta: &Value| {
         turn.cut && turn.partial_tokens == 0 && last_token.is_some_and(|t| ends_with(delta, t))
@@ -286,9 +296,24 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
     if !old {
         finish["kv_transfer_params"] = Value::Null;
     }
-    out.push(Event::Data(finish));
+    Event::Data(finish)
+}
+
+pub fn events(turn: &Turn) -> Vec<Event> {
+    let parsed = parsed(turn.shape, turn, true);
+    let mut out = vec![first_event(turn)];
+    text_events(turn, &parsed, &mut out);
+    call_events(turn, &parsed, &mut out);
+    if let Some(leak) = &parsed.content_after_calls {
+        // 0.11.2 sends its tool parser's buffer at the section's end (`server::quirks::LeaksSectionBuffer`).
+        for piece in deltas(turn, leak) {
+            out.push(delta_event(turn, json!({"content": piece})));
+        }
+    }
+    let finish = finish_event(turn, &parsed, &mut out);
+    out.push(finish);
     if turn.include_usage {
-        out.push(usage_chunk(turn, usage(shape, turn, true)));
+        out.push(usage_chunk(turn, usage(turn.shape, turn, true)));
     }
     out.push(Event::Done);
     out
@@ -298,7 +323,6 @@ pub fn events(shape: &ServerShape, turn: &Turn) -> Vec<Event> {
 mod tests {
     use super::*;
     use crate::api::assemble::ChunkAssembler;
-    use crate::sim::flavor::Flavor;
 
     /// A fixture of tests/data/server_shapes/kimi_k25_vllm011.jsonl: vLLM 0.11.2's own stream.
     fn fixture(name: &str) -> Value {
@@ -353,9 +377,9 @@ mod tests {
             last_token: None,
             stop_token: None,
             token_deltas: None,
-            syntax: crate::server::Syntax::Kimi,
-            flavor: Flavor::Vllm011,
-            shape: Flavor::Vllm011.shape(),
+            // Kimi's.
+            syntax: crate::server::Syntax::default(),
+            shape: &crate::server::vllm::SHAPE_0_11,
             defects: Vec::new(),
             provider_in_body: false,
         }
@@ -384,7 +408,7 @@ mod tests {
             let truth = case["truth"]["completion_text"].as_str().unwrap();
             let text = truth.strip_suffix("<|im_end|>").unwrap();
             let real = assembled(case["chunks"].as_array().unwrap().iter().cloned());
-            let events = events(Flavor::Vllm011.shape(), &turn(text, spaces));
+            let events = events(&turn(text, spaces));
             let ours = assembled(events.into_iter().filter_map(|e| match e {
                 Event::Data(v) => Some(v),
                 _ => None,

@@ -1,0 +1,161 @@
+//! `POST /v1/chat/completions`: auth → replay → capacity → parse → credit → provider → attempt
+//! number → fault draw → answer → flavour → pacing.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use rand::Rng;
+use serde_json::{json, Value};
+
+use super::errors::{error_response, rate_limited, server_error, Refusal};
+use super::reply::{plain_response, stream_response};
+use super::turn::{make_turn, Written};
+use super::Shared;
+use crate::sim::config::SimConfig;
+use crate::sim::faults::FaultKind;
+use crate::sim::providers::{self, NamedProvider, NoProvider};
+use crate::sim::request::ChatRequest;
+use crate::sim::seed::{self, Purpose};
+
+pub(super) async fn chat_completions(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    shared.counters.request();
+    if !shared.authorized(&headers) {
+        shared.counters.rejected();
+        return error_response(StatusCode::UNAUTHORIZED, "No auth credentials found");
+    }
+    if let Some(replay) = &shared.config.replay {
+        return replay.respond(&body);
+    }
+    // Beyond the provider's capacity: turned away at once. The slot is held until the answer is
+    // written (for a stream: until its head is).
+    let _slot = match shared
+        .capacity
+        .as_ref()
+        .map(|c| (c.admit(), c.retry_after_secs()))
+    {
+        Some((None, retry_after)) => return rate_limited(retry_after),
+        Some((slot, _)) => slot,
+        None => None,
+    };
+    let request = match read_request(&shared, &body) {
+        Ok(request) => request,
+        Err(refused) => {
+            shared.counters.rejected();
+            return refused.into_response();
+        }
+    };
+    let key = request.key();
+    let provider = match provider_for(&shared.config, &request, key) {
+        Ok(provider) => provider,
+        Err(refused) => {
+            shared.counters.rejected();
+            return refused.into_response();
+        }
+    };
+    let attempt = shared.attempts.next(key);
+    let config = &shared.config;
+    let fault = config.faults.decide(config.seed, key, attempt);
+    if let Some(kind) = fault {
+        shared.counters.fault(kind);
+    }
+    if let Some(failed) = failure(&shared, fault, request.stream, key, attempt).await {
+        return failed;
+    }
+    answer(&shared, &request, key, attempt, fault, provider).await
+}
+
+/// The request, unless it is not one or the credits are spent.
+fn read_request(shared: &Shared, body: &[u8]) -> Result<ChatRequest, Refusal> {
+    let request = serde_json::from_slice::<Value>(body)
+        .map_err(|e| format!("request body is not JSON: {e}"))
+        .and_then(|v| ChatRequest::from_json(&v))
+        .map_err(|message| Refusal::new(StatusCode::BAD_REQUEST, &message))?;
+    if let Some(limit) = shared.config.credit_limit {
+        if shared.counters.spent_usd() >= limit {
+            return Err(Refusal::new(
+                StatusCode::PAYMENT_REQUIRED,
+                "Insufficient credits. Add more using https://openrouter.ai/credits",
+            ));
+        }
+    }
+    Ok(request)
+}
+
+/// The named provider answering (`None`: the simulator itself), or the refusal when none may
+/// or the one routed to is down.
+fn provider_for<'a>(
+    config: &'a SimConfig,
+    request: &ChatRequest,
+    key: u64,
+) -> Result<Option<&'a NamedProvider>, Refusal> {
+    let provider = providers::route(&config.providers, &request.provider_only, key)
+        .map_err(|NoProvider(message)| Refusal::new(StatusCode::NOT_FOUND, &message))?;
+    if let Some(down) = provider.filter(|p| p.down) {
+        let body = json!({"error": {"code": 502, "message": "Provider returned error",
+            "metadata": {"provider_name": down.name, "raw": "upstream unavailable (simulated)"}}});
+        return Err(Refusal(StatusCode::BAD_GATEWAY, body));
+    }
+    Ok(provider)
+}
+
+/// What a fault answers in place of any answer: 429, a 5xx, or (not streamed) a hang, then 504.
+/// `None`: the answer is written (the other faults break it on its way out).
+async fn failure(
+    shared: &Shared,
+    fault: Option<FaultKind>,
+    stream: bool,
+    key: u64,
+    attempt: u32,
+) -> Option<Response> {
+    let config = &shared.config;
+    match fault {
+        Some(FaultKind::RateLimited) => Some(rate_limited(config.retry_after_secs)),
+        Some(FaultKind::ServerError) => {
+            let which = seed::rng(config.seed, key, Purpose::Fault, attempt).random_range(0..3);
+            Some(server_error(which, config.retry_after_secs))
+        }
+        Some(FaultKind::Hang) if !stream => {
+            shared.hang().await;
+            Some(error_response(
+                StatusCode::GATEWAY_TIMEOUT,
+                "simulated hang ended",
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The answer, written, counted and sent after the simulated latency (a stream paces itself).
+async fn answer(
+    shared: &Arc<Shared>,
+    request: &ChatRequest,
+    key: u64,
+    attempt: u32,
+    fault: Option<FaultKind>,
+    provider: Option<&NamedProvider>,
+) -> Response {
+    let written = if fault == Some(FaultKind::Empty) {
+        Written::Empty
+    } else {
+        Written::Own
+    };
+    let turn = make_turn(shared, request, key, attempt, written, provider);
+    let latency = shared.config.latency.base
+        + shared.config.latency.per_token * turn.completion_tokens as u32;
+    if fault.is_none() || fault == Some(FaultKind::Empty) {
+        shared.counters.answered(turn.cost);
+    }
+    if request.stream {
+        stream_response(shared.clone(), &turn, fault, latency)
+    } else {
+        tokio::time::sleep(latency).await;
+        plain_response(&turn, fault)
+    }
+}

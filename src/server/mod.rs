@@ -23,13 +23,15 @@ pub mod llamacpp;
 pub mod openrouter;
 pub mod quirk;
 pub mod quirks;
+pub mod read_back;
 pub mod sglang;
 pub mod vllm;
 pub mod vllm011_stream;
 
 use serde_json::Value;
 
-pub use quirk::{Evidence, InverseInput, Quirk, Quirks};
+pub use quirk::{CallIdForm, Evidence, InverseInput, Quirk, Quirks, Seen};
+pub use read_back::{ReadBackRules, Site, SiteInput, UsageInput};
 
 use crate::api::ServerKind;
 use crate::completion::{Arguments, Completion};

@@ -114,6 +114,18 @@ pub struct ToolGrammar {
     pub openers: &'static [&'static str],
 }
 
+impl ToolGrammar {
+    /// The marker that opens one call: the one the grammar forces after the section's opener,
+    /// or the opener itself where it forces nothing (hermes: each call is its own section).
+    pub fn call_begin(&self) -> &'static str {
+        if self.first_call.is_empty() {
+            self.section_begin
+        } else {
+            self.first_call
+        }
+    }
+}
+
 /// A family's K2-Vendor-Verifier F1 threshold and where it comes from (the report says which).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct K2vvThreshold {

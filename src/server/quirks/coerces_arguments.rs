@@ -17,6 +17,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::pyjson::{self, DumpOptions};
 use crate::server::quirk::Quirk;
+use crate::server::ReadBackRules;
 use crate::server::{ForwardInput, Parsed, ServerShape, Syntax};
 
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +26,10 @@ pub struct CoercesArguments;
 impl Quirk for CoercesArguments {
     fn name(&self) -> &'static str {
         "coerces_arguments"
+    }
+
+    fn read_back(&self, rules: &mut ReadBackRules) {
+        rules.reserializes_arguments = true;
     }
 
     fn forward(&self, _shape: &ServerShape, input: &ForwardInput, parsed: &mut Parsed) {

@@ -5,9 +5,11 @@
 //! [`StreamsWhitespaceContent`](super::StreamsWhitespaceContent) keeps it in a stream.
 
 use super::{CutReportsToolCalls, StreamsWhitespaceContent};
-use crate::model::family::kimi;
+use crate::model::family::kimi::{self, SECTION_BEGIN, THINK_END};
 use crate::server::quirk::Quirk;
-use crate::server::{ForwardInput, Parsed, ServerShape, Syntax};
+use crate::server::{ForwardInput, Parsed, ServerShape, Site, SiteInput, Syntax};
+
+const REASON: &str = "server_nulls_whitespace_content";
 
 #[derive(Debug, Clone, Copy)]
 pub struct NullsWhitespaceContent;
@@ -35,7 +37,29 @@ impl Quirk for NullsWhitespaceContent {
         }
     }
 
+    /// Empty content right before the tool section, where the answer took the tool path: it
+    /// may have been whitespace (once the opener was seen, also when a cut left no call, with
+    /// [`CutReportsToolCalls`]).
+    fn sites(&self, shape: &ServerShape, input: &SiteInput, text: &str) -> Vec<Site> {
+        let streamed_as_is = input.stream && shape.quirks.has::<StreamsWhitespaceContent>();
+        if input.syntax != Syntax::Kimi || !input.tools_declared || streamed_as_is {
+            return Vec::new();
+        }
+        let Some(at) = text.find(SECTION_BEGIN) else {
+            return Vec::new();
+        };
+        let before = &text[..at];
+        let empty = before.is_empty() || before.ends_with(THINK_END);
+        let tool_path = !input.answer.tool_calls.is_empty()
+            || (input.cut && shape.quirks.has::<CutReportsToolCalls>());
+        if empty && tool_path {
+            vec![Site { at, reason: REASON }]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn reason(&self) -> Option<&'static str> {
-        Some("server_nulls_whitespace_content")
+        Some(REASON)
     }
 }

@@ -8,6 +8,7 @@
 use super::EmptyContentAsString;
 use crate::server::quirk::Quirk;
 use crate::server::vllm011_stream::{self, Token};
+use crate::server::ReadBackRules;
 use crate::server::{ForwardInput, Parsed, ServerShape, Syntax};
 
 #[derive(Debug, Clone, Copy)]
@@ -16,6 +17,10 @@ pub struct Vllm011Stepwise;
 impl Quirk for Vllm011Stepwise {
     fn name(&self) -> &'static str {
         "vllm011_stepwise"
+    }
+
+    fn read_back(&self, rules: &mut ReadBackRules) {
+        rules.stream_by_token = true;
     }
 
     fn forward_tokens(

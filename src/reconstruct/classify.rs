@@ -9,7 +9,7 @@ use crate::completion::{Arguments, Completion};
 use crate::model::family::{Family, ToolGrammar};
 use crate::model::Profile;
 use crate::pyjson::{self, DumpOptions};
-use crate::server::{ReadBackRules, ServerShape, Syntax};
+use crate::server::{parser_traits, ParserTraits, ReadBackRules, ServerShape, Syntax};
 
 use super::fidelity::{Fidelity, FidelityClass, Reason};
 use super::synth::Synthesis;
@@ -111,8 +111,8 @@ pub(super) fn classify(
             let ids = fallback(profile, texts, completion);
             // vLLM's deepseek_v3 and hermes parsers are regexes over finished calls: an
             // unfinished one is never sent whole, whatever the shape does with Kimi's.
-            let drops_unfinished_call =
-                rules.drops_unfinished_call || profile.family.syntax() != Some(Syntax::Kimi);
+            let drops_unfinished_call = rules.drops_unfinished_call
+                || parser(profile).is_none_or(|p| p.drops_unfinished_call);
             let fidelity = inconsistent(
                 &found,
                 drops_unfinished_call,
@@ -221,6 +221,11 @@ fn inconsistent(
     fidelity
 }
 
+/// The traits of the servers' parsers for the profile's family, if servers know its syntax.
+fn parser(profile: &Profile) -> Option<&'static ParserTraits> {
+    profile.family.syntax().map(parser_traits)
+}
+
 fn names(reasons: &[Reason]) -> String {
     reasons
         .iter()
@@ -279,7 +284,7 @@ pub(super) fn server_losses(
                     .to_string(),
             );
         }
-    } else if syntax == Some(Syntax::Hermes) && shape.parses {
+    } else if parser(profile).is_some_and(|p| p.rewrites_calls) && shape.parses {
         // hermes (Qwen3) parses the arguments and writes them with json.dumps, and mints random
         // call ids (not part of the family's token stream). deepseek_v3 keeps the raw
         // arguments: nothing lost there. Where the forward check and the count confirmed the

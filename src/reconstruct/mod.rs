@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use crate::api::ServerKind;
 use crate::completion::{Completion, CompletionError};
 use crate::model::{ModelError, Profile, RenderInput};
-use crate::server::{self, InverseInput, ReadBackRules, ServerShape};
+use crate::server::{self, InverseInput, ParserTraits, ReadBackRules, ServerShape};
 
 /// How the endpoint shaped its text: the server shape (kind + version) and its detokenizer's
 /// spaces. Every field defaults, so a run manifest or a line's `options` can carry any subset.
@@ -311,8 +311,9 @@ fn read_backs(x: &Exchange) -> ReadBacks {
     } else {
         completion.clone()
     };
-    let kimi = profile.family.syntax() == Some(server::Syntax::Kimi);
-    let leaks = rules.section_buffer_in_content && x.stream && x.tools_declared && kimi;
+    // The leak and the stepwise stream are those of a ported streaming parser (vLLM 0.11.2's).
+    let ported = parser(profile).is_some_and(|p| p.stream_ported);
+    let leaks = rules.section_buffer_in_content && x.stream && x.tools_declared && ported;
     let leaked = if leaks {
         leak::read_back(&read_back, x.options.spaces_around_special_tokens)
     } else {
@@ -364,7 +365,7 @@ fn read_backs(x: &Exchange) -> ReadBacks {
         first_token_mode: leaks
             && rules.first_token_as_reasoning
             && closes_reasoning(profile, x.prompt_ids),
-        stepwise: rules.stream_by_token && x.stream && kimi,
+        stepwise: rules.stream_by_token && x.stream && ported,
     }
 }
 
@@ -434,8 +435,9 @@ fn candidate_texts(
         };
         texts.push(text);
     }
-    let syntax = profile.family.syntax();
-    if syntax == Some(server::Syntax::DeepseekV3) && stream && !completion.tool_calls.is_empty() {
+    let traits = parser(profile);
+    let separators = traits.is_some_and(|p| p.streams_call_separators);
+    if separators && stream && !completion.tool_calls.is_empty() {
         // vLLM's streaming deepseek_v3 parser leaks the `\n` between calls (and, cut, the one
         // after the last call) into `content`: the model's content may be without them.
         let calls = completion.tool_calls.len();
@@ -453,26 +455,29 @@ fn candidate_texts(
     }
     // hermes re-serializes non-streamed arguments: every spelling of each value is a candidate.
     let mut spellings_settled = true;
-    if syntax == Some(server::Syntax::Hermes) && synthesized && !stream {
+    if traits.is_some_and(|p| p.rewrites_calls) && synthesized && !stream {
         spellings_settled = with_argument_spellings(&mut texts, turns);
     }
-    if synthesized && cut && syntax == Some(server::Syntax::Kimi) {
+    let grammar = profile.family.spec().tool_grammar;
+    let ids_in_stream = profile
+        .family
+        .syntax()
+        .is_some_and(server::Syntax::ids_in_stream);
+    if let (true, true, true, Some(grammar)) = (synthesized, cut, ids_in_stream, grammar) {
+        // A cut inside the last call's id, where the shape makes a call of it.
         let spaces = x.options.spaces_around_special_tokens;
         if let Some(header) = shape.quirks.cut_call_id_text(completion, spaces) {
+            let call_begin = grammar.call_begin();
             let cut_in_id: Vec<String> = texts
                 .iter()
                 .filter_map(|t| {
-                    let at = t.rfind(server::kimi::CALL_BEGIN)?;
-                    Some(format!(
-                        "{}{header}",
-                        &t[..at + server::kimi::CALL_BEGIN.len()]
-                    ))
+                    let at = t.rfind(call_begin)?;
+                    Some(format!("{}{header}", &t[..at + call_begin.len()]))
                 })
                 .collect();
             texts.splice(0..0, cut_in_id);
         }
     }
-    let grammar = profile.family.spec().tool_grammar;
     if let (true, true, true, Some(grammar)) = (synthesized, cut, x.tools_declared, grammar) {
         texts = classify::with_cut_tails(texts, &grammar);
     }
@@ -591,6 +596,11 @@ fn flag(
     );
     classify::foreign_markers(profile, completion, fidelity, warnings);
     classify::partial_character(cut, completion, fidelity, warnings);
+}
+
+/// The traits of the servers' parsers for the profile's family, if servers know its syntax.
+fn parser(profile: &Profile) -> Option<&'static ParserTraits> {
+    profile.family.syntax().map(server::parser_traits)
 }
 
 /// The prompt's ids hold the family's reasoning close (as one special token).

@@ -15,8 +15,8 @@ use crate::model::Profile;
 use crate::server::kimi::{ARGUMENT_BEGIN, CALL_END, SECTION_BEGIN};
 use crate::server::vllm011_stream::Token;
 use crate::server::{
-    forward, forward_tokens, ForwardInput, ReadBackRules, ServerShape, Site, SiteInput, Syntax,
-    UsageInput,
+    forward, forward_tokens, parser_traits, ForwardInput, ReadBackRules, ServerShape, Site,
+    SiteInput, Syntax, UsageInput,
 };
 
 use super::fidelity::Reason;
@@ -439,7 +439,7 @@ fn count_cut_hidden(cx: &Context, out: &mut Synthesis) {
 /// ([`hermes_alternatives`]) that have the same length and give the same answer through the
 /// shape: each is another consistent stream, so the sample is ambiguous, never `unique`.
 fn count_hidden_spellings(cx: &Context, out: &mut Synthesis) {
-    if cx.syntax != Syntax::Hermes {
+    if !parser_traits(cx.syntax).rewrites_calls {
         return;
     }
     let Some(ids) = &out.ids else {
@@ -513,7 +513,7 @@ fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
 /// count. (Other shapes flag every cut the answer reports as `tool_calls`, see
 /// `classify::cut_hidden_by_tool_calls`.)
 fn hidden_section_whitespace(cx: &Context, ids: &[u32]) -> u64 {
-    if !(cx.rules.stream_by_token && cx.stream) || cx.syntax != Syntax::Kimi {
+    if !(cx.rules.stream_by_token && cx.stream && parser_traits(cx.syntax).stream_ported) {
         return 0;
     }
     let tokenizer = &cx.profile.tokenizer;

@@ -19,9 +19,24 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{Parsed, ParsedCall};
+use super::{Parsed, ParsedCall, ParserTraits};
 
 use crate::model::family::deepseek_v3::{CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
+
+/// vLLM's `deepseek_v3` tool parser: arguments raw, calls matched whole, a stream's newlines
+/// between calls sent as content.
+pub const TRAITS: ParserTraits = ParserTraits {
+    strips_reasoning_trailing_whitespace: false,
+    nulls_whitespace_content: false,
+    nulls_streamed_whitespace_content: false,
+    strippable_arguments: false,
+    coerces_arguments: false,
+    stream_ported: false,
+    detector_leaves_arguments_empty: false,
+    drops_unfinished_call: true,
+    rewrites_calls: false,
+    streams_call_separators: true,
+};
 
 /// vLLM's `tool_call_regex` (no DOTALL: `.` stops at a newline, as in Python).
 static CALL_RE: LazyLock<Regex> = LazyLock::new(|| {

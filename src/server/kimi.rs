@@ -24,12 +24,26 @@ use super::quirks::{
     StreamsArgumentsFirstLine, StreamsFirstTokenAsReasoning, StreamsSectionTextAsContent,
     StripsArguments, StripsStreamedArguments,
 };
-use super::{ForwardInput, Parsed, ParsedCall, ServerShape};
+use super::{ForwardInput, Parsed, ParsedCall, ParserTraits, ServerShape};
 
 pub use crate::model::family::kimi::{
     ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END, THINK_END,
 };
 use crate::model::family::kimi::{SECTION_BEGIN_SINGULAR, THINK_BEGIN};
+
+/// The `kimi_k2` parsers (vLLM's reasoning and tool parsers, SGLang's `KimiK2Detector`).
+pub const TRAITS: ParserTraits = ParserTraits {
+    strips_reasoning_trailing_whitespace: true,
+    nulls_whitespace_content: true,
+    nulls_streamed_whitespace_content: true,
+    strippable_arguments: true,
+    coerces_arguments: true,
+    stream_ported: true,
+    detector_leaves_arguments_empty: true,
+    drops_unfinished_call: false,
+    rewrites_calls: false,
+    streams_call_separators: false,
+};
 
 /// vLLM's `kimi_k2` tool-call regex (DOTALL).
 static CALL_RE: LazyLock<Regex> = LazyLock::new(|| {

@@ -147,7 +147,9 @@ impl K2vvThreshold {
     };
 }
 
-/// The model family's output syntax, which decides which parsers a server runs on it.
+/// The model family's output syntax, which decides which parsers a server runs on it: the key
+/// `server::forward` dispatches on and `server::parser_traits` maps to what those parsers do
+/// (nothing else asks which syntax it is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Syntax {
     /// Kimi K2/K2.5: `kimi_k2` reasoning and tool parsers; call ids are in the token stream.

@@ -18,7 +18,7 @@ use serde_json::{Map, Number, Value};
 use crate::pyjson::{self, DumpOptions};
 use crate::server::quirk::Quirk;
 use crate::server::ReadBackRules;
-use crate::server::{ForwardInput, Parsed, ServerShape, Syntax};
+use crate::server::{parser_traits, ForwardInput, Parsed, ServerShape};
 
 #[derive(Debug, Clone, Copy)]
 pub struct CoercesArguments;
@@ -36,7 +36,7 @@ impl Quirk for CoercesArguments {
         let Some(tools) = input.tools else {
             return;
         };
-        if input.stream || input.syntax != Syntax::Kimi {
+        if input.stream || !parser_traits(input.syntax).coerces_arguments {
             return;
         }
         for call in &mut parsed.calls {

@@ -10,7 +10,7 @@
 use super::strips_arguments::argument_sites;
 use super::StripsStreamedArguments;
 use crate::server::quirk::Quirk;
-use crate::server::{ReadBackRules, ServerShape, Site, SiteInput, Syntax};
+use crate::server::{parser_traits, ReadBackRules, ServerShape, Site, SiteInput};
 
 #[derive(Debug, Clone, Copy)]
 pub struct LeaksSectionBuffer;
@@ -32,7 +32,7 @@ impl Quirk for LeaksSectionBuffer {
             return Vec::new();
         };
         let stripped_anyway = shape.quirks.has::<StripsStreamedArguments>();
-        if input.syntax != Syntax::Kimi
+        if !parser_traits(input.syntax).strippable_arguments
             || !input.stream
             || input.answer.tool_calls.is_empty()
             || stripped_anyway

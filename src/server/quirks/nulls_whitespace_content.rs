@@ -6,10 +6,21 @@
 
 use super::{CutReportsToolCalls, StreamsWhitespaceContent};
 use crate::model::family::kimi::{self, SECTION_BEGIN, THINK_END};
+use crate::model::family::Syntax;
 use crate::server::quirk::Quirk;
-use crate::server::{ForwardInput, Parsed, ServerShape, Site, SiteInput, Syntax};
+use crate::server::{parser_traits, ForwardInput, Parsed, ServerShape, Site, SiteInput};
 
 const REASON: &str = "server_nulls_whitespace_content";
+
+/// Whether the parser for `syntax` takes the path that nulls whitespace-only content.
+fn nulls_with(syntax: Syntax, stream: bool) -> bool {
+    let traits = parser_traits(syntax);
+    if stream {
+        traits.nulls_streamed_whitespace_content
+    } else {
+        traits.nulls_whitespace_content
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct NullsWhitespaceContent;
@@ -24,8 +35,7 @@ impl Quirk for NullsWhitespaceContent {
             .content
             .as_deref()
             .is_some_and(|c| c.trim().is_empty() && !c.is_empty());
-        let nulls_here =
-            input.syntax == Syntax::Kimi || (input.syntax == Syntax::Hermes && !input.stream);
+        let nulls_here = nulls_with(input.syntax, input.stream);
         let section_seen = input.cut
             && shape.quirks.has::<CutReportsToolCalls>()
             && input.tools_declared
@@ -42,7 +52,7 @@ impl Quirk for NullsWhitespaceContent {
     /// [`CutReportsToolCalls`]).
     fn sites(&self, shape: &ServerShape, input: &SiteInput, text: &str) -> Vec<Site> {
         let streamed_as_is = input.stream && shape.quirks.has::<StreamsWhitespaceContent>();
-        if input.syntax != Syntax::Kimi || !input.tools_declared || streamed_as_is {
+        if !nulls_with(input.syntax, input.stream) || !input.tools_declared || streamed_as_is {
             return Vec::new();
         }
         let Some(at) = text.find(SECTION_BEGIN) else {

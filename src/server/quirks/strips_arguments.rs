@@ -6,7 +6,7 @@
 use crate::completion::Arguments;
 use crate::model::family::kimi::{ARGUMENT_BEGIN, CALL_END};
 use crate::server::quirk::{Evidence, Quirk, Seen};
-use crate::server::{ServerShape, Site, SiteInput, Syntax};
+use crate::server::{parser_traits, ServerShape, Site, SiteInput};
 
 const REASON: &str = "server_strips_argument_whitespace";
 
@@ -47,7 +47,10 @@ impl Quirk for StripsArguments {
     }
 
     fn sites(&self, _shape: &ServerShape, input: &SiteInput, text: &str) -> Vec<Site> {
-        if input.syntax != Syntax::Kimi || input.stream || input.answer.tool_calls.is_empty() {
+        if !parser_traits(input.syntax).strippable_arguments
+            || input.stream
+            || input.answer.tool_calls.is_empty()
+        {
             return Vec::new();
         }
         argument_sites(text, None)

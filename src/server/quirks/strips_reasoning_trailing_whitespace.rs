@@ -4,7 +4,7 @@
 
 use crate::model::family::kimi::{CALL_BEGIN, SECTION_BEGIN, THINK_END};
 use crate::server::quirk::{Evidence, Quirk, Seen};
-use crate::server::{ForwardInput, Parsed, ServerShape, Site, SiteInput, Syntax};
+use crate::server::{parser_traits, ForwardInput, Parsed, ServerShape, Site, SiteInput};
 
 #[derive(Debug, Clone, Copy)]
 pub struct StripsReasoningTrailingWhitespace;
@@ -15,7 +15,7 @@ impl Quirk for StripsReasoningTrailingWhitespace {
     }
 
     fn forward(&self, _shape: &ServerShape, input: &ForwardInput, parsed: &mut Parsed) {
-        if input.syntax != Syntax::Kimi {
+        if !parser_traits(input.syntax).strips_reasoning_trailing_whitespace {
             return;
         }
         if let Some(r) = &mut parsed.reasoning {
@@ -26,7 +26,7 @@ impl Quirk for StripsReasoningTrailingWhitespace {
     /// The reasoning ends at the first `</think>`, section opener or call opener: its trailing
     /// whitespace was right before it.
     fn sites(&self, _shape: &ServerShape, input: &SiteInput, text: &str) -> Vec<Site> {
-        if input.syntax != Syntax::Kimi || !input.thinking {
+        if !parser_traits(input.syntax).strips_reasoning_trailing_whitespace || !input.thinking {
             return Vec::new();
         }
         [

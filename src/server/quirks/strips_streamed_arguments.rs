@@ -3,7 +3,7 @@
 
 use super::strips_arguments::argument_sites;
 use crate::server::quirk::Quirk;
-use crate::server::{ServerShape, Site, SiteInput, Syntax};
+use crate::server::{parser_traits, ServerShape, Site, SiteInput};
 
 #[derive(Debug, Clone, Copy)]
 pub struct StripsStreamedArguments;
@@ -18,7 +18,10 @@ impl Quirk for StripsStreamedArguments {
     }
 
     fn sites(&self, _shape: &ServerShape, input: &SiteInput, text: &str) -> Vec<Site> {
-        if input.syntax != Syntax::Kimi || !input.stream || input.answer.tool_calls.is_empty() {
+        if !parser_traits(input.syntax).strippable_arguments
+            || !input.stream
+            || input.answer.tool_calls.is_empty()
+        {
             return Vec::new();
         }
         argument_sites(text, None)

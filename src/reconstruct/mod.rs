@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use crate::api::ServerKind;
 use crate::completion::{Completion, CompletionError};
 use crate::model::{ModelError, Profile, RenderInput};
-use crate::server::{self, InverseInput, ParserTraits, ReadBackRules, ServerShape};
+use crate::server::{self, ForwardInput, InverseInput, ParserTraits, ReadBackRules, ServerShape};
 
 /// How the endpoint shaped its text: the server shape (kind + version) and its detokenizer's
 /// spaces. Every field defaults, so a run manifest or a line's `options` can carry any subset.
@@ -509,14 +509,19 @@ fn synthesize(
         shape,
         rules: x.rules,
         completion,
-        stream: x.stream,
-        spaces: x.options.spaces_around_special_tokens,
-        thinking: profile.thinking_enabled(request.chat_template_kwargs.as_ref()),
-        tools_declared: x.tools_declared,
-        history_calls: turn::earlier_tool_calls(request),
-        syntax: syntax.unwrap_or_default(),
-        prompt_closes_reasoning: closes_reasoning(profile, x.prompt_ids),
-        cut,
+        asked: ForwardInput {
+            text: "",
+            cut,
+            stream: x.stream,
+            spaces: x.options.spaces_around_special_tokens,
+            thinking: profile.thinking_enabled(request.chat_template_kwargs.as_ref()),
+            tools_declared: x.tools_declared,
+            history_calls: turn::earlier_tool_calls(request),
+            syntax: syntax.unwrap_or_default(),
+            prompt_closes_reasoning: closes_reasoning(profile, x.prompt_ids),
+            first_token: None,
+            tools: None,
+        },
         // Streamed calls with no leak to read them from: the first line of each was sent.
         arguments_hidden: match (
             read.leaks && !cut,

@@ -16,7 +16,7 @@ use crate::server::kimi::{ARGUMENT_BEGIN, CALL_END, SECTION_BEGIN};
 use crate::server::vllm011_stream::Token;
 use crate::server::{
     forward, forward_tokens, parser_traits, ForwardInput, ReadBackRules, ServerShape, Site,
-    SiteInput, Syntax, UsageInput,
+    SiteInput, UsageInput,
 };
 
 use super::fidelity::Reason;
@@ -32,16 +32,10 @@ pub(super) struct Context<'a> {
     /// The shape's read-back rules ([`crate::server::Quirks::read_back_rules`]).
     pub rules: ReadBackRules,
     pub completion: &'a Completion,
-    pub stream: bool,
-    pub spaces: bool,
-    pub thinking: bool,
-    pub tools_declared: bool,
-    pub history_calls: usize,
-    pub syntax: Syntax,
-    /// The prompt's ids hold the reasoning close ([`ForwardInput::prompt_closes_reasoning`]).
-    pub prompt_closes_reasoning: bool,
-    /// The answer was cut by `max_tokens` (its `finish_reason`, or what the shape shows).
-    pub cut: bool,
+    /// How the answer was asked for, as the server's [`forward`] reads it (`text` and
+    /// `first_token` are each candidate's; `cut`: the answer was cut by `max_tokens`, its
+    /// `finish_reason` or what the shape shows).
+    pub asked: ForwardInput<'a>,
     /// The whitespace around each call's arguments is not in the answer, whatever the shape
     /// says of its arguments: `Some(None)` for every call (a vLLM 0.11 stream whose section
     /// buffer never leaked), `Some(Some(n))` before the first `n` calls' arguments only (what
@@ -81,10 +75,10 @@ impl Context<'_> {
             None => (text, true),
         };
         // vLLM 0.11.2 streams the first token alone as reasoning in some cases: its text.
-        let stepwise = self.rules.stream_by_token && self.stream;
-        let first_token = (self.stream
+        let stepwise = self.rules.stream_by_token && self.asked.stream;
+        let first_token = (self.asked.stream
             && !stepwise
-            && self.prompt_closes_reasoning
+            && self.asked.prompt_closes_reasoning
             && self.rules.first_token_as_reasoning)
             .then(|| {
                 let tokenizer = &self.profile.tokenizer;
@@ -102,15 +96,8 @@ impl Context<'_> {
         let input = ForwardInput {
             text: body,
             cut,
-            stream: self.stream,
-            spaces: self.spaces,
-            thinking: self.thinking,
-            tools_declared: self.tools_declared,
-            history_calls: self.history_calls,
-            syntax: self.syntax,
-            prompt_closes_reasoning: self.prompt_closes_reasoning,
             first_token: first_token.as_deref(),
-            tools: None,
+            ..self.asked
         };
         let parsed = if stepwise {
             forward_tokens(self.shape, &input, &self.tokens(body))
@@ -141,7 +128,7 @@ impl Context<'_> {
     fn usage_counts_agree(&self, text: &str) -> Result<(), String> {
         let tokenizer = &self.profile.tokenizer;
         let input = UsageInput {
-            thinking: self.thinking,
+            thinking: self.asked.thinking,
             usage: self.completion.usage.as_ref(),
             reasoning_close: self.profile.reasoning_close(),
             count: &|t: &str| tokenizer.encode(t).len(),
@@ -153,11 +140,11 @@ impl Context<'_> {
     /// show ([`Quirk::sites`](crate::server::Quirk::sites)).
     fn sites(&self, text: &str) -> Vec<Site> {
         let input = SiteInput {
-            syntax: self.syntax,
-            stream: self.stream,
-            thinking: self.thinking,
-            tools_declared: self.tools_declared,
-            cut: self.cut,
+            syntax: self.asked.syntax,
+            stream: self.asked.stream,
+            thinking: self.asked.thinking,
+            tools_declared: self.asked.tools_declared,
+            cut: self.asked.cut,
             answer: self.completion,
             arguments_hidden: self.arguments_hidden,
         };
@@ -247,7 +234,7 @@ impl Search {
         if count > 1 {
             self.note_open(&sites, &deltas);
         }
-        if let (true, Some(n)) = (cx.cut, self.reported) {
+        if let (true, Some(n)) = (cx.asked.cut, self.reported) {
             // Up to three byte tokens of one split character.
             if (1..=3).any(|k| base.len() + k == n) {
                 self.partial_candidates.push(base.clone());
@@ -296,7 +283,7 @@ impl Search {
             // The arithmetic promised a variant the re-check refused: trust neither.
             out.consistent = 0;
         }
-        if cx.cut {
+        if cx.asked.cut {
             count_cut_hidden(cx, &mut out);
         }
         count_hidden_spellings(cx, &mut out);
@@ -359,7 +346,7 @@ fn variants_reaching(
     target: i64,
 ) -> (u64, Option<Vec<usize>>) {
     let (count, choice) = combinations(deltas, target);
-    if cx.rules.stream_by_token && cx.stream && count > 1 && count <= MOST_CHECKED {
+    if cx.rules.stream_by_token && cx.asked.stream && count > 1 && count <= MOST_CHECKED {
         // A stream modelled step by step: send every variant forward and count only those that
         // give this answer (a whitespace the answer does not show directly may still move where
         // the section buffer was cut).
@@ -439,7 +426,7 @@ fn count_cut_hidden(cx: &Context, out: &mut Synthesis) {
 /// ([`hermes_alternatives`]) that have the same length and give the same answer through the
 /// shape: each is another consistent stream, so the sample is ambiguous, never `unique`.
 fn count_hidden_spellings(cx: &Context, out: &mut Synthesis) {
-    if !parser_traits(cx.syntax).rewrites_calls {
+    if !parser_traits(cx.asked.syntax).rewrites_calls {
         return;
     }
     let Some(ids) = &out.ids else {
@@ -513,7 +500,10 @@ fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
 /// count. (Other shapes flag every cut the answer reports as `tool_calls`, see
 /// `classify::cut_hidden_by_tool_calls`.)
 fn hidden_section_whitespace(cx: &Context, ids: &[u32]) -> u64 {
-    if !(cx.rules.stream_by_token && cx.stream && parser_traits(cx.syntax).stream_ported) {
+    if !(cx.rules.stream_by_token
+        && cx.asked.stream
+        && parser_traits(cx.asked.syntax).stream_ported)
+    {
         return 0;
     }
     let tokenizer = &cx.profile.tokenizer;

@@ -26,16 +26,10 @@ use crate::model::family::qwen3::{CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN
 /// vLLM's `qwen3` reasoning parser and `hermes` tool parser: the reasoning kept whole, an
 /// unstreamed answer's calls loaded and dumped again, its whitespace-only content nulled.
 pub const TRAITS: ParserTraits = ParserTraits {
-    strips_reasoning_trailing_whitespace: false,
     nulls_whitespace_content: true,
-    nulls_streamed_whitespace_content: false,
-    strippable_arguments: false,
-    coerces_arguments: false,
-    stream_ported: false,
-    detector_leaves_arguments_empty: false,
     drops_unfinished_call: true,
     rewrites_calls: true,
-    streams_call_separators: false,
+    ..ParserTraits::NONE
 };
 
 /// vLLM's `tool_call_regex` (DOTALL): a closed call, or an unclosed one to the end.

@@ -40,9 +40,7 @@ pub const TRAITS: ParserTraits = ParserTraits {
     coerces_arguments: true,
     stream_ported: true,
     detector_leaves_arguments_empty: true,
-    drops_unfinished_call: false,
-    rewrites_calls: false,
-    streams_call_separators: false,
+    ..ParserTraits::NONE
 };
 
 /// vLLM's `kimi_k2` tool-call regex (DOTALL).
@@ -635,8 +633,8 @@ mod tests {
         assert_eq!(p.calls[0].arguments, "{\"city\": \"Paris\"}");
     }
 
-    fn vllm_cut(text: &str, stream: bool, spaces: bool) -> Parsed {
-        let shape = &crate::server::vllm::SHAPE;
+    /// `shape`'s answer to a thinking Kimi `text` cut by `max_tokens`, tools declared.
+    fn forward_cut(shape: &ServerShape, text: &str, stream: bool, spaces: bool) -> Parsed {
         let input = ForwardInput {
             text,
             cut: true,
@@ -653,6 +651,10 @@ mod tests {
         crate::server::forward(shape, &input)
     }
 
+    fn vllm_cut(text: &str, stream: bool, spaces: bool) -> Parsed {
+        forward_cut(&crate::server::vllm::SHAPE, text, stream, spaces)
+    }
+
     #[test]
     fn sglang_streams_the_section_text_outside_calls_as_content() {
         // SGLang 0.5.23 (`KimiK2Detector.parse_streaming_increment`, tests/data/server_shapes/
@@ -660,20 +662,7 @@ mod tests {
         // the stream shows "Let me check." only; a space in the opener's place would have been
         // drained as normal text ("Let me check. "), while unstreamed both read the same.
         let answer = |text: &str, stream: bool| {
-            let input = ForwardInput {
-                text,
-                cut: true,
-                stream,
-                spaces: false,
-                thinking: true,
-                tools_declared: true,
-                history_calls: 0,
-                syntax: crate::server::Syntax::Kimi,
-                prompt_closes_reasoning: false,
-                first_token: None,
-                tools: None,
-            };
-            crate::server::forward(&crate::server::sglang::SHAPE, &input).content
+            forward_cut(&crate::server::sglang::SHAPE, text, stream, false).content
         };
         let head = "Reason.</think>Let me check.<|tool_calls_section_begin|>";
         let truth = format!("{head}{CALL_BEGIN}");
@@ -740,20 +729,8 @@ mod tests {
         // kimi_k25/vllm-0.11.2/{nonstream,stream}/nospaces/cut_call_id/001: no call, and the
         // section's text is not content either.
         for stream in [false, true] {
-            let input = ForwardInput {
-                text: &format!("{OPEN}functions"),
-                cut: true,
-                stream,
-                spaces: false,
-                thinking: true,
-                tools_declared: true,
-                history_calls: 0,
-                syntax: crate::server::Syntax::Kimi,
-                prompt_closes_reasoning: false,
-                first_token: None,
-                tools: None,
-            };
-            let p = crate::server::forward(&crate::server::vllm::SHAPE_0_11, &input);
+            let text = format!("{OPEN}functions");
+            let p = forward_cut(&crate::server::vllm::SHAPE_0_11, &text, stream, false);
             assert!(p.calls.is_empty());
             assert_eq!(p.content.as_deref(), Some("Let me check."));
             assert_eq!(p.finish_reason, "length");

@@ -177,6 +177,22 @@ pub struct ParserTraits {
     pub streams_call_separators: bool,
 }
 
+impl ParserTraits {
+    /// A parser that does none of these.
+    pub const NONE: ParserTraits = ParserTraits {
+        strips_reasoning_trailing_whitespace: false,
+        nulls_whitespace_content: false,
+        nulls_streamed_whitespace_content: false,
+        strippable_arguments: false,
+        coerces_arguments: false,
+        stream_ported: false,
+        detector_leaves_arguments_empty: false,
+        drops_unfinished_call: false,
+        rewrites_calls: false,
+        streams_call_separators: false,
+    };
+}
+
 /// The traits of the servers' parsers for `syntax`.
 pub fn parser_traits(syntax: Syntax) -> &'static ParserTraits {
     match syntax {

@@ -292,22 +292,20 @@ mod tests {
     fn strings_of_the_wrong_type_are_coerced_and_re_serialized() {
         // kimi_k25/vllm-0.33.0/nonstream/nospaces/schema_mismatch/00{1,2,3}: vLLM's answers.
         let t = tools();
-        assert_eq!(
-            fix_arg_types("{\"count\": \"3\"}", "f", &t),
-            "{\"count\": 3}"
-        );
-        assert_eq!(
-            fix_arg_types("{\"count\": 3, \"enabled\": \"true\"}", "f", &t),
-            "{\"count\": 3, \"enabled\": true}"
-        );
-        assert_eq!(
-            fix_arg_types("{\"count\":\"7\",\"ratio\":\"0.5\"}", "f", &t),
-            "{\"count\": 7, \"ratio\": 0.5}"
-        );
-        assert_eq!(
-            fix_arg_types("{\"tags\": [\"1\", 2]}", "f", &t),
-            "{\"tags\": [1, 2]}"
-        );
+        for (model, sent) in [
+            ("{\"count\": \"3\"}", "{\"count\": 3}"),
+            (
+                "{\"count\": 3, \"enabled\": \"true\"}",
+                "{\"count\": 3, \"enabled\": true}",
+            ),
+            (
+                "{\"count\":\"7\",\"ratio\":\"0.5\"}",
+                "{\"count\": 7, \"ratio\": 0.5}",
+            ),
+            ("{\"tags\": [\"1\", 2]}", "{\"tags\": [1, 2]}"),
+        ] {
+            assert_eq!(fix_arg_types(model, "f", &t), sent);
+        }
     }
 
     #[test]

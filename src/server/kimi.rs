@@ -540,44 +540,28 @@ mod tests {
 
     const CALL: &str = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:3<|tool_call_argument_begin|>{\"city\": \"Paris\"} <|tool_call_end|><|tool_calls_section_end|>";
 
+    /// A thinking `text`'s parse, arguments stripped, no cut (`tools`: declared).
+    fn thinking_stripped(text: &str, tools: bool) -> Parsed {
+        parse_with(text, true, tools, ArgumentsSent::Stripped, None, false)
+    }
+
     #[test]
     fn reasoning_ends_at_think_end() {
-        let p = parse_with(
-            "hmm</think>Four.",
-            true,
-            false,
-            ArgumentsSent::Stripped,
-            None,
-            false,
-        );
+        let p = thinking_stripped("hmm</think>Four.", false);
         assert_eq!(p.reasoning.as_deref(), Some("hmm"));
         assert_eq!(p.content.as_deref(), Some("Four."));
     }
 
     #[test]
     fn no_end_marker_means_all_reasoning() {
-        let p = parse_with(
-            "still thinking",
-            true,
-            false,
-            ArgumentsSent::Stripped,
-            None,
-            false,
-        );
+        let p = thinking_stripped("still thinking", false);
         assert_eq!(p.reasoning.as_deref(), Some("still thinking"));
         assert_eq!(p.content, None);
     }
 
     #[test]
     fn tool_calls_are_extracted_raw() {
-        let p = parse_with(
-            &format!("why</think>Let me look.{CALL}"),
-            true,
-            true,
-            ArgumentsSent::Stripped,
-            None,
-            false,
-        );
+        let p = thinking_stripped(&format!("why</think>Let me look.{CALL}"), true);
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content.as_deref(), Some("Let me look."));
         assert_eq!(
@@ -592,14 +576,7 @@ mod tests {
 
     #[test]
     fn a_section_inside_reasoning_ends_it() {
-        let p = parse_with(
-            &format!("why{CALL}"),
-            true,
-            true,
-            ArgumentsSent::Stripped,
-            None,
-            false,
-        );
+        let p = thinking_stripped(&format!("why{CALL}"), true);
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content, None);
         assert_eq!(p.calls.len(), 1);
@@ -619,14 +596,7 @@ mod tests {
 
     #[test]
     fn spaced_calls_still_parse() {
-        let p = parse_with(
-            &space_added_tokens(&format!("why</think>{CALL}")),
-            true,
-            true,
-            ArgumentsSent::Stripped,
-            None,
-            false,
-        );
+        let p = thinking_stripped(&space_added_tokens(&format!("why</think>{CALL}")), true);
         assert_eq!(p.reasoning.as_deref(), Some("why "));
         assert_eq!(p.content.as_deref(), Some(" "));
         assert_eq!(p.calls[0].id, "functions.get_weather:3");
@@ -744,7 +714,7 @@ mod tests {
         let p = parse_with(text, true, true, ArgumentsSent::Stripped, None, true);
         assert_eq!(p.content.as_deref(), Some("Let me check."));
         assert!(p.calls.is_empty());
-        let kept = parse_with(text, true, true, ArgumentsSent::Stripped, None, false);
+        let kept = thinking_stripped(text, true);
         assert!(kept
             .content
             .as_deref()

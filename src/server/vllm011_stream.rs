@@ -622,7 +622,6 @@ impl ToolParser {
 
     /// From the call counts: the portion of the current call to parse, the text after a call's
     /// close, and the delta text as the rest reads it (`Break`: what the step sends).
-    #[allow(clippy::type_complexity)]
     fn portions(
         &mut self,
         current_text: &Text,
@@ -630,7 +629,7 @@ impl ToolParser {
         counts: CallCounts,
         delta_ids: Ids,
         deferred: bool,
-    ) -> ControlFlow<Option<Delta>, (Option<String>, Option<String>, String)> {
+    ) -> ControlFlow<Option<Delta>, Portions> {
         let CallCounts {
             prev_start,
             prev_end,
@@ -788,6 +787,10 @@ impl ToolParser {
         }
     }
 }
+
+/// What [`ToolParser::portions`] hands on: the current call's portion, the text after a call's
+/// close, the delta text.
+type Portions = (Option<String>, Option<String>, String);
 
 /// The call-marker counts before and after one step.
 #[derive(Debug, Clone, Copy)]

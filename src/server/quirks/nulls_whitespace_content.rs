@@ -49,7 +49,8 @@ impl Quirk for NullsWhitespaceContent {
 
     /// Empty content right before the tool section, where the answer took the tool path: it
     /// may have been whitespace (once the opener was seen, also when a cut left no call, with
-    /// [`CutReportsToolCalls`]).
+    /// [`CutReportsToolCalls`]). Found at Kimi's section opener: another family's text holds
+    /// none (an answer that does is flagged as another family's, `reconstruct::classify`).
     fn sites(&self, shape: &ServerShape, input: &SiteInput, text: &str) -> Vec<Site> {
         let streamed_as_is = input.stream && shape.quirks.has::<StreamsWhitespaceContent>();
         if !nulls_with(input.syntax, input.stream) || !input.tools_declared || streamed_as_is {

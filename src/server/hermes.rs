@@ -29,6 +29,7 @@ pub const TRAITS: ParserTraits = ParserTraits {
     nulls_whitespace_content: true,
     drops_unfinished_call: true,
     rewrites_calls: true,
+    null_content_in_call_deltas: true,
     ..ParserTraits::NONE
 };
 

@@ -40,6 +40,7 @@ pub const TRAITS: ParserTraits = ParserTraits {
     coerces_arguments: true,
     stream_ported: true,
     detector_leaves_arguments_empty: true,
+    streams_call_header_with_arguments: true,
     ..ParserTraits::NONE
 };
 

@@ -175,6 +175,11 @@ pub struct ParserTraits {
     pub rewrites_calls: bool,
     /// Streamed, the text between calls (and after the last one at a cut) reaches `content`.
     pub streams_call_separators: bool,
+    /// Streamed by vLLM 0.33's parser engine, a call's header comes with its first argument
+    /// piece (the simulator's streams; vLLM 0.11's parser sends the name alone).
+    pub streams_call_header_with_arguments: bool,
+    /// A streamed tool-call delta carries `content: null` (the simulator's streams).
+    pub null_content_in_call_deltas: bool,
 }
 
 impl ParserTraits {
@@ -190,6 +195,8 @@ impl ParserTraits {
         drops_unfinished_call: false,
         rewrites_calls: false,
         streams_call_separators: false,
+        streams_call_header_with_arguments: false,
+        null_content_in_call_deltas: false,
     };
 }
 

@@ -12,8 +12,9 @@ use crate::completion::{Completion, ToolCall};
 use crate::model::family::{Family, FamilySpec};
 use crate::model::{AssistantTurn, Profile, RenderInput};
 use crate::pyjson::{dumps_json, DumpOptions};
-use crate::server::quirks::{EmptyContentAsString, FinishToolCalls, IndexesCalls, MintsCallIds};
-use crate::server::{forward, Evidence, ForwardInput, Quirk, ReasoningField, ServerShape, SHAPES};
+use crate::server::{
+    forward, CallIdForm, Evidence, ForwardInput, Quirk, ReasoningField, Seen, ServerShape, SHAPES,
+};
 
 /// What the probe knows of the model behind the answers (`probe --tokenizer`): its family's
 /// markers, ids and template, and the request sent, so that the answer can be held against what
@@ -117,18 +118,17 @@ pub enum Clue {
     Parses(bool),
     ReasoningIn(ReasoningFieldName),
     ReasoningDetails(bool),
-    EmptyContentNull(bool),
-    IdsNative,
     IdsOpenRouter,
+    /// Call ids in neither the family's nor OpenRouter's form (which server minted them is
+    /// the `mints_call_ids` quirk's evidence).
     IdsOther,
-    CallsIndexed(bool),
-    FinishToolCalls(bool),
     LlamaCppDress(bool),
     OpenRouterDress(bool),
-    /// The answer shows something (`shows`) a server with the quirk named `quirk` cannot have
-    /// sent ([`Quirk::evidence`]).
-    Contradicts {
+    /// What the answer shows (`shows`) of the quirk named `quirk` ([`Quirk::evidence`]): only a
+    /// server with it sends that (`with`), or only one without it.
+    Quirk {
         quirk: &'static str,
+        with: bool,
         shows: &'static str,
     },
 }
@@ -161,17 +161,15 @@ impl Clue {
                     }
             }
             Clue::ReasoningDetails(d) => shape.reasoning_details == d,
-            Clue::EmptyContentNull(null) => shape.quirks.has::<EmptyContentAsString>() != null,
-            Clue::IdsNative => shape.parses && !shape.quirks.has::<MintsCallIds>(),
             Clue::IdsOpenRouter => shape.kind == ServerKind::OpenRouter,
-            Clue::IdsOther => {
-                shape.quirks.has::<MintsCallIds>() && shape.kind != ServerKind::OpenRouter
-            }
-            Clue::CallsIndexed(i) => shape.quirks.has::<IndexesCalls>() == i,
-            Clue::FinishToolCalls(f) => shape.quirks.has::<FinishToolCalls>() == f || !shape.known,
+            Clue::IdsOther => shape.kind != ServerKind::OpenRouter,
             Clue::LlamaCppDress(d) => (shape.kind == ServerKind::LlamaCpp) == d,
             Clue::OpenRouterDress(d) => (shape.kind == ServerKind::OpenRouter) == d,
-            Clue::Contradicts { quirk, .. } => !shape.quirks.names().contains(&quirk),
+            Clue::Quirk { quirk, with, .. } => {
+                // An unknown shape assumes nothing of a quirk it does not list.
+                let listed = shape.quirks.names().contains(&quirk);
+                listed == with || (!shape.known && !listed)
+            }
         }
     }
 
@@ -187,19 +185,11 @@ impl Clue {
                 "reasoning in `reasoning_content`, mirrored in `reasoning`".into()
             }
             Clue::ReasoningDetails(d) => format!("reasoning_details {}", present(d)),
-            Clue::EmptyContentNull(true) => "empty content is null".into(),
-            Clue::EmptyContentNull(false) => "empty content is \"\"".into(),
-            Clue::IdsNative => "call ids native (functions.NAME:N)".into(),
             Clue::IdsOpenRouter => "call ids call_<24 hex> (OpenRouter)".into(),
             Clue::IdsOther => "call ids minted by the server".into(),
-            Clue::CallsIndexed(i) => {
-                format!("tool calls {} `index`", if i { "carry" } else { "lack" })
-            }
-            Clue::FinishToolCalls(true) => "finish_reason tool_calls with calls".into(),
-            Clue::FinishToolCalls(false) => "finish_reason stop despite calls".into(),
             Clue::LlamaCppDress(d) => format!("llama.cpp timings/fingerprint {}", present(d)),
             Clue::OpenRouterDress(d) => format!("OpenRouter provider/cost {}", present(d)),
-            Clue::Contradicts { shows, .. } => shows.into(),
+            Clue::Quirk { shows, .. } => shows.into(),
         }
     }
 }
@@ -275,22 +265,24 @@ fn markers_spaced(text: &str, markers: &[String]) -> Option<bool> {
     seen.then_some(spaced)
 }
 
-/// A clue for each quirk of the known shapes that the answer's evidence rules out.
-fn contradicted_quirks(body: &Value, streamed: bool) -> Vec<Clue> {
-    let Ok(completion) = Completion::from_response(body) else {
-        return Vec::new();
-    };
+/// A clue for each quirk of the known shapes whose evidence the answer holds.
+fn quirk_clues(seen: &Seen) -> Vec<Clue> {
     let mut quirks: Vec<&'static dyn Quirk> = SHAPES.iter().flat_map(|s| s.quirks.all()).collect();
-    let mut seen = std::collections::HashSet::new();
-    quirks.retain(|q| seen.insert(q.name()));
+    let mut names = std::collections::HashSet::new();
+    quirks.retain(|q| names.insert(q.name()));
     quirks
         .into_iter()
-        .filter_map(|quirk| match quirk.evidence(&completion, streamed) {
-            Evidence::Contradicts(shows) => Some(Clue::Contradicts {
+        .filter_map(|quirk| {
+            let (with, shows) = match quirk.evidence(seen) {
+                Evidence::Shows(shows) => (true, shows),
+                Evidence::Contradicts(shows) => (false, shows),
+                Evidence::Silent => return None,
+            };
+            Some(Clue::Quirk {
                 quirk: quirk.name(),
+                with,
                 shows,
-            }),
-            Evidence::Silent => None,
+            })
         })
         .collect()
 }
@@ -312,12 +304,6 @@ pub fn observe(
     let content = content_value.and_then(Value::as_str).unwrap_or_default();
 
     let reasoning = reasoning_seen(message, &mut o, &mut clues);
-    // What the quirks' evidence rules out. Whitespace stripping was measured on Kimi's parsers
-    // (server::forward applies it per syntax): with the family known, the forward check judges
-    // it instead.
-    if expect.is_none() {
-        clues.extend(contradicted_quirks(body, streamed));
-    }
     let raw = raw_markers.iter().any(|m| content.contains(m));
     o.think_close = if content.contains("</think>") {
         o.reasoning_field.get_or_insert("content");
@@ -346,17 +332,24 @@ pub fn observe(
     } else if reasoning.is_some() || !calls.is_empty() {
         clues.push(Clue::Parses(true));
     }
-    if let Some(first) = calls.first() {
-        calls_seen(first, &calls, choice, expect, streamed, &mut o, &mut clues);
-    }
+    let call_ids = calls
+        .first()
+        .and_then(|first| calls_seen(first, &calls, expect, &mut o, &mut clues));
     o.spaces_around_markers = markers_spaced(content, &spaced_markers(expect));
     if content.is_empty() {
         let null = content_value.is_none_or(Value::is_null);
         o.empty_content = Some(if null { "null" } else { "\"\"" });
-        if reasoning.is_some() || !calls.is_empty() {
-            clues.push(Clue::EmptyContentNull(null));
-        }
     }
+    // What the quirks' evidence shows; what a quirk does to the text per syntax is judged by the
+    // forward check where the family is known.
+    let answer = Completion::from_response(body).ok();
+    clues.extend(quirk_clues(&Seen {
+        body,
+        answer: answer.as_ref(),
+        stream: streamed,
+        call_ids,
+        forward_checked: expect.is_some(),
+    }));
     dressing_seen(body, &mut o, &mut clues);
     if let Some(expect) = expect {
         o.forward_agrees = forward_agreeing(body, expect, &raw_markers, streamed);
@@ -397,17 +390,15 @@ fn reasoning_seen<'a>(
     reasoning
 }
 
-/// What the first tool call shows (its id and argument style), and the calls' `index` and the
-/// finish reason.
+/// What the first tool call shows (its id and argument style) and whether the calls carry
+/// `index`: the id's form where it tells a quirk apart.
 fn calls_seen(
     first: &Value,
     calls: &[Value],
-    choice: &Value,
     expect: Option<&Expectation>,
-    streamed: bool,
     o: &mut Observation,
     clues: &mut Vec<Clue>,
-) {
+) -> Option<CallIdForm> {
     let id = first["id"].as_str().unwrap_or_default();
     // A family whose token stream carries no ids (Qwen3, DeepSeek-V3) gets ids from every
     // server: then only OpenRouter's own format tells anything.
@@ -421,14 +412,14 @@ fn calls_seen(
         Some(e) => e.profile.is_native_tool_call_id(id) && ids_in_stream,
         None => is_native_id(id),
     };
-    let (style, clue) = if is_openrouter_id(id) {
-        ("openrouter", Some(Clue::IdsOpenRouter))
+    let (style, clue, form) = if is_openrouter_id(id) {
+        ("openrouter", Some(Clue::IdsOpenRouter), None)
     } else if native {
-        ("native", Some(Clue::IdsNative))
+        ("native", None, Some(CallIdForm::Native))
     } else if ids_in_stream {
-        ("other", Some(Clue::IdsOther))
+        ("other", Some(Clue::IdsOther), Some(CallIdForm::Minted))
     } else {
-        ("minted", None)
+        ("minted", None, None)
     };
     o.call_ids = Some(style);
     clues.extend(clue);
@@ -438,15 +429,7 @@ fn calls_seen(
     o.calls_have_index = calls
         .iter()
         .all(|c| c.get("index").is_some_and(Value::is_u64));
-    // A streamed answer is assembled by draftgen, which keeps `index` whatever the server.
-    if !streamed {
-        clues.push(Clue::CallsIndexed(o.calls_have_index));
-    }
-    if let Some(finish) = choice["finish_reason"].as_str() {
-        if finish != "length" {
-            clues.push(Clue::FinishToolCalls(finish == "tool_calls"));
-        }
-    }
+    form
 }
 
 /// The answer's finish, server ids, usage and each server's dressing.

@@ -126,6 +126,25 @@ mod tests {
         recognize(&clues.iter().copied().collect(), &[])
     }
 
+    /// What an answer shows of the quirk named `quirk` (`with`: only a server with it sends it).
+    fn quirk(quirk: &'static str, with: bool) -> Clue {
+        Clue::Quirk {
+            quirk,
+            with,
+            shows: quirk,
+        }
+    }
+
+    /// Call ids the server minted (not OpenRouter's form).
+    const MINTED: [Clue; 2] = [
+        Clue::IdsOther,
+        Clue::Quirk {
+            quirk: "mints_call_ids",
+            with: true,
+            shows: "mints_call_ids",
+        },
+    ];
+
     #[test]
     fn raw_text_is_llamacpp_only_with_its_dressing() {
         let raw = [Clue::Parses(false), Clue::OpenRouterDress(false)];
@@ -139,7 +158,8 @@ mod tests {
         // still llama.cpp, and the clue it does not explain is said.
         let parsed = [
             Clue::Parses(true),
-            Clue::IdsOther,
+            MINTED[0],
+            MINTED[1],
             Clue::LlamaCppDress(true),
             Clue::OpenRouterDress(false),
         ];
@@ -155,7 +175,7 @@ mod tests {
             Clue::ReasoningDetails(false),
             Clue::LlamaCppDress(false),
             Clue::OpenRouterDress(false),
-            Clue::FinishToolCalls(true),
+            quirk("finish_tool_calls", true),
         ];
         let with = |extra: &[Clue]| {
             let mut clues = common.to_vec();
@@ -166,22 +186,23 @@ mod tests {
         let old = with(&[
             Clue::ReasoningIn(ReasoningFieldName::Both),
             // … and mints non-streamed call ids (`chatcmpl-tool-…`).
-            Clue::IdsOther,
-            Clue::EmptyContentNull(true),
-            Clue::CallsIndexed(false),
+            MINTED[0],
+            MINTED[1],
+            quirk("empty_content_as_string", false),
+            quirk("indexes_calls", false),
         ]);
         assert_eq!(old.declare, "--kind vllm --server-version 0.11");
         let new = with(&[
             Clue::ReasoningIn(ReasoningFieldName::Reasoning),
-            Clue::IdsNative,
-            Clue::EmptyContentNull(true),
+            quirk("mints_call_ids", false),
+            quirk("empty_content_as_string", false),
         ]);
         assert_eq!(new.shape, "vllm 0.33");
         let sglang = with(&[
             Clue::ReasoningIn(ReasoningFieldName::ReasoningContent),
-            Clue::IdsNative,
-            Clue::EmptyContentNull(false),
-            Clue::CallsIndexed(true),
+            quirk("mints_call_ids", false),
+            quirk("empty_content_as_string", true),
+            quirk("indexes_calls", true),
         ]);
         assert_eq!(sglang.shape, "sglang 0.5");
         assert!(sglang.contradicted_by.is_empty());

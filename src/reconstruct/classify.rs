@@ -9,11 +9,7 @@ use crate::completion::{Arguments, Completion};
 use crate::model::family::{Family, ToolGrammar};
 use crate::model::Profile;
 use crate::pyjson::{self, DumpOptions};
-use crate::server::quirks::{
-    BogusCallForCutId, CoercesArguments, CutReportsToolCalls, DropsIncompleteCall,
-    ResynthesizesCallIds,
-};
-use crate::server::{ServerShape, Syntax};
+use crate::server::{parser_traits, ParserTraits, ReadBackRules, ServerShape, Syntax};
 
 use super::fidelity::{Fidelity, FidelityClass, Reason};
 use super::synth::Synthesis;
@@ -82,39 +78,6 @@ pub(super) fn with_cut_tails(texts: Vec<String>, grammar: &ToolGrammar) -> Vec<S
     out
 }
 
-/// The id text the model had written when a `length` cut fell inside its last call's id, if the
-/// answer's last call can be the one vLLM makes of that (`kimi::unfinished_call`): named after
-/// the id text so far, id `functions.{that text}:N`, no arguments. (A call cut right after its
-/// argument opener looks the same when the id text was `NAME`: the candidate is added, never
-/// substituted, and the count and the forward check decide.) With spaces around added tokens
-/// the text so far starts with the joining space, which the model did not write.
-pub(super) fn bogus_call_header(
-    shape: &ServerShape,
-    completion: &Completion,
-    spaces: bool,
-) -> Option<String> {
-    if !shape.quirks.has::<BogusCallForCutId>() {
-        return None;
-    }
-    let last = completion.tool_calls.last()?;
-    let no_arguments = match &last.arguments {
-        Arguments::Raw(a) => a.is_empty() || a == "{}",
-        Arguments::Object(v) => v.as_object().is_some_and(|o| o.is_empty()),
-    };
-    let header = last
-        .id
-        .as_deref()?
-        .strip_prefix("functions.")?
-        .rsplit_once(':')?
-        .0;
-    let header = if spaces {
-        header.strip_prefix(' ').unwrap_or(header)
-    } else {
-        header
-    };
-    (no_arguments && !header.is_empty() && header.trim() == last.name).then(|| header.to_string())
-}
-
 fn reported(completion: &Completion) -> Option<usize> {
     completion
         .usage
@@ -130,88 +93,137 @@ pub(super) fn classify(
     completion: &Completion,
     found: Synthesis,
     shape: &ServerShape,
-    syntax: Syntax,
+    rules: &ReadBackRules,
     warnings: &mut Vec<String>,
 ) -> (Vec<u32>, Fidelity) {
-    // vLLM's deepseek_v3 and hermes parsers are regexes over finished calls: an unfinished
-    // one is never sent whole, whatever the shape does with Kimi's.
-    let drops_unfinished_call = shape.quirks.has::<DropsIncompleteCall>() || syntax != Syntax::Kimi;
     let server = shape.describe();
-    if let Some(partial) = &found.partial {
-        let warning = "truncated mid-character: the length cut may have split a multi-byte character, whose partial-byte ids the text cannot show";
-        match (found.consistent, &found.ids) {
-            (0, _) | (_, None) => {
-                let mut fidelity = Fidelity::new(FidelityClass::TruncatedMidCharacter);
-                fidelity.because(Reason::PartialCharacter);
-                warnings.push(format!("{warning}; the ids end before them"));
-                return (partial.clone(), fidelity);
-            }
-            (n, Some(ids)) => {
-                let mut fidelity = Fidelity::new(FidelityClass::Ambiguous);
-                fidelity.candidates = Some(usize::try_from(n).unwrap_or(usize::MAX) + 1);
-                fidelity.because(Reason::PartialCharacter);
-                for reason in &found.open {
-                    fidelity.because(*reason);
-                }
-                warnings.push(format!(
-                    "ambiguous: {warning}, and a stream without them fits this response from {server} too; chose that one"
-                ));
-                return (ids.clone(), fidelity);
-            }
-        }
+    if let Some(classified) = partial_character_class(&found, &server, warnings) {
+        return classified;
     }
-    match (found.consistent, found.ids) {
-        (1, Some(ids)) => (ids, Fidelity::new(FidelityClass::Unique)),
+    match (found.consistent, &found.ids) {
+        (1, Some(ids)) => (ids.clone(), Fidelity::new(FidelityClass::Unique)),
         (n, Some(ids)) if n > 1 => {
-            let mut fidelity = Fidelity::new(FidelityClass::Ambiguous);
-            fidelity.candidates = Some(usize::try_from(n).unwrap_or(usize::MAX));
-            for reason in &found.open {
-                fidelity.because(*reason);
-            }
-            let why = match reported(completion) {
-                None => "the response has no usage.completion_tokens".to_string(),
-                Some(k) => format!("usage.completion_tokens = {k} does not decide between them"),
-            };
-            let open = match names(&found.open) {
-                names if names.is_empty() => String::new(),
-                names => format!(" ({names})"),
-            };
-            warnings.push(format!(
-                "ambiguous: {n} token streams fit this response from {server}{open} and {why}; chose the most likely form"
-            ));
-            (ids, fidelity)
+            let fidelity = ambiguous(n, &found.open, completion, &server, warnings);
+            (ids.clone(), fidelity)
         }
         _ => {
             // Nothing consistent: the most likely form, flagged.
             let ids = fallback(profile, texts, completion);
-            let mut fidelity = Fidelity::new(FidelityClass::Inconsistent);
-            match (found.short_by, found.fields_agree) {
-                (Some(gap), _) if drops_unfinished_call => {
-                    fidelity = Fidelity::new(FidelityClass::Lossy);
-                    fidelity.because(Reason::CutInsideToolSection);
-                    warnings.push(format!(
-                        "length cut inside the tool section: {server} dropped the unfinished call ({gap} tokens the answer does not show); the ids end before it"
-                    ));
-                }
-                (_, true) => {
-                    fidelity.because(Reason::UsageDisagrees);
-                    warnings.push(format!(
-                        "inconsistent: usage.completion_tokens = {} fits no token stream that {server} would have answered this way (the rebuild has {})",
-                        reported(completion).unwrap_or_default(),
-                        ids.len()
-                    ));
-                }
-                (_, false) => {
-                    fidelity.because(Reason::ForwardMismatch);
-                    warnings.push(format!(
-                        "inconsistent: no token stream gives this answer through {server} ({} differs); the ids are the most likely reading, not checked",
-                        found.mismatch.as_deref().unwrap_or("the answer")
-                    ));
-                }
-            }
+            // vLLM's deepseek_v3 and hermes parsers are regexes over finished calls: an
+            // unfinished one is never sent whole, whatever the shape does with Kimi's.
+            let drops_unfinished_call = rules.drops_unfinished_call
+                || parser(profile).is_none_or(|p| p.drops_unfinished_call);
+            let fidelity = inconsistent(
+                &found,
+                drops_unfinished_call,
+                completion,
+                ids.len(),
+                &server,
+                warnings,
+            );
             (ids, fidelity)
         }
     }
+}
+
+/// A cut that may have split a character: the ids end before its partial bytes, or, where a
+/// stream without them fits too, that stream, ambiguous.
+fn partial_character_class(
+    found: &Synthesis,
+    server: &str,
+    warnings: &mut Vec<String>,
+) -> Option<(Vec<u32>, Fidelity)> {
+    let partial = found.partial.as_ref()?;
+    let warning = "truncated mid-character: the length cut may have split a multi-byte character, whose partial-byte ids the text cannot show";
+    match (found.consistent, &found.ids) {
+        (0, _) | (_, None) => {
+            let mut fidelity = Fidelity::new(FidelityClass::TruncatedMidCharacter);
+            fidelity.because(Reason::PartialCharacter);
+            warnings.push(format!("{warning}; the ids end before them"));
+            Some((partial.clone(), fidelity))
+        }
+        (n, Some(ids)) => {
+            let mut fidelity = Fidelity::new(FidelityClass::Ambiguous);
+            fidelity.candidates = Some(usize::try_from(n).unwrap_or(usize::MAX) + 1);
+            fidelity.because(Reason::PartialCharacter);
+            for reason in &found.open {
+                fidelity.because(*reason);
+            }
+            warnings.push(format!(
+                "ambiguous: {warning}, and a stream without them fits this response from {server} too; chose that one"
+            ));
+            Some((ids.clone(), fidelity))
+        }
+    }
+}
+
+/// `n` streams fit and nothing decided between them (`open`: the reasons left open).
+fn ambiguous(
+    n: u64,
+    open: &[Reason],
+    completion: &Completion,
+    server: &str,
+    warnings: &mut Vec<String>,
+) -> Fidelity {
+    let mut fidelity = Fidelity::new(FidelityClass::Ambiguous);
+    fidelity.candidates = Some(usize::try_from(n).unwrap_or(usize::MAX));
+    for reason in open {
+        fidelity.because(*reason);
+    }
+    let why = match reported(completion) {
+        None => "the response has no usage.completion_tokens".to_string(),
+        Some(k) => format!("usage.completion_tokens = {k} does not decide between them"),
+    };
+    let open = match names(open) {
+        names if names.is_empty() => String::new(),
+        names => format!(" ({names})"),
+    };
+    warnings.push(format!(
+        "ambiguous: {n} token streams fit this response from {server}{open} and {why}; chose the most likely form"
+    ));
+    fidelity
+}
+
+/// No stream fits: why (a dropped unfinished call, the count, the fields), for a fallback of
+/// `rebuilt` ids.
+fn inconsistent(
+    found: &Synthesis,
+    drops_unfinished_call: bool,
+    completion: &Completion,
+    rebuilt: usize,
+    server: &str,
+    warnings: &mut Vec<String>,
+) -> Fidelity {
+    let mut fidelity = Fidelity::new(FidelityClass::Inconsistent);
+    match (found.short_by, found.fields_agree) {
+        (Some(gap), _) if drops_unfinished_call => {
+            fidelity = Fidelity::new(FidelityClass::Lossy);
+            fidelity.because(Reason::CutInsideToolSection);
+            warnings.push(format!(
+                "length cut inside the tool section: {server} dropped the unfinished call ({gap} tokens the answer does not show); the ids end before it"
+            ));
+        }
+        (_, true) => {
+            fidelity.because(Reason::UsageDisagrees);
+            warnings.push(format!(
+                "inconsistent: usage.completion_tokens = {} fits no token stream that {server} would have answered this way (the rebuild has {rebuilt})",
+                reported(completion).unwrap_or_default(),
+            ));
+        }
+        (_, false) => {
+            fidelity.because(Reason::ForwardMismatch);
+            warnings.push(format!(
+                "inconsistent: no token stream gives this answer through {server} ({} differs); the ids are the most likely reading, not checked",
+                found.mismatch.as_deref().unwrap_or("the answer")
+            ));
+        }
+    }
+    fidelity
+}
+
+/// The traits of the servers' parsers for the profile's family, if servers know its syntax.
+fn parser(profile: &Profile) -> Option<&'static ParserTraits> {
+    profile.family.syntax().map(parser_traits)
 }
 
 fn names(reasons: &[Reason]) -> String {
@@ -239,6 +251,7 @@ fn fallback(profile: &Profile, texts: &[String], completion: &Completion) -> Vec
 pub(super) fn server_losses(
     profile: &Profile,
     shape: &ServerShape,
+    rules: &ReadBackRules,
     completion: &Completion,
     fidelity: &mut Fidelity,
     warnings: &mut Vec<String>,
@@ -253,7 +266,7 @@ pub(super) fn server_losses(
                 .as_deref()
                 .is_some_and(|id| profile.is_native_tool_call_id(id))
         });
-        if renumbered || shape.quirks.has::<ResynthesizesCallIds>() {
+        if renumbered || rules.rewrites_call_ids {
             fidelity.at_most(FidelityClass::Lossy);
             fidelity.because(Reason::ServerRewritesToolCallIds);
             warnings.push(
@@ -261,7 +274,7 @@ pub(super) fn server_losses(
                     .to_string(),
             );
         }
-        if shape.quirks.has::<CoercesArguments>()
+        if rules.reserializes_arguments
             && fidelity.class == FidelityClass::Inconsistent
             && completion.tool_calls.iter().any(looks_reserialized)
         {
@@ -271,7 +284,7 @@ pub(super) fn server_losses(
                     .to_string(),
             );
         }
-    } else if syntax == Some(Syntax::Hermes) && shape.parses {
+    } else if parser(profile).is_some_and(|p| p.rewrites_calls) && shape.parses {
         // hermes (Qwen3) parses the arguments and writes them with json.dumps, and mints random
         // call ids (not part of the family's token stream). deepseek_v3 keeps the raw
         // arguments: nothing lost there. Where the forward check and the count confirmed the
@@ -353,19 +366,19 @@ pub(super) fn foreign_markers(
     }
 }
 
-/// A server that reports `tool_calls` also for a `length` cut (vLLM 0.11): unless the count is
-/// below `max_tokens`, the answer may have been cut after its last complete call, and what
-/// followed cannot be told from it.
+/// A server that reports `tool_calls` also for a `length` cut (vLLM 0.11;
+/// [`ReadBackRules::cut_hidden_by_tool_calls`], `hides` false where the synthesis probed the cut
+/// itself): unless the count is below `max_tokens`, the answer may have been cut after its last
+/// complete call, and what followed cannot be told from it.
 pub(super) fn cut_hidden_by_tool_calls(
     shape: &ServerShape,
+    hides: bool,
     completion: &Completion,
     max_tokens: Option<u32>,
     fidelity: &mut Fidelity,
     warnings: &mut Vec<String>,
 ) {
-    if !shape.quirks.has::<CutReportsToolCalls>()
-        || completion.finish_reason.as_deref() != Some("tool_calls")
-    {
+    if !hides || completion.finish_reason.as_deref() != Some("tool_calls") {
         return;
     }
     let below_limit = match (max_tokens, reported(completion)) {
@@ -415,7 +428,6 @@ pub(super) fn partial_character(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     const DS_CALL: &str = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"query\": \"umbrella\"}\n```<｜tool▁call▁end｜>";
 
@@ -432,42 +444,5 @@ mod tests {
         assert!(tails.contains(
             &"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"query\": \"umbrella\"}".into()
         ));
-    }
-
-    fn answer(call: Value) -> Completion {
-        Completion::from_response(&json!({
-            "choices": [{"index": 0, "finish_reason": "length",
-                "message": {"role": "assistant", "content": "Let me check.", "tool_calls": [call]}}],
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn the_bogus_call_of_a_cut_id_gives_back_the_id_text() {
-        // kimi_k25/vllm-0.33.0/nonstream/{nospaces,spaces}/cut_call_id/001: the model had
-        // written `functions` after `<|tool_call_begin|>`.
-        let vllm = &crate::server::vllm::SHAPE;
-        let plain = answer(json!({"id": "functions.functions:0", "type": "function",
-            "function": {"name": "functions", "arguments": "{}"}}));
-        assert_eq!(
-            bogus_call_header(vllm, &plain, false).as_deref(),
-            Some("functions")
-        );
-        let spaced = answer(json!({"id": "functions. functions:0", "type": "function",
-            "function": {"name": "functions", "arguments": "{}"}}));
-        assert_eq!(
-            bogus_call_header(vllm, &spaced, true).as_deref(),
-            Some("functions")
-        );
-        // A call with arguments is not one; one without could be either (the id text
-        // `get_weather`, or a call cut right after its argument opener): both are candidates.
-        let real = answer(json!({"id": "functions.get_weather:0", "type": "function",
-            "function": {"name": "get_weather", "arguments": "{\"city\": \"Tokyo"}}));
-        assert_eq!(bogus_call_header(vllm, &real, false), None);
-        // SGLang drops such a call instead.
-        assert_eq!(
-            bogus_call_header(&crate::server::sglang::SHAPE, &plain, false),
-            None
-        );
     }
 }

@@ -100,42 +100,28 @@ mod tests {
         .collect()
     }
 
+    /// `despace` of a text with no marker beside it.
+    fn inside(text: &str) -> String {
+        despace(text, &markers(), false, false)
+    }
+
     #[test]
     fn removes_one_space_each_side() {
-        assert_eq!(
-            despace("ok </think> 1", &markers(), false, false),
-            "ok</think>1"
-        );
-        assert_eq!(
-            despace(" <think> ok </think> 1", &markers(), false, false),
-            "<think>ok</think>1"
-        );
+        assert_eq!(inside("ok </think> 1"), "ok</think>1");
+        assert_eq!(inside(" <think> ok </think> 1"), "<think>ok</think>1");
         // real spaces beyond the inserted one stay
-        assert_eq!(
-            despace("a  </think>  b", &markers(), false, false),
-            "a </think> b"
-        );
+        assert_eq!(inside("a  </think>  b"), "a </think> b");
     }
 
     #[test]
     fn adjacent_markers_share_one_space() {
         assert_eq!(
-            despace(
-                "<|tool_call_end|> <|tool_calls_section_end|>",
-                &markers(),
-                false,
-                false
-            ),
+            inside("<|tool_call_end|> <|tool_calls_section_end|>"),
             "<|tool_call_end|><|tool_calls_section_end|>"
         );
         // a real space between two markers arrives as three
         assert_eq!(
-            despace(
-                "<|tool_call_end|>   <|tool_calls_section_end|>",
-                &markers(),
-                false,
-                false
-            ),
+            inside("<|tool_call_end|>   <|tool_calls_section_end|>"),
             "<|tool_call_end|> <|tool_calls_section_end|>"
         );
     }
@@ -144,9 +130,6 @@ mod tests {
     fn boundaries_cut_by_a_parser() {
         assert_eq!(despace("reasoning ", &markers(), false, true), "reasoning");
         assert_eq!(despace(" answer", &markers(), true, false), "answer");
-        assert_eq!(
-            despace("plain text", &markers(), false, false),
-            "plain text"
-        );
+        assert_eq!(inside("plain text"), "plain text");
     }
 }

@@ -121,7 +121,12 @@ pub enum Reason {
 impl Reason {
     /// The reason a server quirk names ([`Quirk::reason`]).
     pub fn of(quirk: &dyn Quirk) -> Option<Reason> {
-        serde_json::from_value(serde_json::Value::from(quirk.reason()?)).ok()
+        Reason::named(quirk.reason()?)
+    }
+
+    /// The reason of this stable name.
+    pub fn named(name: &str) -> Option<Reason> {
+        serde_json::from_value(serde_json::Value::from(name)).ok()
     }
 }
 

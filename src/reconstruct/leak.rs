@@ -94,46 +94,97 @@ fn trimmed(completion: &Completion, spaces: bool) -> Vec<Leaked> {
     ) else {
         return Vec::new();
     };
-    let Some(first_marker) = [CALL_BEGIN, ARGUMENT_BEGIN, CALL_END]
-        .iter()
-        .filter_map(|m| content.find(m))
-        .min()
-    else {
+    let Some(buffer) = Buffer::of(completion, content, spaces) else {
         return Vec::new();
     };
-    // The calls whole in the leak are the last ones (a call the cut fell inside shows only its
-    // end, before the first call opener).
-    let first_whole = content.find(CALL_BEGIN);
-    let in_leak = match first_whole {
-        Some(at) => match whole_calls(&content[at..], spaces) {
-            Some(calls) => calls,
-            None => return Vec::new(),
-        },
-        None => Vec::new(),
-    };
-    let calls = completion.tool_calls.len();
-    let Some(streamed_only) = calls.checked_sub(in_leak.len()) else {
-        return Vec::new();
-    };
-    // What the buffer held after the content: the opener's joining space, each call's text.
-    let pad = if spaces { " " } else { "" };
-    let mut after = pad.to_string();
-    for call in &completion.tool_calls[..streamed_only] {
-        let id = call.id.as_deref().unwrap_or_default().trim();
-        let Arguments::Raw(arguments) = &call.arguments else {
-            return Vec::new();
+    leak_starts(content, buffer.first_marker, &buffer.after)
+        .into_iter()
+        .map(|k| buffer.reading(completion, &content[..k], spaces))
+        .collect()
+}
+
+/// What the section buffer held after the content, as far as a cut leak shows it.
+struct Buffer<'a> {
+    /// Where the content's first call marker is: the leak starts at or before it.
+    first_marker: usize,
+    /// The calls whole in the leak (the last ones): each one's id text and raw arguments.
+    in_leak: Vec<(&'a str, &'a str)>,
+    /// How many calls (the first ones) are known from their streamed first lines only.
+    streamed_only: usize,
+    /// The buffer's text after the content: the opener's joining space, each call's text.
+    after: String,
+}
+
+impl<'a> Buffer<'a> {
+    /// `None` where the content is no cut leak of these calls.
+    fn of(completion: &Completion, content: &'a str, spaces: bool) -> Option<Buffer<'a>> {
+        let first_marker = [CALL_BEGIN, ARGUMENT_BEGIN, CALL_END]
+            .iter()
+            .filter_map(|m| content.find(m))
+            .min()?;
+        // The calls whole in the leak are the last ones (a call the cut fell inside shows only
+        // its end, before the first call opener).
+        let first_whole = content.find(CALL_BEGIN);
+        let in_leak = match first_whole {
+            Some(at) => whole_calls(&content[at..], spaces)?,
+            None => Vec::new(),
         };
-        after.push_str(&format!(
-            "{pad}{CALL_BEGIN}{pad}{id}{pad}{ARGUMENT_BEGIN}{pad}{arguments}{pad}{CALL_END}"
-        ));
-    }
-    if let Some(at) = first_whole {
+        let streamed_only = completion.tool_calls.len().checked_sub(in_leak.len())?;
+        let pad = if spaces { " " } else { "" };
+        let mut after = pad.to_string();
+        for call in &completion.tool_calls[..streamed_only] {
+            let id = call.id.as_deref().unwrap_or_default().trim();
+            let Arguments::Raw(arguments) = &call.arguments else {
+                return None;
+            };
+            after.push_str(&format!(
+                "{pad}{CALL_BEGIN}{pad}{id}{pad}{ARGUMENT_BEGIN}{pad}{arguments}{pad}{CALL_END}"
+            ));
+        }
         after.push_str(pad);
-        after.push_str(&content[at..]);
-    } else {
-        after.push_str(pad);
+        if let Some(at) = first_whole {
+            after.push_str(&content[at..]);
+        }
+        Some(Buffer {
+            first_marker,
+            in_leak,
+            streamed_only,
+            after,
+        })
     }
-    let mut readings = Vec::new();
+
+    /// The answer as the model's text has it when the content streamed before the leak is
+    /// `before`.
+    fn reading(&self, completion: &Completion, before: &str, spaces: bool) -> Leaked {
+        let streamed_only = self.streamed_only;
+        let mut model = completion.clone();
+        model.content = Some(before.to_string());
+        for (call, (id, raw)) in model.tool_calls[streamed_only..]
+            .iter_mut()
+            .zip(&self.in_leak)
+        {
+            call.id = Some(id.to_string());
+            call.arguments = Arguments::Raw(raw.to_string());
+        }
+        if spaces {
+            // As the leak has them: a joining space each side (the read-back removes them).
+            for call in &mut model.tool_calls[..streamed_only] {
+                if let Arguments::Raw(arguments) = &mut call.arguments {
+                    *arguments = format!(" {arguments} ");
+                }
+            }
+        }
+        Leaked {
+            completion: model,
+            streamed_only,
+        }
+    }
+}
+
+/// The byte offsets in `content` where a cut leak ending in `after` can start: at or before the
+/// first call marker, leaving a leak of a length the buffer can send.
+fn leak_starts(content: &str, first_marker: usize, after: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
     let total = content.chars().count();
     // Splits that leave the leak inside the calls' text, counted from the first (the longest
     // leak): every later split fits too, and the content before a cut is unlikely to end like
@@ -152,31 +203,13 @@ fn trimmed(completion: &Completion, spaces: bool) -> Vec<Leaked> {
             inside_calls += usize::from(fits);
             fits
         } else {
-            leak.ends_with(after.as_str()) && before.ends_with(&leak[..leak.len() - after.len()])
+            leak.ends_with(after) && before.ends_with(&leak[..leak.len() - after.len()])
         };
-        if !fits {
-            continue;
+        if fits {
+            starts.push(k);
         }
-        let mut model = completion.clone();
-        model.content = Some(before.to_string());
-        for (call, (id, raw)) in model.tool_calls[streamed_only..].iter_mut().zip(&in_leak) {
-            call.id = Some(id.to_string());
-            call.arguments = Arguments::Raw(raw.to_string());
-        }
-        if spaces {
-            // As the leak has them: a joining space each side (the read-back removes them).
-            for call in &mut model.tool_calls[..streamed_only] {
-                if let Arguments::Raw(arguments) = &mut call.arguments {
-                    *arguments = format!(" {arguments} ");
-                }
-            }
-        }
-        readings.push(Leaked {
-            completion: model,
-            streamed_only,
-        });
     }
-    readings
+    starts
 }
 
 #[cfg(test)]

@@ -26,11 +26,7 @@ use serde_json::{Map, Value};
 use crate::api::ServerKind;
 use crate::completion::{Completion, CompletionError};
 use crate::model::{ModelError, Profile, RenderInput};
-use crate::server::quirks::{
-    CountsPromptAsRendered, CutReportsToolCalls, DropsSectionBeginDelta, DropsThinkEndDelta,
-    IgnoresThinkingOff, LeaksSectionBuffer, StreamsFirstTokenAsReasoning, Vllm011Stepwise,
-};
-use crate::server::{self, InverseInput, ServerShape};
+use crate::server::{self, ForwardInput, InverseInput, ParserTraits, ReadBackRules, ServerShape};
 
 /// How the endpoint shaped its text: the server shape (kind + version) and its detokenizer's
 /// spaces. Every field defaults, so a run manifest or a line's `options` can carry any subset.
@@ -166,6 +162,7 @@ pub fn reconstruct_parsed(
         completion,
         options,
         shape,
+        rules: shape.quirks.read_back_rules(),
         stream: options.stream.or(request.stream).unwrap_or(false),
         tools_declared: request.tools.as_ref().is_some_and(|t| !t.is_empty()),
         prompt_ids: &prompt_ids,
@@ -253,7 +250,7 @@ fn flag_prompt_count(
     warnings: &mut Vec<String>,
 ) {
     fidelity.because(Reason::PromptTokensDisagree);
-    if x.shape.quirks.has::<CountsPromptAsRendered>() {
+    if x.rules.prompt_count_is_render {
         fidelity.at_most(FidelityClass::Inconsistent);
         warnings.push(format!(
             "inconsistent: {} counts the prompt it rendered, {counted} tokens, and the prompt rendered here has {}: the server rendered another prompt (its template, or a tool handler's system message), so the prompt ids are not what the model saw",
@@ -272,6 +269,8 @@ struct Exchange<'a> {
     /// With spaces around added tokens only where the family's detokenizer puts them.
     options: &'a ReconstructOptions,
     shape: &'a ServerShape,
+    /// What the shape's quirks say of reading its answers back.
+    rules: ReadBackRules,
     stream: bool,
     tools_declared: bool,
     prompt_ids: &'a [u32],
@@ -301,10 +300,11 @@ struct ReadBacks {
 /// non-thinking turn moved back, the calls read from a stream's leak, each quirk's inverse.
 fn read_backs(x: &Exchange) -> ReadBacks {
     let (profile, request, completion, shape) = (x.profile, x.request, x.completion, x.shape);
+    let rules = &x.rules;
     // A reasoning parser that ignores `thinking=false` (vLLM 0.11's `kimi_k2`, DeepSeek-R1's)
     // files the whole answer of a non-thinking turn under reasoning: read it back as content.
     let thinking = profile.thinking_enabled(request.chat_template_kwargs.as_ref());
-    let read_back = if shape.quirks.has::<IgnoresThinkingOff>()
+    let read_back = if rules.reasoning_when_thinking_off
         && !thinking
         && completion.content.as_deref().is_none_or(str::is_empty)
         && completion.tool_calls.is_empty()
@@ -315,8 +315,9 @@ fn read_backs(x: &Exchange) -> ReadBacks {
     } else {
         completion.clone()
     };
-    let kimi = profile.family.syntax() == Some(server::Syntax::Kimi);
-    let leaks = shape.quirks.has::<LeaksSectionBuffer>() && x.stream && x.tools_declared && kimi;
+    // The leak and the stepwise stream are those of a ported streaming parser (vLLM 0.11.2's).
+    let ported = parser(profile).is_some_and(|p| p.stream_ported);
+    let leaks = rules.section_buffer_in_content && x.stream && x.tools_declared && ported;
     let leaked = if leaks {
         leak::read_back(&read_back, x.options.spaces_around_special_tokens)
     } else {
@@ -366,15 +367,15 @@ fn read_backs(x: &Exchange) -> ReadBacks {
         leak_streamed_only,
         cut_in_section,
         first_token_mode: leaks
-            && shape.quirks.has::<StreamsFirstTokenAsReasoning>()
+            && rules.first_token_as_reasoning
             && closes_reasoning(profile, x.prompt_ids),
-        stepwise: shape.quirks.has::<Vllm011Stepwise>() && x.stream && kimi,
+        stepwise: rules.stream_by_token && x.stream && ported,
     }
 }
 
 /// Undo, on one read-back answer, what a stream of its own code (vLLM 0.11.2's) did to it.
 fn undo_stream(x: &Exchange, read: &ReadBacks, read_back: &mut Completion) {
-    let (completion, shape) = (x.completion, x.shape);
+    let (completion, rules) = (x.completion, &x.rules);
     let spaces = x.options.spaces_around_special_tokens;
     if read.leaks && spaces {
         // Streamed ids start with the joining space after `<|tool_call_begin|>`.
@@ -393,13 +394,12 @@ fn undo_stream(x: &Exchange, read: &ReadBacks, read_back: &mut Completion) {
         // (With the first token as reasoning, the model's `</think>` stays in the content.)
         let closed = completion.content.as_deref().is_some_and(|c| !c.is_empty())
             || !completion.tool_calls.is_empty();
-        if shape.quirks.has::<DropsThinkEndDelta>() && closed && !read.first_token_mode {
+        if rules.drops_space_before_think_end && closed && !read.first_token_mode {
             if let Some(reasoning) = &mut read_back.reasoning {
                 reasoning.push(' ');
             }
         }
-        let drops_opener = shape.quirks.has::<DropsSectionBeginDelta>();
-        if read.leaks && drops_opener && !read_back.tool_calls.is_empty() {
+        if read.leaks && rules.drops_space_before_section && !read_back.tool_calls.is_empty() {
             read_back.content.get_or_insert_with(String::new).push(' ');
         }
     }
@@ -439,8 +439,9 @@ fn candidate_texts(
         };
         texts.push(text);
     }
-    let syntax = profile.family.syntax();
-    if syntax == Some(server::Syntax::DeepseekV3) && stream && !completion.tool_calls.is_empty() {
+    let traits = parser(profile);
+    let separators = traits.is_some_and(|p| p.streams_call_separators);
+    if separators && stream && !completion.tool_calls.is_empty() {
         // vLLM's streaming deepseek_v3 parser leaks the `\n` between calls (and, cut, the one
         // after the last call) into `content`: the model's content may be without them.
         let calls = completion.tool_calls.len();
@@ -458,30 +459,33 @@ fn candidate_texts(
     }
     // hermes re-serializes non-streamed arguments: every spelling of each value is a candidate.
     let mut spellings_settled = true;
-    if syntax == Some(server::Syntax::Hermes) && synthesized && !stream {
+    if traits.is_some_and(|p| p.rewrites_calls) && synthesized && !stream {
         spellings_settled = with_argument_spellings(&mut texts, turns);
     }
-    if synthesized && cut && syntax == Some(server::Syntax::Kimi) {
+    let grammar = profile.family.spec().tool_grammar;
+    let ids_in_stream = profile
+        .family
+        .syntax()
+        .is_some_and(server::Syntax::ids_in_stream);
+    if let (true, true, true, Some(grammar)) = (synthesized, cut, ids_in_stream, grammar) {
+        // A cut inside the last call's id, where the shape makes a call of it.
         let spaces = x.options.spaces_around_special_tokens;
-        if let Some(header) = classify::bogus_call_header(shape, completion, spaces) {
+        if let Some(header) = shape.quirks.cut_call_id_text(completion, spaces) {
+            let call_begin = grammar.call_begin();
             let cut_in_id: Vec<String> = texts
                 .iter()
                 .filter_map(|t| {
-                    let at = t.rfind(server::kimi::CALL_BEGIN)?;
-                    Some(format!(
-                        "{}{header}",
-                        &t[..at + server::kimi::CALL_BEGIN.len()]
-                    ))
+                    let at = t.rfind(call_begin)?;
+                    Some(format!("{}{header}", &t[..at + call_begin.len()]))
                 })
                 .collect();
             texts.splice(0..0, cut_in_id);
         }
     }
-    let grammar = profile.family.spec().tool_grammar;
     if let (true, true, true, Some(grammar)) = (synthesized, cut, x.tools_declared, grammar) {
         texts = classify::with_cut_tails(texts, &grammar);
     }
-    if read.closed_section && shape.quirks.has::<CutReportsToolCalls>() {
+    if read.closed_section && x.rules.cut_hidden_by_tool_calls {
         // Closed, then maybe cut before the end-of-turn token: the count decides.
         let eot = profile.end_of_turn();
         let unended: Vec<String> = texts
@@ -507,15 +511,21 @@ fn synthesize(
     let cx = synth::Context {
         profile,
         shape,
+        rules: x.rules,
         completion,
-        stream: x.stream,
-        spaces: x.options.spaces_around_special_tokens,
-        thinking: profile.thinking_enabled(request.chat_template_kwargs.as_ref()),
-        tools_declared: x.tools_declared,
-        history_calls: turn::earlier_tool_calls(request),
-        syntax: syntax.unwrap_or_default(),
-        prompt_closes_reasoning: closes_reasoning(profile, x.prompt_ids),
-        cut,
+        asked: ForwardInput {
+            text: "",
+            cut,
+            stream: x.stream,
+            spaces: x.options.spaces_around_special_tokens,
+            thinking: profile.thinking_enabled(request.chat_template_kwargs.as_ref()),
+            tools_declared: x.tools_declared,
+            history_calls: turn::earlier_tool_calls(request),
+            syntax: syntax.unwrap_or_default(),
+            prompt_closes_reasoning: closes_reasoning(profile, x.prompt_ids),
+            first_token: None,
+            tools: None,
+        },
         // Streamed calls with no leak to read them from: the first line of each was sent.
         arguments_hidden: match (
             read.leaks && !cut,
@@ -529,9 +539,7 @@ fn synthesize(
         },
     };
     let found = synth::synthesize(&cx, texts);
-    classify::classify(
-        profile, texts, completion, found, shape, cx.syntax, warnings,
-    )
+    classify::classify(profile, texts, completion, found, shape, &x.rules, warnings)
 }
 
 /// The ids and class where the shape is unknown: the count alone decides.
@@ -577,7 +585,7 @@ fn flag(
             fidelity.because(reason);
         }
     }
-    classify::server_losses(profile, shape, completion, fidelity, warnings);
+    classify::server_losses(profile, shape, &x.rules, completion, fidelity, warnings);
     // A streamed 0.11 answer whose section closed shows it (the leak), and the count tells a
     // finished answer from one cut right after the section. One cut inside the section hides
     // what the streamed calls do not show (whitespace around the arguments, a partial
@@ -586,13 +594,10 @@ fn flag(
     // a cut inside the section can hide (`synth::hidden_section_whitespace`, the cut tail).
     let counted_cut =
         read.stepwise && usage_count(completion).is_some() && request.max_tokens.is_some();
-    let hidden_cut_shape = if read.closed_section || counted_cut {
-        &server::generic::SHAPE
-    } else {
-        shape
-    };
+    let probed = read.closed_section || counted_cut;
     classify::cut_hidden_by_tool_calls(
-        hidden_cut_shape,
+        shape,
+        x.rules.cut_hidden_by_tool_calls && !probed,
         completion,
         request.max_tokens,
         fidelity,
@@ -600,6 +605,11 @@ fn flag(
     );
     classify::foreign_markers(profile, completion, fidelity, warnings);
     classify::partial_character(cut, completion, fidelity, warnings);
+}
+
+/// The traits of the servers' parsers for the profile's family, if servers know its syntax.
+fn parser(profile: &Profile) -> Option<&'static ParserTraits> {
+    profile.family.syntax().map(server::parser_traits)
 }
 
 /// The prompt's ids hold the family's reasoning close (as one special token).

@@ -12,14 +12,12 @@
 
 use crate::completion::Completion;
 use crate::model::Profile;
-use crate::server::kimi::{ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, THINK_END};
-use crate::server::quirks::{
-    CountsReasoningThroughClose, CutReportsToolCalls, NullsWhitespaceContent,
-    StreamsFirstTokenAsReasoning, StreamsWhitespaceContent, StripsArguments,
-    StripsReasoningTrailingWhitespace, StripsStreamedArguments, Vllm011Stepwise,
-};
+use crate::server::kimi::{ARGUMENT_BEGIN, CALL_END, SECTION_BEGIN};
 use crate::server::vllm011_stream::Token;
-use crate::server::{forward, forward_tokens, ForwardInput, ServerShape, Syntax};
+use crate::server::{
+    forward, forward_tokens, parser_traits, ForwardInput, ReadBackRules, ServerShape, Site,
+    SiteInput, UsageInput,
+};
 
 use super::fidelity::Reason;
 use super::spellings::hermes_alternatives;
@@ -27,28 +25,17 @@ use super::spellings::hermes_alternatives;
 /// Whitespace a server may have stripped at one site: what is tried in its place.
 const WHITESPACE: [&str; 8] = ["", " ", "\n", "\n\n", "  ", "\t", " \n", "\n "];
 
-/// A place in the text where the shape destroys whitespace.
-#[derive(Debug, Clone, Copy)]
-struct Site {
-    at: usize,
-    reason: Reason,
-}
-
 /// How the stream was answered.
 pub(super) struct Context<'a> {
     pub profile: &'a Profile,
     pub shape: &'a ServerShape,
+    /// The shape's read-back rules ([`crate::server::Quirks::read_back_rules`]).
+    pub rules: ReadBackRules,
     pub completion: &'a Completion,
-    pub stream: bool,
-    pub spaces: bool,
-    pub thinking: bool,
-    pub tools_declared: bool,
-    pub history_calls: usize,
-    pub syntax: Syntax,
-    /// The prompt's ids hold the reasoning close ([`ForwardInput::prompt_closes_reasoning`]).
-    pub prompt_closes_reasoning: bool,
-    /// The answer was cut by `max_tokens` (its `finish_reason`, or what the shape shows).
-    pub cut: bool,
+    /// How the answer was asked for, as the server's [`forward`] reads it (`text` and
+    /// `first_token` are each candidate's; `cut`: the answer was cut by `max_tokens`, its
+    /// `finish_reason` or what the shape shows).
+    pub asked: ForwardInput<'a>,
     /// The whitespace around each call's arguments is not in the answer, whatever the shape
     /// says of its arguments: `Some(None)` for every call (a vLLM 0.11 stream whose section
     /// buffer never leaked), `Some(Some(n))` before the first `n` calls' arguments only (what
@@ -88,36 +75,29 @@ impl Context<'_> {
             None => (text, true),
         };
         // vLLM 0.11.2 streams the first token alone as reasoning in some cases: its text.
-        let stepwise = self.shape.quirks.has::<Vllm011Stepwise>() && self.stream;
-        let first_token = (self.stream
+        let stepwise = self.rules.stream_by_token && self.asked.stream;
+        let first_token = (self.asked.stream
             && !stepwise
-            && self.prompt_closes_reasoning
-            && self.shape.quirks.has::<StreamsFirstTokenAsReasoning>())
-        .then(|| {
-            let tokenizer = &self.profile.tokenizer;
-            let first = tokenizer
-                .encode(body)
-                .first()
-                .map(|&id| tokenizer.decode(&[id]));
-            let first = first.unwrap_or_default();
-            if first.ends_with('\u{FFFD}') {
-                String::new()
-            } else {
-                first
-            }
-        });
+            && self.asked.prompt_closes_reasoning
+            && self.rules.first_token_as_reasoning)
+            .then(|| {
+                let tokenizer = &self.profile.tokenizer;
+                let first = tokenizer
+                    .encode(body)
+                    .first()
+                    .map(|&id| tokenizer.decode(&[id]));
+                let first = first.unwrap_or_default();
+                if first.ends_with('\u{FFFD}') {
+                    String::new()
+                } else {
+                    first
+                }
+            });
         let input = ForwardInput {
             text: body,
             cut,
-            stream: self.stream,
-            spaces: self.spaces,
-            thinking: self.thinking,
-            tools_declared: self.tools_declared,
-            history_calls: self.history_calls,
-            syntax: self.syntax,
-            prompt_closes_reasoning: self.prompt_closes_reasoning,
             first_token: first_token.as_deref(),
-            tools: None,
+            ..self.asked
         };
         let parsed = if stepwise {
             forward_tokens(self.shape, &input, &self.tokens(body))
@@ -143,116 +123,32 @@ impl Context<'_> {
             .collect()
     }
 
-    /// `usage.reasoning_tokens`, where the shape says how it counts
-    /// ([`CountsReasoningThroughClose`]): through the first reasoning close, or
-    /// every token when there is none (the count check then covers it).
-    fn reasoning_count_agrees(&self, text: &str) -> Result<(), String> {
-        let usage = self.completion.usage.as_ref();
-        let reported = usage.and_then(|u| u.reasoning_tokens);
-        let (true, true, Some(reported)) = (
-            self.shape.quirks.has::<CountsReasoningThroughClose>(),
-            self.thinking,
-            reported,
-        ) else {
-            return Ok(());
+    /// The `usage` counts beside `completion_tokens` that the shape's quirks define
+    /// ([`Quirk::usage_agrees`](crate::server::Quirk::usage_agrees)).
+    fn usage_counts_agree(&self, text: &str) -> Result<(), String> {
+        let tokenizer = &self.profile.tokenizer;
+        let input = UsageInput {
+            thinking: self.asked.thinking,
+            usage: self.completion.usage.as_ref(),
+            reasoning_close: self.profile.reasoning_close(),
+            count: &|t: &str| tokenizer.encode(t).len(),
         };
-        let close = self.profile.reasoning_close().unwrap_or_default();
-        let counted = match text.find(close).filter(|_| !close.is_empty()) {
-            // A special token: the ids before it are the prefix's own.
-            Some(at) => self
-                .profile
-                .tokenizer
-                .encode(&text[..at + close.len()])
-                .len() as u64,
-            None => match usage.and_then(|u| u.completion_tokens) {
-                Some(all) => all,
-                None => return Ok(()),
-            },
-        };
-        if counted == reported {
-            Ok(())
-        } else {
-            Err(format!(
-                "usage.reasoning_tokens ({reported}, this stream {counted})"
-            ))
-        }
+        self.shape.quirks.usage_agrees(text, &input)
     }
 
-    /// The sites of `text` where the shape strips whitespace the answer cannot show.
+    /// The sites of `text` where the shape's quirks destroyed whitespace the answer cannot
+    /// show ([`Quirk::sites`](crate::server::Quirk::sites)).
     fn sites(&self, text: &str) -> Vec<Site> {
-        let mut sites = Vec::new();
-        if self.syntax != Syntax::Kimi {
-            return sites;
-        }
-        let quirks = &self.shape.quirks;
-        if quirks.has::<StripsReasoningTrailingWhitespace>() && self.thinking {
-            let end = [
-                text.find(THINK_END),
-                text.find(SECTION_BEGIN),
-                text.find(CALL_BEGIN),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            if let Some(at) = end {
-                sites.push(Site {
-                    at,
-                    reason: Reason::ServerStripsReasoningTrailingWhitespace,
-                });
-            }
-        }
-        let streamed_as_is = self.stream && quirks.has::<StreamsWhitespaceContent>();
-        if quirks.has::<NullsWhitespaceContent>() && self.tools_declared && !streamed_as_is {
-            // Empty content right before the tool section: it may have been whitespace.
-            if let Some(at) = text.find(SECTION_BEGIN) {
-                let before = &text[..at];
-                let empty = before.is_empty() || before.ends_with(THINK_END);
-                // vLLM 0.11 nulls it once the opener was seen, also when a cut left no call.
-                let cut = self.cut;
-                let tool_path = !self.completion.tool_calls.is_empty()
-                    || (cut && quirks.has::<CutReportsToolCalls>());
-                if empty && tool_path {
-                    sites.push(Site {
-                        at,
-                        reason: Reason::ServerNullsWhitespaceContent,
-                    });
-                }
-            }
-        }
-        let strips_arguments = if self.stream {
-            quirks.has::<StripsStreamedArguments>() || self.arguments_hidden.is_some()
-        } else {
-            quirks.has::<StripsArguments>()
+        let input = SiteInput {
+            syntax: self.asked.syntax,
+            stream: self.asked.stream,
+            thinking: self.asked.thinking,
+            tools_declared: self.asked.tools_declared,
+            cut: self.asked.cut,
+            answer: self.completion,
+            arguments_hidden: self.arguments_hidden,
         };
-        if strips_arguments && !self.completion.tool_calls.is_empty() {
-            let starts_only = self
-                .arguments_hidden
-                .flatten()
-                .filter(|_| !quirks.has::<StripsStreamedArguments>() || !self.stream);
-            let mut from = 0;
-            let mut call = 0;
-            while let Some(rel) = text[from..].find(ARGUMENT_BEGIN) {
-                let start = from + rel + ARGUMENT_BEGIN.len();
-                let Some(end_rel) = text[start..].find(CALL_END) else {
-                    break;
-                };
-                let end = start + end_rel;
-                let at: &[usize] = match starts_only {
-                    Some(n) if call >= n => &[],
-                    Some(_) => &[start],
-                    None => &[start, end],
-                };
-                for &at in at {
-                    sites.push(Site {
-                        at,
-                        reason: Reason::ServerStripsArgumentWhitespace,
-                    });
-                }
-                from = end;
-                call += 1;
-            }
-        }
-        sites
+        self.shape.quirks.sites(self.shape, &input, text)
     }
 }
 
@@ -270,46 +166,62 @@ fn with_inserts(text: &str, sites: &[Site], choice: &[usize]) -> String {
 
 /// Run every candidate text through the shape and the count.
 pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
-    let tokenizer = &cx.profile.tokenizer;
     let reported = cx
         .completion
         .usage
         .as_ref()
         .and_then(|u| u.completion_tokens)
         .map(|n| n as usize);
-    let mut out = Synthesis {
-        ids: None,
-        consistent: 0,
-        fields_agree: false,
-        mismatch: None,
-        open: Vec::new(),
-        short_by: None,
-        partial: None,
+    let mut search = Search {
+        reported,
+        out: Synthesis {
+            ids: None,
+            consistent: 0,
+            fields_agree: false,
+            mismatch: None,
+            open: Vec::new(),
+            short_by: None,
+            partial: None,
+        },
+        gaps: Gaps::default(),
+        partial_candidates: Vec::new(),
     };
-    let cut = cx.cut;
-    let mut partial_candidates: Vec<Vec<u32>> = Vec::new();
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    let mut gaps = Gaps::default();
     for text in texts {
-        if !seen.insert(text.as_str()) {
-            continue;
+        if seen.insert(text.as_str()) {
+            search.try_text(cx, text);
         }
-        if let Err(m) = cx
-            .agrees(text)
-            .and_then(|()| cx.reasoning_count_agrees(text))
-        {
-            out.mismatch.get_or_insert(m);
-            continue;
+    }
+    search.finish(cx)
+}
+
+/// The candidates tried so far, and what they said.
+struct Search {
+    /// `usage.completion_tokens`.
+    reported: Option<usize>,
+    out: Synthesis,
+    gaps: Gaps,
+    /// Texts that agree with the fields and are up to three tokens short of a cut's count (a
+    /// partial character the detokenizer held back): their ids.
+    partial_candidates: Vec<Vec<u32>>,
+}
+
+impl Search {
+    /// One candidate text: its fields and counts, then its whitespace variants against the count.
+    fn try_text(&mut self, cx: &Context, text: &str) {
+        if let Err(m) = cx.agrees(text).and_then(|()| cx.usage_counts_agree(text)) {
+            self.out.mismatch.get_or_insert(m);
+            return;
         }
-        out.fields_agree = true;
+        self.out.fields_agree = true;
         let mut sites = cx.sites(text);
         sites.sort_by_key(|s| s.at);
-        let base = tokenizer.encode(text);
+        let base = cx.profile.tokenizer.encode(text);
         let deltas = site_deltas(cx, text, &sites, base.len());
-        let (count, choice) = match reported {
+        let (count, choice) = match self.reported {
             Some(n) => {
                 let target = n as i64 - base.len() as i64;
-                gaps.note(target);
+                self.gaps.note(target);
                 variants_reaching(cx, text, &sites, &deltas, target)
             }
             None => {
@@ -320,45 +232,63 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
             }
         };
         if count > 1 {
-            for (site, d) in sites.iter().zip(&deltas) {
-                let target_free = d.len() > 1;
-                if target_free && !out.open.contains(&site.reason) {
-                    out.open.push(site.reason);
-                }
-            }
-            if reported.is_none() && !out.open.contains(&Reason::NoUsage) {
-                out.open.push(Reason::NoUsage);
-            }
+            self.note_open(&sites, &deltas);
         }
-        if let (true, Some(n)) = (cut, reported) {
+        if let (true, Some(n)) = (cx.asked.cut, self.reported) {
             // Up to three byte tokens of one split character.
             if (1..=3).any(|k| base.len() + k == n) {
-                partial_candidates.push(base.clone());
+                self.partial_candidates.push(base.clone());
             }
         }
         if count == 0 {
-            continue;
+            return;
         }
-        out.consistent = out.consistent.saturating_add(count);
-        if out.ids.is_none() {
+        self.out.consistent = self.out.consistent.saturating_add(count);
+        if self.out.ids.is_none() {
             if let Some(choice) = choice {
-                out.ids = checked_variant(cx, text, &sites, &choice, base, reported);
+                self.out.ids = checked_variant(cx, text, &sites, &choice, base, self.reported);
             }
         }
     }
-    settle_partial(cx, partial_candidates, &mut out);
-    if out.consistent == 0 && out.fields_agree && !gaps.any_longer_or_equal {
-        out.short_by = gaps.shortest;
+
+    /// Several variants fit: the reasons of the sites whose whitespace the count left free.
+    fn note_open(&mut self, sites: &[Site], deltas: &[Vec<i64>]) {
+        let open = &mut self.out.open;
+        for (site, d) in sites.iter().zip(deltas) {
+            let target_free = d.len() > 1;
+            match Reason::named(site.reason) {
+                Some(reason) if target_free && !open.contains(&reason) => open.push(reason),
+                _ => {}
+            }
+        }
+        if self.reported.is_none() && !open.contains(&Reason::NoUsage) {
+            open.push(Reason::NoUsage);
+        }
     }
-    if out.consistent > 0 && out.ids.is_none() {
-        // The arithmetic promised a variant the re-check refused: trust neither.
-        out.consistent = 0;
+
+    /// What all the candidates say together, with what a cut or hermes' spellings hide beside
+    /// the chosen stream.
+    fn finish(self, cx: &Context) -> Synthesis {
+        let Search {
+            mut out,
+            gaps,
+            partial_candidates,
+            ..
+        } = self;
+        settle_partial(cx, partial_candidates, &mut out);
+        if out.consistent == 0 && out.fields_agree && !gaps.any_longer_or_equal {
+            out.short_by = gaps.shortest;
+        }
+        if out.consistent > 0 && out.ids.is_none() {
+            // The arithmetic promised a variant the re-check refused: trust neither.
+            out.consistent = 0;
+        }
+        if cx.asked.cut {
+            count_cut_hidden(cx, &mut out);
+        }
+        count_hidden_spellings(cx, &mut out);
+        out
     }
-    if cut {
-        count_cut_hidden(cx, &mut out);
-    }
-    count_hidden_spellings(cx, &mut out);
-    out
 }
 
 /// How far the candidates' lengths fall short of the reported count.
@@ -416,7 +346,7 @@ fn variants_reaching(
     target: i64,
 ) -> (u64, Option<Vec<usize>>) {
     let (count, choice) = combinations(deltas, target);
-    if cx.shape.quirks.has::<Vllm011Stepwise>() && cx.stream && count > 1 && count <= MOST_CHECKED {
+    if cx.rules.stream_by_token && cx.asked.stream && count > 1 && count <= MOST_CHECKED {
         // A stream modelled step by step: send every variant forward and count only those that
         // give this answer (a whitespace the answer does not show directly may still move where
         // the section buffer was cut).
@@ -496,7 +426,7 @@ fn count_cut_hidden(cx: &Context, out: &mut Synthesis) {
 /// ([`hermes_alternatives`]) that have the same length and give the same answer through the
 /// shape: each is another consistent stream, so the sample is ambiguous, never `unique`.
 fn count_hidden_spellings(cx: &Context, out: &mut Synthesis) {
-    if cx.syntax != Syntax::Hermes {
+    if !parser_traits(cx.asked.syntax).rewrites_calls {
         return;
     }
     let Some(ids) = &out.ids else {
@@ -562,7 +492,7 @@ fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
     hidden
 }
 
-/// For a stream modelled step by step ([`Vllm011Stepwise`]) cut
+/// For a stream modelled step by step ([`ReadBackRules::stream_by_token`]) cut
 /// inside the tool section: how many streams of the same length the answer cannot tell from
 /// `ids` because they hold whitespace where the section's parser sends nothing until the section
 /// closes (after the opener, between calls) or skips it (before the arguments), with as many
@@ -570,7 +500,10 @@ fn hidden_tail_tokens(cx: &Context, ids: &[u32]) -> u64 {
 /// count. (Other shapes flag every cut the answer reports as `tool_calls`, see
 /// `classify::cut_hidden_by_tool_calls`.)
 fn hidden_section_whitespace(cx: &Context, ids: &[u32]) -> u64 {
-    if !(cx.shape.quirks.has::<Vllm011Stepwise>() && cx.stream) || cx.syntax != Syntax::Kimi {
+    if !(cx.rules.stream_by_token
+        && cx.asked.stream
+        && parser_traits(cx.asked.syntax).stream_ported)
+    {
         return 0;
     }
     let tokenizer = &cx.profile.tokenizer;
@@ -611,15 +544,17 @@ fn hidden_section_whitespace(cx: &Context, ids: &[u32]) -> u64 {
 /// unfinished call's header, the text between two calls).
 const TAIL_PROBED: usize = 4;
 
-/// The stream ends inside an unfinished call (after the last call opener, no call close).
+/// The stream ends inside an unfinished call (after the last call opener, no call close; the
+/// family's [`ToolGrammar`](crate::model::family::ToolGrammar)).
 fn ends_inside_a_call(cx: &Context, ids: &[u32]) -> bool {
-    let text = cx.profile.tokenizer.decode(ids);
-    let (open, close) = match cx.syntax {
-        Syntax::Kimi => (CALL_BEGIN, CALL_END),
-        Syntax::Hermes => ("<tool_call>", "</tool_call>"),
-        Syntax::DeepseekV3 => ("<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>"),
+    let Some(grammar) = cx.profile.family.spec().tool_grammar else {
+        return false;
     };
-    match (text.rfind(open), text.rfind(close)) {
+    let text = cx.profile.tokenizer.decode(ids);
+    match (
+        text.rfind(grammar.call_begin()),
+        text.rfind(grammar.call_end),
+    ) {
         (Some(o), Some(c)) => o > c,
         (Some(_), None) => true,
         _ => false,

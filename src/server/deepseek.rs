@@ -19,9 +19,17 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{Parsed, ParsedCall};
+use super::{Parsed, ParsedCall, ParserTraits};
 
 use crate::model::family::deepseek_v3::{CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END};
+
+/// vLLM's `deepseek_v3` tool parser: arguments raw, calls matched whole, a stream's newlines
+/// between calls sent as content.
+pub const TRAITS: ParserTraits = ParserTraits {
+    drops_unfinished_call: true,
+    streams_call_separators: true,
+    ..ParserTraits::NONE
+};
 
 /// vLLM's `tool_call_regex` (no DOTALL: `.` stops at a newline, as in Python).
 static CALL_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -126,23 +134,24 @@ mod tests {
     // (tests/data/server_shapes/deepseek_v3.jsonl).
     const CALL1: &str = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Tokyo\"}\n```<｜tool▁call▁end｜>";
 
+    /// The answer to `Let me check.` and a tool section holding `section`, tools declared.
+    fn answer(section: &str, stream: bool) -> Parsed {
+        parse(
+            &format!("Let me check.{SECTION_BEGIN}{section}"),
+            true,
+            stream,
+        )
+    }
+
     #[test]
     fn streamed_the_newline_after_a_call_is_content() {
         // deepseek_v3/vllm-0.33.0/stream/spaces/cut_between_calls/001: content "Let me check.\n".
-        let p = parse(
-            &format!("Let me check.{SECTION_BEGIN}{CALL1}\n"),
-            true,
-            true,
-        );
+        let p = answer(&format!("{CALL1}\n"), true);
         assert_eq!(p.content.as_deref(), Some("Let me check.\n"));
         assert_eq!(p.calls.len(), 1);
         assert_eq!(p.calls[0].arguments, "{\"city\": \"Tokyo\"}");
         // … and not streamed, nothing after the call is shown (…/nonstream/…/001).
-        let p = parse(
-            &format!("Let me check.{SECTION_BEGIN}{CALL1}\n"),
-            true,
-            false,
-        );
+        let p = answer(&format!("{CALL1}\n"), false);
         assert_eq!(p.content.as_deref(), Some("Let me check."));
     }
 
@@ -150,9 +159,10 @@ mod tests {
     fn streamed_an_unfinished_call_shows_what_was_sent() {
         // deepseek_v3/vllm-0.33.0/stream/spaces/cut_arguments/002: the second call's arguments
         // arrive as `{"` and `query`, content gets the `\n` between the calls.
-        let p = parse(
-            &format!("Let me check.{SECTION_BEGIN}{CALL1}\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{{\"query"),
-            true,
+        let p = answer(
+            &format!(
+                "{CALL1}\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{{\"query"
+            ),
             true,
         );
         assert_eq!(p.content.as_deref(), Some("Let me check.\n"));
@@ -161,11 +171,7 @@ mod tests {
         assert_eq!(p.calls[1].arguments, "{\"query");
         // Right after the call opener nothing of it is sent
         // (…/stream/spaces/cut_tool_section_opener/002).
-        let p = parse(
-            &format!("Let me check.{SECTION_BEGIN}{CALL1}\n<｜tool▁call▁begin｜>"),
-            true,
-            true,
-        );
+        let p = answer(&format!("{CALL1}\n<｜tool▁call▁begin｜>"), true);
         assert_eq!(p.content.as_deref(), Some("Let me check.\n"));
         assert_eq!(p.calls.len(), 1);
     }

@@ -18,10 +18,20 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use super::{Parsed, ParsedCall};
+use super::{Parsed, ParsedCall, ParserTraits};
 use crate::pyjson::{dumps_json, DumpOptions};
 
 use crate::model::family::qwen3::{CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN};
+
+/// vLLM's `qwen3` reasoning parser and `hermes` tool parser: the reasoning kept whole, an
+/// unstreamed answer's calls loaded and dumped again, its whitespace-only content nulled.
+pub const TRAITS: ParserTraits = ParserTraits {
+    nulls_whitespace_content: true,
+    drops_unfinished_call: true,
+    rewrites_calls: true,
+    null_content_in_call_deltas: true,
+    ..ParserTraits::NONE
+};
 
 /// vLLM's `tool_call_regex` (DOTALL): a closed call, or an unclosed one to the end.
 static CALL_RE: LazyLock<Regex> = LazyLock::new(|| {

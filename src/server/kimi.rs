@@ -24,12 +24,25 @@ use super::quirks::{
     StreamsArgumentsFirstLine, StreamsFirstTokenAsReasoning, StreamsSectionTextAsContent,
     StripsArguments, StripsStreamedArguments,
 };
-use super::{ForwardInput, Parsed, ParsedCall, ServerShape};
+use super::{ForwardInput, Parsed, ParsedCall, ParserTraits, ServerShape};
 
 pub use crate::model::family::kimi::{
     ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END, THINK_END,
 };
 use crate::model::family::kimi::{SECTION_BEGIN_SINGULAR, THINK_BEGIN};
+
+/// The `kimi_k2` parsers (vLLM's reasoning and tool parsers, SGLang's `KimiK2Detector`).
+pub const TRAITS: ParserTraits = ParserTraits {
+    strips_reasoning_trailing_whitespace: true,
+    nulls_whitespace_content: true,
+    nulls_streamed_whitespace_content: true,
+    strippable_arguments: true,
+    coerces_arguments: true,
+    stream_ported: true,
+    detector_leaves_arguments_empty: true,
+    streams_call_header_with_arguments: true,
+    ..ParserTraits::NONE
+};
 
 /// vLLM's `kimi_k2` tool-call regex (DOTALL).
 static CALL_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -528,44 +541,28 @@ mod tests {
 
     const CALL: &str = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:3<|tool_call_argument_begin|>{\"city\": \"Paris\"} <|tool_call_end|><|tool_calls_section_end|>";
 
+    /// A thinking `text`'s parse, arguments stripped, no cut (`tools`: declared).
+    fn thinking_stripped(text: &str, tools: bool) -> Parsed {
+        parse_with(text, true, tools, ArgumentsSent::Stripped, None, false)
+    }
+
     #[test]
     fn reasoning_ends_at_think_end() {
-        let p = parse_with(
-            "hmm</think>Four.",
-            true,
-            false,
-            ArgumentsSent::Stripped,
-            None,
-            false,
-        );
+        let p = thinking_stripped("hmm</think>Four.", false);
         assert_eq!(p.reasoning.as_deref(), Some("hmm"));
         assert_eq!(p.content.as_deref(), Some("Four."));
     }
 
     #[test]
     fn no_end_marker_means_all_reasoning() {
-        let p = parse_with(
-            "still thinking",
-            true,
-            false,
-            ArgumentsSent::Stripped,
-            None,
-            false,
-        );
+        let p = thinking_stripped("still thinking", false);
         assert_eq!(p.reasoning.as_deref(), Some("still thinking"));
         assert_eq!(p.content, None);
     }
 
     #[test]
     fn tool_calls_are_extracted_raw() {
-        let p = parse_with(
-            &format!("why</think>Let me look.{CALL}"),
-            true,
-            true,
-            ArgumentsSent::Stripped,
-            None,
-            false,
-        );
+        let p = thinking_stripped(&format!("why</think>Let me look.{CALL}"), true);
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content.as_deref(), Some("Let me look."));
         assert_eq!(
@@ -580,14 +577,7 @@ mod tests {
 
     #[test]
     fn a_section_inside_reasoning_ends_it() {
-        let p = parse_with(
-            &format!("why{CALL}"),
-            true,
-            true,
-            ArgumentsSent::Stripped,
-            None,
-            false,
-        );
+        let p = thinking_stripped(&format!("why{CALL}"), true);
         assert_eq!(p.reasoning.as_deref(), Some("why"));
         assert_eq!(p.content, None);
         assert_eq!(p.calls.len(), 1);
@@ -607,22 +597,15 @@ mod tests {
 
     #[test]
     fn spaced_calls_still_parse() {
-        let p = parse_with(
-            &space_added_tokens(&format!("why</think>{CALL}")),
-            true,
-            true,
-            ArgumentsSent::Stripped,
-            None,
-            false,
-        );
+        let p = thinking_stripped(&space_added_tokens(&format!("why</think>{CALL}")), true);
         assert_eq!(p.reasoning.as_deref(), Some("why "));
         assert_eq!(p.content.as_deref(), Some(" "));
         assert_eq!(p.calls[0].id, "functions.get_weather:3");
         assert_eq!(p.calls[0].arguments, "{\"city\": \"Paris\"}");
     }
 
-    fn vllm_cut(text: &str, stream: bool, spaces: bool) -> Parsed {
-        let shape = &crate::server::vllm::SHAPE;
+    /// `shape`'s answer to a thinking Kimi `text` cut by `max_tokens`, tools declared.
+    fn forward_cut(shape: &ServerShape, text: &str, stream: bool, spaces: bool) -> Parsed {
         let input = ForwardInput {
             text,
             cut: true,
@@ -639,6 +622,10 @@ mod tests {
         crate::server::forward(shape, &input)
     }
 
+    fn vllm_cut(text: &str, stream: bool, spaces: bool) -> Parsed {
+        forward_cut(&crate::server::vllm::SHAPE, text, stream, spaces)
+    }
+
     #[test]
     fn sglang_streams_the_section_text_outside_calls_as_content() {
         // SGLang 0.5.23 (`KimiK2Detector.parse_streaming_increment`, tests/data/server_shapes/
@@ -646,20 +633,7 @@ mod tests {
         // the stream shows "Let me check." only; a space in the opener's place would have been
         // drained as normal text ("Let me check. "), while unstreamed both read the same.
         let answer = |text: &str, stream: bool| {
-            let input = ForwardInput {
-                text,
-                cut: true,
-                stream,
-                spaces: false,
-                thinking: true,
-                tools_declared: true,
-                history_calls: 0,
-                syntax: crate::server::Syntax::Kimi,
-                prompt_closes_reasoning: false,
-                first_token: None,
-                tools: None,
-            };
-            crate::server::forward(&crate::server::sglang::SHAPE, &input).content
+            forward_cut(&crate::server::sglang::SHAPE, text, stream, false).content
         };
         let head = "Reason.</think>Let me check.<|tool_calls_section_begin|>";
         let truth = format!("{head}{CALL_BEGIN}");
@@ -726,20 +700,8 @@ mod tests {
         // kimi_k25/vllm-0.11.2/{nonstream,stream}/nospaces/cut_call_id/001: no call, and the
         // section's text is not content either.
         for stream in [false, true] {
-            let input = ForwardInput {
-                text: &format!("{OPEN}functions"),
-                cut: true,
-                stream,
-                spaces: false,
-                thinking: true,
-                tools_declared: true,
-                history_calls: 0,
-                syntax: crate::server::Syntax::Kimi,
-                prompt_closes_reasoning: false,
-                first_token: None,
-                tools: None,
-            };
-            let p = crate::server::forward(&crate::server::vllm::SHAPE_0_11, &input);
+            let text = format!("{OPEN}functions");
+            let p = forward_cut(&crate::server::vllm::SHAPE_0_11, &text, stream, false);
             assert!(p.calls.is_empty());
             assert_eq!(p.content.as_deref(), Some("Let me check."));
             assert_eq!(p.finish_reason, "length");
@@ -753,7 +715,7 @@ mod tests {
         let p = parse_with(text, true, true, ArgumentsSent::Stripped, None, true);
         assert_eq!(p.content.as_deref(), Some("Let me check."));
         assert!(p.calls.is_empty());
-        let kept = parse_with(text, true, true, ArgumentsSent::Stripped, None, false);
+        let kept = thinking_stripped(text, true);
         assert!(kept
             .content
             .as_deref()

@@ -23,13 +23,15 @@ pub mod llamacpp;
 pub mod openrouter;
 pub mod quirk;
 pub mod quirks;
+pub mod read_back;
 pub mod sglang;
 pub mod vllm;
 pub mod vllm011_stream;
 
 use serde_json::Value;
 
-pub use quirk::{Evidence, InverseInput, Quirk, Quirks};
+pub use quirk::{CallIdForm, Evidence, InverseInput, Quirk, Quirks, Seen};
+pub use read_back::{ReadBackRules, Site, SiteInput, UsageInput};
 
 use crate::api::ServerKind;
 use crate::completion::{Arguments, Completion};
@@ -136,8 +138,76 @@ impl ServerShape {
 }
 
 /// The model family's output syntax, which decides which parsers a server runs on it (a family
-/// property: [`FamilySpec::syntax`](crate::model::family::FamilySpec::syntax)).
+/// property: [`FamilySpec::syntax`](crate::model::family::FamilySpec::syntax)). Only [`forward`]
+/// and [`parser_traits`] map it to its parser; everything else reads the parser's traits.
 pub use crate::model::family::Syntax;
+
+/// What the servers' parsers for one syntax do whatever the shape (each parser file's `TRAITS`,
+/// measured with the servers' own code: tests/data/server_shapes). Quirks measured on one
+/// parser, and the reconstruction, read these instead of asking which syntax it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParserTraits {
+    /// Its reasoning parser can strip the reasoning's trailing whitespace, where the shape does
+    /// ([`quirks::StripsReasoningTrailingWhitespace`]).
+    pub strips_reasoning_trailing_whitespace: bool,
+    /// Whitespace-only content before calls can become `null` ([`quirks::NullsWhitespaceContent`]):
+    /// in a non-streamed answer.
+    pub nulls_whitespace_content: bool,
+    /// … and in a streamed one.
+    pub nulls_streamed_whitespace_content: bool,
+    /// A call's arguments are the text between two markers as the model wrote it, so a shape can
+    /// strip the whitespace around them ([`quirks::StripsArguments`]).
+    pub strippable_arguments: bool,
+    /// vLLM's parser engine can coerce its non-streamed arguments to the request's schema
+    /// ([`quirks::CoercesArguments`]).
+    pub coerces_arguments: bool,
+    /// Its vLLM 0.11.2 streaming parser is ported token by token
+    /// ([`quirks::Vllm011Stepwise`], [`vllm011_stream`]).
+    pub stream_ported: bool,
+    /// SGLang's detector for it never fills a call's arguments in
+    /// ([`quirks::CompletesEmptyLastArguments`]).
+    pub detector_leaves_arguments_empty: bool,
+    /// Its tool parser is a regex over finished calls: an unfinished call is never sent whole,
+    /// whatever the shape does.
+    pub drops_unfinished_call: bool,
+    /// Its tool parser reads each call and writes it anew: arguments re-serialized when not
+    /// streamed, the call wrapper's spacing dropped streamed or not (ids minted).
+    pub rewrites_calls: bool,
+    /// Streamed, the text between calls (and after the last one at a cut) reaches `content`.
+    pub streams_call_separators: bool,
+    /// Streamed by vLLM 0.33's parser engine, a call's header comes with its first argument
+    /// piece (the simulator's streams; vLLM 0.11's parser sends the name alone).
+    pub streams_call_header_with_arguments: bool,
+    /// A streamed tool-call delta carries `content: null` (the simulator's streams).
+    pub null_content_in_call_deltas: bool,
+}
+
+impl ParserTraits {
+    /// A parser that does none of these.
+    pub const NONE: ParserTraits = ParserTraits {
+        strips_reasoning_trailing_whitespace: false,
+        nulls_whitespace_content: false,
+        nulls_streamed_whitespace_content: false,
+        strippable_arguments: false,
+        coerces_arguments: false,
+        stream_ported: false,
+        detector_leaves_arguments_empty: false,
+        drops_unfinished_call: false,
+        rewrites_calls: false,
+        streams_call_separators: false,
+        streams_call_header_with_arguments: false,
+        null_content_in_call_deltas: false,
+    };
+}
+
+/// The traits of the servers' parsers for `syntax`.
+pub fn parser_traits(syntax: Syntax) -> &'static ParserTraits {
+    match syntax {
+        Syntax::Kimi => &kimi::TRAITS,
+        Syntax::Hermes => &hermes::TRAITS,
+        Syntax::DeepseekV3 => &deepseek::TRAITS,
+    }
+}
 
 /// What the model wrote and how it was asked: the input of [`forward`].
 #[derive(Debug, Clone, Copy)]

@@ -3,12 +3,15 @@
 //!
 //! A quirk carries its forward effect (what it does to the parsed answer on its way out: read by
 //! [`super::forward`], so by the simulator and by the reconstruction's consistency check), its
-//! inverse (the answers it could have been given before it acted: the read-backs the
-//! reconstruction tries), its evidence (what one answer shows of it: the probe) and the fidelity
-//! reason a sample carries when the quirk left it uncertain. A quirk that changes how the family's
-//! parser reads the text (what it strips, when the reasoning ends, what a cut drops) has no
-//! separate forward step: the parser asks the shape for it ([`Quirks::has`]), and its file says
-//! what it does. Each file in `quirks/` is one quirk.
+//! inverse (what it could have hidden: the answers it could have been given before it acted
+//! ([`Quirk::inverse`]), the places in a candidate text where it destroyed whitespace
+//! ([`Quirk::sites`]), the `usage` counts it defines ([`Quirk::usage_agrees`]), the id text a cut
+//! call leaves ([`Quirk::cut_call_id_text`]) and the rules reading its answers back follows
+//! ([`Quirk::read_back`]); the reconstruction is a loop over these), its evidence (what one
+//! answer shows of it: the probe) and the fidelity reason a sample carries when the quirk left it
+//! uncertain. A quirk that changes how the family's parser reads the text (what it strips, when
+//! the reasoning ends, what a cut drops) has no separate forward step: the parser asks the shape
+//! for it ([`Quirks::has`]), and its file says what it does. Each file in `quirks/` is one quirk.
 //!
 //! A worked example, tests/quirk_made_up.rs: a server that appends a space to every call's
 //! argument string is one type — its forward effect pushes the space onto each call's
@@ -22,6 +25,9 @@
 use std::any::{Any, TypeId};
 use std::fmt;
 
+use serde_json::Value;
+
+use super::read_back::{ReadBackRules, Site, SiteInput, UsageInput};
 use super::vllm011_stream::Token;
 use super::{ForwardInput, Parsed, ServerShape};
 use crate::completion::Completion;
@@ -33,6 +39,33 @@ pub enum Evidence {
     Silent,
     /// A server with this quirk cannot have sent the answer, which shows this.
     Contradicts(&'static str),
+    /// Only a server with this quirk sends an answer that shows this.
+    Shows(&'static str),
+}
+
+/// The form of an answer's call ids, where it tells a quirk apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallIdForm {
+    /// The family's own id text (`functions.NAME:N`): passed on from the model.
+    Native,
+    /// Another form than the family's or OpenRouter's: minted by the server.
+    Minted,
+}
+
+/// One answer as received, for [`Quirk::evidence`].
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    /// The chat.completion exactly as received (`null` versus `""`, `index`, as sent).
+    pub body: &'a Value,
+    /// The same answer read ([`Completion::from_response`]); `None`: it could not be.
+    pub answer: Option<&'a Completion>,
+    /// Assembled from a stream.
+    pub stream: bool,
+    /// The form of the first call's id, where it tells anything.
+    pub call_ids: Option<CallIdForm>,
+    /// The model's family is known and its text is sent forward through every shape: what a
+    /// quirk does to the text per syntax is judged there, not by evidence.
+    pub forward_checked: bool,
 }
 
 /// How the answer an inverse reads back was asked for.
@@ -70,8 +103,29 @@ pub trait Quirk: Any + Send + Sync {
         vec![answer.clone()]
     }
 
+    /// The places in `text` (a candidate of what the model wrote) where this quirk destroyed
+    /// whitespace the answer cannot show: the reconstruction tries each whitespace there and
+    /// lets the count decide.
+    fn sites(&self, _shape: &ServerShape, _input: &SiteInput, _text: &str) -> Vec<Site> {
+        Vec::new()
+    }
+
+    /// Whether `text` gives the `usage` counts this quirk defines (`Err`: what disagrees).
+    fn usage_agrees(&self, _text: &str, _input: &UsageInput) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The rules reading an answer back follows because of this quirk.
+    fn read_back(&self, _rules: &mut ReadBackRules) {}
+
+    /// The id text the model had written when a `length` cut fell inside its last call's id,
+    /// where this quirk makes the answer's last call of it (`spaces`: around added tokens).
+    fn cut_call_id_text(&self, _answer: &Completion, _spaces: bool) -> Option<String> {
+        None
+    }
+
     /// What a received answer shows of this quirk.
-    fn evidence(&self, _answer: &Completion, _stream: bool) -> Evidence {
+    fn evidence(&self, _seen: &Seen) -> Evidence {
         Evidence::Silent
     }
 
@@ -154,6 +208,37 @@ impl Quirks {
         list.retain(|q| !self.minus.iter().any(|m| same(*q, *m)));
         list.extend(self.plus.iter().copied());
         list
+    }
+
+    /// The rules reading an answer back follows, from every quirk.
+    pub fn read_back_rules(&self) -> ReadBackRules {
+        let mut rules = ReadBackRules::default();
+        for quirk in self.all() {
+            quirk.read_back(&mut rules);
+        }
+        rules
+    }
+
+    /// Every quirk's whitespace sites in `text`, in list order.
+    pub fn sites(&self, shape: &ServerShape, input: &SiteInput, text: &str) -> Vec<Site> {
+        self.all()
+            .iter()
+            .flat_map(|q| q.sites(shape, input, text))
+            .collect()
+    }
+
+    /// Whether `text` gives every `usage` count the quirks define (the first disagreement).
+    pub fn usage_agrees(&self, text: &str, input: &UsageInput) -> Result<(), String> {
+        self.all()
+            .iter()
+            .try_for_each(|q| q.usage_agrees(text, input))
+    }
+
+    /// The id text a cut inside the last call's id left, if a quirk shows it.
+    pub fn cut_call_id_text(&self, answer: &Completion, spaces: bool) -> Option<String> {
+        self.all()
+            .iter()
+            .find_map(|q| q.cut_call_id_text(answer, spaces))
     }
 
     /// The quirks' names, in order.

@@ -26,6 +26,7 @@
 //! text-level model of [`super::kimi`] cannot follow a long section — so this needs each token's
 //! bytes ([`Token`]). One token per engine step, as vLLM runs without speculative decoding.
 
+use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -540,6 +541,8 @@ impl ToolParser {
         self.section_char_count = 0;
     }
 
+    /// `extract_tool_calls_streaming`: what one step sends, in the parser's phases (the section
+    /// buffer, the call counts, the call's portion).
     fn stream(
         &mut self,
         current_text: &Text,
@@ -552,6 +555,27 @@ impl ToolParser {
             self.started = true;
             self.current_tool_id = -1;
         }
+        let (delta_text, deferred) = match self.buffer_step(delta_text, current_ids, delta_ids) {
+            ControlFlow::Break(delta) => return delta,
+            ControlFlow::Continue(step) => step,
+        };
+        let counts = CallCounts::of(previous_ids, current_ids);
+        let portions = self.portions(current_text, delta_text, counts, delta_ids, deferred);
+        let (portion, text_portion, delta_text) = match portions {
+            ControlFlow::Break(delta) => return delta,
+            ControlFlow::Continue(step) => step,
+        };
+        self.call_step(portion, text_portion, delta_text, deferred)
+    }
+
+    /// The section buffer and its markers: the step's delta text without section markers and
+    /// whether the section ends after this step (`Break`: what the step sends).
+    fn buffer_step(
+        &mut self,
+        delta_text: String,
+        current_ids: Ids,
+        delta_ids: Ids,
+    ) -> ControlFlow<Option<Delta>, (String, bool)> {
         let mut deferred_section_exit = false;
         self.token_buffer.push_str(&delta_text);
         if self.token_buffer.chars().count() > BUFFER_MAX_CHARS {
@@ -569,63 +593,62 @@ impl ToolParser {
                 self.token_buffer = buffered;
             } else {
                 self.reset_section();
-                return Some(Delta::content(if buffered.trim().is_empty() {
-                    String::new()
-                } else {
-                    buffered
-                }));
+                return ControlFlow::Break(Some(Delta::content(non_blank(buffered))));
             }
         } else {
             self.token_buffer = buffered;
         }
         let has_section_token = current_ids.contains(Id::SectionBegin);
         if !has_section_token && !self.in_tool_section {
-            return Some(Delta::content(delta_text));
+            return ControlFlow::Break(Some(Delta::content(delta_text)));
         }
-        let (mut delta_text, _, _) = strip_markers(&delta_text);
+        let (delta_text, _, _) = strip_markers(&delta_text);
         if self.in_tool_section {
             self.section_char_count += delta_text.chars().count();
             if self.section_char_count > MAX_SECTION_CHARS {
                 self.reset_section();
-                return Some(Delta::content(if delta_text.trim().is_empty() {
-                    String::new()
-                } else {
-                    delta_text
-                }));
+                return ControlFlow::Break(Some(Delta::content(non_blank(delta_text))));
             }
         }
-        let prev_start = previous_ids.count(Id::CallBegin);
-        let prev_end = previous_ids.count(Id::CallEnd);
-        let cur_start = current_ids.count(Id::CallBegin);
-        let cur_end = current_ids.count(Id::CallEnd);
+        ControlFlow::Continue((delta_text, deferred_section_exit))
+    }
+
+    /// `if deferred_section_exit and self.in_tool_section: self.reset_section()`.
+    fn exit_deferred(&mut self, deferred: bool) {
+        if deferred && self.in_tool_section {
+            self.reset_section();
+        }
+    }
+
+    /// From the call counts: the portion of the current call to parse, the text after a call's
+    /// close, and the delta text as the rest reads it (`Break`: what the step sends).
+    fn portions(
+        &mut self,
+        current_text: &Text,
+        mut delta_text: String,
+        counts: CallCounts,
+        delta_ids: Ids,
+        deferred: bool,
+    ) -> ControlFlow<Option<Delta>, Portions> {
+        let CallCounts {
+            prev_start,
+            prev_end,
+            cur_start,
+            cur_end,
+        } = counts;
         let mut portion: Option<String> = None;
         let mut text_portion: Option<String> = None;
         if cur_start == cur_end && prev_end == cur_end && !delta_text.contains(CALL_END) {
             if self.in_tool_section && cur_start == 0 {
-                return Some(Delta::content(""));
+                return ControlFlow::Break(Some(Delta::content("")));
             }
-            return Some(Delta::content(delta_text));
+            return ControlFlow::Break(Some(Delta::content(delta_text)));
         }
-        let exit_deferred = |parser: &mut ToolParser| {
-            if deferred_section_exit && parser.in_tool_section {
-                parser.reset_section();
-            }
-        };
         if delta_text.contains(CALL_END) {
-            // `(current_text + delta_text).split(CALL_BEGIN)[-1]`
-            let last_call = match delta_text.rfind(CALL_BEGIN) {
-                Some(at) => delta_text[at + CALL_BEGIN.len()..].to_string(),
-                None => format!("{}{delta_text}", current_text.last_call()),
-            };
-            let call = last_call.split(CALL_END).next().unwrap_or_default();
-            portion = Some(call.trim_end().to_string());
-            delta_text = delta_text
-                .split(CALL_END)
-                .next()
-                .unwrap_or_default()
-                .trim_end()
-                .to_string();
-            text_portion = Some(delta_text.trim_start().to_string());
+            let (call, before_end) = closed_call(current_text, &delta_text);
+            portion = Some(call);
+            text_portion = Some(before_end.trim_start().to_string());
+            delta_text = before_end;
         }
         if cur_start > cur_end && cur_start > prev_start {
             portion = if delta_ids.len > 1 {
@@ -641,57 +664,69 @@ impl ToolParser {
             portion = Some(current_text.last_call().to_string());
             text_portion = None;
         } else if cur_start == cur_end && cur_end >= prev_end {
-            let Some(current) = usize::try_from(self.current_tool_id)
-                .ok()
-                .filter(|_| !self.prev_tool_call_arr.is_empty())
-            else {
-                exit_deferred(self);
-                return None;
-            };
-            // Python's `prev_tool_call_arr[current_tool_id]`: out of range raises, and the
-            // parser's `except` sends nothing for this step.
-            let entry = self.prev_tool_call_arr.get(current)?;
-            let diff = entry
-                .as_ref()
-                .and_then(|c| c.arguments.clone())
-                .filter(|d| !d.is_empty());
-            if diff.is_some() {
-                let Some(end_loc) = delta_text.rfind("\"}") else {
-                    exit_deferred(self);
-                    return None;
-                };
-                let diff = format!("{}\"}}", &delta_text[..end_loc]);
-                if let Some(streamed) = self.streamed_args_for_tool.get_mut(current) {
-                    streamed.push_str(&diff);
-                }
-                exit_deferred(self);
-                return Some(Delta::arguments(current, diff));
-            }
+            self.closed_call_arguments(&delta_text, deferred)?;
         } else {
-            if self.in_tool_section {
-                exit_deferred(self);
-                return Some(Delta::content(""));
+            let in_section = self.in_tool_section;
+            self.exit_deferred(deferred);
+            if in_section {
+                return ControlFlow::Break(Some(Delta::content("")));
             }
             let text = delta_text.replace(CALL_BEGIN, "").replace(CALL_END, "");
-            exit_deferred(self);
-            return Some(Delta::content(text));
+            return ControlFlow::Break(Some(Delta::content(text)));
         }
+        ControlFlow::Continue((portion, text_portion, delta_text))
+    }
 
-        let mut current_call = CallSoFar::default();
-        if let Some(portion) = portion.as_deref().filter(|p| !p.is_empty()) {
-            if let Some((id, arguments)) = portion_match(portion) {
-                current_call.name = Some(name_of(id));
-                current_call.id = Some(id.to_string());
-                current_call.arguments = Some(arguments.to_string());
-            } else if let Some(caps) = NAME_RE.captures(portion) {
-                let id = caps.name("id").map_or("", |m| m.as_str()).to_string();
-                current_call.name = Some(name_of(&id));
-                current_call.id = Some(id);
-                current_call.arguments = Some(String::new());
-            } else {
-                return None;
-            }
+    /// A call closed in this step: the rest of its arguments, where the parser had some
+    /// (`Break`: what the step sends; `Continue`: the call's portion is parsed on).
+    fn closed_call_arguments(
+        &mut self,
+        delta_text: &str,
+        deferred: bool,
+    ) -> ControlFlow<Option<Delta>> {
+        let Some(current) = usize::try_from(self.current_tool_id)
+            .ok()
+            .filter(|_| !self.prev_tool_call_arr.is_empty())
+        else {
+            self.exit_deferred(deferred);
+            return ControlFlow::Break(None);
+        };
+        // Python's `prev_tool_call_arr[current_tool_id]`: out of range raises, and the
+        // parser's `except` sends nothing for this step.
+        let Some(entry) = self.prev_tool_call_arr.get(current) else {
+            return ControlFlow::Break(None);
+        };
+        let diff = entry
+            .as_ref()
+            .and_then(|c| c.arguments.clone())
+            .filter(|d| !d.is_empty());
+        if diff.is_none() {
+            return ControlFlow::Continue(());
         }
+        let Some(end_loc) = delta_text.rfind("\"}") else {
+            self.exit_deferred(deferred);
+            return ControlFlow::Break(None);
+        };
+        let diff = format!("{}\"}}", &delta_text[..end_loc]);
+        if let Some(streamed) = self.streamed_args_for_tool.get_mut(current) {
+            streamed.push_str(&diff);
+        }
+        self.exit_deferred(deferred);
+        ControlFlow::Break(Some(Delta::arguments(current, diff)))
+    }
+
+    /// The current call's portion parsed: its name first, then its arguments as they grow.
+    fn call_step(
+        &mut self,
+        portion: Option<String>,
+        text_portion: Option<String>,
+        delta_text: String,
+        deferred: bool,
+    ) -> Option<Delta> {
+        let current_call = match portion.as_deref().filter(|p| !p.is_empty()) {
+            Some(portion) => parse_portion(portion)?,
+            None => CallSoFar::default(),
+        };
         let index = usize::try_from(self.current_tool_id).unwrap_or(0);
         if !self.current_tool_name_sent {
             let name = current_call.name.clone().filter(|n| !n.is_empty())?;
@@ -709,6 +744,19 @@ impl ToolParser {
         if portion.is_none() {
             return text_portion.map(|_| Delta::content(delta_text));
         }
+        let delta = self.arguments_delta(index, &current_call);
+        let slot = Some(current_call);
+        if self.prev_tool_call_arr.len().checked_sub(1) == Some(index) {
+            self.prev_tool_call_arr[index] = slot;
+        } else {
+            self.prev_tool_call_arr.push(slot);
+        }
+        self.exit_deferred(deferred);
+        delta
+    }
+
+    /// What the call's arguments grew by since the parser last saw them.
+    fn arguments_delta(&mut self, index: usize, current_call: &CallSoFar) -> Option<Delta> {
         if self.prev_tool_call_arr.len() <= index {
             self.prev_tool_call_arr.push(Some(CallSoFar::default()));
         }
@@ -719,7 +767,7 @@ impl ToolParser {
             .and_then(|c| c.arguments.clone())
             .filter(|a| !a.is_empty());
         let cur_arguments = current_call.arguments.clone().filter(|a| !a.is_empty());
-        let delta = match (cur_arguments, prev_arguments) {
+        match (cur_arguments, prev_arguments) {
             (Some(cur), None) => {
                 if let Some(streamed) = self.streamed_args_for_tool.get_mut(index) {
                     *streamed = cur.clone();
@@ -736,15 +784,76 @@ impl ToolParser {
                 Some(Delta::arguments(index, more))
             }
             _ => None,
-        };
-        let slot = Some(current_call);
-        if self.prev_tool_call_arr.len().checked_sub(1) == Some(index) {
-            self.prev_tool_call_arr[index] = slot;
-        } else {
-            self.prev_tool_call_arr.push(slot);
         }
-        exit_deferred(self);
-        delta
+    }
+}
+
+/// What [`ToolParser::portions`] hands on: the current call's portion, the text after a call's
+/// close, the delta text.
+type Portions = (Option<String>, Option<String>, String);
+
+/// The call-marker counts before and after one step.
+#[derive(Debug, Clone, Copy)]
+struct CallCounts {
+    prev_start: usize,
+    prev_end: usize,
+    cur_start: usize,
+    cur_end: usize,
+}
+
+impl CallCounts {
+    fn of(previous_ids: Ids, current_ids: Ids) -> CallCounts {
+        CallCounts {
+            prev_start: previous_ids.count(Id::CallBegin),
+            prev_end: previous_ids.count(Id::CallEnd),
+            cur_start: current_ids.count(Id::CallBegin),
+            cur_end: current_ids.count(Id::CallEnd),
+        }
+    }
+}
+
+/// A delta holding `<|tool_call_end|>`: the closed call's text (`(current_text +
+/// delta_text).split(CALL_BEGIN)[-1]` up to its close, right-stripped) and the delta text
+/// before the close (right-stripped).
+fn closed_call(current_text: &Text, delta_text: &str) -> (String, String) {
+    let last_call = match delta_text.rfind(CALL_BEGIN) {
+        Some(at) => delta_text[at + CALL_BEGIN.len()..].to_string(),
+        None => format!("{}{delta_text}", current_text.last_call()),
+    };
+    let call = last_call.split(CALL_END).next().unwrap_or_default();
+    let before_end = delta_text
+        .split(CALL_END)
+        .next()
+        .unwrap_or_default()
+        .trim_end();
+    (call.trim_end().to_string(), before_end.to_string())
+}
+
+/// The call a portion shows: its id and name, and its arguments' first line (empty when the
+/// argument opener has not come); `None` when the portion is no call yet.
+fn parse_portion(portion: &str) -> Option<CallSoFar> {
+    if let Some((id, arguments)) = portion_match(portion) {
+        return Some(CallSoFar {
+            name: Some(name_of(id)),
+            id: Some(id.to_string()),
+            arguments: Some(arguments.to_string()),
+        });
+    }
+    let caps = NAME_RE.captures(portion)?;
+    let id = caps.name("id").map_or("", |m| m.as_str()).to_string();
+    Some(CallSoFar {
+        name: Some(name_of(&id)),
+        id: Some(id),
+        arguments: Some(String::new()),
+    })
+}
+
+/// What the parser sends of a text that leaves the section: nothing when it is whitespace only.
+fn non_blank(text: String) -> String {
+    if text.trim().is_empty() {
+        String::new()
+    } else {
+        text
     }
 }
 

@@ -114,6 +114,18 @@ pub struct ToolGrammar {
     pub openers: &'static [&'static str],
 }
 
+impl ToolGrammar {
+    /// The marker that opens one call: the one the grammar forces after the section's opener,
+    /// or the opener itself where it forces nothing (hermes: each call is its own section).
+    pub fn call_begin(&self) -> &'static str {
+        if self.first_call.is_empty() {
+            self.section_begin
+        } else {
+            self.first_call
+        }
+    }
+}
+
 /// A family's K2-Vendor-Verifier F1 threshold and where it comes from (the report says which).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct K2vvThreshold {
@@ -135,7 +147,9 @@ impl K2vvThreshold {
     };
 }
 
-/// The model family's output syntax, which decides which parsers a server runs on it.
+/// The model family's output syntax, which decides which parsers a server runs on it: the key
+/// `server::forward` dispatches on and `server::parser_traits` maps to what those parsers do
+/// (nothing else asks which syntax it is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Syntax {
     /// Kimi K2/K2.5: `kimi_k2` reasoning and tool parsers; call ids are in the token stream.

@@ -17,7 +17,8 @@ use serde_json::{Map, Number, Value};
 
 use crate::pyjson::{self, DumpOptions};
 use crate::server::quirk::Quirk;
-use crate::server::{ForwardInput, Parsed, ServerShape, Syntax};
+use crate::server::ReadBackRules;
+use crate::server::{parser_traits, ForwardInput, Parsed, ServerShape};
 
 #[derive(Debug, Clone, Copy)]
 pub struct CoercesArguments;
@@ -27,11 +28,15 @@ impl Quirk for CoercesArguments {
         "coerces_arguments"
     }
 
+    fn read_back(&self, rules: &mut ReadBackRules) {
+        rules.reserializes_arguments = true;
+    }
+
     fn forward(&self, _shape: &ServerShape, input: &ForwardInput, parsed: &mut Parsed) {
         let Some(tools) = input.tools else {
             return;
         };
-        if input.stream || input.syntax != Syntax::Kimi {
+        if input.stream || !parser_traits(input.syntax).coerces_arguments {
             return;
         }
         for call in &mut parsed.calls {
@@ -287,22 +292,20 @@ mod tests {
     fn strings_of_the_wrong_type_are_coerced_and_re_serialized() {
         // kimi_k25/vllm-0.33.0/nonstream/nospaces/schema_mismatch/00{1,2,3}: vLLM's answers.
         let t = tools();
-        assert_eq!(
-            fix_arg_types("{\"count\": \"3\"}", "f", &t),
-            "{\"count\": 3}"
-        );
-        assert_eq!(
-            fix_arg_types("{\"count\": 3, \"enabled\": \"true\"}", "f", &t),
-            "{\"count\": 3, \"enabled\": true}"
-        );
-        assert_eq!(
-            fix_arg_types("{\"count\":\"7\",\"ratio\":\"0.5\"}", "f", &t),
-            "{\"count\": 7, \"ratio\": 0.5}"
-        );
-        assert_eq!(
-            fix_arg_types("{\"tags\": [\"1\", 2]}", "f", &t),
-            "{\"tags\": [1, 2]}"
-        );
+        for (model, sent) in [
+            ("{\"count\": \"3\"}", "{\"count\": 3}"),
+            (
+                "{\"count\": 3, \"enabled\": \"true\"}",
+                "{\"count\": 3, \"enabled\": true}",
+            ),
+            (
+                "{\"count\":\"7\",\"ratio\":\"0.5\"}",
+                "{\"count\": 7, \"ratio\": 0.5}",
+            ),
+            ("{\"tags\": [\"1\", 2]}", "{\"tags\": [1, 2]}"),
+        ] {
+            assert_eq!(fix_arg_types(model, "f", &t), sent);
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! past what was streamed, and `KimiK2Detector` never fills those arguments in (`{}`).
 
 use crate::server::quirk::Quirk;
-use crate::server::{ForwardInput, Parsed, ServerShape, Syntax};
+use crate::server::{parser_traits, ForwardInput, Parsed, ServerShape};
 
 #[derive(Debug, Clone, Copy)]
 pub struct CompletesEmptyLastArguments;
@@ -15,7 +15,7 @@ impl Quirk for CompletesEmptyLastArguments {
     }
 
     fn forward(&self, _shape: &ServerShape, input: &ForwardInput, parsed: &mut Parsed) {
-        if !(input.stream && input.syntax == Syntax::Kimi) {
+        if !(input.stream && parser_traits(input.syntax).detector_leaves_arguments_empty) {
             return;
         }
         if let Some(last) = parsed.calls.last_mut() {

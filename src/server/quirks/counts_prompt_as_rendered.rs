@@ -4,6 +4,7 @@
 //! model saw. Measured for llama.cpp (54 of 54 equal without tools, tests/real_server_e2e.rs).
 
 use crate::server::quirk::Quirk;
+use crate::server::ReadBackRules;
 
 #[derive(Debug, Clone, Copy)]
 pub struct CountsPromptAsRendered;
@@ -11,6 +12,10 @@ pub struct CountsPromptAsRendered;
 impl Quirk for CountsPromptAsRendered {
     fn name(&self) -> &'static str {
         "counts_prompt_as_rendered"
+    }
+
+    fn read_back(&self, rules: &mut ReadBackRules) {
+        rules.prompt_count_is_render = true;
     }
 
     fn reason(&self) -> Option<&'static str> {

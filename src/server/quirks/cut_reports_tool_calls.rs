@@ -5,6 +5,7 @@
 
 use super::FinishToolCalls;
 use crate::server::quirk::Quirk;
+use crate::server::ReadBackRules;
 use crate::server::{ForwardInput, Parsed, ServerShape};
 
 #[derive(Debug, Clone, Copy)]
@@ -13,6 +14,10 @@ pub struct CutReportsToolCalls;
 impl Quirk for CutReportsToolCalls {
     fn name(&self) -> &'static str {
         "cut_reports_tool_calls"
+    }
+
+    fn read_back(&self, rules: &mut ReadBackRules) {
+        rules.cut_hidden_by_tool_calls = true;
     }
 
     fn forward(&self, shape: &ServerShape, input: &ForwardInput, parsed: &mut Parsed) {

@@ -3,6 +3,7 @@
 //! joining space before `</think>` goes with it, so the reasoning loses one trailing space.
 
 use crate::server::quirk::Quirk;
+use crate::server::ReadBackRules;
 
 #[derive(Debug, Clone, Copy)]
 pub struct DropsThinkEndDelta;
@@ -10,5 +11,9 @@ pub struct DropsThinkEndDelta;
 impl Quirk for DropsThinkEndDelta {
     fn name(&self) -> &'static str {
         "drops_think_end_delta"
+    }
+
+    fn read_back(&self, rules: &mut ReadBackRules) {
+        rules.drops_space_before_think_end = true;
     }
 }

@@ -1,7 +1,9 @@
 //! `finish_reason` is `tool_calls` when a finished answer has calls (every parsing server
 //! measured; without it, `stop`).
 
-use crate::server::quirk::Quirk;
+use serde_json::Value;
+
+use crate::server::quirk::{Evidence, Quirk, Seen};
 use crate::server::{ForwardInput, Parsed, ServerShape};
 
 #[derive(Debug, Clone, Copy)]
@@ -15,6 +17,25 @@ impl Quirk for FinishToolCalls {
     fn forward(&self, _shape: &ServerShape, input: &ForwardInput, parsed: &mut Parsed) {
         if !input.cut && !parsed.calls.is_empty() {
             parsed.finish_reason = "tool_calls";
+        }
+    }
+
+    /// The finish reason of an answer with calls that was not cut.
+    fn evidence(&self, seen: &Seen) -> Evidence {
+        let choice = &seen.body["choices"][0];
+        let calls = choice["message"]
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty());
+        match choice["finish_reason"].as_str() {
+            Some(finish) if calls && finish != "length" => {
+                if finish == "tool_calls" {
+                    Evidence::Shows("finish_reason tool_calls with calls")
+                } else {
+                    Evidence::Contradicts("finish_reason stop despite calls")
+                }
+            }
+            _ => Evidence::Silent,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! Read by the Kimi parser; the reconstruction reads such an answer back as content.
 
 use crate::server::quirk::Quirk;
+use crate::server::ReadBackRules;
 
 #[derive(Debug, Clone, Copy)]
 pub struct IgnoresThinkingOff;
@@ -10,5 +11,9 @@ pub struct IgnoresThinkingOff;
 impl Quirk for IgnoresThinkingOff {
     fn name(&self) -> &'static str {
         "ignores_thinking_off"
+    }
+
+    fn read_back(&self, rules: &mut ReadBackRules) {
+        rules.reasoning_when_thinking_off = true;
     }
 }

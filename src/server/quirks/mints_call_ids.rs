@@ -3,7 +3,7 @@
 //! left as the model's text here and replaced by the caller (the simulator mints them); an
 //! answer's ids are then not checked against the model's.
 
-use crate::server::quirk::Quirk;
+use crate::server::quirk::{CallIdForm, Evidence, Quirk, Seen};
 use crate::server::{ForwardInput, Parsed, ServerShape};
 
 #[derive(Debug, Clone, Copy)]
@@ -16,6 +16,15 @@ impl Quirk for MintsCallIds {
 
     fn forward(&self, _shape: &ServerShape, _input: &ForwardInput, parsed: &mut Parsed) {
         parsed.call_ids_checked = false;
+    }
+
+    /// The family's own ids were passed on; ids of another form were minted.
+    fn evidence(&self, seen: &Seen) -> Evidence {
+        match seen.call_ids {
+            Some(CallIdForm::Native) => Evidence::Contradicts("call ids native (functions.NAME:N)"),
+            Some(CallIdForm::Minted) => Evidence::Shows("call ids minted by the server"),
+            None => Evidence::Silent,
+        }
     }
 
     fn reason(&self) -> Option<&'static str> {

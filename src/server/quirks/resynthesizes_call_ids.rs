@@ -2,6 +2,7 @@
 //! model wrote (SGLang 0.5.23's `KimiK2Detector`, tests/data/server_shapes/kimi_k25_sglang.jsonl): the model's own id text is lost.
 
 use crate::server::quirk::Quirk;
+use crate::server::ReadBackRules;
 use crate::server::{ForwardInput, Parsed, ServerShape};
 
 #[derive(Debug, Clone, Copy)]
@@ -10,6 +11,10 @@ pub struct ResynthesizesCallIds;
 impl Quirk for ResynthesizesCallIds {
     fn name(&self) -> &'static str {
         "resynthesizes_call_ids"
+    }
+
+    fn read_back(&self, rules: &mut ReadBackRules) {
+        rules.rewrites_call_ids = true;
     }
 
     fn forward(&self, _shape: &ServerShape, input: &ForwardInput, parsed: &mut Parsed) {

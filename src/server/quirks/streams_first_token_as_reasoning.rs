@@ -4,6 +4,7 @@
 //! kimi_k25_vllm011.jsonl, history_offset).
 
 use crate::server::quirk::Quirk;
+use crate::server::ReadBackRules;
 
 #[derive(Debug, Clone, Copy)]
 pub struct StreamsFirstTokenAsReasoning;
@@ -11,5 +12,9 @@ pub struct StreamsFirstTokenAsReasoning;
 impl Quirk for StreamsFirstTokenAsReasoning {
     fn name(&self) -> &'static str {
         "streams_first_token_as_reasoning"
+    }
+
+    fn read_back(&self, rules: &mut ReadBackRules) {
+        rules.first_token_as_reasoning = true;
     }
 }

@@ -3,7 +3,7 @@
 //! Comes after [`MintsCallIds`](super::MintsCallIds) in a list: a stream's ids are checked again.
 
 use crate::server::quirk::Quirk;
-use crate::server::{ForwardInput, Parsed, ServerShape, Syntax};
+use crate::server::{ForwardInput, Parsed, ServerShape};
 
 #[derive(Debug, Clone, Copy)]
 pub struct StreamsVerbatimCallIds;
@@ -20,8 +20,9 @@ impl Quirk for StreamsVerbatimCallIds {
         if input.syntax.ids_in_stream() {
             parsed.call_ids_checked = true;
         }
-        if input.spaces && input.syntax == Syntax::Kimi {
-            // The id is what follows `<|tool_call_begin|>`'s delta: the joining space first.
+        if input.spaces && input.syntax.ids_in_stream() {
+            // The id is what follows the call opener's delta (an added token): the joining
+            // space first.
             for call in &mut parsed.calls {
                 call.id.insert(0, ' ');
             }

@@ -2,9 +2,9 @@
 //! a stream too), measured on vLLM's Kimi parser (tests/data/server_shapes/kimi_k25.jsonl); the qwen3 and deepseek parsers
 //! strip nothing (qwen3.jsonl, deepseek_v3.jsonl).
 
-use crate::completion::Completion;
-use crate::server::quirk::{Evidence, Quirk};
-use crate::server::{ForwardInput, Parsed, ServerShape, Syntax};
+use crate::model::family::kimi::{CALL_BEGIN, SECTION_BEGIN, THINK_END};
+use crate::server::quirk::{Evidence, Quirk, Seen};
+use crate::server::{parser_traits, ForwardInput, Parsed, ServerShape, Site, SiteInput};
 
 #[derive(Debug, Clone, Copy)]
 pub struct StripsReasoningTrailingWhitespace;
@@ -15,7 +15,7 @@ impl Quirk for StripsReasoningTrailingWhitespace {
     }
 
     fn forward(&self, _shape: &ServerShape, input: &ForwardInput, parsed: &mut Parsed) {
-        if input.syntax != Syntax::Kimi {
+        if !parser_traits(input.syntax).strips_reasoning_trailing_whitespace {
             return;
         }
         if let Some(r) = &mut parsed.reasoning {
@@ -23,8 +23,34 @@ impl Quirk for StripsReasoningTrailingWhitespace {
         }
     }
 
-    /// A reasoning that ends in whitespace was not stripped.
-    fn evidence(&self, answer: &Completion, _stream: bool) -> Evidence {
+    /// The reasoning ends at the first `</think>`, section opener or call opener: its trailing
+    /// whitespace was right before it.
+    fn sites(&self, _shape: &ServerShape, input: &SiteInput, text: &str) -> Vec<Site> {
+        if !parser_traits(input.syntax).strips_reasoning_trailing_whitespace || !input.thinking {
+            return Vec::new();
+        }
+        [
+            text.find(THINK_END),
+            text.find(SECTION_BEGIN),
+            text.find(CALL_BEGIN),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|at| Site {
+            at,
+            reason: "server_strips_reasoning_trailing_whitespace",
+        })
+        .into_iter()
+        .collect()
+    }
+
+    /// A reasoning that ends in whitespace was not stripped (by the Kimi parser: with the
+    /// family known, the forward check judges it).
+    fn evidence(&self, seen: &Seen) -> Evidence {
+        let Some(answer) = seen.answer.filter(|_| !seen.forward_checked) else {
+            return Evidence::Silent;
+        };
         match answer.reasoning.as_deref() {
             Some(r) if r.trim_end() != r => {
                 Evidence::Contradicts("reasoning keeps trailing whitespace")

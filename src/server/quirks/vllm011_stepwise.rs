@@ -8,7 +8,8 @@
 use super::EmptyContentAsString;
 use crate::server::quirk::Quirk;
 use crate::server::vllm011_stream::{self, Token};
-use crate::server::{ForwardInput, Parsed, ServerShape, Syntax};
+use crate::server::ReadBackRules;
+use crate::server::{parser_traits, ForwardInput, Parsed, ServerShape};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Vllm011Stepwise;
@@ -18,13 +19,17 @@ impl Quirk for Vllm011Stepwise {
         "vllm011_stepwise"
     }
 
+    fn read_back(&self, rules: &mut ReadBackRules) {
+        rules.stream_by_token = true;
+    }
+
     fn forward_tokens(
         &self,
         shape: &ServerShape,
         input: &ForwardInput,
         tokens: &[Token],
     ) -> Option<Parsed> {
-        if !(shape.parses && input.stream && input.syntax == Syntax::Kimi) {
+        if !(shape.parses && input.stream && parser_traits(input.syntax).stream_ported) {
             return None;
         }
         let mut parsed = vllm011_stream::stream(

@@ -26,8 +26,7 @@ use super::fields::tool_call_id;
 use super::wire::message_calls;
 use super::{chunk, deltas, parsed, reasoning_key, usage_chunk, Event, Turn};
 use crate::server::quirks::MintsCallIds;
-use crate::server::{Parsed, ReasoningField, ServerShape};
-use crate::sim::syntax;
+use crate::server::{self, Parsed, ReasoningField, ServerShape};
 
 /// `usage` as vLLM sends it: 0.33 adds `completion_tokens_details.reasoning_tokens` (its reasoning
 /// parser's `count_reasoning_tokens`); a stream's usage chunk has no `prompt_tokens_details`.
@@ -221,10 +220,10 @@ fn text_events(turn: &Turn, parsed: &Parsed, out: &mut Vec<Event>) {
 /// argument piece, `""` when none came yet; 0.11's and the other families' parsers send the name
 /// alone), then its argument deltas.
 fn call_events(turn: &Turn, parsed: &Parsed, out: &mut Vec<Event>) {
-    let parser = syntax::VllmToolParser::of(turn.syntax);
-    let header_with_arguments = parser.header_carries_arguments && !old_line(turn.shape);
+    let parser = server::parser_traits(turn.syntax);
+    let header_with_arguments = parser.streams_call_header_with_arguments && !old_line(turn.shape);
     let tool_delta = |calls: Value| {
-        if parser.tool_deltas_null_content {
+        if parser.null_content_in_call_deltas {
             json!({"content": null, "tool_calls": calls})
         } else {
             json!({"tool_calls": calls})

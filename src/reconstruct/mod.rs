@@ -168,19 +168,7 @@ pub fn reconstruct_parsed(
         prompt_ids: &prompt_ids,
     };
     let mut read = read_backs(&x);
-    let mut turns = Vec::new();
-    for mut answer in std::mem::take(&mut read.answers) {
-        undo_stream(&x, &read, &mut answer);
-        turns.extend(turn::candidates(
-            profile,
-            request,
-            &answer,
-            options,
-            &mut warnings,
-        ));
-    }
-    let mut said = std::collections::HashSet::new();
-    warnings.retain(|w| said.insert(w.clone()));
+    let turns = candidate_turns(&x, &mut read, &mut warnings);
     let cut = completion.finish_reason.as_deref() == Some("length") || read.cut_in_section;
     let synthesized = shape.known && profile.family.syntax().is_some();
     let (texts, spellings_settled) = candidate_texts(&x, &read, &turns, cut, synthesized)?;
@@ -218,6 +206,25 @@ pub fn reconstruct_parsed(
         ambiguous,
         fidelity,
     })
+}
+
+/// The turns every read-back answer could have been written as (the stream's own reshaping
+/// undone first); each warning once.
+fn candidate_turns(
+    x: &Exchange,
+    read: &mut ReadBacks,
+    warnings: &mut Vec<String>,
+) -> Vec<turn::Candidate> {
+    let mut turns = Vec::new();
+    for mut answer in std::mem::take(&mut read.answers) {
+        undo_stream(x, read, &mut answer);
+        turns.extend(turn::candidates(
+            x.profile, x.request, &answer, x.options, warnings,
+        ));
+    }
+    let mut said = std::collections::HashSet::new();
+    warnings.retain(|w| said.insert(w.clone()));
+    turns
 }
 
 /// The server's own ids settle what the text could not: the text rebuild's doubts go, and the

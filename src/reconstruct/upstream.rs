@@ -16,6 +16,7 @@
 //! convention) unless the endpoint was declared, which says what its stack does.
 
 use crate::api::ServerKind;
+use crate::completion::Completion;
 
 use super::fidelity::{Fidelity, FidelityClass, Reason};
 use super::Exchange;
@@ -62,6 +63,34 @@ fn spaced_at_a_marker(x: &Exchange) -> bool {
     let content_before_calls =
         !c.tool_calls.is_empty() && c.content.as_deref().is_some_and(|t| t.ends_with(' '));
     starts(&c.reasoning) || starts(&c.content) || content_before_calls
+}
+
+/// What an answer's text fields show of spaces around added tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Spacing {
+    /// No non-empty reasoning or content.
+    NoField,
+    /// Every non-empty field starts with a space, as a spacing stack always sends it.
+    Spaced,
+    /// A non-empty field starts without a space: no spacing stack sent this answer.
+    Unspaced,
+}
+
+/// How the answer's fields start. An added token precedes every field (the prompt's reasoning
+/// opener or `<|im_middle|>`, or `</think>`), and a stack that spaces added tokens puts a space
+/// after each: a field without one was not spaced. (vLLM strips only the reasoning's trailing
+/// whitespace and nulls whitespace-only content: make_provider_conventions.py's `vllm_view`.)
+pub(super) fn marker_spacing(c: &Completion) -> Spacing {
+    let fields = [c.reasoning.as_deref(), c.content.as_deref()];
+    let mut fields = fields.into_iter().flatten().filter(|t| !t.is_empty()).peekable();
+    if fields.peek().is_none() {
+        return Spacing::NoField;
+    }
+    if fields.all(|t| t.starts_with(' ')) {
+        Spacing::Spaced
+    } else {
+        Spacing::Unspaced
+    }
 }
 
 /// The rendered prompt ends with the family's reasoning opener (the close's tag without the

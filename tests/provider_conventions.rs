@@ -261,6 +261,16 @@ fn run(answers: &[&Answer], thinking: bool, stream: bool) -> HashMap<String, Val
     }
     let out = output(&mut build);
     assert!(out.status.success(), "build: {}", stderr(&out));
+    let info: Value = serde_json::from_str(
+        &std::fs::read_to_string(built.join("build.json")).expect("build.json"),
+    )
+    .expect("build.json is JSON");
+    for p in info["providers"].as_array().into_iter().flatten() {
+        eprintln!(
+            "thinking {thinking}, stream {stream}: {} {} answers, adopted {}, not adopted {}",
+            p["provider"], p["answers"], p["conventions"], p["not_adopted"]
+        );
+    }
     // prompt id -> the answer that was served for it (its own `id`, from the journal).
     let mut answer_of = HashMap::new();
     for record in dir.journal() {

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::policy::Policies;
-use super::shards::ShardInfo;
 use super::providers::ProviderReport;
+use super::shards::ShardInfo;
 use super::RunSettings;
 use crate::model::Profile;
 

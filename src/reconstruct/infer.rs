@@ -15,8 +15,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::api::ServerKind;
 use crate::completion::Completion;
 use crate::model::Profile;
+use crate::server::openrouter;
+use crate::server::quirk::Quirks;
+use crate::server::quirks::{
+    NullsWhitespaceContent, SpacesAroundAddedTokens, StripsReasoningTrailingWhitespace,
+};
+use crate::server::ServerShape;
 
 use super::fidelity::{FidelityClass, Reason};
 use super::{reconstruct_parsed, ExchangeRequest, ReconstructError, Reconstruction};
@@ -61,6 +68,8 @@ pub struct Inverted {
     pub request: ExchangeRequest,
     pub completion: Completion,
     pub options: ReconstructOptions,
+    /// The shape the rebuild checks candidates against (the options' own unless changed).
+    pub shape: &'static ServerShape,
 }
 
 /// One convention of a provider's stack.
@@ -75,11 +84,19 @@ pub trait Convention: Send + Sync {
     fn applies(&self, answer: &Answer) -> bool;
     /// Undo it on the answer before the rebuild.
     fn inverse(&self, answer: &mut Inverted);
+    /// How the count it explains differs from the count of the answer's most likely reading
+    /// (`reported − natural`), for a convention about the count: when both readings leave the
+    /// same doubt (a count one off met by another whitespace split), the most likely reading's
+    /// length decides ([`evidence_of`]).
+    fn count_shift(&self) -> Option<i64> {
+        None
+    }
     /// Undo it on the rebuilt ids; `false`: the rebuild does not fit the convention.
     fn after(&self, _profile: &Profile, _rebuilt: &mut Reconstruction) -> bool {
         true
     }
-    /// What the answer shows, from the default rebuild and the rebuild under the convention.
+    /// What the answer shows, from the default rebuild and the rebuild under the convention:
+    /// the reading with less doubt ([`doubt`]) is the one the answer supports.
     fn evidence(
         &self,
         answer: &Answer,
@@ -87,17 +104,34 @@ pub trait Convention: Send + Sync {
         conventional: &Reconstruction,
     ) -> Evidence {
         let _ = answer;
-        match (consistent(default), consistent(conventional)) {
-            (_, true) => Evidence::Explains,
-            (true, false) => Evidence::Contradicts,
-            (false, false) => Evidence::Unexplained,
+        match doubt(conventional).cmp(&doubt(default)) {
+            std::cmp::Ordering::Less => Evidence::Explains,
+            std::cmp::Ordering::Greater => Evidence::Contradicts,
+            std::cmp::Ordering::Equal => Evidence::Unexplained,
         }
     }
 }
 
-/// A rebuild that the answer does not contradict (its count, its shape).
-fn consistent(r: &Reconstruction) -> bool {
-    r.fidelity.class != FidelityClass::Inconsistent
+/// How much a rebuild leaves in doubt: its class, then how many of the answer's own figures it
+/// disagrees with or leaves to an unnamed stack. Not being `inconsistent` is not enough: a
+/// count one off can often be met by another whitespace split (a rebuild then `ambiguous` or
+/// `lossy`, not wrong by its class), so a convention must read the answer with less doubt than
+/// the default does.
+fn doubt(r: &Reconstruction) -> (FidelityClass, usize) {
+    const DISAGREEMENTS: [Reason; 5] = [
+        Reason::UsageDisagrees,
+        Reason::PromptTokensDisagree,
+        Reason::ForwardMismatch,
+        Reason::UpstreamMaySpaceSpecialTokens,
+        Reason::UpstreamMayGenerateThink,
+    ];
+    let disagreements = r
+        .fidelity
+        .reasons
+        .iter()
+        .filter(|reason| DISAGREEMENTS.contains(reason))
+        .count();
+    (r.fidelity.class, disagreements)
 }
 
 fn counted(c: &Completion) -> Option<u64> {
@@ -123,8 +157,16 @@ impl Convention for UsageExcludesEndToken {
             && counted(a.completion).is_some()
             && a.completion.finish_reason.as_deref() != Some("length")
     }
+    fn count_shift(&self) -> Option<i64> {
+        Some(-1)
+    }
     fn inverse(&self, a: &mut Inverted) {
-        if let Some(n) = a.completion.usage.as_mut().and_then(|u| u.completion_tokens.as_mut()) {
+        if let Some(n) = a
+            .completion
+            .usage
+            .as_mut()
+            .and_then(|u| u.completion_tokens.as_mut())
+        {
             *n += 1;
         }
     }
@@ -139,9 +181,7 @@ pub struct GeneratesThink;
 impl GeneratesThink {
     fn opener(profile: &Profile) -> Option<u32> {
         let close = profile.reasoning_close()?;
-        profile
-            .tokenizer
-            .token_to_id(&close.replacen("</", "<", 1))
+        profile.tokenizer.token_to_id(&close.replacen("</", "<", 1))
     }
 }
 
@@ -162,6 +202,9 @@ impl Convention for GeneratesThink {
             && Self::opener(a.profile).is_some()
             && a.profile
                 .thinking_enabled(a.request.chat_template_kwargs.as_ref())
+    }
+    fn count_shift(&self) -> Option<i64> {
+        Some(1)
     }
     fn inverse(&self, a: &mut Inverted) {
         if let Some(usage) = a.completion.usage.as_mut() {
@@ -213,25 +256,46 @@ impl Convention for SpacesSpecialTokens {
     }
     fn inverse(&self, a: &mut Inverted) {
         a.options.spaces_around_special_tokens = true;
+        if a.shape.kind == ServerKind::OpenRouter {
+            a.shape = &SPACING_UPSTREAM_BEHIND_OPENROUTER;
+        }
     }
+    /// A spaced answer is explained unless the spaced reading leaves more doubt than the
+    /// default; an unspaced one contradicts it ([`evidence_of`]).
     fn evidence(
         &self,
         _answer: &Answer,
         default: &Reconstruction,
         conventional: &Reconstruction,
     ) -> Evidence {
-        let _ = default;
-        if consistent(conventional) {
+        if doubt(conventional) <= doubt(default) {
             Evidence::Explains
         } else {
-            Evidence::Unexplained
+            Evidence::Contradicts
         }
     }
 }
 
+/// OpenRouter in front of a stack that spaces added tokens. The spaces are vLLM's detokenizer's
+/// (`spaces_between_special_tokens`), and vLLM's Kimi reasoning parser strips the reasoning's
+/// trailing whitespace, which then includes the space before `</think>`, and turns
+/// whitespace-only content into `null` (make_provider_conventions.py's `vllm_view`, checked
+/// against vLLM 0.33.0's own answers): OpenRouter's shape plus those.
+static SPACING_UPSTREAM_BEHIND_OPENROUTER: ServerShape = ServerShape {
+    quirks: Quirks::on(&openrouter::SHAPE.quirks).plus(&[
+        &SpacesAroundAddedTokens,
+        &StripsReasoningTrailingWhitespace,
+        &NullsWhitespaceContent,
+    ]),
+    ..openrouter::SHAPE
+};
+
 /// Every convention inference considers, in the order their inverses apply.
-pub const CONVENTIONS: [&dyn Convention; 3] =
-    [&UsageExcludesEndToken, &GeneratesThink, &SpacesSpecialTokens];
+pub const CONVENTIONS: [&dyn Convention; 3] = [
+    &UsageExcludesEndToken,
+    &GeneratesThink,
+    &SpacesSpecialTokens,
+];
 
 /// The convention named `name`.
 pub fn convention(name: &str) -> Option<&'static dyn Convention> {
@@ -265,6 +329,7 @@ pub fn rebuild(
             request: answer.request.clone(),
             completion: answer.completion.clone(),
             options: answer.options.clone(),
+            shape: answer.options.shape(),
         };
         for c in &applied {
             c.inverse(&mut inverted);
@@ -274,9 +339,12 @@ pub fn rebuild(
             &inverted.request,
             &inverted.completion,
             &inverted.options,
-            inverted.options.shape(),
+            inverted.shape,
         )?;
-        if let Some(misfit) = applied.iter().position(|c| !c.after(answer.profile, &mut r)) {
+        if let Some(misfit) = applied
+            .iter()
+            .position(|c| !c.after(answer.profile, &mut r))
+        {
             applied.remove(misfit);
             continue;
         }
@@ -389,6 +457,9 @@ pub fn evidence_of(answer: &Answer) -> Result<[Evidence; CONVENTIONS.len()], Rec
         answer.options,
         answer.options.shape(),
     )?;
+    // The length of the answer's most likely reading, rebuilt without its count (computed once,
+    // when a count convention's two readings tie).
+    let mut natural: Option<usize> = None;
     for i in applicable {
         let convention = CONVENTIONS[i];
         // An answer that shows a spacing stack's mark where one never is contradicts it
@@ -405,8 +476,48 @@ pub fn evidence_of(answer: &Answer) -> Result<[Evidence; CONVENTIONS.len()], Rec
         } else {
             convention.evidence(answer, &default, &conventional)
         };
+        if let (Evidence::Unexplained, Some(shift)) = (out[i], convention.count_shift()) {
+            if doubt(&conventional) == doubt(&default) {
+                if natural.is_none() {
+                    natural = Some(natural_length(answer)?);
+                }
+                out[i] = by_natural_length(answer, natural, shift);
+            }
+        }
     }
     Ok(out)
+}
+
+/// The completion length of the answer's most likely reading: rebuilt with no count to meet.
+fn natural_length(answer: &Answer) -> Result<usize, ReconstructError> {
+    let mut uncounted = answer.completion.clone();
+    if let Some(usage) = uncounted.usage.as_mut() {
+        usage.completion_tokens = None;
+    }
+    let r = reconstruct_parsed(
+        answer.profile,
+        answer.request,
+        &uncounted,
+        answer.options,
+        answer.options.shape(),
+    )?;
+    Ok(r.completion_ids.len())
+}
+
+/// A tie settled by the most likely reading's length: the reported count is that length
+/// (the default reading's) or that length shifted as the convention says.
+fn by_natural_length(answer: &Answer, natural: Option<usize>, shift: i64) -> Evidence {
+    let (Some(natural), Some(reported)) = (natural, counted(answer.completion)) else {
+        return Evidence::Unexplained;
+    };
+    let (natural, reported) = (natural as i64, reported as i64);
+    if reported == natural {
+        Evidence::Contradicts
+    } else if reported == natural + shift {
+        Evidence::Explains
+    } else {
+        Evidence::Unexplained
+    }
 }
 
 #[cfg(test)]

@@ -82,7 +82,11 @@ pub(super) enum Spacing {
 /// whitespace and nulls whitespace-only content: make_provider_conventions.py's `vllm_view`.)
 pub(super) fn marker_spacing(c: &Completion) -> Spacing {
     let fields = [c.reasoning.as_deref(), c.content.as_deref()];
-    let mut fields = fields.into_iter().flatten().filter(|t| !t.is_empty()).peekable();
+    let mut fields = fields
+        .into_iter()
+        .flatten()
+        .filter(|t| !t.is_empty())
+        .peekable();
     if fields.peek().is_none() {
         return Spacing::NoField;
     }

@@ -374,10 +374,7 @@ fn inference_failures(
             ));
         }
     }
-    // Streamed answers of a spacing stack are read through OpenRouter's streamed shape, which
-    // does not model vLLM's streamed spaces (left inconsistent, never wrong).
-    let explained = !(a.stream() && adopted.contains("spaces_special_tokens"));
-    if !adopted.is_empty() && explained && class == FidelityClass::Inconsistent {
+    if !adopted.is_empty() && class == FidelityClass::Inconsistent {
         failures.push(format!(
             "{}: inconsistent although {} explains its provider's answers (reasons {reasons:?})",
             a.name,

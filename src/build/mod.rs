@@ -86,7 +86,7 @@ impl BuildError {
 /// recorded builds as a generic server).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
-    /// The server kind of the run's (first) endpoint.
+    /// The server kind of the run's first endpoint.
     #[serde(default)]
     pub server_kind: ServerKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,7 +95,8 @@ pub struct RunSettings {
     /// `spaces_between_special_tokens`), as recorded, or the `--spaces-around-special-tokens` flag.
     #[serde(default)]
     pub spaces_around_special_tokens: bool,
-    /// The run's endpoints shape text differently; the first one's shape is used.
+    /// The run's endpoints shape text differently: `build` rebuilds each record under its own
+    /// endpoint's shape ([`Providers`]); `verify` and multi-turn conversations use the first's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mixed_server_shapes: bool,
 }

@@ -22,6 +22,7 @@ use crate::server::openrouter;
 use crate::server::quirk::Quirks;
 use crate::server::quirks::{
     NullsWhitespaceContent, SpacesAroundAddedTokens, StripsReasoningTrailingWhitespace,
+    StripsStreamedArguments,
 };
 use crate::server::ServerShape;
 
@@ -278,15 +279,18 @@ impl Convention for SpacesSpecialTokens {
 
 /// OpenRouter in front of a stack that spaces added tokens. The spaces are vLLM's detokenizer's
 /// (`spaces_between_special_tokens`), and vLLM's Kimi reasoning parser strips the reasoning's
-/// trailing whitespace, which then includes the space before `</think>`, and turns
-/// whitespace-only content into `null` (make_provider_conventions.py's `vllm_view`, checked
-/// against vLLM 0.33.0's own answers): OpenRouter's shape plus those.
+/// trailing whitespace, which then includes the space before `</think>`, turns
+/// whitespace-only content into `null`, and streams each call's arguments with the spaces
+/// around them (make_provider_conventions.py's `vllm_view`, checked against vLLM 0.33.0's own
+/// answers): OpenRouter's shape with those.
 static SPACING_UPSTREAM_BEHIND_OPENROUTER: ServerShape = ServerShape {
-    quirks: Quirks::on(&openrouter::SHAPE.quirks).plus(&[
-        &SpacesAroundAddedTokens,
-        &StripsReasoningTrailingWhitespace,
-        &NullsWhitespaceContent,
-    ]),
+    quirks: Quirks::on(&openrouter::SHAPE.quirks)
+        .minus(&[&StripsStreamedArguments])
+        .plus(&[
+            &SpacesAroundAddedTokens,
+            &StripsReasoningTrailingWhitespace,
+            &NullsWhitespaceContent,
+        ]),
     ..openrouter::SHAPE
 };
 

@@ -95,8 +95,8 @@ pub struct RunSettings {
     /// `spaces_between_special_tokens`), as recorded, or the `--spaces-around-special-tokens` flag.
     #[serde(default)]
     pub spaces_around_special_tokens: bool,
-    /// The run's endpoints shape text differently: `build` rebuilds each record under its own
-    /// endpoint's shape ([`Providers`]); `verify` and multi-turn conversations use the first's.
+    /// The run's endpoints shape text differently: each single-turn record is rebuilt under its
+    /// own endpoint's shape ([`Providers`]); multi-turn conversations use the first's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mixed_server_shapes: bool,
 }

@@ -2,7 +2,7 @@
 //!
 //! A run's answers come from several stacks: each endpoint has its recorded server
 //! (`manifest.json`), and behind OpenRouter each provider (the answer's `provider`) has its own.
-//! A record's [`group`](Providers::group) is its endpoint plus its provider. Before any row is
+//! A record's [`group`](Providers::group) is its endpoint plus its journaled `provider`. Before any row is
 //! built, [`Providers::learn`] reads the whole journal once: it counts every group's answers
 //! and, for a group whose server the run did not declare (OpenRouter, `generic`), reads the
 //! evidence of its answers for each convention of `reconstruct::infer`. Each group is then
@@ -68,30 +68,28 @@ struct Head {
     status: Status,
     #[serde(default)]
     endpoint: String,
+    /// The answer's `provider`, as `generate` journals it (`api/facts.rs`).
     #[serde(default)]
     provider: Option<String>,
     #[serde(default)]
     origin: Origin,
-    #[serde(default)]
-    response: Option<ResponseHead>,
 }
 
-#[derive(Deserialize)]
-struct ResponseHead {
-    #[serde(default)]
-    provider: Option<String>,
-}
-
-/// The provider that answered a record: the journal's, else the answer's own `provider`.
-pub fn provider_of(record: &Record) -> Option<String> {
-    record.provider.clone().or_else(|| {
-        record
-            .response
-            .as_ref()
-            .and_then(|r| r.get("provider"))
-            .and_then(|p| p.as_str())
-            .map(str::to_string)
-    })
+impl Head {
+    /// The line's small fields, read from its prefix: they come before `,"request":`
+    /// (journal/record.rs keeps them first, and inside a JSON string that text is escaped), so
+    /// the request and the answer are not parsed. A line written otherwise is parsed whole.
+    fn of(line: &[u8]) -> Option<Head> {
+        if let Some(at) = memchr::memmem::find(line, br#","request":"#) {
+            let mut prefix = Vec::with_capacity(at + 1);
+            prefix.extend_from_slice(&line[..at]);
+            prefix.push(b'}');
+            if let Ok(head) = serde_json::from_slice(&prefix) {
+                return Some(head);
+            }
+        }
+        serde_json::from_slice(line).ok()
+    }
 }
 
 impl Providers {
@@ -148,7 +146,7 @@ impl Providers {
     /// The group a record belongs to (every successful record was seen by [`Self::learn`]).
     pub fn group(&self, record: &Record) -> Option<usize> {
         self.index
-            .get(&(record.endpoint.clone(), provider_of(record)))
+            .get(&(record.endpoint.clone(), record.provider.clone()))
             .copied()
     }
 
@@ -188,20 +186,15 @@ impl Providers {
             if raw.is_empty() {
                 break;
             }
-            let heads: Vec<Option<Head>> = raw
-                .par_iter()
-                .map(|line| serde_json::from_slice::<Head>(&line.bytes).ok())
-                .collect();
+            let heads: Vec<Option<Head>> =
+                raw.par_iter().map(|line| Head::of(&line.bytes)).collect();
             let mut picked = Vec::new();
             for (line, head) in raw.iter().zip(heads) {
                 let Some(head) = head else { continue };
                 if head.status != Status::Success {
                     continue;
                 }
-                let provider = head
-                    .provider
-                    .or_else(|| head.response.and_then(|r| r.provider));
-                let g = self.group_mut(&head.endpoint, provider);
+                let g = self.group_mut(&head.endpoint, head.provider);
                 let group = &mut self.groups[g];
                 group.answers += 1;
                 let single_turn = parse_turn_id(&head.id).is_none();
@@ -333,5 +326,24 @@ impl Providers {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lines_group_is_read_from_its_small_fields() {
+        let line = br#"{"id":"p","attempt":1,"status":"success","error":"x,\"request\":{}","endpoint":"or","provider":"Chutes","started_at":"t","latency_ms":1,"request":{"provider":"Other"},"response":{"provider":"Other"}}"#;
+        let head = Head::of(line).expect("a head");
+        assert_eq!(head.id, "p");
+        assert_eq!(head.endpoint, "or");
+        assert_eq!(head.provider.as_deref(), Some("Chutes"));
+        assert_eq!(head.status, Status::Success);
+        // No journaled provider: grouped by the endpoint alone, whatever the answer says.
+        let line = br#"{"id":"q","attempt":1,"status":"failed","endpoint":"e","started_at":"t","latency_ms":1,"request":{},"response":{"provider":"Other"}}"#;
+        let head = Head::of(line).expect("a head");
+        assert_eq!((head.provider, head.status), (None, Status::Failed));
     }
 }

@@ -46,12 +46,13 @@ pub const SHARE: f64 = 0.9;
 pub enum Evidence {
     /// The convention changes nothing here.
     Silent,
-    /// Read under the convention, the answer is consistent.
+    /// Read under the convention, the answer leaves less doubt than read by default (or, the
+    /// two tied, its count is the convention's).
     Explains,
-    /// Neither reading explains the answer.
+    /// Neither reading is the better one.
     Unexplained,
-    /// The default reading explains the answer and the convention's does not (or the answer
-    /// shows what a stack with the convention never sends).
+    /// The default reading leaves less doubt (or, tied, the count is the default's; or the
+    /// answer shows what a stack with the convention never sends).
     Contradicts,
 }
 
@@ -485,7 +486,7 @@ pub fn evidence_of(answer: &Answer) -> Result<[Evidence; CONVENTIONS.len()], Rec
                 if natural.is_none() {
                     natural = Some(natural_length(answer)?);
                 }
-                out[i] = by_natural_length(answer, natural, shift);
+                out[i] = by_natural_length(counted(answer.completion), natural, shift);
             }
         }
     }
@@ -510,8 +511,8 @@ fn natural_length(answer: &Answer) -> Result<usize, ReconstructError> {
 
 /// A tie settled by the most likely reading's length: the reported count is that length
 /// (the default reading's) or that length shifted as the convention says.
-fn by_natural_length(answer: &Answer, natural: Option<usize>, shift: i64) -> Evidence {
-    let (Some(natural), Some(reported)) = (natural, counted(answer.completion)) else {
+fn by_natural_length(reported: Option<u64>, natural: Option<usize>, shift: i64) -> Evidence {
+    let (Some(natural), Some(reported)) = (natural, reported) else {
         return Evidence::Unexplained;
     };
     let (natural, reported) = (natural as i64, reported as i64);
@@ -547,6 +548,27 @@ mod tests {
         // Nearly every answer: 9 of 10 explained, one neither reading explains.
         assert!(tally(9, 1, 0).adopts());
         assert!(!tally(8, 2, 0).adopts());
+    }
+
+    #[test]
+    fn a_tie_is_settled_by_the_most_likely_readings_length() {
+        // tests/data/provider_conventions, news_call: the model wrote 63 tokens; DeepInfra
+        // reports 62 (no end token), Fireworks 63.
+        assert_eq!(
+            by_natural_length(Some(62), Some(63), -1),
+            Evidence::Explains
+        );
+        assert_eq!(
+            by_natural_length(Some(63), Some(63), -1),
+            Evidence::Contradicts
+        );
+        assert_eq!(
+            by_natural_length(Some(61), Some(63), -1),
+            Evidence::Unexplained
+        );
+        // AtlasCloud: one more than the render's reading (the generated `<think>`).
+        assert_eq!(by_natural_length(Some(64), Some(63), 1), Evidence::Explains);
+        assert_eq!(by_natural_length(None, Some(63), 1), Evidence::Unexplained);
     }
 
     #[test]

@@ -107,3 +107,31 @@ fn prompt_opens_reasoning(x: &Exchange) -> bool {
     let opener_id = x.profile.tokenizer.token_to_id(&opener);
     opener_id.is_some() && x.prompt_ids.last().copied() == opener_id
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(reasoning: Option<&str>, content: Option<&str>) -> Completion {
+        Completion {
+            reasoning: reasoning.map(str::to_string),
+            content: content.map(str::to_string),
+            ..Completion::default()
+        }
+    }
+
+    #[test]
+    fn a_field_without_the_space_a_spacing_stack_always_puts_says_unspaced() {
+        // Chutes in tests/data/provider_conventions: `" The user…"`, `" Of course!…"`.
+        let spaced = answer(Some(" The user wants"), Some(" Of course!"));
+        assert_eq!(marker_spacing(&spaced), Spacing::Spaced);
+        // Fireworks: neither field starts with a space.
+        let unspaced = answer(Some("The user wants"), Some("Of course!"));
+        assert_eq!(marker_spacing(&unspaced), Spacing::Unspaced);
+        // One field is enough: a spacing stack would have spaced both.
+        let mixed = answer(Some(" The user wants"), Some("Of course!"));
+        assert_eq!(marker_spacing(&mixed), Spacing::Unspaced);
+        // Empty fields say nothing (a call straight after the reasoning opener).
+        assert_eq!(marker_spacing(&answer(None, Some(""))), Spacing::NoField);
+    }
+}

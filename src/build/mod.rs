@@ -9,8 +9,10 @@
 //! batch is parsed and reconstructed on all cores (rayon), and its rows go to a writer thread
 //! (Parquet encoding and zstd) through a queue of two batches, in journal order. What is held
 //! across batches: one 8-byte hash per written sample id (to drop duplicate successes), the
-//! prompt-id → source map when `--prompts` is given, and the turns of conversations whose last
-//! turn has not been read yet.
+//! prompt-id → source map when `--prompts` is given, the turns of conversations whose last
+//! turn has not been read yet, and one tally per provider group. Before the first batch,
+//! [`Providers::learn`] reads the journal once for each provider's conventions
+//! ([`providers`]), so every record is rebuilt under what the whole run shows.
 
 pub mod conversation;
 pub mod import;

@@ -11,12 +11,15 @@
 //! class dropped, so every answer is seen). The permanent rule, asserted: **every sample classed
 //! exact has exactly the true prompt and completion ids**, and every other sample says why
 //! (`fidelity_reasons`). Per convention and provider the counts are printed — answers, kept
-//! (build's default policy), exact, dropped — as the measure for inferring each provider's
-//! conventions from its answers; the counts themselves are not asserted.
+//! (build's default policy), exact, dropped; the counts themselves are not asserted. What
+//! inference (`reconstruct/infer.rs`) must settle is: with thinking on (12 answers a provider),
+//! `build.json` adopts for each provider exactly the conventions the data's `convention` flags
+//! name, every sample it changes names it (`provider_…`) and none it explains is left
+//! `inconsistent`; with thinking off (2 answers a provider, below the minimum) nothing.
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -27,11 +30,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use common::run::{output, stderr, RunDir, BIN};
+use draftgen::api::ServerKind;
 use draftgen::build::Policies;
+use draftgen::completion::Completion;
 use draftgen::dataset::canonical::canonical_json;
 use draftgen::dataset::{Prompt, PromptOptions};
 use draftgen::model::{LoadOptions, Profile};
-use draftgen::reconstruct::{ExchangeRequest, FidelityClass};
+use draftgen::reconstruct::infer::{self, GroupEvidence};
+use draftgen::reconstruct::{ExchangeRequest, FidelityClass, ReconstructOptions};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -59,6 +65,26 @@ struct Answer {
 struct Convention {
     name: String,
     think_generated: bool,
+    usage_counts_end_token: bool,
+    spaces_around_special_tokens: bool,
+}
+
+impl Convention {
+    /// The conventions of `reconstruct::infer` this provider's answers were made under (the
+    /// data's own flags).
+    fn inferable(&self) -> BTreeSet<&'static str> {
+        let mut names = BTreeSet::new();
+        if !self.usage_counts_end_token {
+            names.insert("usage_excludes_end_token");
+        }
+        if self.think_generated {
+            names.insert("generates_think");
+        }
+        if self.spaces_around_special_tokens {
+            names.insert("spaces_special_tokens");
+        }
+        names
+    }
 }
 
 #[derive(Deserialize)]
@@ -205,8 +231,12 @@ fn template_file(name: &str) -> Option<PathBuf> {
 }
 
 /// `generate` + `build` of `answers` (one thinking and streaming setting); the built samples by
-/// answer name.
-fn run(answers: &[&Answer], thinking: bool, stream: bool) -> HashMap<String, Value> {
+/// answer name, and the conventions `build.json` says were adopted, by provider.
+fn run(
+    answers: &[&Answer],
+    thinking: bool,
+    stream: bool,
+) -> (HashMap<String, Value>, BTreeMap<String, BTreeSet<String>>) {
     let dir = RunDir::new();
     let base_url = serve(answers);
     let mut prompt_of = HashMap::new();
@@ -261,6 +291,25 @@ fn run(answers: &[&Answer], thinking: bool, stream: bool) -> HashMap<String, Val
     }
     let out = output(&mut build);
     assert!(out.status.success(), "build: {}", stderr(&out));
+    let info: Value = serde_json::from_str(
+        &std::fs::read_to_string(built.join("build.json")).expect("build.json"),
+    )
+    .expect("build.json is JSON");
+    let mut adopted = BTreeMap::new();
+    for p in info["providers"].as_array().into_iter().flatten() {
+        eprintln!(
+            "thinking {thinking}, stream {stream}: {} {} answers, adopted {}",
+            p["provider"], p["answers"], p["conventions"]
+        );
+        let names = p["conventions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| c["name"].as_str().expect("a convention name").to_string())
+            .collect();
+        let provider = p["provider"].as_str().expect("a provider").to_string();
+        adopted.insert(provider, names);
+    }
     // prompt id -> the answer that was served for it (its own `id`, from the journal).
     let mut answer_of = HashMap::new();
     for record in dir.journal() {
@@ -272,7 +321,7 @@ fn run(answers: &[&Answer], thinking: bool, stream: bool) -> HashMap<String, Val
             }
         }
     }
-    common::run::jsonl(&built.join("samples.jsonl"))
+    let samples = common::run::jsonl(&built.join("samples.jsonl"))
         .into_iter()
         .map(|sample| {
             let prompt = sample["id"].as_str().expect("a sample id");
@@ -282,7 +331,117 @@ fn run(answers: &[&Answer], thinking: bool, stream: bool) -> HashMap<String, Val
                 .clone();
             (name, sample)
         })
-        .collect()
+        .collect();
+    (samples, adopted)
+}
+
+/// What an adopted convention must do to one sample of its provider: name it where it
+/// changed the reading, and leave no answer it explains `inconsistent`; a provider with no
+/// convention adopted names none.
+fn inference_failures(
+    a: &Answer,
+    sample: &Value,
+    adopted: &BTreeMap<String, BTreeSet<String>>,
+    class: FidelityClass,
+    reasons: &[String],
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    let adopted = adopted.get(&a.provider).cloned().unwrap_or_default();
+    let named: BTreeSet<&str> = reasons
+        .iter()
+        .filter_map(|r| r.strip_prefix("provider_"))
+        .collect();
+    for name in &named {
+        if !adopted.contains(*name) {
+            failures.push(format!(
+                "{}: names provider_{name}, which was not adopted for {}",
+                a.name, a.provider
+            ));
+        }
+    }
+    let finished = sample["finish_reason"].as_str() != Some("length");
+    // Each adopted convention, and whether it changes this answer's reading (the end token's
+    // count only where the answer has an end token).
+    let changes = |name: &str| match name {
+        "usage_excludes_end_token" => finished,
+        _ => true,
+    };
+    for name in adopted.iter().filter(|n| changes(n)) {
+        if !named.contains(name.as_str()) {
+            failures.push(format!(
+                "{}: rebuilt without its provider's adopted {name}",
+                a.name
+            ));
+        }
+    }
+    if !adopted.is_empty() && class == FidelityClass::Inconsistent {
+        failures.push(format!(
+            "{}: inconsistent although {} explains its provider's answers (reasons {reasons:?})",
+            a.name,
+            adopted.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    failures
+}
+
+/// The profile the data was rendered with.
+fn profile_of(first: &Answer) -> Profile {
+    Profile::load(
+        &common::assets().join(&first.model),
+        &LoadOptions {
+            profile: Some(first.profile.clone()),
+            chat_template: template_file(&first.chat_template),
+        },
+    )
+    .expect("the Kimi K2.5 profile")
+}
+
+/// Inference on its own, no server: each provider's non-streamed thinking answers (12) as one
+/// group adopt exactly the conventions the data was made under, and the first 7 of them, below
+/// the minimum, adopt nothing.
+#[test]
+fn each_providers_answers_settle_exactly_its_conventions() {
+    let answers = answers();
+    let profile = profile_of(&answers[0]);
+    let options = ReconstructOptions {
+        kind: ServerKind::OpenRouter,
+        ..ReconstructOptions::default()
+    };
+    let mut groups: BTreeMap<&str, Vec<&Answer>> = BTreeMap::new();
+    for a in answers.iter().filter(|a| a.thinking() && !a.stream()) {
+        groups.entry(&a.provider).or_default().push(a);
+    }
+    for (provider, group) in groups {
+        let mut all = GroupEvidence::default();
+        let mut few = GroupEvidence::default();
+        for (i, a) in group.iter().enumerate() {
+            let request: ExchangeRequest =
+                serde_json::from_value(a.request.clone()).expect("a chat request");
+            let completion =
+                Completion::from_response(a.response.as_ref().expect("a body")).expect("an answer");
+            let answer = infer::Answer {
+                profile: &profile,
+                request: &request,
+                completion: &completion,
+                options: &options,
+            };
+            let evidence = infer::evidence_of(&answer).expect("evidence");
+            all.add(&evidence);
+            if i < 7 {
+                few.add(&evidence);
+            }
+        }
+        let names = |e: &GroupEvidence| -> BTreeSet<&'static str> {
+            e.adopted().iter().map(|c| c.name()).collect()
+        };
+        assert_eq!(
+            names(&all),
+            group[0].convention.inferable(),
+            "{provider}: {:?}",
+            all.tallies
+        );
+        assert!(names(&few).is_empty(), "{provider}: {:?}", few.tallies);
+    }
 }
 
 #[derive(Default)]
@@ -301,15 +460,7 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
     assert!(!answers.is_empty(), "no answers in answers.jsonl");
     // The data's prompts are draftgen's own render (the true prompt of a provider whose model
     // generates `<think>` lacks it): otherwise every comparison below is of another prompt.
-    let first = &answers[0];
-    let profile = Profile::load(
-        &common::assets().join(&first.model),
-        &LoadOptions {
-            profile: Some(first.profile.clone()),
-            chat_template: template_file(&first.chat_template),
-        },
-    )
-    .expect("the Kimi K2.5 profile");
+    let profile = profile_of(&answers[0]);
     for a in &answers {
         let request: ExchangeRequest =
             serde_json::from_value(a.request.clone()).expect("a chat request");
@@ -333,7 +484,27 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
             .iter()
             .filter(|a| a.thinking() == thinking && a.stream() == stream)
             .collect();
-        let samples = run(&group, thinking, stream);
+        let (samples, adopted) = run(&group, thinking, stream);
+        // What inference must settle, facts of the data: with thinking on, each provider has 12
+        // answers (at least 10 of which each convention changes, above infer::MIN_ANSWERS), and
+        // exactly the conventions its answers were made under are adopted; with thinking off,
+        // 2 answers each: below the minimum, nothing is inferred.
+        let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for a in &group {
+            let names = if thinking {
+                a.convention.inferable()
+            } else {
+                BTreeSet::new()
+            };
+            want.insert(
+                a.provider.clone(),
+                names.into_iter().map(str::to_string).collect(),
+            );
+        }
+        assert_eq!(
+            adopted, want,
+            "thinking {thinking}, stream {stream}: conventions adopted per provider"
+        );
         for a in group {
             let counts = table.entry(a.group()).or_default();
             counts.answers += 1;
@@ -349,6 +520,7 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
             let reasons: Vec<String> =
                 serde_json::from_value(sample["fidelity_reasons"].clone()).unwrap_or_default();
             *counts.by_class.entry(class_name.to_string()).or_default() += 1;
+            failures.extend(inference_failures(a, sample, &adopted, class, &reasons));
             if policies.drop_classes.contains(&class) {
                 counts.dropped += 1;
             } else {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::policy::Policies;
+use super::providers::ProviderReport;
 use super::shards::ShardInfo;
 use super::RunSettings;
 use crate::model::Profile;
@@ -106,6 +107,10 @@ pub struct BuildInfo {
     pub model: ModelInfo,
     pub policies: Policies,
     pub counts: Counts,
+    /// Per endpoint and provider: the conventions inferred from its answers, with their
+    /// evidence, and what became of its rows (`build/providers.rs`).
+    #[serde(default)]
+    pub providers: Vec<ProviderReport>,
     pub shards: Vec<ShardInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jsonl: Option<FileHash>,

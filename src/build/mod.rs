@@ -9,8 +9,10 @@
 //! batch is parsed and reconstructed on all cores (rayon), and its rows go to a writer thread
 //! (Parquet encoding and zstd) through a queue of two batches, in journal order. What is held
 //! across batches: one 8-byte hash per written sample id (to drop duplicate successes), the
-//! prompt-id → source map when `--prompts` is given, and the turns of conversations whose last
-//! turn has not been read yet.
+//! prompt-id → source map when `--prompts` is given, the turns of conversations whose last
+//! turn has not been read yet, and one tally per provider group. Before the first batch,
+//! [`Providers::learn`] reads the journal once for each provider's conventions
+//! ([`providers`]), so every record is rebuilt under what the whole run shows.
 
 pub mod conversation;
 pub mod import;
@@ -18,12 +20,14 @@ mod info;
 pub mod jsonl_samples;
 pub(crate) mod lines;
 mod policy;
+pub mod providers;
 pub mod reader;
 mod row;
 mod shards;
 
 pub use info::{BuildInfo, Counts, FileHash, ModelInfo};
 pub use policy::{reason, LengthPolicy, OverLength, Policies, Verdict};
+pub use providers::{ConventionReport, ProviderReport, Providers};
 pub use reader::{BuildDir, FileError, TokenColumns, TokenRow};
 pub use row::{read_request, row_of, BuiltRow, ReadRecord, Row, RowMeta};
 pub use shards::{record_batch, schema, ShardInfo, ShardLimits};
@@ -84,7 +88,7 @@ impl BuildError {
 /// recorded builds as a generic server).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
-    /// The server kind of the run's (first) endpoint.
+    /// The server kind of the run's first endpoint.
     #[serde(default)]
     pub server_kind: ServerKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,7 +97,8 @@ pub struct RunSettings {
     /// `spaces_between_special_tokens`), as recorded, or the `--spaces-around-special-tokens` flag.
     #[serde(default)]
     pub spaces_around_special_tokens: bool,
-    /// The run's endpoints shape text differently; the first one's shape is used.
+    /// The run's endpoints shape text differently: each single-turn record is rebuilt under its
+    /// own endpoint's shape ([`Providers`]); multi-turn conversations use the first's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mixed_server_shapes: bool,
 }
@@ -177,7 +182,8 @@ enum Outcome {
     NotSuccess,
     Corrupt(String),
     Failed(String),
-    Built(BuiltRow),
+    /// A row, and its provider group (index in [`Providers`]).
+    Built(BuiltRow, Option<usize>),
     /// One turn of a multi-turn conversation, waiting for its conversation's other turns.
     Turn(Box<conversation::TurnRecord>),
 }
@@ -191,6 +197,17 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     let mut settings = RunSettings::from_run(config.run)?;
     settings.spaces_around_special_tokens |= config.spaces_around_special_tokens;
     let options = settings.reconstruct_options();
+    let manifest = RunDir::new(config.run)
+        .read_manifest()
+        .map_err(|e| BuildError::BadInput {
+            path: config.run.join(MANIFEST_FILE).display().to_string(),
+            line: 0,
+            message: e.to_string(),
+        })?;
+    let mut providers = Providers::new(manifest.as_ref(), config.spaces_around_special_tokens);
+    if journal_dir.is_dir() {
+        providers.learn(config.profile, &journal_dir, config.batch)?;
+    }
     let sources = match config.prompts {
         Some(path) => read_sources(path)?,
         None => HashMap::new(),
@@ -211,10 +228,12 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
         },
         seen: HashSet::new(),
         pending: conversation::Pending::default(),
+        per_group: vec![providers::GroupCounts::default(); providers.groups().len()],
     };
     let inputs = BatchInputs {
         config,
         options: &options,
+        providers: &providers,
         sources: &sources,
     };
     let result = (|| -> Result<(), BuildError> {
@@ -241,14 +260,18 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     let (shards, jsonl) = written?;
     let mut summary = progress.summary;
     summary.shards = shards;
-    write_build_json(config, settings, model, &summary, jsonl)?;
+    let reports = providers.report(&progress.per_group);
+    write_build_json(config, settings, model, &summary, reports, jsonl)?;
     Ok(summary)
 }
 
 /// What every batch is built with.
 struct BatchInputs<'a> {
     config: &'a BuildConfig<'a>,
+    /// For conversations (every turn rebuilt under the run's first endpoint's shape).
     options: &'a ReconstructOptions,
+    /// Each single-turn record's shape and conventions, by its endpoint and provider.
+    providers: &'a Providers,
     sources: &'a HashMap<String, String>,
 }
 
@@ -259,6 +282,8 @@ struct Progress {
     seen: HashSet<u64>,
     /// Turns of conversations whose last turn has not been read yet.
     pending: conversation::Pending,
+    /// What became of each provider group's rows (by [`Providers`] group index).
+    per_group: Vec<providers::GroupCounts>,
 }
 
 impl Progress {
@@ -272,6 +297,7 @@ impl Progress {
         let BatchInputs {
             config,
             options,
+            providers,
             sources,
         } = *inputs;
         let outcomes: Vec<(String, Outcome)> = batch
@@ -279,12 +305,12 @@ impl Progress {
             .map(|raw| {
                 let location =
                     format!("{}:{}", lines.segment_path(raw.segment).display(), raw.line);
-                let outcome = outcome_of(config.profile, options, sources, &raw.bytes, &location);
+                let outcome = outcome_of(config.profile, providers, sources, &raw.bytes, &location);
                 (location, outcome)
             })
             .collect();
         drop(batch);
-        let mut built: Vec<BuiltRow> = Vec::with_capacity(outcomes.len());
+        let mut built: Vec<(BuiltRow, Option<usize>)> = Vec::with_capacity(outcomes.len());
         for (location, outcome) in outcomes {
             self.tally(location, outcome, &mut built);
         }
@@ -296,15 +322,26 @@ impl Progress {
             .collect();
         for result in conversations {
             match result {
-                Ok(row) => built.push(row),
+                Ok(row) => built.push((row, None)),
                 Err(reason) => self.not_built(reason),
             }
         }
-        keep(config, &mut self.summary, &mut self.seen, built)
+        keep(
+            config,
+            &mut self.summary,
+            &mut self.seen,
+            &mut self.per_group,
+            built,
+        )
     }
 
     /// Count what one journal line became; a built row goes to `built`, a turn waits.
-    fn tally(&mut self, location: String, outcome: Outcome, built: &mut Vec<BuiltRow>) {
+    fn tally(
+        &mut self,
+        location: String,
+        outcome: Outcome,
+        built: &mut Vec<(BuiltRow, Option<usize>)>,
+    ) {
         let summary = &mut self.summary;
         match outcome {
             Outcome::NotSuccess => {}
@@ -317,9 +354,9 @@ impl Progress {
                 summary.counts.records += 1;
                 self.not_built(reason);
             }
-            Outcome::Built(row) => {
+            Outcome::Built(row, group) => {
                 summary.counts.records += 1;
-                built.push(row);
+                built.push((row, group));
             }
             Outcome::Turn(turn) => {
                 summary.counts.records += 1;
@@ -352,6 +389,7 @@ fn write_build_json(
     settings: RunSettings,
     model: ModelInfo,
     summary: &BuildSummary,
+    providers: Vec<ProviderReport>,
     jsonl: Option<FileHash>,
 ) -> Result<(), BuildError> {
     let info = BuildInfo {
@@ -366,6 +404,7 @@ fn write_build_json(
         model,
         policies: config.policies.clone(),
         counts: summary.counts.clone(),
+        providers,
         shards: summary.shards.clone(),
         jsonl,
     };
@@ -385,7 +424,7 @@ fn note(summary: &mut BuildSummary, problem: String) {
 /// Parse one journal line and build what it holds.
 fn outcome_of(
     profile: &Profile,
-    options: &ReconstructOptions,
+    providers: &Providers,
     sources: &HashMap<String, String>,
     bytes: &[u8],
     location: &str,
@@ -413,8 +452,12 @@ fn outcome_of(
         .get(&record.id)
         .cloned()
         .or_else(|| record.source.clone());
-    match row_of(profile, options, &record, source) {
-        Ok(row) => Outcome::Built(row),
+    let group = providers.group(&record);
+    let (options, conventions) = providers.rebuild_with(group, &record.endpoint);
+    let row = ReadRecord::of(&record)
+        .and_then(|read| read.row_under(profile, options, conventions, source));
+    match row {
+        Ok(row) => Outcome::Built(row, group),
         Err(e) => Outcome::Failed(format!("{location} (id {}): {e}", record.id)),
     }
 }
@@ -424,15 +467,20 @@ fn keep(
     config: &BuildConfig,
     summary: &mut BuildSummary,
     seen: &mut HashSet<u64>,
-    built: Vec<BuiltRow>,
+    per_group: &mut [providers::GroupCounts],
+    built: Vec<(BuiltRow, Option<usize>)>,
 ) -> Vec<Row> {
     let counts = &mut summary.counts;
     let mut rows = Vec::with_capacity(built.len());
-    for BuiltRow {
-        mut row,
-        server_ids,
-    } in built
+    for (
+        BuiltRow {
+            mut row,
+            server_ids,
+        },
+        group,
+    ) in built
     {
+        let mut group = group.and_then(|g| per_group.get_mut(g));
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         row.id.hash(&mut hasher);
         if !seen.insert(hasher.finish()) {
@@ -442,12 +490,21 @@ fn keep(
         match config.policies.apply(&mut row) {
             Verdict::Drop(reason) => {
                 counts.drop(&reason);
+                if let Some(g) = group.as_mut() {
+                    g.dropped += 1;
+                }
                 continue;
             }
             Verdict::Cut => counts.cut += 1,
             Verdict::Keep => {}
         }
         counts.samples += 1;
+        if let Some(g) = group {
+            g.samples += 1;
+            *g.per_fidelity_class
+                .entry(row.fidelity_class.name().to_string())
+                .or_default() += 1;
+        }
         *counts
             .per_fidelity_class
             .entry(row.fidelity_class.name().to_string())

@@ -13,9 +13,8 @@ use crate::completion::Completion;
 use crate::journal::record::Origin;
 use crate::journal::Record;
 use crate::model::Profile;
-use crate::reconstruct::{
-    reconstruct_parsed, ExchangeRequest, Fidelity, FidelityClass, Reason, ReconstructOptions,
-};
+use crate::reconstruct::infer::{self, Convention};
+use crate::reconstruct::{ExchangeRequest, Fidelity, FidelityClass, Reason, ReconstructOptions};
 
 /// One sample, in the column order of the Parquet schema.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,6 +135,17 @@ impl<'a> ReadRecord<'a> {
         options: &ReconstructOptions,
         source: Option<String>,
     ) -> Result<BuiltRow, String> {
+        self.row_under(profile, options, &[], source)
+    }
+
+    /// The row, rebuilt under the provider's inferred `conventions` (those that apply to it).
+    pub fn row_under(
+        &self,
+        profile: &Profile,
+        options: &ReconstructOptions,
+        conventions: &[&'static dyn Convention],
+        source: Option<String>,
+    ) -> Result<BuiltRow, String> {
         let (record, completion) = (self.record, &self.completion);
         let meta = RowMeta {
             source,
@@ -148,8 +158,13 @@ impl<'a> ReadRecord<'a> {
         }
         let request = self.request.as_ref().map_err(Clone::clone)?;
         let server_ids = completion.completion_token_ids.is_some();
-        let r = reconstruct_parsed(profile, request, completion, options, options.shape())
-            .map_err(|e| e.to_string())?;
+        let answer = infer::Answer {
+            profile,
+            request,
+            completion,
+            options,
+        };
+        let (r, _) = infer::rebuild(&answer, conventions).map_err(|e| e.to_string())?;
         let row = Row::single(
             record.id.clone(),
             r.prompt_ids,

@@ -116,6 +116,15 @@ pub enum Reason {
     /// The server counted one prompt token fewer than the render, which ends with the reasoning
     /// opener: its stack may let the model generate the opener (`reconstruct/upstream.rs`).
     UpstreamMayGenerateThink,
+    /// Rebuilt with the end token counted: the provider's `usage` leaves it out, as its other
+    /// answers show (`reconstruct/infer.rs`).
+    ProviderUsageExcludesEndToken,
+    /// Rebuilt with the reasoning opener generated, not prompted, as the provider's other
+    /// answers show (`reconstruct/infer.rs`).
+    ProviderGeneratesThink,
+    /// Rebuilt with the spaces around added tokens removed: the provider's stack puts them
+    /// there, as its other answers show (`reconstruct/infer.rs`).
+    ProviderSpacesSpecialTokens,
 }
 
 impl Reason {

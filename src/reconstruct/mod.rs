@@ -11,6 +11,7 @@ mod classify;
 pub mod despace;
 pub mod fidelity;
 mod from_run;
+pub mod infer;
 mod leak;
 mod spellings;
 mod synth;

@@ -16,6 +16,7 @@
 //! convention) unless the endpoint was declared, which says what its stack does.
 
 use crate::api::ServerKind;
+use crate::completion::Completion;
 
 use super::fidelity::{Fidelity, FidelityClass, Reason};
 use super::Exchange;
@@ -64,6 +65,38 @@ fn spaced_at_a_marker(x: &Exchange) -> bool {
     starts(&c.reasoning) || starts(&c.content) || content_before_calls
 }
 
+/// What an answer's text fields show of spaces around added tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Spacing {
+    /// No non-empty reasoning or content.
+    NoField,
+    /// Every non-empty field starts with a space, as a spacing stack always sends it.
+    Spaced,
+    /// A non-empty field starts without a space: no spacing stack sent this answer.
+    Unspaced,
+}
+
+/// How the answer's fields start. An added token precedes every field (the prompt's reasoning
+/// opener or `<|im_middle|>`, or `</think>`), and a stack that spaces added tokens puts a space
+/// after each: a field without one was not spaced. (vLLM strips only the reasoning's trailing
+/// whitespace and nulls whitespace-only content: make_provider_conventions.py's `vllm_view`.)
+pub(super) fn marker_spacing(c: &Completion) -> Spacing {
+    let fields = [c.reasoning.as_deref(), c.content.as_deref()];
+    let mut fields = fields
+        .into_iter()
+        .flatten()
+        .filter(|t| !t.is_empty())
+        .peekable();
+    if fields.peek().is_none() {
+        return Spacing::NoField;
+    }
+    if fields.all(|t| t.starts_with(' ')) {
+        Spacing::Spaced
+    } else {
+        Spacing::Unspaced
+    }
+}
+
 /// The rendered prompt ends with the family's reasoning opener (the close's tag without the
 /// slash: `<think>` for `</think>`, in every known family).
 fn prompt_opens_reasoning(x: &Exchange) -> bool {
@@ -73,4 +106,32 @@ fn prompt_opens_reasoning(x: &Exchange) -> bool {
     let opener = close.replacen("</", "<", 1);
     let opener_id = x.profile.tokenizer.token_to_id(&opener);
     opener_id.is_some() && x.prompt_ids.last().copied() == opener_id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(reasoning: Option<&str>, content: Option<&str>) -> Completion {
+        Completion {
+            reasoning: reasoning.map(str::to_string),
+            content: content.map(str::to_string),
+            ..Completion::default()
+        }
+    }
+
+    #[test]
+    fn a_field_without_the_space_a_spacing_stack_always_puts_says_unspaced() {
+        // Chutes in tests/data/provider_conventions: `" The user…"`, `" Of course!…"`.
+        let spaced = answer(Some(" The user wants"), Some(" Of course!"));
+        assert_eq!(marker_spacing(&spaced), Spacing::Spaced);
+        // Fireworks: neither field starts with a space.
+        let unspaced = answer(Some("The user wants"), Some("Of course!"));
+        assert_eq!(marker_spacing(&unspaced), Spacing::Unspaced);
+        // One field is enough: a spacing stack would have spaced both.
+        let mixed = answer(Some(" The user wants"), Some("Of course!"));
+        assert_eq!(marker_spacing(&mixed), Spacing::Unspaced);
+        // Empty fields say nothing (a call straight after the reasoning opener).
+        assert_eq!(marker_spacing(&answer(None, Some(""))), Spacing::NoField);
+    }
 }

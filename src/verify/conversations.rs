@@ -139,6 +139,7 @@ pub fn check(
         let s = sample::check_record(
             profile,
             options,
+            &[],
             &t.record,
             source.clone(),
             use_file,

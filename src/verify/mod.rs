@@ -39,7 +39,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::build::conversation::{Pending, TurnRecord};
-use crate::build::{read_sources, FileError, RunSettings};
+use crate::build::{read_sources, FileError, Providers, RunSettings};
 use crate::journal::{Record, RecordReader, RunDir, Status, JOURNAL_DIR, MANIFEST_FILE};
 use crate::model::Profile;
 use crate::reconstruct::FidelityClass;
@@ -307,6 +307,9 @@ fn fallback_sources(
     }
 }
 
+/// Journal lines read at a time by the first pass that infers each provider's conventions.
+const PROVIDER_BATCH: usize = 1024;
+
 fn verify_run(
     config: &VerifyConfig,
     reference: Option<&ReferenceFile>,
@@ -317,6 +320,18 @@ fn verify_run(
         RunSettings::from_run(config.input).map_err(|e| VerifyError::Input(e.to_string()))?;
     let options = settings.reconstruct_options();
     report.run_settings = Some(settings);
+    // Each single-turn record checked under its endpoint's shape and its provider's conventions,
+    // inferred over the whole run as `build` infers them.
+    let manifest = RunDir::new(config.input)
+        .read_manifest()
+        .map_err(|e| VerifyError::Input(e.to_string()))?;
+    let mut providers = Providers::new(manifest.as_ref(), false);
+    let journal_dir = config.input.join(JOURNAL_DIR);
+    if journal_dir.is_dir() {
+        providers
+            .learn(config.profile, &journal_dir, PROVIDER_BATCH)
+            .map_err(|e| VerifyError::Input(e.to_string()))?;
+    }
     let sources = fallback_sources(config, &mut report)?;
     let reference_source = if reference.is_some() {
         ReferenceSource::File
@@ -347,7 +362,7 @@ fn verify_run(
         if batch.is_empty() {
             break;
         }
-        let checked = check_batch(config, &options, &sources, reference, &batch)?;
+        let checked = check_batch(config, &providers, &sources, reference, &batch)?;
         bar.inc(checked.len() as u64);
         for result in checked {
             match result {
@@ -420,7 +435,7 @@ fn next_batch(
 /// Check a batch of single-turn records on all cores, each against its `--reference` ids.
 fn check_batch(
     config: &VerifyConfig,
-    options: &crate::reconstruct::ReconstructOptions,
+    providers: &Providers,
     sources: &HashMap<String, String>,
     reference: Option<&ReferenceFile>,
     batch: &[(String, Record)],
@@ -439,9 +454,12 @@ fn check_batch(
                 .source
                 .clone()
                 .or_else(|| sources.get(&record.id).cloned());
+            let (options, conventions) =
+                providers.rebuild_with(providers.group(record), &record.endpoint);
             sample::check_record(
                 config.profile,
                 options,
+                conventions,
                 record,
                 source,
                 reference.is_some(),

@@ -1,7 +1,7 @@
 //! One successful journal record → what it contributes to the figures ([`SampleFigures`]).
 //!
-//! The fidelity class is the one `build` gives the record ([`crate::build::row_of`] with the
-//! run's manifest options, as `build` reads them). The reference compare and the usage
+//! The fidelity class is the one `build` gives the record (its endpoint's shape and its
+//! provider's inferred conventions, [`crate::build::Providers`], as `build` reads them). The reference compare and the usage
 //! cross-check need the ids rebuilt **from the text alone**: when the server also returned its
 //! own ids, the record is reconstructed a second time with those ids removed from the answer, so
 //! what is compared is what a text-only provider would have given us.
@@ -13,6 +13,7 @@ use super::figures::SampleFigures;
 use crate::build::ReadRecord;
 use crate::journal::Record;
 use crate::model::Profile;
+use crate::reconstruct::infer::Convention;
 use crate::reconstruct::{reconstruct, ReconstructOptions};
 
 /// Check one successful record. `file_reference`: the `--reference` ids for this record's id
@@ -21,13 +22,14 @@ use crate::reconstruct::{reconstruct, ReconstructOptions};
 pub fn check_record(
     profile: &Profile,
     options: &ReconstructOptions,
+    conventions: &[&'static dyn Convention],
     record: &Record,
     source: Option<String>,
     use_file: bool,
     file_reference: Option<&[u32]>,
 ) -> Result<SampleFigures, String> {
     let read = ReadRecord::of(record)?;
-    let row = read.row(profile, options, source)?.row;
+    let row = read.row_under(profile, options, conventions, source)?.row;
     let (response, completion) = (read.response, &read.completion);
 
     // Prompt and completion ids from the text alone.

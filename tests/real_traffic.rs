@@ -1,6 +1,5 @@
 //! `draftgen generate` against answers built to the shapes real provider traffic has
-//! (docs/FACTS.md-style facts measured on recorded OpenRouter, Groq, Hugging Face router and
-//! Avian answers, issue 18 item 5): whitespace before a non-streamed body, `: OPENROUTER
+//! (measured on recorded OpenRouter, Groq, Hugging Face router and Avian answers): whitespace before a non-streamed body, `: OPENROUTER
 //! PROCESSING` comments in a stream, the dated `model` of the answer, tool calls ending with
 //! `finish_reason` null or `stop`, a trailing `" "` argument chunk after complete JSON, a
 //! provider's 429 naming the provider in `metadata`, and a mid-stream `error` chunk.

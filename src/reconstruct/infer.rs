@@ -2,7 +2,7 @@
 //!
 //! Behind OpenRouter (or an undeclared server) each provider answers from its own stack, and
 //! some stacks count or shape an answer in a way that reads back as other ids than the model's
-//! (FACTS §C2; tests/data/provider_conventions): `usage` without the end token, a template that
+//! (tests/data/provider_conventions): `usage` without the end token, a template that
 //! lets the model generate `<think>`, spaces around added tokens. Each such [`Convention`] is one
 //! type: its name, its inverse (applied around [`reconstruct_parsed`], which stays a black box),
 //! what one answer shows of it ([`Evidence`]) and the fidelity reason a sample rebuilt under it

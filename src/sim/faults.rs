@@ -221,7 +221,7 @@ pub enum ToolDefect {
     /// A stray `<|tool_calls_section_end|>` is left in `content` of an answer with calls.
     MarkersInContent,
     /// The calls are written into the reasoning as native text instead of being parsed
-    /// (`finish_reason` `stop`, no `tool_calls`), as seen from Chutes (FACTS §D4).
+    /// (`finish_reason` `stop`, no `tool_calls`), as seen from Chutes.
     CallInReasoning,
     /// `native_finish_reason` is `stop` where `finish_reason` is `tool_calls` (vLLM PR #43155);
     /// only the `openrouter` flavour sends `native_finish_reason`.

@@ -1,5 +1,6 @@
-//! OpenRouter answers under each provider convention measured on real traffic (`usage` without the end token, a generated `<think>`, spaces around special tokens, compact
-//! re-serialized arguments, the provider's own tool-call id forms), with the ids the model really
+//! OpenRouter answers under each provider convention measured on real traffic (`usage` without
+//! the end token, a generated `<think>`, spaces around special tokens, compact re-serialized
+//! arguments, the provider's own tool-call id forms), with the ids the model really
 //! saw and wrote: `tests/data/provider_conventions/answers.jsonl`, made by
 //! `tests/data/gen/make_provider_conventions.py` from the reference encoder (format:
 //! `tests/data/README.md`).

@@ -165,6 +165,9 @@ pub struct BuildSummary {
     pub problems: Vec<String>,
     /// Journal lines that were neither built nor a policy drop (see `problems`).
     pub failures: u64,
+    /// Each provider group: the conventions inferred from its answers and what became of its rows.
+    #[serde(default)]
+    pub providers: Vec<ProviderReport>,
 }
 
 impl BuildSummary {
@@ -260,8 +263,8 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     let (shards, jsonl) = written?;
     let mut summary = progress.summary;
     summary.shards = shards;
-    let reports = providers.report(&progress.per_group);
-    write_build_json(config, settings, model, &summary, reports, jsonl)?;
+    summary.providers = providers.report(&progress.per_group);
+    write_build_json(config, settings, model, &summary, jsonl)?;
     Ok(summary)
 }
 
@@ -389,7 +392,6 @@ fn write_build_json(
     settings: RunSettings,
     model: ModelInfo,
     summary: &BuildSummary,
-    providers: Vec<ProviderReport>,
     jsonl: Option<FileHash>,
 ) -> Result<(), BuildError> {
     let info = BuildInfo {
@@ -404,7 +406,7 @@ fn write_build_json(
         model,
         policies: config.policies.clone(),
         counts: summary.counts.clone(),
-        providers,
+        providers: summary.providers.clone(),
         shards: summary.shards.clone(),
         jsonl,
     };

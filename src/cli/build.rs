@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use super::model_args::ModelArgs;
 use super::{finished, print_json, UsageError};
 use crate::build::{
-    self, BuildConfig, BuildError, BuildSummary, LengthPolicy, OverLength, Policies, ShardLimits,
+    self, BuildConfig, BuildError, BuildSummary, LengthPolicy, OverLength, Policies,
+    ProviderReport, ShardLimits,
 };
 use crate::model::assets;
 
@@ -157,6 +158,9 @@ fn print_human(s: &BuildSummary, policies: &Policies) {
     if c.multi_turn > 0 {
         eprintln!("  {} multi-turn sample(s)", c.multi_turn);
     }
+    for group in s.providers.iter().filter(|g| g.evidence_answers > 0) {
+        eprintln!("  {}", provider_line(group));
+    }
     for problem in &s.problems {
         eprintln!("  error: {problem}");
     }
@@ -170,6 +174,28 @@ fn print_human(s: &BuildSummary, policies: &Policies) {
         files.join(", "),
         build::BUILD_JSON
     );
+}
+
+/// One provider group: its answers and the conventions inferred from them, with the evidence.
+fn provider_line(group: &ProviderReport) -> String {
+    let who = match &group.provider {
+        Some(provider) => format!("provider {provider} ({})", group.endpoint),
+        None => format!("endpoint {}", group.endpoint),
+    };
+    let conventions = if group.conventions.is_empty() {
+        "no convention inferred".to_string()
+    } else {
+        let each: Vec<String> = group
+            .conventions
+            .iter()
+            .map(|c| format!("{} ({})", c.name, c.evidence))
+            .collect();
+        format!("rebuilt with {}", each.join(", "))
+    };
+    format!(
+        "{who}: {} answer(s), {} read for evidence; {conventions}",
+        group.answers, group.evidence_answers
+    )
 }
 
 /// `name=count` for each entry, space-separated.

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use super::model_args::ModelArgs;
 use super::{finished, print_json, UsageError};
 use crate::reconstruct::FidelityClass;
-use crate::verify::{self, GroupFigures, VerifyConfig, VerifyError, VerifyReport};
+use crate::verify::{self, GroupFigures, Verdict, VerifyConfig, VerifyError, VerifyReport};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -111,11 +111,138 @@ fn percent(n: u64, of: u64) -> String {
 pub fn summary(r: &VerifyReport, colour: bool) -> String {
     let mut s = String::new();
     fidelity_lines(&mut s, r);
+    trust_lines(&mut s, r, colour);
     reference_line(&mut s, r);
     usage_lines(&mut s, r);
     group_tables(&mut s, r);
+    provider_lines(&mut s, r, colour);
     findings(&mut s, r, colour);
     s
+}
+
+/// "usage_disagrees 3 · no_usage 1", most frequent first.
+fn counted<'a>(items: impl IntoIterator<Item = (&'a String, &'a u64)>) -> String {
+    let mut v: Vec<(&String, &u64)> = items.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// Inconsistent samples listed by name in the terminal (verify.json has the first 100).
+const LISTED_INCONSISTENT: usize = 10;
+
+/// Every class with its share and reasons counted, what build drops, the inconsistent samples.
+fn trust_lines(s: &mut String, r: &VerifyReport, colour: bool) {
+    for class in FidelityClass::ALL {
+        let n = r
+            .samples
+            .by_fidelity
+            .get(class.name())
+            .copied()
+            .unwrap_or(0);
+        if n == 0 {
+            continue;
+        }
+        let reasons = r
+            .fidelity_reasons
+            .get(class.name())
+            .map(|m| format!("  reasons: {}", counted(m.iter())))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "    {:<24} {:>7} {:>7}{reasons}",
+            class.name(),
+            n,
+            percent(n, r.samples.total)
+        );
+    }
+    let _ = writeln!(s, "  build      {}", r.build_drops.note);
+    for i in r.inconsistent_samples.iter().take(LISTED_INCONSISTENT) {
+        let _ = writeln!(
+            s,
+            "  {} {}{}: {} — {}",
+            red("inconsistent", colour),
+            i.id,
+            i.provider
+                .as_deref()
+                .map_or_else(String::new, |p| format!(" ({p})")),
+            if i.reasons.is_empty() {
+                "no reason recorded".to_string()
+            } else {
+                i.reasons.join(", ")
+            },
+            i.first_difference
+        );
+    }
+    let total = r
+        .samples
+        .by_fidelity
+        .get(FidelityClass::Inconsistent.name())
+        .copied()
+        .unwrap_or(0);
+    if total as usize > LISTED_INCONSISTENT {
+        let _ = writeln!(
+            s,
+            "  … {} more inconsistent sample(s) in verify.json (inconsistent_samples)",
+            total as usize - LISTED_INCONSISTENT.min(r.inconsistent_samples.len())
+        );
+    }
+}
+
+/// The provider table with verdicts, the routing line, and the provider behind the failures.
+fn provider_lines(s: &mut String, r: &VerifyReport, colour: bool) {
+    if r.providers.rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "  {:<24} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  verdict",
+        "providers", "answers", "failed", "exact", "ambig.", "lossy", "dropped"
+    );
+    for p in &r.providers.rows {
+        let verdict = match p.verdict {
+            Verdict::Use => p.verdict.name().to_string(),
+            Verdict::Avoid => red(p.verdict.name(), colour),
+        };
+        let _ = writeln!(
+            s,
+            "    {:<22} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {verdict}: {}",
+            truncate(&p.provider, 22),
+            p.answers,
+            p.failed,
+            percent(p.exact, p.samples),
+            percent(p.ambiguous, p.samples),
+            percent(p.lossy, p.samples),
+            percent(p.dropped, p.samples),
+            p.reason
+        );
+        if !p.failures_by_class.is_empty() {
+            let _ = writeln!(s, "      failures: {}", counted(p.failures_by_class.iter()));
+        }
+        for c in &p.conventions {
+            let _ = writeln!(s, "      convention {}: {}", c.name, c.evidence);
+        }
+        if let Some(form) = &p.call_id_form {
+            let _ = writeln!(
+                s,
+                "      tool calls: {} of {} exact; ids {form}",
+                p.tool_call_exact, p.tool_call_samples
+            );
+        }
+    }
+    if let Some(cause) = &r.failures.caused_by {
+        let failed = r.failures.by_provider.get(cause).map_or(0, |a| a.failed);
+        let _ = writeln!(
+            s,
+            "  failures   {} of {} failed attempt(s) came from {cause}: a resume routed there fails again",
+            failed, r.failures.total
+        );
+    }
+    if let Some(line) = &r.providers.routing {
+        let _ = writeln!(s, "  routing    paste into the run config: {line}");
+    }
 }
 
 /// What was verified, and the samples per fidelity class.
@@ -215,6 +342,22 @@ fn group_tables(s: &mut String, r: &VerifyReport) {
 
 /// The tool-call audit, the first divergent samples and problems, and the gate.
 fn findings(s: &mut String, r: &VerifyReport, colour: bool) {
+    let exact: Vec<String> = r
+        .by_provider
+        .iter()
+        .filter(|(_, g)| g.tool_call_samples > 0)
+        .map(|(name, g)| {
+            format!(
+                "{name} {}/{} ({})",
+                g.tool_call_exact,
+                g.tool_call_samples,
+                percent(g.tool_call_exact, g.tool_call_samples)
+            )
+        })
+        .collect();
+    if !exact.is_empty() {
+        let _ = writeln!(s, "  tool calls rebuilt exactly: {}", exact.join(" · "));
+    }
     let table = r.tool_calls.terminal_table();
     if !table.trim().is_empty() {
         let _ = writeln!(s, "  tool calls\n{table}");

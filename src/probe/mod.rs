@@ -14,6 +14,7 @@ pub mod providers;
 pub mod recognize;
 pub mod scenario;
 mod table;
+pub mod verdict;
 
 use std::collections::BTreeSet;
 
@@ -98,6 +99,12 @@ pub struct ProbeReport {
     pub model: String,
     pub scenarios: Vec<Scenario>,
     pub targets: Vec<TargetReport>,
+    /// Per target: use or avoid, with the reason and what the answers show.
+    pub verdicts: Vec<verdict::TargetVerdict>,
+    /// The routing line for the run config (`provider = { ignore = [...] }`), when a provider
+    /// is to be avoided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routing: Option<String>,
 }
 
 impl ProbeReport {
@@ -250,10 +257,13 @@ pub async fn probe(client: &Client, targets: &[Target], opts: &ProbeOptions<'_>)
             .count();
         report.recognized = recognize_target(report);
     }
+    let verdicts = verdict::verdicts(&reports);
     ProbeReport {
         draftgen_version: env!("CARGO_PKG_VERSION"),
         model: opts.model.clone(),
         scenarios,
+        routing: verdict::routing_line(&reports, &verdicts),
+        verdicts,
         targets: reports,
     }
 }

@@ -108,5 +108,26 @@ pub fn render(report: &ProbeReport) -> String {
         }
         out.push('\n');
     }
+    verdict_lines(&mut out, report);
     out
+}
+
+/// Each target's verdict with its evidence, and the routing line.
+fn verdict_lines(out: &mut String, report: &ProbeReport) {
+    if report.verdicts.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "verdicts");
+    for v in &report.verdicts {
+        let _ = writeln!(out, "  {:<5} {}: {}", v.verdict, v.target, v.reason);
+        for line in &v.evidence {
+            let _ = writeln!(out, "        {line}");
+        }
+        if !v.call_ids.is_empty() {
+            let _ = writeln!(out, "        tool-call ids: {}", v.call_ids.join(", "));
+        }
+    }
+    if let Some(line) = &report.routing {
+        let _ = writeln!(out, "routing: paste into the run config: {line}");
+    }
 }

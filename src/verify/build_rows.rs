@@ -15,9 +15,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch, StringArray};
 
 use super::VerifyError;
-use crate::build::{BuildDir, FileError, TokenColumns};
+use crate::build::{BuildDir, FileError, ProviderReport, TokenColumns};
 use crate::journal::{RecordReader, Status, JOURNAL_DIR};
-use crate::reconstruct::FidelityClass;
+use crate::reconstruct::{FidelityClass, Reason};
 
 const BATCH_ROWS: usize = 512;
 
@@ -27,6 +27,9 @@ pub struct BuildRow {
     pub source: Option<String>,
     pub provider: Option<String>,
     pub fidelity: FidelityClass,
+    /// `fidelity_reasons`, the names `build` wrote (unknown names are skipped).
+    pub reasons: Vec<Reason>,
+    pub has_tool_calls: bool,
     pub prompt_len: usize,
     /// The model-produced tokens (`loss_mask == 1`), in order.
     pub completion: Vec<u32>,
@@ -86,6 +89,15 @@ pub fn run_usage(run: &Path) -> Result<HashMap<String, Usage>, String> {
     Ok(usage)
 }
 
+/// The provider groups `build.json` lists (empty when it lists none or cannot be read: the
+/// table then has no conventions, and verdicts come from the rows alone).
+pub fn provider_groups(build_dir: &Path) -> Vec<ProviderReport> {
+    BuildDir::open(build_dir)
+        .ok()
+        .and_then(|b| serde_json::from_value(b.build_json["providers"].clone()).ok())
+        .unwrap_or_default()
+}
+
 /// Whether `dir` is a build output directory (has `build.json` or Parquet shards, no journal).
 pub fn is_build_dir(dir: &Path) -> bool {
     !dir.join(crate::journal::JOURNAL_DIR).is_dir() && BuildDir::open(dir).is_ok()
@@ -115,6 +127,12 @@ fn rows_of(shard: &Path, first_row: u64, batch: &RecordBatch) -> Result<Vec<Buil
     let sources = strings("source")?;
     let providers = strings("provider")?;
     let classes = strings("fidelity_class")?;
+    let reasons = batch
+        .column_by_name("fidelity_reasons")
+        .and_then(|c| c.as_list_opt::<i32>());
+    let tool_calls = batch
+        .column_by_name("has_tool_calls")
+        .and_then(|c| c.as_boolean_opt());
     let opt = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_string());
     let mut rows = Vec::with_capacity(batch.num_rows());
     for i in 0..batch.num_rows() {
@@ -134,6 +152,8 @@ fn rows_of(shard: &Path, first_row: u64, batch: &RecordBatch) -> Result<Vec<Buil
             source: opt(sources, i),
             provider: opt(providers, i),
             fidelity,
+            reasons: reasons.map(|r| reasons_of(r, i)).unwrap_or_default(),
+            has_tool_calls: tool_calls.is_some_and(|t| !t.is_null(i) && t.value(i)),
             prompt_len: row
                 .loss_mask
                 .iter()
@@ -149,4 +169,19 @@ fn rows_of(shard: &Path, first_row: u64, batch: &RecordBatch) -> Result<Vec<Buil
         });
     }
     Ok(rows)
+}
+
+/// The reasons of row `i` of a `fidelity_reasons` list column.
+fn reasons_of(column: &arrow_array::ListArray, i: usize) -> Vec<Reason> {
+    if column.is_null(i) {
+        return Vec::new();
+    }
+    let values = column.value(i);
+    let Some(names) = values.as_string_opt::<i32>() else {
+        return Vec::new();
+    };
+    (0..names.len())
+        .filter(|&j| !names.is_null(j))
+        .filter_map(|j| Reason::named(names.value(j)))
+        .collect()
 }

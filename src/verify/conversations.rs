@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::compare::Comparison;
-use super::figures::SampleFigures;
+use super::figures::{SampleFigures, SampleTrust};
 use super::sample;
 use crate::build::conversation::{self, TurnRecord};
 use crate::model::Profile;
@@ -171,6 +171,11 @@ pub fn check(
         // The last turn's prompt is the whole regenerated history.
         prompt_usage: last.and_then(|s| s.prompt_usage),
         completion_usage: last.and_then(|s| s.completion_usage),
+        trust: SampleTrust {
+            reasons: row.fidelity_reasons.clone(),
+            tool_calls: row.has_tool_calls,
+            call_id_form: checked_turns.iter().find_map(|(_, s)| s.trust.call_id_form),
+        },
     };
     let figures = ConversationFigures {
         id: row.id.clone(),

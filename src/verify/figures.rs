@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::compare::Comparison;
-use crate::reconstruct::FidelityClass;
+use crate::reconstruct::{FidelityClass, Reason};
 
 /// Divergent samples kept with their context in `verify.json` (all are counted).
 pub const MAX_DIVERGENT_SAMPLES: usize = 100;
@@ -177,6 +177,19 @@ impl LengthHistogram {
 pub struct GroupFigures {
     pub samples: u64,
     pub by_fidelity: BTreeMap<String, u64>,
+    /// Per fidelity class, how many of its samples carry each reason (a sample with two
+    /// reasons counts under both; a class whose samples carry none is absent).
+    #[serde(default)]
+    pub reasons_by_class: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Samples whose answer made tool calls, and how many of them were rebuilt exactly.
+    #[serde(default)]
+    pub tool_call_samples: u64,
+    #[serde(default)]
+    pub tool_call_exact: u64,
+    /// The form of the answers' tool-call ids (`functions.NAME:N`, `NAME:N`, `digits`,
+    /// `call_…`, `other`), counted per sample with tool calls.
+    #[serde(default)]
+    pub call_id_forms: BTreeMap<String, u64>,
     pub reference: ReferenceFigures,
     pub usage: UsageFigures,
     pub prompt_lengths: LengthHistogram,
@@ -196,6 +209,40 @@ pub struct SampleFigures {
     /// (reported, rebuilt-from-text) prompt and completion counts.
     pub prompt_usage: Option<(u64, usize)>,
     pub completion_usage: Option<(u64, usize)>,
+    pub trust: SampleTrust,
+}
+
+/// Why a sample is in its class, and its tool calls.
+#[derive(Debug, Clone, Default)]
+pub struct SampleTrust {
+    pub reasons: Vec<Reason>,
+    pub tool_calls: bool,
+    /// The form of its first tool-call id ([`call_id_form`]).
+    pub call_id_form: Option<&'static str>,
+}
+
+/// The form of a tool-call id, as providers write them: the model's own `functions.NAME:N`
+/// (Kimi), `NAME:N`, a bare number, OpenAI-style `call_…`, or something else.
+pub fn call_id_form(id: Option<&str>) -> &'static str {
+    let Some(id) = id.filter(|id| !id.is_empty()) else {
+        return "none";
+    };
+    let numbered = |s: &str| {
+        s.rsplit_once(':').is_some_and(|(name, n)| {
+            !name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+        })
+    };
+    if id.bytes().all(|b| b.is_ascii_digit()) {
+        "digits"
+    } else if id.starts_with("functions.") && numbered(id) {
+        "functions.NAME:N"
+    } else if numbered(id) {
+        "NAME:N"
+    } else if id.starts_with("call_") {
+        "call_…"
+    } else {
+        "other"
+    }
 }
 
 impl GroupFigures {
@@ -205,6 +252,7 @@ impl GroupFigures {
             .by_fidelity
             .entry(s.fidelity.name().to_string())
             .or_default() += 1;
+        self.add_trust(s);
         self.prompt_lengths.add(s.prompt_len);
         self.completion_lengths.add(s.completion_len);
         let r = &mut self.reference;
@@ -245,11 +293,43 @@ impl GroupFigures {
         }
     }
 
+    /// The sample's reasons under its class, and its tool calls.
+    fn add_trust(&mut self, s: &SampleFigures) {
+        if !s.trust.reasons.is_empty() {
+            let reasons = self
+                .reasons_by_class
+                .entry(s.fidelity.name().to_string())
+                .or_default();
+            for reason in &s.trust.reasons {
+                *reasons.entry(reason_name(*reason)).or_default() += 1;
+            }
+        }
+        if s.trust.tool_calls {
+            self.tool_call_samples += 1;
+            if s.fidelity.is_exact() {
+                self.tool_call_exact += 1;
+            }
+            let form = s.trust.call_id_form.unwrap_or("none");
+            *self.call_id_forms.entry(form.to_string()).or_default() += 1;
+        }
+    }
+
     /// Add another group's counts (used for tests and for merging partial tallies).
     pub fn merge(&mut self, other: &GroupFigures) {
         self.samples += other.samples;
         for (k, n) in &other.by_fidelity {
             *self.by_fidelity.entry(k.clone()).or_default() += n;
+        }
+        for (class, reasons) in &other.reasons_by_class {
+            let mine = self.reasons_by_class.entry(class.clone()).or_default();
+            for (reason, n) in reasons {
+                *mine.entry(reason.clone()).or_default() += n;
+            }
+        }
+        self.tool_call_samples += other.tool_call_samples;
+        self.tool_call_exact += other.tool_call_exact;
+        for (form, n) in &other.call_id_forms {
+            *self.call_id_forms.entry(form.clone()).or_default() += n;
         }
         let (r, o) = (&mut self.reference, &other.reference);
         if o.compared > 0 {
@@ -281,6 +361,14 @@ impl GroupFigures {
     }
 }
 
+/// A reason's stable name (as `build` writes it in `fidelity_reasons`).
+pub fn reason_name(reason: Reason) -> String {
+    serde_json::to_value(reason)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{reason:?}"))
+}
+
 /// Label of samples without a source or provider.
 pub const UNKNOWN: &str = "(unknown)";
 
@@ -296,6 +384,20 @@ mod tests {
         assert_eq!(LengthHistogram::bucket_of(3), 2);
         assert_eq!(LengthHistogram::bucket_of(4), 4);
         assert_eq!(LengthHistogram::bucket_of(1000), 512);
+    }
+
+    #[test]
+    fn call_id_forms_as_providers_write_them() {
+        assert_eq!(
+            call_id_form(Some("functions.get_weather:0")),
+            "functions.NAME:N"
+        );
+        assert_eq!(call_id_form(Some("get_weather:12")), "NAME:N");
+        assert_eq!(call_id_form(Some("0")), "digits");
+        assert_eq!(call_id_form(Some("call_0f3a9b")), "call_…");
+        assert_eq!(call_id_form(Some("toolu_01")), "other");
+        assert_eq!(call_id_form(Some("")), "none");
+        assert_eq!(call_id_form(None), "none");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::figures::{GroupFigures, LengthHistogram, UsageDelta};
+use super::html_trust;
 use super::svg::{self, esc, series_colour};
 use super::timeline::{Minute, Timeline};
 use super::VerifyReport;
@@ -83,6 +84,8 @@ pub fn render(r: &VerifyReport) -> String {
         esc(&r.run)
     );
     header(&mut s, r);
+    html_trust::classes(&mut s, r);
+    html_trust::providers(&mut s, r);
     fidelity(&mut s, r);
     reference(&mut s, r);
     usage(&mut s, r);
@@ -93,10 +96,12 @@ pub fn render(r: &VerifyReport) -> String {
     groups_table(&mut s, "Per provider", &r.by_provider);
     // The audit's own self-contained section, with its heading and red flags
     // (`ToolAudit::html_section`).
+    html_trust::tool_call_heading(&mut s, r);
     s.push_str(&r.tool_calls.html_section());
     conversations(&mut s, r);
     divergent(&mut s, r);
     problems(&mut s, r);
+    html_trust::glossary(&mut s);
     let _ = write!(
         s,
         r#"<p class="muted">draftgen {} · verify.json beside this file has every figure.</p></main></body></html>"#,
@@ -611,12 +616,17 @@ mod tests {
             input: "run",
             model: "m&m".into(),
             samples: Default::default(),
+            fidelity_reasons: Default::default(),
             reference: Default::default(),
             usage: Default::default(),
             prompt_lengths: Default::default(),
             completion_lengths: Default::default(),
             by_source,
             by_provider: BTreeMap::new(),
+            providers: Default::default(),
+            failures: Default::default(),
+            inconsistent_samples: Vec::new(),
+            build_drops: Default::default(),
             tool_calls: audit::ToolAudit::default(),
             conversations: Default::default(),
             attempts: Timeline::default(),

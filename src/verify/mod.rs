@@ -17,19 +17,26 @@ pub mod compare;
 pub mod conversations;
 pub mod figures;
 pub mod html;
+mod html_trust;
+pub mod providers;
 mod reference;
 mod sample;
 mod svg;
 pub mod timeline;
+pub mod trust;
+pub mod verdict;
 
 pub use compare::{compare, Comparison, Divergence};
 pub use figures::{
     DivergentSample, GroupFigures, LengthHistogram, ReferenceFigures, ReferenceSource,
-    SampleCounts, SampleFigures, UsageDelta, UsageFigures,
+    SampleCounts, SampleFigures, SampleTrust, UsageDelta, UsageFigures,
 };
+pub use providers::{Failures, ProviderRow, ProviderTable};
 pub use reference::ReferenceFile;
 pub use sample::without_server_ids;
 pub use timeline::Timeline;
+pub use trust::{BuildDrops, InconsistentSample};
+pub use verdict::Verdict;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -39,7 +46,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::build::conversation::{Pending, TurnRecord};
-use crate::build::{read_sources, FileError, Providers, RunSettings};
+use crate::build::{read_sources, FileError, ProviderReport, Providers, RunSettings};
 use crate::journal::{Record, RecordReader, RunDir, Status, JOURNAL_DIR, MANIFEST_FILE};
 use crate::model::Profile;
 use crate::reconstruct::FidelityClass;
@@ -125,12 +132,23 @@ pub struct VerifyReport {
     pub input: &'static str,
     pub model: String,
     pub samples: SampleCounts,
+    /// Per fidelity class, its samples' reasons counted (`{"lossy": {"arguments_reserialized": 4}}`).
+    pub fidelity_reasons: BTreeMap<String, BTreeMap<String, u64>>,
     pub reference: ReferenceFigures,
     pub usage: UsageFigures,
     pub prompt_lengths: LengthHistogram,
     pub completion_lengths: LengthHistogram,
     pub by_source: BTreeMap<String, GroupFigures>,
     pub by_provider: BTreeMap<String, GroupFigures>,
+    /// Per provider: answers, failures, conventions, shares and a use / avoid verdict; the
+    /// routing line for the run config.
+    pub providers: ProviderTable,
+    /// Failed attempts per provider and endpoint, and the provider that caused most of them.
+    pub failures: Failures,
+    /// The first [`trust::MAX_INCONSISTENT_SAMPLES`] inconsistent samples, by name.
+    pub inconsistent_samples: Vec<InconsistentSample>,
+    /// What `build` drops of these samples.
+    pub build_drops: BuildDrops,
     pub tool_calls: audit::ToolAudit,
     /// Multi-turn runs: each conversation (one sample above) and its turns checked one by one.
     pub conversations: conversations::ConversationReport,
@@ -154,12 +172,17 @@ impl VerifyReport {
             input,
             model: config.model_name.to_string(),
             samples: SampleCounts::default(),
+            fidelity_reasons: BTreeMap::new(),
             reference: ReferenceFigures::default(),
             usage: UsageFigures::default(),
             prompt_lengths: LengthHistogram::default(),
             completion_lengths: LengthHistogram::default(),
             by_source: BTreeMap::new(),
             by_provider: BTreeMap::new(),
+            providers: ProviderTable::default(),
+            failures: Failures::default(),
+            inconsistent_samples: Vec::new(),
+            build_drops: BuildDrops::default(),
             tool_calls: audit::ToolAudit::default(),
             conversations: conversations::ConversationReport::default(),
             attempts: Timeline::default(),
@@ -188,6 +211,11 @@ impl VerifyReport {
     /// Count one sample in the totals and in its source's and provider's groups.
     fn add(&mut self, overall: &mut GroupFigures, s: &SampleFigures, source: ReferenceSource) {
         overall.add(s, source);
+        if s.fidelity == FidelityClass::Inconsistent
+            && self.inconsistent_samples.len() < trust::MAX_INCONSISTENT_SAMPLES
+        {
+            self.inconsistent_samples.push(InconsistentSample::of(s));
+        }
         let key = |k: &Option<String>| k.clone().unwrap_or_else(|| figures::UNKNOWN.into());
         self.by_source
             .entry(key(&s.source))
@@ -199,12 +227,42 @@ impl VerifyReport {
             .add(s, source);
     }
 
+    /// The provider table, failures' cause and build's drops. `groups`: the provider groups
+    /// with their inferred conventions; `build_dropped`: a build directory's dropped rows per
+    /// provider (`None` for a run).
+    fn judge_providers(
+        &mut self,
+        groups: &[ProviderReport],
+        build_dropped: Option<&BTreeMap<String, u64>>,
+    ) {
+        self.failures.attribute();
+        let none = BTreeMap::new();
+        self.providers = providers::table(
+            &self.by_provider,
+            &self.failures,
+            groups,
+            build_dropped.unwrap_or(&none),
+        );
+        let inconsistent = self
+            .samples
+            .by_fidelity
+            .get(FidelityClass::Inconsistent.name())
+            .copied()
+            .unwrap_or(0);
+        self.build_drops = BuildDrops::of(
+            self.samples.total,
+            inconsistent,
+            build_dropped.map(|d| d.values().sum()),
+        );
+    }
+
     /// Move the overall group's figures into the report's top-level fields and decide the gate.
     fn finish(&mut self, overall: GroupFigures, strict_tools: bool) {
         self.samples.total = overall.samples;
         for (class, n) in &overall.by_fidelity {
             *self.samples.by_fidelity.entry(class.clone()).or_default() += n;
         }
+        self.fidelity_reasons = overall.reasons_by_class;
         self.reference = overall.reference;
         self.usage = overall.usage;
         self.prompt_lengths = overall.prompt_lengths;
@@ -381,6 +439,7 @@ fn verify_run(
         },
     )?;
     report.finish(overall, config.strict_tools);
+    report.judge_providers(&providers.report(&[]), None);
     Ok(report)
 }
 
@@ -399,6 +458,7 @@ fn next_batch(
         match record {
             Ok(record) => {
                 report.attempts.add(&record);
+                report.failures.add(&record);
                 if record.status != Status::Success {
                     continue;
                 }
@@ -575,6 +635,11 @@ fn verify_build(
                     prompt_usage: prompt_tokens.map(|n| (n, row.prompt_len)),
                     completion_usage: completion_tokens.map(|n| (n, row.completion.len())),
                     comparison,
+                    trust: SampleTrust {
+                        reasons: row.reasons,
+                        tool_calls: row.has_tool_calls,
+                        call_id_form: None,
+                    },
                 }
             })
             .collect();
@@ -586,6 +651,16 @@ fn verify_build(
     })?;
     bar.finish_and_clear();
     report.finish(overall, config.strict_tools);
+    let groups = build_rows::provider_groups(config.input);
+    let mut dropped: BTreeMap<String, u64> = BTreeMap::new();
+    for g in &groups {
+        let name = g
+            .provider
+            .clone()
+            .unwrap_or_else(|| figures::UNKNOWN.into());
+        *dropped.entry(name).or_default() += g.dropped;
+    }
+    report.judge_providers(&groups, Some(&dropped));
     Ok(report)
 }
 

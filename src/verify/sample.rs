@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::compare::compare;
-use super::figures::SampleFigures;
+use super::figures::{call_id_form, SampleFigures, SampleTrust};
 use crate::build::ReadRecord;
 use crate::journal::Record;
 use crate::model::Profile;
@@ -64,6 +64,14 @@ pub fn check_record(
     let completion_usage = usage
         .and_then(|u| u.completion_tokens)
         .zip(text_ids.as_ref().map(|(_, c)| c.len()));
+    let trust = SampleTrust {
+        reasons: row.fidelity_reasons.clone(),
+        tool_calls: row.has_tool_calls,
+        call_id_form: completion
+            .tool_calls
+            .first()
+            .map(|call| call_id_form(call.id.as_deref())),
+    };
     Ok(SampleFigures {
         id: row.id,
         source: row.source,
@@ -74,6 +82,7 @@ pub fn check_record(
         comparison,
         prompt_usage,
         completion_usage,
+        trust,
     })
 }
 

@@ -836,3 +836,218 @@ fn a_multi_turn_conversation_is_one_sample_reported_per_turn() {
         .iter()
         .any(|r| r.as_str().is_some_and(|r| r.contains("inconsistent"))));
 }
+
+/// The journal's records of a run, each parsed.
+fn journal_records(run: &Path) -> Vec<Value> {
+    let mut records = Vec::new();
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(run.join("journal"))
+        .expect("journal")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    segments.sort();
+    for segment in segments {
+        for line in std::fs::read_to_string(&segment).expect("segment").lines() {
+            records.push(serde_json::from_str(line).expect("record"));
+        }
+    }
+    records
+}
+
+/// A run answered by three simulated OpenRouter providers: `Good` answers as OpenRouter does,
+/// `Short` too but its answers' `usage.completion_tokens` are then lowered by 5 in the journal
+/// (fewer tokens than its answer's text holds: no token stream of that length is the text, so
+/// by definition every one of its samples is `inconsistent`), `Dead` fails every request (the simulator's `down`). Expected
+/// figures come from the journal itself (who answered, who failed, with what) and from that
+/// construction — never from verify's own output.
+#[test]
+fn a_multi_provider_run_gets_verdicts_and_a_routing_line() {
+    use draftgen::sim::{Flavor, SimConfig};
+    let dir = RunDir::new();
+    let dataset = dir.path().join("weather.jsonl");
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "description": "Current weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
+    let lines: String = (0..24)
+        .map(|i| {
+            let mut p = json!({"messages": [{"role": "user",
+                "content": format!("What is the weather in city number {i}?")}]});
+            if i % 4 == 0 {
+                p["tools"] = tools.clone();
+            }
+            p.to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(&dataset, lines).expect("dataset");
+    let o = Command::new(BIN)
+        .arg("prepare")
+        .arg(&dataset)
+        .arg("--out")
+        .arg(dir.prompts())
+        .output()
+        .expect("prepare");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sim = start_sim(SimConfig {
+        flavor: Flavor::OpenRouter,
+        seed: 5,
+        model_dir: Some(common::assets().join("kimi-k2.5")),
+        providers: [
+            "Good:openrouter",
+            "Short:openrouter",
+            "Dead:openrouter:down",
+        ]
+        .iter()
+        .map(|p| p.parse().expect("provider spec"))
+        .collect(),
+        ..SimConfig::default()
+    });
+    let run = dir.run();
+    let o = dir
+        .generate(&sim.base_url())
+        .args([
+            "--model",
+            "kimi-k2.5",
+            "--kind",
+            "openrouter",
+            "--max-tokens",
+            "1024",
+        ])
+        .env("OPENROUTER_API_KEY", "sk-or-v1-verify-test-key")
+        .output()
+        .expect("generate");
+    assert!(run.join("journal").is_dir(), "{}", stderr(&o));
+
+    // Lower Short's counts; tally what the journal says of each provider.
+    let mut records = journal_records(&run);
+    let mut short_ids: Vec<String> = Vec::new();
+    let (mut good, mut dead_failed, mut failed) = (0u64, 0u64, 0u64);
+    for r in &mut records {
+        let provider = r["provider"].as_str().unwrap_or_default().to_string();
+        match (r["status"].as_str(), provider.as_str()) {
+            (Some("success"), "Short") => {
+                short_ids.push(r["id"].as_str().expect("id").to_string());
+                let n = r["response"]["usage"]["completion_tokens"]
+                    .as_u64()
+                    .expect("usage");
+                assert!(n > 5, "{r}");
+                r["response"]["usage"]["completion_tokens"] = json!(n - 5);
+                if r["completion_tokens"].is_u64() {
+                    r["completion_tokens"] = json!(n - 5);
+                }
+            }
+            (Some("success"), "Good") => good += 1,
+            (Some("failed"), name) => {
+                failed += 1;
+                if name == "Dead" {
+                    dead_failed += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(good > 0 && !short_ids.is_empty() && dead_failed > 0);
+    std::fs::remove_dir_all(run.join("journal")).expect("rm journal");
+    std::fs::create_dir_all(run.join("journal")).expect("mkdir");
+    let text: String = records.iter().map(|r| r.to_string() + "\n").collect();
+    std::fs::write(run.join("journal/000001.jsonl"), text).expect("journal");
+
+    let (o, report) = verify("kimi-k2.5", &run, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "inconsistent samples fail the gate: {}",
+        stderr(&o)
+    );
+    let rows = report["providers"]["rows"].as_array().expect("rows");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["provider"] == name)
+            .unwrap_or_else(|| panic!("{name}: {rows:#?}"))
+    };
+    let n_short = short_ids.len() as u64;
+    assert_eq!(row("Good")["verdict"], "use", "{:#}", row("Good"));
+    assert_eq!(row("Good")["answers"], json!(good));
+    assert_eq!(row("Short")["verdict"], "avoid");
+    assert_eq!(row("Short")["dropped"], json!(n_short));
+    assert_eq!(row("Short")["shares"]["dropped"], json!(1.0));
+    assert!(row("Short")["reason"]
+        .as_str()
+        .is_some_and(|r| r.starts_with(&format!("build drops {n_short} of {n_short}"))));
+    assert_eq!(row("Dead")["verdict"], "avoid");
+    assert_eq!(row("Dead")["answers"], json!(0));
+    assert_eq!(row("Dead")["failed"], json!(dead_failed));
+    assert_eq!(
+        row("Dead")["failures_by_class"]["server_error"],
+        json!(dead_failed)
+    );
+    assert_eq!(report["failures"]["total"], json!(failed));
+    assert_eq!(report["failures"]["caused_by"], "Dead");
+    let routing = r#"provider = { ignore = ["Short", "Dead"] }"#;
+    assert_eq!(report["providers"]["routing"], routing);
+
+    // Trust: every inconsistent sample named with its reason and first difference, and what
+    // build drops.
+    let mut listed: Vec<&str> = report["inconsistent_samples"]
+        .as_array()
+        .expect("inconsistent samples")
+        .iter()
+        .map(|s| {
+            assert!(s["reasons"].to_string().contains("usage_disagrees"), "{s}");
+            assert!(
+                s["first_difference"]
+                    .as_str()
+                    .is_some_and(|d| d.starts_with("completion_tokens reported")),
+                "{s}"
+            );
+            s["id"].as_str().expect("id")
+        })
+        .collect();
+    listed.sort_unstable();
+    short_ids.sort_unstable();
+    assert_eq!(listed, short_ids);
+    assert_eq!(
+        report["fidelity_reasons"]["inconsistent"]["usage_disagrees"],
+        json!(n_short)
+    );
+    assert_eq!(report["build_drops"]["drops"], json!(n_short));
+
+    // Tool-call samples per provider, as the journal's answers carry calls.
+    let with_calls = |name: &str| {
+        records
+            .iter()
+            .filter(|r| r["status"] == "success" && r["provider"] == name)
+            .filter(|r| {
+                r["response"]["choices"][0]["message"]["tool_calls"]
+                    .as_array()
+                    .is_some_and(|c| !c.is_empty())
+            })
+            .count() as u64
+    };
+    assert_eq!(row("Good")["tool_call_samples"], json!(with_calls("Good")));
+    assert_eq!(
+        row("Short")["tool_call_samples"],
+        json!(with_calls("Short"))
+    );
+
+    // The same in the terminal summary and the report.
+    let summary = stderr(&o);
+    for line in [
+        format!("routing    paste into the run config: {routing}"),
+        format!("build      build drops {n_short} sample(s) of class inconsistent"),
+        format!("came from Dead"),
+        format!("inconsistent {}", short_ids[0]),
+    ] {
+        assert!(summary.contains(&line), "{line}\n{summary}");
+    }
+    let html = std::fs::read_to_string(run.join("report.html")).expect("report");
+    for heading in [
+        "<h2>What to trust</h2>",
+        "<h2>Providers and verdicts</h2>",
+        "<h2>Glossary of fidelity classes</h2>",
+    ] {
+        assert_eq!(html.matches(heading).count(), 1, "{heading}");
+    }
+    if with_calls("Good") + with_calls("Short") > 0 {
+        assert!(html.contains("<h2>Tool-call samples rebuilt exactly</h2>"));
+    }
+    assert!(html.contains("provider = { ignore = [&quot;Short&quot;, &quot;Dead&quot;] }"));
+}

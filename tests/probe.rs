@@ -345,3 +345,65 @@ fn openrouter_listing_gives_one_target_per_provider() {
         assert_eq!(p["http_status"], 502, "{p:#}");
     }
 }
+
+/// Verdicts before a run: a provider whose upstream is down (every scenario fails, as the
+/// simulator's `down` makes it) is avoided, the ones that answer every scenario are used, and
+/// the routing line ignores the dead one by the slug `provider.only` took.
+#[test]
+fn probe_gives_a_verdict_per_provider_and_a_routing_line() {
+    let base_url = start_sim(SimConfig {
+        flavor: Flavor::OpenRouter,
+        providers: ["Alpha:openrouter", "Beta:vllm", "Ghost:sglang:down"]
+            .iter()
+            .map(|p| p.parse().expect("provider spec"))
+            .collect(),
+        ..SimConfig::default()
+    });
+    let out = probe(&[
+        "--model",
+        "moonshotai/kimi-k2.5",
+        "--base-url",
+        &base_url,
+        "--openrouter",
+        "--timeout",
+        "30",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("probe --json");
+    let verdicts: Vec<(&str, &str)> = report["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .map(|v| {
+            (
+                v["target"].as_str().unwrap_or_default(),
+                v["verdict"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [("Alpha", "use"), ("Beta", "use"), ("Ghost", "avoid")],
+        "{}",
+        text(&out)
+    );
+    let ghost = &report["verdicts"][2];
+    assert_eq!(ghost["answered"], 0);
+    assert_eq!(ghost["failures_by_class"]["server_error"], 4, "{ghost:#}");
+    assert_eq!(
+        ghost["reason"],
+        "all 4 scenario(s) failed (mostly server_error: 4)"
+    );
+    let routing = r#"provider = { ignore = ["ghost"] }"#;
+    assert_eq!(report["routing"], routing);
+    let table = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        table.contains(&format!("routing: paste into the run config: {routing}")),
+        "{table}"
+    );
+    assert!(
+        table.contains("avoid Ghost: all 4 scenario(s) failed"),
+        "{table}"
+    );
+}

@@ -1033,7 +1033,7 @@ fn a_multi_provider_run_gets_verdicts_and_a_routing_line() {
     for line in [
         format!("routing    paste into the run config: {routing}"),
         format!("build      build drops {n_short} sample(s) of class inconsistent"),
-        format!("came from Dead"),
+        "came from Dead".to_string(),
         format!("inconsistent {}", short_ids[0]),
     ] {
         assert!(summary.contains(&line), "{line}\n{summary}");

@@ -229,7 +229,7 @@ pub fn routing_line(targets: &[TargetReport], verdicts: &[TargetVerdict]) -> Opt
         return Some(format!("provider = {{ ignore = [{}] }}", quoted(avoid)));
     }
     let mut ranked = named.clone();
-    ranked.sort_by(|a, b| b.1.answered.cmp(&a.1.answered));
+    ranked.sort_by_key(|(_, v)| std::cmp::Reverse(v.answered));
     Some(format!(
         "provider = {{ order = [{}] }}",
         quoted(ranked.into_iter().map(|(p, _)| p).collect())

@@ -1050,4 +1050,19 @@ fn a_multi_provider_run_gets_verdicts_and_a_routing_line() {
         assert!(html.contains("<h2>Tool-call samples rebuilt exactly</h2>"));
     }
     assert!(html.contains("provider = { ignore = [&quot;Short&quot;, &quot;Dead&quot;] }"));
+
+    // The build of that run: its rows no longer hold Short's samples (build dropped them), and
+    // verify on the build directory still avoids Short for them.
+    let o = dir.build("kimi-k2.5", "out").output().expect("build");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (o, report) = verify("kimi-k2.5", &dir.join("out"), &[]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    let rows = report["providers"]["rows"].as_array().expect("rows");
+    let short = rows
+        .iter()
+        .find(|r| r["provider"] == "Short")
+        .unwrap_or_else(|| panic!("{rows:#?}"));
+    assert_eq!(short["dropped"], json!(n_short), "{short:#}");
+    assert_eq!(short["verdict"], "avoid");
+    assert_eq!(report["build_drops"]["drops"], json!(n_short));
 }

@@ -309,8 +309,10 @@ impl GroupFigures {
             if s.fidelity.is_exact() {
                 self.tool_call_exact += 1;
             }
-            let form = s.trust.call_id_form.unwrap_or("none");
-            *self.call_id_forms.entry(form.to_string()).or_default() += 1;
+            // A build directory's rows do not keep the ids: no form to count.
+            if let Some(form) = s.trust.call_id_form {
+                *self.call_id_forms.entry(form.to_string()).or_default() += 1;
+            }
         }
     }
 

@@ -261,8 +261,13 @@ pub fn table(
 ) -> ProviderTable {
     let empty = GroupFigures::default();
     let mut names: Vec<&String> = by_provider.keys().collect();
-    for name in failures.by_provider.keys() {
-        if !by_provider.contains_key(name) {
+    // A provider with only failures, or (a build directory) only dropped rows, has a row too.
+    let dropped_only = build_dropped
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, _)| k);
+    for name in failures.by_provider.keys().chain(dropped_only) {
+        if !by_provider.contains_key(name) && !names.contains(&name) {
             names.push(name);
         }
     }

@@ -235,3 +235,66 @@ pub fn routing_line(targets: &[TargetReport], verdicts: &[TargetVerdict]) -> Opt
         quoted(ranked.into_iter().map(|(p, _)| p).collect())
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::observe::Observation;
+    use crate::probe::{Probe, Scenario};
+
+    fn answered(prompt_tokens: u64, ours: usize, tool_calls: &'static str) -> Probe {
+        Probe {
+            target: "t".into(),
+            scenario: Scenario::Plain,
+            status: "answered".into(),
+            http_status: Some(200),
+            error: None,
+            latency_ms: Some(1),
+            our_prompt_tokens: Some(ours),
+            prompt_tokens_equal: Some(prompt_tokens == ours as u64),
+            observed: Some(Observation {
+                prompt_tokens: Some(prompt_tokens),
+                tool_calls,
+                ..Observation::default()
+            }),
+            clues: Vec::new(),
+        }
+    }
+
+    fn target(provider: &str, probes: Vec<Probe>) -> TargetReport {
+        TargetReport {
+            target: provider.to_uppercase(),
+            provider: Some(provider.into()),
+            quantization: None,
+            base_url: "u".into(),
+            answered: probes.iter().filter(|p| p.observed.is_some()).count(),
+            probes,
+            recognized: None,
+        }
+    }
+
+    #[test]
+    fn a_foreign_template_or_raw_calls_are_avoided_one_token_less_is_not() {
+        let think = target(
+            "think",
+            vec![answered(9, 10, "none"), answered(19, 20, "structured")],
+        );
+        let foreign = target(
+            "foreign",
+            vec![answered(14, 10, "none"), answered(25, 20, "none")],
+        );
+        let raw = target(
+            "raw",
+            vec![answered(10, 10, "raw"), answered(20, 20, "raw")],
+        );
+        let targets = [think, foreign, raw];
+        let v = verdicts(&targets);
+        let got: Vec<&str> = v.iter().map(|v| v.verdict).collect();
+        assert_eq!(got, ["use", "avoid", "avoid"], "{v:#?}");
+        assert!(v[0].evidence.iter().any(|e| e.contains("− 1")), "{v:#?}");
+        assert_eq!(
+            routing_line(&targets, &v).as_deref(),
+            Some(r#"provider = { ignore = ["foreign", "raw"] }"#)
+        );
+    }
+}

@@ -190,6 +190,10 @@ pub struct GroupFigures {
     /// `call_…`, `other`), counted per sample with tool calls.
     #[serde(default)]
     pub call_id_forms: BTreeMap<String, u64>,
+    /// Samples not exact only because `max_tokens` cut them (class `truncated_mid_character`,
+    /// or every reason a cut: [`is_cut`]): the run's limit, not the provider, put them there.
+    #[serde(default)]
+    pub cut_by_max_tokens: u64,
     pub reference: ReferenceFigures,
     pub usage: UsageFigures,
     pub prompt_lengths: LengthHistogram,
@@ -295,6 +299,14 @@ impl GroupFigures {
 
     /// The sample's reasons under its class, and its tool calls.
     fn add_trust(&mut self, s: &SampleFigures) {
+        let cut = s.fidelity == FidelityClass::TruncatedMidCharacter
+            || (!s.fidelity.is_exact()
+                && s.fidelity != FidelityClass::Inconsistent
+                && !s.trust.reasons.is_empty()
+                && s.trust.reasons.iter().all(|r| is_cut(*r)));
+        if cut {
+            self.cut_by_max_tokens += 1;
+        }
         if !s.trust.reasons.is_empty() {
             let reasons = self
                 .reasons_by_class
@@ -328,6 +340,7 @@ impl GroupFigures {
                 *mine.entry(reason.clone()).or_default() += n;
             }
         }
+        self.cut_by_max_tokens += other.cut_by_max_tokens;
         self.tool_call_samples += other.tool_call_samples;
         self.tool_call_exact += other.tool_call_exact;
         for (form, n) in &other.call_id_forms {
@@ -361,6 +374,14 @@ impl GroupFigures {
     pub fn class(&self, class: FidelityClass) -> u64 {
         self.by_fidelity.get(class.name()).copied().unwrap_or(0)
     }
+}
+
+/// A reason that only says `max_tokens` cut the answer somewhere the text cannot settle.
+pub fn is_cut(reason: Reason) -> bool {
+    matches!(
+        reason,
+        Reason::CutInsideToolSection | Reason::CutAfterToolCall | Reason::PartialCharacter
+    )
 }
 
 /// A reason's stable name (as `build` writes it in `fidelity_reasons`).

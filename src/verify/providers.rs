@@ -223,6 +223,7 @@ fn row(
         exact,
         dropped,
         top_doubt,
+        cut: g.cut_by_max_tokens,
     };
     let (verdict, reason) = verdict::judge(&facts);
     ProviderRow {

@@ -8,7 +8,8 @@
 //! 3. `build` drops more than [`MAX_DROPPED_SHARE`] of its samples: **avoid** (paid for, not
 //!    used);
 //! 4. fewer than [`MIN_EXACT_SHARE`] of its samples are exact: **avoid** (the rest carry doubt
-//!    a trainer has to filter away);
+//!    a trainer has to filter away). Samples whose only doubt is a `max_tokens` cut are left
+//!    out of this share: the run's limit put them there, and any provider would do the same;
 //! 5. otherwise **use**.
 //!
 //! 5% and 60% are the targets the project holds real traffic to (dropped ≤ 5%, exact ≥ 60%):
@@ -54,6 +55,8 @@ pub struct Facts {
     pub exact: u64,
     pub dropped: u64,
     pub top_doubt: Option<(String, u64)>,
+    /// Samples not exact only because `max_tokens` cut them.
+    pub cut: u64,
 }
 
 fn share(n: u64, of: u64) -> f64 {
@@ -104,18 +107,23 @@ pub fn judge(f: &Facts) -> (Verdict, String) {
             ),
         );
     }
-    if share(f.exact, f.samples) < MIN_EXACT_SHARE {
+    let judged = f.samples.saturating_sub(f.cut);
+    let cut_note = if f.cut > 0 {
+        format!(" ({} cut by max_tokens not counted)", f.cut)
+    } else {
+        String::new()
+    };
+    if judged > 0 && share(f.exact, judged) < MIN_EXACT_SHARE {
         return (
             Verdict::Avoid,
             format!(
-                "only {} of {} samples exact{}",
+                "only {} of {judged} samples exact{}{cut_note}",
                 f.exact,
-                f.samples,
                 named(&f.top_doubt)
             ),
         );
     }
-    let mut reason = format!("{} of {} samples exact", f.exact, f.samples);
+    let mut reason = format!("{} of {judged} samples exact{cut_note}", f.exact);
     if f.failed > 0 {
         reason.push_str(&format!(", {} of {attempts} attempts failed", f.failed));
     }
@@ -174,6 +182,16 @@ mod tests {
         assert_eq!(judge(&facts(20, 0, 20, 18, 2)).0, Verdict::Avoid);
         assert_eq!(judge(&facts(10, 0, 10, 6, 0)).0, Verdict::Use);
         assert_eq!(judge(&facts(10, 0, 10, 5, 0)).0, Verdict::Avoid);
+        // Five cut by max_tokens: 5 of the other 5 are exact.
+        let (verdict, reason) = judge(&Facts {
+            cut: 5,
+            ..facts(10, 0, 10, 5, 0)
+        });
+        assert_eq!(verdict, Verdict::Use);
+        assert_eq!(
+            reason,
+            "5 of 5 samples exact (5 cut by max_tokens not counted)"
+        );
         let (_, reason) = judge(&Facts {
             top_doubt: Some(("usage_disagrees".into(), 34)),
             ..facts(34, 0, 34, 0, 34)

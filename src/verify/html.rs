@@ -652,9 +652,29 @@ mod tests {
             ours: "</pre><script>alert(1)</script>".into(),
             reference: "\"quoted\" & <bold>".into(),
         });
+        r.by_provider.insert(
+            "<evil>".into(),
+            GroupFigures {
+                samples: 1,
+                ..GroupFigures::default()
+            },
+        );
+        r.failures.total = 1;
+        r.failures.caused_by = Some("<cause>".into());
+        r.providers =
+            crate::verify::providers::table(&r.by_provider, &r.failures, &[], &BTreeMap::new());
+        r.inconsistent_samples
+            .push(crate::verify::InconsistentSample {
+                id: "<inc>".into(),
+                provider: Some("<evil>".into()),
+                source: None,
+                reasons: vec!["<r>".into()],
+                first_difference: "<diff>".into(),
+            });
         let html = render(&r);
         for raw in [
             "<script", "<img", "<id>", "<s>", "<prov>", "<bad>", "<why>", "<bold>", "<un>",
+            "<evil>", "<cause>", "<inc>", "<r>", "<diff>",
         ] {
             assert!(!html.contains(raw), "{raw} reached the page unescaped");
         }

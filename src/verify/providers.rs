@@ -365,9 +365,41 @@ mod tests {
             t.rows[2].reason,
             "all 9 attempt(s) failed (mostly server_error: 9)"
         );
+        assert!(t.rows[0].conventions.is_empty());
         assert_eq!(
             t.routing.as_deref(),
             Some(r#"provider = { ignore = ["Short", "Dead"] }"#)
         );
+    }
+
+    #[test]
+    fn conventions_come_from_builds_groups_of_the_provider() {
+        let report = |endpoint: &str| ProviderReport {
+            endpoint: endpoint.into(),
+            provider: Some("DeepInfra".into()),
+            conventions: vec![crate::build::ConventionReport {
+                name: "usage_excludes_end_token".into(),
+                evidence: "completion count = rebuilt − 1 in 34 of 34".into(),
+                ..Default::default()
+            }],
+            ..ProviderReport::default()
+        };
+        let by_provider = BTreeMap::from([("DeepInfra".to_string(), group(34, 34, 0))]);
+        let t = table(
+            &by_provider,
+            &Failures::default(),
+            &[report("or-1"), report("or-2")],
+            &BTreeMap::new(),
+        );
+        assert_eq!(
+            t.rows[0].conventions,
+            [ConventionLine {
+                name: "usage_excludes_end_token".into(),
+                evidence: "completion count = rebuilt − 1 in 34 of 34".into(),
+            }],
+            "one line per convention over the provider's endpoints"
+        );
+        assert_eq!(t.rows[0].verdict, Verdict::Use);
+        assert_eq!(t.routing, None);
     }
 }

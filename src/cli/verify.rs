@@ -232,13 +232,26 @@ fn provider_lines(s: &mut String, r: &VerifyReport, colour: bool) {
             );
         }
     }
-    if let Some(cause) = &r.failures.caused_by {
-        let failed = r.failures.by_provider.get(cause).map_or(0, |a| a.failed);
-        let _ = writeln!(
-            s,
-            "  failures   {} of {} failed attempt(s) came from {cause}: a resume routed there fails again",
-            failed, r.failures.total
-        );
+    let f = &r.failures;
+    match &f.caused_by {
+        Some(cause) => {
+            let failed = f.by_provider.get(cause).map_or(0, |a| a.failed);
+            let _ = writeln!(
+                s,
+                "  failures   {} of {} failed attempt(s) came from {cause}: a resume routed there fails again",
+                failed, f.total
+            );
+        }
+        None if f.total > 0 => {
+            let _ = writeln!(
+                s,
+                "  failures   {} failed attempt(s) ({}), no one provider behind most; per endpoint: {}",
+                f.total,
+                counted(f.by_class.iter()),
+                counted(f.by_endpoint.iter())
+            );
+        }
+        None => {}
     }
     if let Some(line) = &r.providers.routing {
         let _ = writeln!(s, "  routing    paste into the run config: {line}");

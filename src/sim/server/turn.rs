@@ -12,6 +12,7 @@ use crate::server::quirks::StreamsTokenDeltas;
 use crate::server::ServerShape;
 use crate::sim::answer::{self, ModelAnswer, Prompted, END_OF_TURN};
 use crate::sim::config::SimConfig;
+use crate::sim::conventions::{generates_think, usage_excludes_end_token, Conventions};
 use crate::sim::faults::ToolDefect;
 use crate::sim::flavor::Turn;
 use crate::sim::providers::NamedProvider;
@@ -46,14 +47,24 @@ pub(super) fn make_turn(
     let tokens = &shared.tokens;
     let shape = provider.map_or_else(|| config.server_shape(), |p| p.shape);
     let defects = provider.map_or_else(Vec::new, |p| p.defects.decide(config.seed, key));
+    let conventions = provider.map_or_else(Conventions::default, |p| p.conventions);
     let family = other_family(tokens);
     let thinking = thinking(family, request);
+    let opener = generated_opener(tokens, family, &conventions, thinking);
+    let budgeted;
+    let (request, written) = match opener {
+        Some(opener) => {
+            budgeted = opener_budgeted(request);
+            (&budgeted, without_opener(written, opener))
+        }
+        None => (request, written),
+    };
     let own = matches!(written, Written::Own).then(|| {
         let never_calls = defects.contains(&ToolDefect::NeverCalls);
         write_answer(config, request, key, thinking, never_calls)
     });
     let sampled = sample(tokens, request, family, written, own.as_ref());
-    let counts = count(
+    let mut counts = count(
         tokens,
         request,
         family,
@@ -62,9 +73,11 @@ pub(super) fn make_turn(
         &sampled,
         own.as_ref(),
     );
+    counted_by_provider(&conventions, opener, sampled.cut, &mut counts);
     let (id, minted_call_ids) = ids(config, shape, key, attempt, own.as_ref(), &sampled.text);
-    let cost = counts.prompt_tokens as f64 * config.prices.prompt
-        + counts.completion_tokens as f64 * config.prices.completion;
+    let cost = (counts.prompt_tokens as f64 * config.prices.prompt
+        + counts.completion_tokens as f64 * config.prices.completion)
+        * provider.map_or(1.0, |p| p.price);
     Turn {
         id,
         created: SystemTime::now()
@@ -93,7 +106,13 @@ pub(super) fn make_turn(
         shape,
         defects,
         provider_in_body: provider.is_some(),
-        spaces_around_special_tokens: spaces_around_special_tokens(config, tokens, request),
+        spaces_around_special_tokens: spaces_around_special_tokens(
+            config,
+            tokens,
+            request,
+            conventions.spaces_special_tokens,
+        ),
+        conventions,
         stream_chunk_chars: config.stream_chunk_chars,
         exclude_reasoning: request.exclude_reasoning,
         return_token_ids: request.return_token_ids,
@@ -111,6 +130,68 @@ pub(super) fn make_turn(
             .then(|| tokens.clone())
             .filter(|t| t.has_tokenizer()),
         syntax: family.and_then(|p| p.family.syntax()).unwrap_or_default(),
+    }
+}
+
+/// The reasoning opener the provider's model generates (`generates_think`, thinking on):
+/// `Some(None)` without a tokenizer to name its id.
+fn generated_opener(
+    tokens: &TokenCounter,
+    family: Option<&Profile>,
+    conventions: &Conventions,
+    thinking: bool,
+) -> Option<Option<u32>> {
+    if !(conventions.generates_think && thinking) {
+        return None;
+    }
+    let close = family.map_or(Some(answer::THINK_END), |p| p.reasoning_close())?;
+    let opener = close.replacen("</", "<", 1);
+    Some(match tokens.encode(&opener).as_deref() {
+        Some([id]) => Some(*id),
+        _ => None,
+    })
+}
+
+/// The request as the model's budget sees it after a generated opener.
+fn opener_budgeted(request: &ChatRequest) -> ChatRequest {
+    ChatRequest {
+        max_tokens: generates_think::budget_after_opener(request.max_tokens),
+        ..request.clone()
+    }
+}
+
+/// Given ids that start with the generated opener: the answer after it (the opener is added
+/// back to the counts and ids by [`counted_by_provider`]).
+fn without_opener(written: Written, opener: Option<u32>) -> Written {
+    match (written, opener) {
+        (Written::Given([first, rest @ ..]), Some(opener)) if *first == opener => {
+            Written::Given(rest)
+        }
+        (written, _) => written,
+    }
+}
+
+/// The counts (and ids) as the provider's conventions report them.
+fn counted_by_provider(
+    conventions: &Conventions,
+    opener: Option<Option<u32>>,
+    cut: bool,
+    counts: &mut Counts,
+) {
+    if conventions.usage_excludes_end_token {
+        counts.completion_tokens =
+            usage_excludes_end_token::completion_tokens(counts.completion_tokens, cut);
+    }
+    if let Some(opener) = opener {
+        counts.prompt_tokens = counts.prompt_tokens.saturating_sub(1);
+        counts.completion_tokens += 1;
+        if let (Some(id), Some(prompt), Some(completion)) = (
+            opener,
+            counts.prompt_token_ids.as_mut(),
+            counts.token_ids.as_mut(),
+        ) {
+            generates_think::move_opener(id, prompt, completion);
+        }
     }
 }
 
@@ -309,15 +390,18 @@ fn ids(
 }
 
 /// Only a slow detokenizer (Kimi's tiktoken one) puts spaces around added tokens; a request's
-/// `spaces_between_special_tokens` wins over the simulator's setting.
+/// `spaces_between_special_tokens` wins over the simulator's setting, and a provider whose stack
+/// spaces them (`provider_spaces`) always does.
 fn spaces_around_special_tokens(
     config: &SimConfig,
     tokens: &TokenCounter,
     request: &ChatRequest,
+    provider_spaces: bool,
 ) -> bool {
-    request
-        .spaces_between_special_tokens
-        .unwrap_or(config.spaces_around_special_tokens)
+    (provider_spaces
+        || request
+            .spaces_between_special_tokens
+            .unwrap_or(config.spaces_around_special_tokens))
         && tokens
             .profile()
             .is_none_or(|p| p.family.spec().detokenizer_spaces)

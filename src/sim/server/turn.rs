@@ -1,6 +1,7 @@
 //! [`make_turn`]: one request's [`Turn`] — the model's answer written (or given), sampled with
 //! the tokenizer, counted as the server counts it, and given the ids the server mints.
 
+use std::borrow::Cow;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -51,14 +52,8 @@ pub(super) fn make_turn(
     let family = other_family(tokens);
     let thinking = thinking(family, request);
     let opener = generated_opener(tokens, family, &conventions, thinking);
-    let budgeted;
-    let (request, written) = match opener {
-        Some(opener) => {
-            budgeted = opener_budgeted(request);
-            (&budgeted, without_opener(written, opener))
-        }
-        None => (request, written),
-    };
+    let (request, written) = before_opener(request, written, opener);
+    let request = request.as_ref();
     let own = matches!(written, Written::Own).then(|| {
         let never_calls = defects.contains(&ToolDefect::NeverCalls);
         write_answer(config, request, key, thinking, never_calls)
@@ -80,10 +75,7 @@ pub(super) fn make_turn(
         * provider.map_or(1.0, |p| p.price);
     Turn {
         id,
-        created: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
+        created: unix_now(),
         model: request
             .model
             .clone()
@@ -106,12 +98,7 @@ pub(super) fn make_turn(
         shape,
         defects,
         provider_in_body: provider.is_some(),
-        spaces_around_special_tokens: spaces_around_special_tokens(
-            config,
-            tokens,
-            request,
-            conventions.spaces_special_tokens,
-        ),
+        spaces_around_special_tokens: spaces(config, tokens, request, &conventions),
         conventions,
         stream_chunk_chars: config.stream_chunk_chars,
         exclude_reasoning: request.exclude_reasoning,
@@ -124,11 +111,7 @@ pub(super) fn make_turn(
         first_token: counts.first_token,
         last_token: counts.last_token,
         stop_token: counts.stop_token,
-        token_deltas: shape
-            .quirks
-            .has::<StreamsTokenDeltas>()
-            .then(|| tokens.clone())
-            .filter(|t| t.has_tokenizer()),
+        token_deltas: token_deltas(shape, tokens),
         syntax: family.and_then(|p| p.family.syntax()).unwrap_or_default(),
     }
 }
@@ -152,23 +135,45 @@ fn generated_opener(
     })
 }
 
-/// The request as the model's budget sees it after a generated opener.
-fn opener_budgeted(request: &ChatRequest) -> ChatRequest {
-    ChatRequest {
+/// What the model writes after a generated opener: the request with the opener taken from its
+/// budget, and given ids without it (the opener is added back to the counts and ids by
+/// [`counted_by_provider`]).
+fn before_opener<'a>(
+    request: &'a ChatRequest,
+    written: Written<'a>,
+    opener: Option<Option<u32>>,
+) -> (Cow<'a, ChatRequest>, Written<'a>) {
+    let Some(opener) = opener else {
+        return (Cow::Borrowed(request), written);
+    };
+    let budgeted = ChatRequest {
         max_tokens: generates_think::budget_after_opener(request.max_tokens),
         ..request.clone()
-    }
-}
-
-/// Given ids that start with the generated opener: the answer after it (the opener is added
-/// back to the counts and ids by [`counted_by_provider`]).
-fn without_opener(written: Written, opener: Option<u32>) -> Written {
-    match (written, opener) {
+    };
+    let written = match (written, opener) {
         (Written::Given([first, rest @ ..]), Some(opener)) if *first == opener => {
             Written::Given(rest)
         }
         (written, _) => written,
-    }
+    };
+    (Cow::Owned(budgeted), written)
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Stream one token's text per delta where the shape does (vLLM, SGLang) and a tokenizer is
+/// loaded.
+fn token_deltas(shape: &ServerShape, tokens: &TokenCounter) -> Option<TokenCounter> {
+    shape
+        .quirks
+        .has::<StreamsTokenDeltas>()
+        .then(|| tokens.clone())
+        .filter(|t| t.has_tokenizer())
 }
 
 /// The counts (and ids) as the provider's conventions report them.
@@ -391,14 +396,14 @@ fn ids(
 
 /// Only a slow detokenizer (Kimi's tiktoken one) puts spaces around added tokens; a request's
 /// `spaces_between_special_tokens` wins over the simulator's setting, and a provider whose stack
-/// spaces them (`provider_spaces`) always does.
-fn spaces_around_special_tokens(
+/// spaces them (`spaces_special_tokens`) always does.
+fn spaces(
     config: &SimConfig,
     tokens: &TokenCounter,
     request: &ChatRequest,
-    provider_spaces: bool,
+    conventions: &Conventions,
 ) -> bool {
-    (provider_spaces
+    (conventions.spaces_special_tokens
         || request
             .spaces_between_special_tokens
             .unwrap_or(config.spaces_around_special_tokens))

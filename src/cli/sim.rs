@@ -9,7 +9,8 @@ use crate::cli::model_args::{implied_profile, request_model_name};
 use crate::cli::UsageError;
 use crate::model::assets;
 use crate::sim::{
-    CapacityConfig, FaultKind, FaultRates, Flavor, Latency, Replay, SimConfig, Simulator,
+    CapacityConfig, FaultKind, FaultRates, Flavor, Latency, NamedProvider, Replay, SimConfig,
+    Simulator,
 };
 
 #[derive(clap::Args)]
@@ -248,9 +249,27 @@ fn check_rate(flag: &str, rate: f64) -> Result<f64, UsageError> {
     }
 }
 
+/// One named provider as the startup lines list it: its shape, conventions and price.
+fn describe_provider(p: &NamedProvider) -> String {
+    let conventions = p.conventions.names();
+    format!(
+        "provider {}: {}, conventions {}, price x{}{}",
+        p.name,
+        p.shape.describe(),
+        if conventions.is_empty() {
+            "none".to_string()
+        } else {
+            conventions.join(", ")
+        },
+        p.price,
+        if p.down { ", down" } else { "" }
+    )
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = args.config()?;
     let (model_name, model_dir) = (config.model_name.clone(), config.model_dir.clone());
+    let providers: Vec<String> = config.providers.iter().map(describe_provider).collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -273,6 +292,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 None => "no tokenizer: counts are whitespace-separated pieces".to_string(),
             }
         );
+        for line in &providers {
+            eprintln!("  {line}");
+        }
         simulator
             .serve(listener, async {
                 let _ = tokio::signal::ctrl_c().await;

@@ -46,7 +46,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // Trainer files from a build (the conversation export reads the run's journal lines).
     ("export", &["build", "completion", "journal"]),
-    ("sim", &["api", "completion", "dataset", "model", "server"]),
+    (
+        "sim",
+        &["api", "completion", "dataset", "model", "pyjson", "server"],
+    ),
     (
         "build",
         &[

@@ -167,13 +167,15 @@ fn every_flavour_is_recognized(
         }
         let ids = forced["observed"]["call_ids"].as_str();
         match flavor {
-            Flavor::OpenRouter => assert_eq!(ids, Some("openrouter")),
-            Flavor::Vllm | Flavor::Sglang if ids_in_stream => assert_eq!(ids, Some("native")),
+            // OpenRouter passes its upstream's ids through (measured on real traffic).
+            Flavor::OpenRouter | Flavor::Vllm | Flavor::Sglang if ids_in_stream => {
+                assert_eq!(ids, Some("native"))
+            }
             // vLLM 0.11.2 mints `chatcmpl-tool-…` ids for non-streamed calls (its own code:
             // tests/data/server_shapes/kimi_k25_vllm011.jsonl).
             Flavor::Vllm011 if ids_in_stream => assert_eq!(ids, Some("other")),
             // Without ids in the token stream every server makes its own.
-            Flavor::Vllm | Flavor::Sglang | Flavor::Vllm011 => {
+            Flavor::OpenRouter | Flavor::Vllm | Flavor::Sglang | Flavor::Vllm011 => {
                 assert_eq!(ids, Some("minted"), "{forced:#}")
             }
             Flavor::LlamaCpp | Flavor::Raw => assert_eq!(ids, None),

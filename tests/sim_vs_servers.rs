@@ -537,3 +537,189 @@ fn every_flavour_answers_as_the_server_s_own_code() {
         failures.join("\n")
     );
 }
+
+/// One answer of `tests/data/provider_conventions/answers.jsonl` (made by
+/// `tests/data/gen/make_provider_conventions.py` from the reference encoder: vLLM 0.33.0's Kimi
+/// answer behind OpenRouter, under one provider's convention).
+#[derive(Deserialize)]
+struct ConventionAnswer {
+    name: String,
+    provider: String,
+    convention: ConventionFlags,
+    profile: String,
+    model: String,
+    chat_template: String,
+    request: Value,
+    #[serde(default)]
+    response: Option<Value>,
+    #[serde(default)]
+    chunks: Option<Vec<Value>>,
+    truth: ConventionTruth,
+}
+
+#[derive(Deserialize)]
+struct ConventionFlags {
+    usage_counts_end_token: bool,
+    think_generated: bool,
+    spaces_around_special_tokens: bool,
+    arguments: String,
+    ids: String,
+}
+
+#[derive(Deserialize)]
+struct ConventionTruth {
+    prompt_ids: Vec<u32>,
+    completion_ids: Vec<u32>,
+}
+
+impl ConventionFlags {
+    /// The simulator's `--provider` items for these flags (`draftgen::sim::conventions`).
+    fn items(&self) -> Vec<&'static str> {
+        let mut items = Vec::new();
+        if !self.usage_counts_end_token {
+            items.push("usage_excludes_end_token");
+        }
+        if self.think_generated {
+            items.push("generates_think");
+        }
+        if self.spaces_around_special_tokens {
+            items.push("spaces_special_tokens");
+        }
+        match self.arguments.as_str() {
+            "compact_ascii" => items.push("compacts_arguments=ascii"),
+            "compact" => items.push("compacts_arguments"),
+            _ => {}
+        }
+        items.push(match self.ids.as_str() {
+            "NAME:N" => "ids=no_prefix",
+            "index" => "ids=index",
+            "call_random" => "ids=minted",
+            _ => "ids=native",
+        });
+        items
+    }
+}
+
+/// What is random, time-bound or priced, blanked: ids, `created`, the dated `model`, the cost
+/// figures, and a random `call_…` call id (its form checked first: `call_` and 24 letters or
+/// digits).
+fn normalize_openrouter(answer: &mut Value, name: &str) {
+    for key in ["id", "created", "model"] {
+        if let Some(v) = answer.get_mut(key) {
+            *v = Value::from("<normalized>");
+        }
+    }
+    if let Some(usage) = answer.get_mut("usage").and_then(Value::as_object_mut) {
+        usage.remove("cost");
+        usage.remove("cost_details");
+    }
+    let calls = answer
+        .pointer_mut("/choices/0/message/tool_calls")
+        .and_then(Value::as_array_mut);
+    for call in calls.into_iter().flatten() {
+        if let Some(id) = call.get_mut("id") {
+            if let Some(random) = id.as_str().and_then(|i| i.strip_prefix("call_")) {
+                assert!(
+                    random.len() == 24 && random.chars().all(|c| c.is_ascii_alphanumeric()),
+                    "{name}: call id {id}"
+                );
+                *id = Value::from("call_<random>");
+            }
+        }
+    }
+}
+
+/// The simulator's providers with conventions against the reference answers: for every answer
+/// of `tests/data/provider_conventions/answers.jsonl`, a simulator whose named provider has the
+/// answer's convention (`--provider NAME:openrouter:…`) answers the recorded request with the
+/// true completion ids (`Simulator::answer_with`, routed by the request's `provider.only`), and
+/// the two answers must agree field by field — the text fields' shape (spaces, `null`s), the
+/// arguments' spelling, the ids' form, `finish_reason` and the `usage` counts
+/// (`prompt_tokens` against the true prompt's length, which lacks `<think>` where the model
+/// generated it). Streams are compared assembled.
+#[test]
+fn every_provider_convention_answers_as_the_reference() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/provider_conventions/answers.jsonl");
+    let text = std::fs::read_to_string(&path).expect("answers.jsonl");
+    let root =
+        assets::assets_root().expect("reference assets (DRAFTGEN_ASSETS or ../shared/assets)");
+    let mut sims: HashMap<String, Simulator> = HashMap::new();
+    let mut table: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let a: ConventionAnswer = serde_json::from_str(line).expect("an answer");
+        let spec = format!(
+            "{}:openrouter:{}",
+            a.provider,
+            a.convention.items().join(",")
+        );
+        let sim = sims.entry(spec.clone()).or_insert_with(|| {
+            Simulator::new(SimConfig {
+                model_dir: Some(root.join(&a.model)),
+                profile: Some(a.profile.clone()),
+                chat_template: fixture_template(&root, Some(&a.chat_template)),
+                model_name: "moonshotai/kimi-k2.5".into(),
+                providers: vec![spec.parse().unwrap_or_else(|e| panic!("{spec}: {e}"))],
+                ..SimConfig::default()
+            })
+            .expect("sim")
+        });
+        let ours = match sim
+            .answer_with(&a.request, &a.truth.completion_ids)
+            .unwrap_or_else(|e| panic!("{}: {e}", a.name))
+        {
+            Answered::Body(body) => body,
+            Answered::Events(events) => assembled(events.iter().filter_map(|e| match e {
+                Event::Data(v) => Some(v),
+                _ => None,
+            })),
+        };
+        let theirs = match (&a.response, &a.chunks) {
+            (Some(body), _) => body.clone(),
+            (None, Some(chunks)) => assembled(chunks),
+            (None, None) => panic!("{}: neither response nor chunks", a.name),
+        };
+        let (mut ours, mut theirs) = (ours, theirs);
+        normalize_openrouter(&mut ours, &a.name);
+        normalize_openrouter(&mut theirs, &a.name);
+        let row = table.entry(a.provider.clone()).or_default();
+        row.0 += 1;
+        let mut diffs = differing(&ours, &theirs);
+        if ours["usage"]["prompt_tokens"] != a.truth.prompt_ids.len() {
+            diffs.push((
+                "usage.prompt_tokens (true prompt)".into(),
+                Some(ours["usage"]["prompt_tokens"].clone()),
+                Some(a.truth.prompt_ids.len().into()),
+            ));
+        }
+        if diffs.is_empty() {
+            row.1 += 1;
+            continue;
+        }
+        for (path, mine, reference) in diffs.iter().take(3) {
+            failures.push(format!(
+                "{}: {path}: sim {} / reference {}",
+                a.name,
+                mine.as_ref().map_or("(absent)".into(), Value::to_string),
+                reference
+                    .as_ref()
+                    .map_or("(absent)".into(), Value::to_string),
+            ));
+        }
+    }
+    println!("\n| provider | answers | identical |\n|---|---|---|");
+    for (provider, (answers, identical)) in &table {
+        println!("| {provider} | {answers} | {identical} |");
+    }
+    assert!(
+        table.len() >= 8,
+        "every provider of answers.jsonl: {table:?}"
+    );
+    assert!(
+        failures.is_empty(),
+        "the sim's provider conventions differ from the reference answers ({}):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -9,7 +9,8 @@ use crate::cli::model_args::{implied_profile, request_model_name};
 use crate::cli::UsageError;
 use crate::model::assets;
 use crate::sim::{
-    CapacityConfig, FaultKind, FaultRates, Flavor, Latency, Replay, SimConfig, Simulator,
+    CapacityConfig, FaultKind, FaultRates, Flavor, Latency, NamedProvider, Replay, SimConfig,
+    Simulator,
 };
 
 #[derive(clap::Args)]
@@ -97,14 +98,23 @@ pub struct Args {
     /// (kind-version/stream|nonstream/spaces|nospaces[/token_ids]).
     #[arg(long, value_name = "NAME", requires = "replay")]
     replay_shape: Option<String>,
-    /// Answer as a named provider (repeatable): its own flavour and tool-call defect rates, e.g.
-    /// `Chutes:vllm:inreasoning=0.2,badjson=0.05`. Defects: undeclared, badjson, schema, badid,
-    /// markers, inreasoning, finish, nocall (a bare name means rate 1). Requests pick one with
-    /// OpenRouter's `provider.only`, else are spread over them; answers name it in `provider`.
-    /// `down` instead of a defect: every request to it fails (502), as an upstream that is down.
-    /// All are listed at `GET /api/v1/models/AUTHOR/SLUG/endpoints`, as OpenRouter lists them.
-    #[arg(long = "provider", value_name = "NAME:FLAVOR[:DEFECT=RATE,...]")]
+    /// Answer as a named provider (repeatable): its own flavour, conventions, tool-call defect
+    /// rates and routing attributes, e.g. `Chutes:vllm:inreasoning=0.2,badjson=0.05` or
+    /// `DeepInfra:openrouter:usage_excludes_end_token,ids=index,price=0.8`. Conventions:
+    /// usage_excludes_end_token, generates_think, spaces_special_tokens,
+    /// compacts_arguments[=ascii], ids=native|no_prefix|index|minted. Defects: undeclared,
+    /// badjson, schema, badid, markers, inreasoning, finish, nocall (a bare name means rate 1).
+    /// price=F (a multiple of the sim's prices), throughput=TPS, latency=MS: what
+    /// `provider.sort` ranks by. `down`: every request to it fails (502). Requests are routed as
+    /// OpenRouter routes them (`provider.only`, `order`, `ignore`, `sort`, `allow_fallbacks`;
+    /// by default balanced by price); answers name the provider in `provider`. All are listed at
+    /// `GET /api/v1/models/AUTHOR/SLUG/endpoints`, as OpenRouter lists them.
+    #[arg(long = "provider", value_name = "NAME:FLAVOR[:ITEM,...]")]
     providers: Vec<String>,
+    /// Serve any model id (by default an OpenRouter-like sim refuses ids other than its model's
+    /// with OpenRouter's 400 "X is not a valid model ID").
+    #[arg(long)]
+    any_model: bool,
 }
 
 impl Args {
@@ -180,6 +190,7 @@ impl Args {
                 .iter()
                 .map(|spec| spec.parse().map_err(UsageError))
                 .collect::<Result<_, _>>()?,
+            refuses_unknown_models: !self.any_model,
             ..SimConfig::default()
         })
     }
@@ -238,9 +249,27 @@ fn check_rate(flag: &str, rate: f64) -> Result<f64, UsageError> {
     }
 }
 
+/// One named provider as the startup lines list it: its shape, conventions and price.
+fn describe_provider(p: &NamedProvider) -> String {
+    let conventions = p.conventions.names();
+    format!(
+        "provider {}: {}, conventions {}, price x{}{}",
+        p.name,
+        p.shape.describe(),
+        if conventions.is_empty() {
+            "none".to_string()
+        } else {
+            conventions.join(", ")
+        },
+        p.price,
+        if p.down { ", down" } else { "" }
+    )
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = args.config()?;
     let (model_name, model_dir) = (config.model_name.clone(), config.model_dir.clone());
+    let providers: Vec<String> = config.providers.iter().map(describe_provider).collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -263,6 +292,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 None => "no tokenizer: counts are whitespace-separated pieces".to_string(),
             }
         );
+        for line in &providers {
+            eprintln!("  {line}");
+        }
         simulator
             .serve(listener, async {
                 let _ = tokio::signal::ctrl_c().await;

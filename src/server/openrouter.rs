@@ -1,13 +1,13 @@
 //! OpenRouter in front of a Kimi provider (measured on real OpenRouter answers): the upstream's Kimi parsers split the
 //! text, then OpenRouter reshapes it — `message.reasoning` plus `reasoning_details`, empty
-//! reasoning left out, tool-call ids replaced by `call_<24 hex>`, `content` `""` when empty,
+//! reasoning left out, the upstream's tool-call ids passed through, `content` `""` when empty,
 //! `finish_reason` normalized. What the upstream strips is the upstream's business; taken here
 //! as the raw parser's (arguments stripped, nothing else).
 
 use super::quirk::Quirks;
 use super::quirks::{
     DropsCutSection, DropsEmptyReasoning, DropsIncompleteCall, EmptyContentAsString,
-    FinishToolCalls, IndexesCalls, MintsCallIds, StripsArguments, StripsStreamedArguments,
+    FinishToolCalls, IndexesCalls, PassesUpstreamCallIds, StripsArguments, StripsStreamedArguments,
 };
 use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
@@ -23,7 +23,7 @@ pub const SHAPE: ServerShape = ServerShape {
     quirks: Quirks::new(&[
         &DropsEmptyReasoning,
         &EmptyContentAsString,
-        &MintsCallIds,
+        &PassesUpstreamCallIds,
         &StripsArguments,
         &StripsStreamedArguments,
         &DropsIncompleteCall,

@@ -110,6 +110,10 @@ pub struct SimConfig {
     /// ([`super::providers`]); empty: one provider, [`SimConfig::server_shape`] and
     /// `provider_name`.
     pub providers: Vec<super::providers::NamedProvider>,
+    /// Answering as OpenRouter, refuse a model id other than `model_name` (OpenRouter's 400
+    /// `"X is not a valid model ID"`); off, any id is served (tests that name no real model).
+    /// `draftgen sim` turns it on unless `--any-model`.
+    pub refuses_unknown_models: bool,
     /// The server shape answering in place of `flavor`'s (one defined outside the crate, say
     /// with a quirk of its own; its kind picks the JSON it answers in). Named providers keep
     /// their own shapes.
@@ -146,6 +150,7 @@ impl Default for SimConfig {
             capacity: None,
             replay: None,
             providers: Vec::new(),
+            refuses_unknown_models: false,
             shape: None,
         }
     }

@@ -26,22 +26,27 @@ pub fn tag_of(name: &str) -> String {
 /// The listing for `author/slug` (the simulator serves any model it is asked for).
 pub fn listing(config: &SimConfig, author: &str, slug: &str) -> Value {
     let model = format!("{author}/{slug}");
-    let names: Vec<&str> = if config.providers.is_empty() {
-        vec![config.provider_name.as_str()]
+    // Each provider's name and price (a multiple of the simulator's).
+    let named: Vec<(&str, f64)> = if config.providers.is_empty() {
+        vec![(config.provider_name.as_str(), 1.0)]
     } else {
-        config.providers.iter().map(|p| p.name.as_str()).collect()
+        config
+            .providers
+            .iter()
+            .map(|p| (p.name.as_str(), p.price))
+            .collect()
     };
-    let endpoints: Vec<Value> = names
+    let endpoints: Vec<Value> = named
         .iter()
-        .map(|name| {
+        .map(|&(name, price)| {
             json!({
                 "name": format!("{name} | {model}"),
                 "model_id": model,
                 "model_name": model,
                 "context_length": 262144,
                 "pricing": {
-                    "prompt": config.prices.prompt.to_string(),
-                    "completion": config.prices.completion.to_string(),
+                    "prompt": (config.prices.prompt * price).to_string(),
+                    "completion": (config.prices.completion * price).to_string(),
                 },
                 "provider_name": name,
                 "tag": tag_of(name),
@@ -87,7 +92,7 @@ mod tests {
         let config = SimConfig {
             providers: vec![
                 "Alpha:vllm".parse().unwrap(),
-                "Beta:sglang".parse().unwrap(),
+                "Beta:sglang:price=2".parse().unwrap(),
             ],
             ..SimConfig::default()
         };
@@ -99,6 +104,16 @@ mod tests {
             .collect();
         assert_eq!(names, ["Alpha", "Beta"]);
         assert_eq!(endpoints[1]["tag"], "beta");
+        // A provider's price is its multiple of the simulator's.
+        let completion = config.prices.completion;
+        assert_eq!(
+            endpoints[0]["pricing"]["completion"],
+            completion.to_string()
+        );
+        assert_eq!(
+            endpoints[1]["pricing"]["completion"],
+            (completion * 2.0).to_string()
+        );
         assert_eq!(list["data"]["id"], "moonshotai/kimi-k2.5");
         let single = listing(&SimConfig::default(), "a", "b");
         assert_eq!(single["data"]["endpoints"].as_array().unwrap().len(), 1);

@@ -215,8 +215,8 @@ pub enum ToolDefect {
     /// The first call's arguments become `[]`: JSON, but not the object the schema declares.
     SchemaViolation,
     /// The first call's id is sanitized to `functions_NAME_N` (a client's rewrite, exo #2281).
-    /// Only visible on flavours that pass the model's ids through (not `openrouter`, which mints
-    /// `call_…` ids).
+    /// Only visible on flavours that pass the model's ids through (`openrouter` passes its
+    /// upstream's; not vLLM 0.11's non-streamed answers, which mint `chatcmpl-tool-…` ids).
     WrongIdFormat,
     /// A stray `<|tool_calls_section_end|>` is left in `content` of an answer with calls.
     MarkersInContent,

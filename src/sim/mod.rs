@@ -8,7 +8,9 @@
 //! (seed, request), so a retried or resumed request gets the same answer; a server shape
 //! (`crate::server`, named on the command line by a [`Flavor`]) turns it into that server's
 //! response, dressed as the shape's kind's JSON by [`flavor`]; [`faults`] decides, per attempt,
-//! whether the answer is replaced by a failure. [`server`] ties them to HTTP.
+//! whether the answer is replaced by a failure. Named [`providers`] stand behind one endpoint as
+//! upstreams do behind OpenRouter, each with its shape and [`conventions`] (how its stack counts
+//! and shapes an answer), picked by OpenRouter's [`routing`]. [`server`] ties them to HTTP.
 //! [`Simulator::answer_with`] answers a request with given token ids instead of the model's own
 //! through the same path (how `tests/sim_vs_servers.rs` holds every flavour to the servers' own
 //! answers).
@@ -28,6 +30,7 @@ pub mod arguments;
 mod attempts;
 pub mod capacity;
 pub mod config;
+pub mod conventions;
 pub mod counters;
 pub mod endpoints;
 pub mod faults;
@@ -36,6 +39,7 @@ pub mod prompt;
 pub mod providers;
 pub mod replay;
 pub mod request;
+pub mod routing;
 pub mod seed;
 pub mod server;
 pub mod syntax;

@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use super::routing::Preferences;
+
 #[derive(Debug, Clone)]
 pub struct ChatRequest {
     pub model: Option<String>,
@@ -27,8 +29,8 @@ pub struct ChatRequest {
     pub spaces_between_special_tokens: Option<bool>,
     /// llama.cpp `return_tokens` + `verbose` (`__verbose.tokens`).
     pub llama_verbose_tokens: bool,
-    /// OpenRouter `provider.only`: the providers allowed to answer.
-    pub provider_only: Vec<String>,
+    /// OpenRouter's `provider` preferences: which named providers may answer, in what order.
+    pub routing: Preferences,
 }
 
 impl ChatRequest {
@@ -93,18 +95,7 @@ impl ChatRequest {
                 .get("spaces_between_special_tokens")
                 .and_then(Value::as_bool),
             llama_verbose_tokens: flag(obj.get("return_tokens")) && flag(obj.get("verbose")),
-            provider_only: obj
-                .get("provider")
-                .and_then(|p| p.get("only"))
-                .and_then(Value::as_array)
-                .map(|names| {
-                    names
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            routing: Preferences::from_json(obj.get("provider"))?,
         })
     }
 }

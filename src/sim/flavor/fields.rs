@@ -46,6 +46,7 @@ pub fn parsed(shape: &ServerShape, turn: &Turn, stream: bool) -> Parsed {
             call.id = tool_call_id(turn, i);
         }
     }
+    turn.conventions.calls(&mut parsed, &turn.minted_call_ids);
     inject_defects(&mut parsed, turn);
     parsed
 }

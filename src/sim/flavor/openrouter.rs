@@ -1,8 +1,9 @@
 //! OpenRouter in front of a Kimi provider: the upstream's Kimi parsers split the text
 //! (`</think>` gone, tool markers become structured calls), then OpenRouter reshapes it:
-//! `message.reasoning` + `reasoning_details: [{type: "reasoning.text", …}]`, tool-call ids
-//! replaced by `call_<24 hex>`, `content` `""` when empty, `finish_reason` normalized
-//! (`stop`/`tool_calls`/`length`) with the raw value in `native_finish_reason`, a top-level
+//! `message.reasoning` + `reasoning_details: [{type: "reasoning.text", …}]`, the upstream's
+//! tool-call ids passed through (measured: OpenRouter mints none), `content` `""` when empty,
+//! `finish_reason` normalized (`stop`/`tool_calls`/`length`) with the raw value in
+//! `native_finish_reason`, a top-level
 //! `provider`, and `usage` with `cost` and `completion_tokens_details.reasoning_tokens`.
 //! Streaming: `: OPENROUTER PROCESSING` comments, `delta.reasoning`, tool-call deltas by index,
 //! a finish chunk, a final usage chunk, `data: [DONE]`.
@@ -19,13 +20,6 @@ fn parsed(turn: &Turn, stream: bool) -> Parsed {
         parsed.reasoning = None;
     }
     parsed
-}
-
-fn call_id(turn: &Turn, index: usize) -> String {
-    turn.minted_call_ids
-        .get(index)
-        .cloned()
-        .unwrap_or_else(|| format!("call_{index:024}"))
 }
 
 fn reasoning_details(text: &str) -> Value {
@@ -58,7 +52,7 @@ pub fn response(turn: &Turn) -> Value {
         message["reasoning_details"] = reasoning_details(reasoning);
     }
     if !parsed.calls.is_empty() {
-        let calls = message_calls(turn.shape, &parsed, |i, _| call_id(turn, i));
+        let calls = message_calls(turn.shape, &parsed, |_, call| call.id.clone());
         message["tool_calls"] = Value::Array(calls);
     }
     json!({
@@ -125,7 +119,7 @@ pub fn events(turn: &Turn) -> Vec<Event> {
         out.push(chunk(
             turn,
             json!({"role": "assistant", "content": null, "tool_calls": [{
-                "index": i, "id": call_id(turn, i), "type": "function",
+                "index": i, "id": call.id, "type": "function",
                 "function": {"name": call.name, "arguments": ""},
             }]}),
             None,

@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use crate::server::{ServerShape, Syntax};
+use crate::sim::conventions::Conventions;
 use crate::sim::faults::ToolDefect;
 use crate::sim::tokens::TokenCounter;
 
@@ -64,4 +65,6 @@ pub struct Turn {
     pub defects: Vec<ToolDefect>,
     /// A named provider answers: every flavour names it in a top-level `provider`.
     pub provider_in_body: bool,
+    /// The answering provider's conventions (none for the simulator's own shape).
+    pub conventions: Conventions,
 }

@@ -363,6 +363,7 @@ mod tests {
             tools: Vec::new(),
             cost: 0.0,
             minted_call_ids: Vec::new(),
+            conventions: Default::default(),
             provider: String::new(),
             spaces_around_special_tokens: spaces,
             stream_chunk_chars: 7,

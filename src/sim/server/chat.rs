@@ -1,5 +1,6 @@
-//! `POST /v1/chat/completions`: auth → replay → capacity → parse → credit → provider → attempt
-//! number → fault draw → answer → flavour → pacing.
+//! `POST /v1/chat/completions`: auth → replay → capacity → parse → model → credit → provider
+//! (OpenRouter's routing, falling back past providers that are down) → attempt number → fault
+//! draw → answer → flavour → pacing.
 
 use std::sync::Arc;
 
@@ -14,10 +15,12 @@ use super::errors::{error_response, rate_limited, server_error, Refusal};
 use super::reply::{plain_response, stream_response};
 use super::turn::{make_turn, Written};
 use super::Shared;
+use crate::api::ServerKind;
 use crate::sim::config::SimConfig;
 use crate::sim::faults::FaultKind;
-use crate::sim::providers::{self, NamedProvider, NoProvider};
+use crate::sim::providers::NamedProvider;
 use crate::sim::request::ChatRequest;
+use crate::sim::routing::{self, NoProvider};
 use crate::sim::seed::{self, Purpose};
 
 pub(super) async fn chat_completions(
@@ -71,12 +74,19 @@ pub(super) async fn chat_completions(
     answer(&shared, &request, key, attempt, fault, provider).await
 }
 
-/// The request, unless it is not one or the credits are spent.
+/// The request, unless it is not one, names a model the simulator does not serve or the
+/// credits are spent.
 fn read_request(shared: &Shared, body: &[u8]) -> Result<ChatRequest, Refusal> {
     let request = serde_json::from_slice::<Value>(body)
         .map_err(|e| format!("request body is not JSON: {e}"))
         .and_then(|v| ChatRequest::from_json(&v))
         .map_err(|message| Refusal::new(StatusCode::BAD_REQUEST, &message))?;
+    if let Some(model) = unknown_model(&shared.config, &request) {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            &format!("{model} is not a valid model ID"),
+        ));
+    }
     if let Some(limit) = shared.config.credit_limit {
         if shared.counters.spent_usd() >= limit {
             return Err(Refusal::new(
@@ -88,21 +98,37 @@ fn read_request(shared: &Shared, body: &[u8]) -> Result<ChatRequest, Refusal> {
     Ok(request)
 }
 
-/// The named provider answering (`None`: the simulator itself), or the refusal when none may
-/// or the one routed to is down.
+/// Answering as OpenRouter (its shape, or named providers behind it) with
+/// `refuses_unknown_models`, a model id other than the one the simulator serves (and lists at
+/// `/models`) is refused, as OpenRouter refuses an id it does not know (`400 "X is not a valid
+/// model ID"`); a variant suffix (`:free`, `:nitro`) names the same model.
+fn unknown_model<'a>(config: &SimConfig, request: &'a ChatRequest) -> Option<&'a str> {
+    let openrouter = config.refuses_unknown_models
+        && (config.server_shape().kind == ServerKind::OpenRouter || !config.providers.is_empty());
+    let model = request.model.as_deref()?;
+    let base = model.split_once(':').map_or(model, |(base, _)| base);
+    (openrouter && base != config.model_name).then_some(model)
+}
+
+/// The named provider answering (`None`: the simulator itself): the first one routing tries
+/// that is not down. The refusal when none may answer (404), or when every one tried is down
+/// (502 naming the last, as OpenRouter answers when the upstream fails and no fallback is left).
 fn provider_for<'a>(
     config: &'a SimConfig,
     request: &ChatRequest,
     key: u64,
 ) -> Result<Option<&'a NamedProvider>, Refusal> {
-    let provider = providers::route(&config.providers, &request.provider_only, key)
+    let tried = routing::candidates(&config.providers, &request.routing, key)
         .map_err(|NoProvider(message)| Refusal::new(StatusCode::NOT_FOUND, &message))?;
-    if let Some(down) = provider.filter(|p| p.down) {
-        let body = json!({"error": {"code": 502, "message": "Provider returned error",
-            "metadata": {"provider_name": down.name, "raw": "upstream unavailable (simulated)"}}});
-        return Err(Refusal(StatusCode::BAD_GATEWAY, body));
+    let Some(last) = tried.last() else {
+        return Ok(None);
+    };
+    if let Some(up) = tried.iter().find(|p| !p.down) {
+        return Ok(Some(up));
     }
-    Ok(provider)
+    let body = json!({"error": {"code": 502, "message": "Provider returned error",
+        "metadata": {"provider_name": last.name, "raw": "upstream unavailable (simulated)"}}});
+    Err(Refusal(StatusCode::BAD_GATEWAY, body))
 }
 
 /// What a fault answers in place of any answer: 429, a 5xx, or (not streamed) a hang, then 504.

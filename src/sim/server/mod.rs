@@ -34,6 +34,7 @@ use super::config::SimConfig;
 use super::counters::{CounterSnapshot, Counters};
 use super::flavor::{self, Event};
 use super::request::ChatRequest;
+use super::routing;
 use super::tokens::TokenCounter;
 use super::SimError;
 use turn::{make_turn, Written};
@@ -252,8 +253,9 @@ pub enum Answered {
 impl Simulator {
     /// What `POST /v1/chat/completions` answers to the request `body` when the model wrote
     /// `completion_ids` (the end-of-turn id last unless `max_tokens` cut it) instead of its own
-    /// answer: the same request reading, sampling, counting and flavour as a served answer,
-    /// without faults, pacing or named providers. It lets a test send a known token stream
+    /// answer: the same request reading, sampling, counting, routing to a named provider (its
+    /// conventions too; one that is down is passed over as a served request would) and flavour
+    /// as a served answer, without faults or pacing. It lets a test send a known token stream
     /// through a flavour and compare with what a real server's code sent for it
     /// (`tests/sim_vs_servers.rs`). Needs a tokenizer (`model_dir`).
     pub fn answer_with(&self, body: &Value, completion_ids: &[u32]) -> Result<Answered, String> {
@@ -263,18 +265,46 @@ impl Simulator {
         }
         let request = ChatRequest::from_json(body)?;
         let key = request.key();
+        let provider = self.routed(&request, key)?;
         let turn = make_turn(
             shared,
             &request,
             key,
             0,
             Written::Given(completion_ids),
-            None,
+            provider,
         );
         Ok(if request.stream {
             Answered::Events(flavor::events(&turn))
         } else {
             Answered::Body(flavor::response(&turn))
         })
+    }
+
+    /// The ids the simulated model saw and wrote answering the request `body` as it is served
+    /// (routed to a named provider and under its conventions: a generated reasoning opener is
+    /// the completion's first id, not the prompt's last), without faults: `(prompt_ids,
+    /// completion_ids)`, the end-of-turn id last unless cut. What a test holds a run's rebuilt
+    /// samples to. Needs a tokenizer (`model_dir`).
+    pub fn sampled(&self, body: &Value) -> Result<(Vec<u32>, Vec<u32>), String> {
+        let request = ChatRequest::from_json(body)?;
+        let key = request.key();
+        let provider = self.routed(&request, key)?;
+        let turn = make_turn(&self.shared, &request, key, 0, Written::Own, provider);
+        match (turn.prompt_token_ids, turn.token_ids) {
+            (Some(prompt), Some(completion)) => Ok((prompt, completion)),
+            _ => Err("sim: the sampled ids need a tokenizer (model_dir)".to_string()),
+        }
+    }
+
+    /// The named provider a served request is answered by (`None`: the simulator itself).
+    fn routed(
+        &self,
+        request: &ChatRequest,
+        key: u64,
+    ) -> Result<Option<&super::providers::NamedProvider>, String> {
+        let tried = routing::candidates(&self.shared.config.providers, &request.routing, key)
+            .map_err(|routing::NoProvider(message)| message)?;
+        Ok(tried.into_iter().find(|p| !p.down))
     }
 }

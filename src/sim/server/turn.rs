@@ -1,6 +1,7 @@
 //! [`make_turn`]: one request's [`Turn`] — the model's answer written (or given), sampled with
 //! the tokenizer, counted as the server counts it, and given the ids the server mints.
 
+use std::borrow::Cow;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -12,6 +13,7 @@ use crate::server::quirks::StreamsTokenDeltas;
 use crate::server::ServerShape;
 use crate::sim::answer::{self, ModelAnswer, Prompted, END_OF_TURN};
 use crate::sim::config::SimConfig;
+use crate::sim::conventions::{generates_think, usage_excludes_end_token, Conventions};
 use crate::sim::faults::ToolDefect;
 use crate::sim::flavor::Turn;
 use crate::sim::providers::NamedProvider;
@@ -46,14 +48,18 @@ pub(super) fn make_turn(
     let tokens = &shared.tokens;
     let shape = provider.map_or_else(|| config.server_shape(), |p| p.shape);
     let defects = provider.map_or_else(Vec::new, |p| p.defects.decide(config.seed, key));
+    let conventions = provider.map_or_else(Conventions::default, |p| p.conventions);
     let family = other_family(tokens);
     let thinking = thinking(family, request);
+    let opener = generated_opener(tokens, family, &conventions, thinking);
+    let (request, written) = before_opener(request, written, opener);
+    let request = request.as_ref();
     let own = matches!(written, Written::Own).then(|| {
         let never_calls = defects.contains(&ToolDefect::NeverCalls);
         write_answer(config, request, key, thinking, never_calls)
     });
     let sampled = sample(tokens, request, family, written, own.as_ref());
-    let counts = count(
+    let mut counts = count(
         tokens,
         request,
         family,
@@ -62,15 +68,14 @@ pub(super) fn make_turn(
         &sampled,
         own.as_ref(),
     );
+    counted_by_provider(&conventions, opener, sampled.cut, &mut counts);
     let (id, minted_call_ids) = ids(config, shape, key, attempt, own.as_ref(), &sampled.text);
-    let cost = counts.prompt_tokens as f64 * config.prices.prompt
-        + counts.completion_tokens as f64 * config.prices.completion;
+    let cost = (counts.prompt_tokens as f64 * config.prices.prompt
+        + counts.completion_tokens as f64 * config.prices.completion)
+        * provider.map_or(1.0, |p| p.price);
     Turn {
         id,
-        created: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
+        created: unix_now(),
         model: request
             .model
             .clone()
@@ -93,7 +98,8 @@ pub(super) fn make_turn(
         shape,
         defects,
         provider_in_body: provider.is_some(),
-        spaces_around_special_tokens: spaces_around_special_tokens(config, tokens, request),
+        spaces_around_special_tokens: spaces(config, tokens, request, &conventions),
+        conventions,
         stream_chunk_chars: config.stream_chunk_chars,
         exclude_reasoning: request.exclude_reasoning,
         return_token_ids: request.return_token_ids,
@@ -105,12 +111,92 @@ pub(super) fn make_turn(
         first_token: counts.first_token,
         last_token: counts.last_token,
         stop_token: counts.stop_token,
-        token_deltas: shape
-            .quirks
-            .has::<StreamsTokenDeltas>()
-            .then(|| tokens.clone())
-            .filter(|t| t.has_tokenizer()),
+        token_deltas: token_deltas(shape, tokens),
         syntax: family.and_then(|p| p.family.syntax()).unwrap_or_default(),
+    }
+}
+
+/// The reasoning opener the provider's model generates (`generates_think`, thinking on):
+/// `Some(None)` without a tokenizer to name its id.
+fn generated_opener(
+    tokens: &TokenCounter,
+    family: Option<&Profile>,
+    conventions: &Conventions,
+    thinking: bool,
+) -> Option<Option<u32>> {
+    if !(conventions.generates_think && thinking) {
+        return None;
+    }
+    let close = family.map_or(Some(answer::THINK_END), |p| p.reasoning_close())?;
+    let opener = close.replacen("</", "<", 1);
+    Some(match tokens.encode(&opener).as_deref() {
+        Some([id]) => Some(*id),
+        _ => None,
+    })
+}
+
+/// What the model writes after a generated opener: the request with the opener taken from its
+/// budget, and given ids without it (the opener is added back to the counts and ids by
+/// [`counted_by_provider`]).
+fn before_opener<'a>(
+    request: &'a ChatRequest,
+    written: Written<'a>,
+    opener: Option<Option<u32>>,
+) -> (Cow<'a, ChatRequest>, Written<'a>) {
+    let Some(opener) = opener else {
+        return (Cow::Borrowed(request), written);
+    };
+    let budgeted = ChatRequest {
+        max_tokens: generates_think::budget_after_opener(request.max_tokens),
+        ..request.clone()
+    };
+    let written = match (written, opener) {
+        (Written::Given([first, rest @ ..]), Some(opener)) if *first == opener => {
+            Written::Given(rest)
+        }
+        (written, _) => written,
+    };
+    (Cow::Owned(budgeted), written)
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Stream one token's text per delta where the shape does (vLLM, SGLang) and a tokenizer is
+/// loaded.
+fn token_deltas(shape: &ServerShape, tokens: &TokenCounter) -> Option<TokenCounter> {
+    shape
+        .quirks
+        .has::<StreamsTokenDeltas>()
+        .then(|| tokens.clone())
+        .filter(|t| t.has_tokenizer())
+}
+
+/// The counts (and ids) as the provider's conventions report them.
+fn counted_by_provider(
+    conventions: &Conventions,
+    opener: Option<Option<u32>>,
+    cut: bool,
+    counts: &mut Counts,
+) {
+    if conventions.usage_excludes_end_token {
+        counts.completion_tokens =
+            usage_excludes_end_token::completion_tokens(counts.completion_tokens, cut);
+    }
+    if let Some(opener) = opener {
+        counts.prompt_tokens = counts.prompt_tokens.saturating_sub(1);
+        counts.completion_tokens += 1;
+        if let (Some(id), Some(prompt), Some(completion)) = (
+            opener,
+            counts.prompt_token_ids.as_mut(),
+            counts.token_ids.as_mut(),
+        ) {
+            generates_think::move_opener(id, prompt, completion);
+        }
     }
 }
 
@@ -309,15 +395,18 @@ fn ids(
 }
 
 /// Only a slow detokenizer (Kimi's tiktoken one) puts spaces around added tokens; a request's
-/// `spaces_between_special_tokens` wins over the simulator's setting.
-fn spaces_around_special_tokens(
+/// `spaces_between_special_tokens` wins over the simulator's setting, and a provider whose stack
+/// spaces them (`spaces_special_tokens`) always does.
+fn spaces(
     config: &SimConfig,
     tokens: &TokenCounter,
     request: &ChatRequest,
+    conventions: &Conventions,
 ) -> bool {
-    request
-        .spaces_between_special_tokens
-        .unwrap_or(config.spaces_around_special_tokens)
+    (conventions.spaces_special_tokens
+        || request
+            .spaces_between_special_tokens
+            .unwrap_or(config.spaces_around_special_tokens))
         && tokens
             .profile()
             .is_none_or(|p| p.family.spec().detokenizer_spaces)

@@ -97,6 +97,13 @@ impl ChunkAssembler {
         }
     }
 
+    /// About the size of [`ChunkAssembler::finish`]'s answer as JSON text, without building it:
+    /// what the client bounds while a stream is read.
+    pub fn approx_size(&self) -> usize {
+        let choices: usize = self.choices.values().map(ChoiceState::approx_size).sum();
+        map_size(&self.top) + choices + self.usage.as_ref().map_or(0, value_size)
+    }
+
     /// The assembled `chat.completion`.
     pub fn finish(&self) -> Value {
         let mut out = self.top.clone();
@@ -164,6 +171,12 @@ impl ChoiceState {
         }
     }
 
+    fn approx_size(&self) -> usize {
+        let calls: usize = self.tool_calls.values().map(map_size).sum();
+        let details: usize = self.reasoning_details.iter().map(value_size).sum();
+        map_size(&self.message) + calls + details + map_size(&self.fields)
+    }
+
     fn finish(&self, index: u64) -> Value {
         let mut message = self.message.clone();
         if self.has_reasoning_details {
@@ -191,6 +204,23 @@ impl ChoiceState {
         }
         Value::Object(out)
     }
+}
+
+/// About the length of `value` as JSON text (numbers, `true` and `null` count 8 bytes).
+fn value_size(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => items.iter().map(|v| value_size(v) + 1).sum::<usize>() + 2,
+        Value::Object(map) => map_size(map),
+        _ => 8,
+    }
+}
+
+fn map_size(map: &Map<String, Value>) -> usize {
+    map.iter()
+        .map(|(k, v)| k.len() + 4 + value_size(v))
+        .sum::<usize>()
+        + 2
 }
 
 /// Insert `value` unless it is null and a value is already there (a null still records that the

@@ -6,6 +6,9 @@
 //! Bytes go in as they arrive ([`SseDecoder::push`]); complete events come out
 //! ([`SseDecoder::next_event`]). At the end of the stream [`SseDecoder::finish`] also hands out an
 //! event whose closing blank line never came (lenient, so a final `data: [DONE]` without it counts).
+//!
+//! A decoder made [`SseDecoder::bounded`] holds no line and no event's data longer than its limit:
+//! past it, what it holds is dropped and [`SseDecoder::overflowed`] says so.
 
 use std::collections::VecDeque;
 
@@ -33,6 +36,9 @@ pub struct SseDecoder {
     id: Option<String>,
     ready: VecDeque<SseEvent>,
     comments: u64,
+    /// Longest line or event data held, when bounded.
+    limit: Option<usize>,
+    overflowed: bool,
 }
 
 impl SseDecoder {
@@ -40,8 +46,24 @@ impl SseDecoder {
         Self::default()
     }
 
+    /// A decoder that holds no line and no event's data longer than `limit` bytes.
+    pub fn bounded(limit: usize) -> Self {
+        SseDecoder {
+            limit: Some(limit),
+            ..Self::default()
+        }
+    }
+
+    /// Whether a line or an event's data went past the limit (what it held is dropped).
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
     /// Feed bytes as they arrive.
     pub fn push(&mut self, bytes: &[u8]) {
+        if self.overflowed {
+            return;
+        }
         self.buf.extend_from_slice(bytes);
         if !self.started && self.buf.len() >= 3 {
             self.started = true;
@@ -50,6 +72,16 @@ impl SseDecoder {
             }
         }
         self.drain_lines(false);
+        if self.overflowed || self.limit.is_some_and(|limit| self.buf.len() > limit) {
+            self.overflow();
+        }
+    }
+
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        self.buf = Vec::new();
+        self.data = String::new();
+        self.has_data = false;
     }
 
     /// The stream ended: decode whatever is left, including an unterminated last event.
@@ -107,6 +139,9 @@ impl SseDecoder {
     }
 
     fn line(&mut self, line: &[u8]) {
+        if self.overflowed {
+            return;
+        }
         if line.is_empty() {
             self.dispatch();
             return;
@@ -125,6 +160,13 @@ impl SseDecoder {
         let value = String::from_utf8_lossy(value);
         match name {
             b"data" => {
+                if self
+                    .limit
+                    .is_some_and(|limit| self.data.len() + value.len() + 1 > limit)
+                {
+                    self.overflow();
+                    return;
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
@@ -212,6 +254,21 @@ mod tests {
         d.push(b": a\n\n: b\n\nevent: x\n\n");
         assert_eq!(d.next_event(), None);
         assert_eq!(d.comments(), 2);
+    }
+
+    #[test]
+    fn a_bounded_decoder_drops_a_line_or_event_past_its_limit() {
+        let mut d = SseDecoder::bounded(16);
+        d.push(b"data: short\n\n");
+        assert_eq!(d.next_event().map(|e| e.data), Some("short".into()));
+        d.push(b"data: 0123456789");
+        assert!(!d.overflowed());
+        d.push(b"0123456789");
+        assert!(d.overflowed());
+        let mut d = SseDecoder::bounded(16);
+        d.push(b"data: 0123456789\ndata: 0123456789\n");
+        assert!(d.overflowed());
+        assert_eq!(d.next_event(), None);
     }
 
     #[test]

@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::json_limits::tree_size;
+
 /// Accumulates chunks; [`ChunkAssembler::finish`] gives the completion.
 #[derive(Debug, Default)]
 pub struct ChunkAssembler {
@@ -97,11 +99,12 @@ impl ChunkAssembler {
         }
     }
 
-    /// About the size of [`ChunkAssembler::finish`]'s answer as JSON text, without building it:
-    /// what the client bounds while a stream is read.
-    pub fn approx_size(&self) -> usize {
-        let choices: usize = self.choices.values().map(ChoiceState::approx_size).sum();
-        map_size(&self.top) + choices + self.usage.as_ref().map_or(0, value_size)
+    /// About the memory [`ChunkAssembler::finish`]'s tree would take
+    /// (`json_limits::tree_size`), without building it: what the client bounds while a stream
+    /// is read.
+    pub fn tree_size(&self) -> usize {
+        let choices: usize = self.choices.values().map(ChoiceState::tree_size).sum();
+        map_size(&self.top) + choices + self.usage.as_ref().map_or(0, tree_size)
     }
 
     /// The assembled `chat.completion`.
@@ -171,9 +174,9 @@ impl ChoiceState {
         }
     }
 
-    fn approx_size(&self) -> usize {
+    fn tree_size(&self) -> usize {
         let calls: usize = self.tool_calls.values().map(map_size).sum();
-        let details: usize = self.reasoning_details.iter().map(value_size).sum();
+        let details: usize = self.reasoning_details.iter().map(tree_size).sum();
         map_size(&self.message) + calls + details + map_size(&self.fields)
     }
 
@@ -206,21 +209,11 @@ impl ChoiceState {
     }
 }
 
-/// About the length of `value` as JSON text (numbers, `true` and `null` count 8 bytes).
-fn value_size(value: &Value) -> usize {
-    match value {
-        Value::String(s) => s.len() + 2,
-        Value::Array(items) => items.iter().map(|v| value_size(v) + 1).sum::<usize>() + 2,
-        Value::Object(map) => map_size(map),
-        _ => 8,
-    }
-}
-
+/// [`tree_size`] of an object's entries.
 fn map_size(map: &Map<String, Value>) -> usize {
     map.iter()
-        .map(|(k, v)| k.len() + 4 + value_size(v))
+        .map(|(k, v)| std::mem::size_of::<Value>() + k.len() + tree_size(v))
         .sum::<usize>()
-        + 2
 }
 
 /// Insert `value` unless it is null and a value is already there (a null still records that the

@@ -435,7 +435,15 @@ fn answer_text(
     if let Err(refused @ (Refused::TooLarge(..) | Refused::TooDeep)) = limits {
         return Err(json_limits::refusal(refused));
     }
-    let facts = facts::check_answer(&text).map_err(|e| match e.class {
+    let tree_too_large = match &limits {
+        Ok(checked) if !checked.tree_fits(max) => Some(json_limits::tree_too_large(
+            "the answer",
+            checked.tree_bytes,
+            max,
+        )),
+        _ => None,
+    };
+    let facts = facts::check_answer_within(&text, tree_too_large).map_err(|e| match e.class {
         ErrorClass::Malformed if e.body.is_none() => not_json(text.as_bytes()),
         _ => e,
     })?;
@@ -607,7 +615,7 @@ async fn read_stream(
             }
             Ok(Ok(more)) => !more,
         };
-        size.read(bytes.len(), &assembler)?;
+        size.read(bytes.len())?;
         decoder.push(&bytes);
         if ended {
             decoder.finish();
@@ -620,6 +628,7 @@ async fn read_stream(
             &mut assembler,
             kept.as_deref_mut(),
             &mut first_event_at,
+            &mut size,
         )?;
         if at_done {
             break true;
@@ -635,15 +644,15 @@ async fn read_stream(
     Ok((completion, first_event_at.unwrap_or_else(Instant::now)))
 }
 
-/// How much of a stream is held: the answer assembled so far is measured after every quarter of
-/// the limit read (so it never holds more than 1.25 times the limit; the measure costs a walk of
-/// what is held, at most four per limit's worth of stream), and kept chunks (`--keep-stream`)
-/// may total four times the limit.
+/// How much of a stream is held. The answer assembled so far is measured (a walk of its tree)
+/// after every quarter of the limit pushed into it, so its tree never takes more than
+/// [`json_limits::TREE_FACTOR`] times the limit plus a quarter; the walks cost at most four per
+/// limit's worth of chunks. Kept chunks (`--keep-stream`) may total four times the limit.
 struct StreamSize {
     max: usize,
     keeping: bool,
     read: usize,
-    since_measured: usize,
+    pushed_since_measured: usize,
 }
 
 impl StreamSize {
@@ -652,30 +661,70 @@ impl StreamSize {
             max,
             keeping,
             read: 0,
-            since_measured: 0,
+            pushed_since_measured: 0,
         }
     }
 
-    fn read(&mut self, n: usize, assembler: &ChunkAssembler) -> Result<(), ApiError> {
+    /// `n` more bytes of the stream were read.
+    fn read(&mut self, n: usize) -> Result<(), ApiError> {
         self.read = self.read.saturating_add(n);
-        self.since_measured = self.since_measured.saturating_add(n);
         if self.keeping && self.read / 4 > self.max {
             return Err(json_limits::too_large(
                 "a stream kept whole (--keep-stream, four times the answer size)",
                 self.max,
             ));
         }
-        if self.since_measured > self.max / 4 {
-            self.since_measured = 0;
-            if assembler.approx_size() > self.max {
-                return Err(json_limits::too_large(
+        Ok(())
+    }
+
+    /// A chunk whose tree takes `tree_bytes` was pushed into `assembler`.
+    fn pushed(&mut self, tree_bytes: usize, assembler: &ChunkAssembler) -> Result<(), ApiError> {
+        self.pushed_since_measured = self.pushed_since_measured.saturating_add(tree_bytes);
+        if self.pushed_since_measured > self.max / 4 {
+            self.pushed_since_measured = 0;
+            let held = assembler.tree_size();
+            if held > self.max.saturating_mul(json_limits::TREE_FACTOR) {
+                return Err(json_limits::tree_too_large(
                     "the answer assembled from the stream",
+                    held,
                     self.max,
                 ));
             }
         }
         Ok(())
     }
+}
+
+/// One event's chunk, parsed; a large one is measured first, so its tree is built only if it
+/// fits the limit.
+fn parse_chunk(data: &str, max: usize, assembler: &ChunkAssembler) -> Result<Value, ApiError> {
+    const MEASURED_FROM: usize = 64 << 10;
+    let over = |e: ApiError| e.with_body(partial(assembler));
+    if data.len() > MEASURED_FROM {
+        match json_limits::check(data, usize::MAX) {
+            Err(Refused::TooDeep) => return Err(over(json_limits::refusal(Refused::TooDeep))),
+            Ok(checked) if !checked.tree_fits(max) => {
+                let tree = checked.tree_bytes;
+                return Err(over(json_limits::tree_too_large(
+                    "a stream chunk",
+                    tree,
+                    max,
+                )));
+            }
+            _ => {}
+        }
+    }
+    serde_json::from_str(data).map_err(|e| {
+        // Nested past the readers' recursion limit: over the limits, not malformed.
+        let class = match e.to_string().starts_with("recursion limit exceeded") {
+            true => ErrorClass::OverLimit,
+            false => ErrorClass::Malformed,
+        };
+        over(ApiError::new(
+            class,
+            format!("stream chunk is not JSON ({e}): {}", classify::quote(data)),
+        ))
+    })
 }
 
 /// The answer assembled so far, if any chunk came.
@@ -690,6 +739,7 @@ fn take_events(
     assembler: &mut ChunkAssembler,
     mut kept: Option<&mut Vec<String>>,
     first_event_at: &mut Option<Instant>,
+    size: &mut StreamSize,
 ) -> Result<bool, ApiError> {
     while let Some(event) = decoder.next_event() {
         first_event_at.get_or_insert_with(Instant::now);
@@ -697,19 +747,9 @@ fn take_events(
         if data == "[DONE]" {
             return Ok(true);
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            // Nested past the readers' recursion limit: over the limits, not malformed.
-            let class = match e.to_string().starts_with("recursion limit exceeded") {
-                true => ErrorClass::OverLimit,
-                false => ErrorClass::Malformed,
-            };
-            ApiError::new(
-                class,
-                format!("stream chunk is not JSON ({e}): {}", classify::quote(data)),
-            )
-            .with_body(partial(assembler))
-        })?;
+        let chunk = parse_chunk(data, size.max, assembler)?;
         assembler.push(&chunk);
+        size.pushed(json_limits::tree_size(&chunk), assembler)?;
         if let Some(kept) = kept.as_deref_mut() {
             kept.push(data.to_string());
         }

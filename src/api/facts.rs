@@ -57,8 +57,21 @@ impl ResponseFacts {
 /// `Ok` means `json` is valid JSON (the view parse, or the tree parse, checked all of it). The
 /// error carries the parsed body, as the tree-based check gives it, or none if `json` is not JSON.
 pub fn check_answer(json: &str) -> Result<ResponseFacts, ApiError> {
+    check_answer_within(json, None)
+}
+
+/// [`check_answer`], building the tree for an answer the view does not take only if
+/// `tree_too_large` is `None`: else that is the error (a tree's memory is bounded, see
+/// `json_limits.rs`).
+pub fn check_answer_within(
+    json: &str,
+    tree_too_large: Option<ApiError>,
+) -> Result<ResponseFacts, ApiError> {
     if let Some(facts) = usable_answer(json) {
         return Ok(facts);
+    }
+    if let Some(err) = tree_too_large {
+        return Err(err);
     }
     let body: Value = serde_json::from_str(json).map_err(|e| {
         ApiError::new(

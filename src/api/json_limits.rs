@@ -28,6 +28,11 @@ pub const MAX_ANSWER_DEPTH: usize = MAX_LINE_DEPTH - 1;
 /// assembled from a stream. Far above any real completion; bounds memory per request in flight.
 pub const DEFAULT_MAX_ANSWER_BYTES: usize = 32 << 20;
 
+/// How many times the maximum answer size a parsed tree (`serde_json::Value`) may take in
+/// memory. A tree takes about its text's size when strings dominate, as in real answers; a body
+/// of small numbers takes thirty-six times its size, so trees are measured before they are built.
+pub const TREE_FACTOR: usize = 2;
+
 /// Parse one journal line (or any JSON text a reader reads) with the readers' limits. The line
 /// is checked as UTF-8 once (SIMD) and parsed as `&str`: `from_slice` validates every string on
 /// its own, slower on long non-ASCII answers. A line that is not UTF-8 goes through `from_slice`
@@ -69,22 +74,40 @@ impl fmt::Display for Refused {
     }
 }
 
+/// An answer [`check`] admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checked {
+    /// About the memory its parsed tree would take ([`tree_size`]'s measure).
+    pub tree_bytes: usize,
+}
+
+impl Checked {
+    /// Whether its tree may be built under the limit `max_bytes` ([`TREE_FACTOR`]).
+    pub fn tree_fits(&self, max_bytes: usize) -> bool {
+        self.tree_bytes <= max_bytes.saturating_mul(TREE_FACTOR)
+    }
+}
+
 /// Check an answer's JSON text against the limits: at most `max_bytes`, nesting at most
 /// [`MAX_ANSWER_DEPTH`], and a value serde_json parses (checked without building it).
-pub fn check(text: &str, max_bytes: usize) -> Result<(), Refused> {
+pub fn check(text: &str, max_bytes: usize) -> Result<Checked, Refused> {
     if text.len() > max_bytes {
         return Err(Refused::TooLarge(text.len(), max_bytes));
     }
     let too_deep = Cell::new(false);
+    let tree = Cell::new(0usize);
     let mut de = serde_json::Deserializer::from_str(text);
     let parsed = Valid {
         depth: 0,
         too_deep: &too_deep,
+        tree: &tree,
     }
     .deserialize(&mut de)
     .and_then(|()| de.end());
     match parsed {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(Checked {
+            tree_bytes: tree.get(),
+        }),
         Err(_) if too_deep.get() => Err(Refused::TooDeep),
         Err(e) if e.to_string().starts_with("recursion limit exceeded") => Err(Refused::TooDeep),
         Err(e) => Err(Refused::NotJson(e)),
@@ -93,7 +116,7 @@ pub fn check(text: &str, max_bytes: usize) -> Result<(), Refused> {
 
 /// [`check`] as the client's error: over a limit is [`ErrorClass::OverLimit`], not JSON the
 /// readers parse is [`ErrorClass::Malformed`].
-pub fn admit(text: &str, max_bytes: usize) -> Result<(), ApiError> {
+pub fn admit(text: &str, max_bytes: usize) -> Result<Checked, ApiError> {
     check(text, max_bytes).map_err(refusal)
 }
 
@@ -104,6 +127,33 @@ pub fn refusal(refused: Refused) -> ApiError {
         Refused::NotJson(_) => ErrorClass::Malformed,
     };
     ApiError::new(class, refused.to_string())
+}
+
+/// About the memory a parsed tree takes: a `Value` per value and per key, plus string bytes.
+pub fn tree_size(value: &Value) -> usize {
+    const NODE: usize = std::mem::size_of::<Value>();
+    match value {
+        Value::String(s) => NODE + s.len(),
+        Value::Array(items) => NODE + items.iter().map(tree_size).sum::<usize>(),
+        Value::Object(map) => {
+            NODE + map
+                .iter()
+                .map(|(k, v)| NODE + k.len() + tree_size(v))
+                .sum::<usize>()
+        }
+        _ => NODE,
+    }
+}
+
+/// The error of an answer whose parsed tree would take more than the limit allows.
+pub fn tree_too_large(what: &str, tree_bytes: usize, max_bytes: usize) -> ApiError {
+    ApiError::new(
+        ErrorClass::OverLimit,
+        format!(
+            "{what} would take about {tree_bytes} bytes parsed, over {TREE_FACTOR} times the \
+             maximum answer size of {max_bytes} bytes (--max-answer-mb)"
+        ),
+    )
 }
 
 /// Whether a parsed value nests at most [`MAX_ANSWER_DEPTH`] deep (so a journal line holding it
@@ -132,6 +182,8 @@ pub fn too_large(what: &str, max_bytes: usize) -> ApiError {
 struct Valid<'c> {
     depth: usize,
     too_deep: &'c Cell<bool>,
+    /// [`tree_size`] of what was visited so far.
+    tree: &'c Cell<usize>,
 }
 
 impl Valid<'_> {
@@ -143,6 +195,7 @@ impl Valid<'_> {
         Ok(Valid {
             depth: self.depth + 1,
             too_deep: self.too_deep,
+            tree: self.tree,
         })
     }
 }
@@ -150,6 +203,8 @@ impl Valid<'_> {
 impl<'de> DeserializeSeed<'de> for Valid<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        self.tree
+            .set(self.tree.get() + std::mem::size_of::<Value>());
         d.deserialize_any(self)
     }
 }
@@ -172,7 +227,8 @@ impl<'de> Visitor<'de> for Valid<'_> {
     fn visit_f64<E>(self, _: f64) -> Result<(), E> {
         Ok(())
     }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+    fn visit_str<E>(self, s: &str) -> Result<(), E> {
+        self.tree.set(self.tree.get() + s.len());
         Ok(())
     }
     fn visit_unit<E>(self) -> Result<(), E> {
@@ -190,6 +246,7 @@ impl<'de> Visitor<'de> for Valid<'_> {
             .next_element_seed(Valid {
                 depth: inner.depth,
                 too_deep: inner.too_deep,
+                tree: inner.tree,
             })?
             .is_some()
         {}
@@ -200,18 +257,22 @@ impl<'de> Visitor<'de> for Valid<'_> {
         let inner = self
             .nested()
             .map_err(|()| serde::de::Error::custom("too deep"))?;
-        while map.next_key::<Key>()?.is_some() {
+        while let Some(Key(len)) = map.next_key::<Key>()? {
+            inner
+                .tree
+                .set(inner.tree.get() + std::mem::size_of::<Value>() + len);
             map.next_value_seed(Valid {
                 depth: inner.depth,
                 too_deep: inner.too_deep,
+                tree: inner.tree,
             })?;
         }
         Ok(())
     }
 }
 
-/// An object key, decoded as a `Value`'s keys are (escapes checked), not kept.
-struct Key;
+/// An object key, decoded as a `Value`'s keys are (escapes checked), not kept: its length.
+struct Key(usize);
 
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
@@ -221,8 +282,8 @@ impl<'de> Deserialize<'de> for Key {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an object key")
             }
-            fn visit_str<E>(self, _: &str) -> Result<Key, E> {
-                Ok(Key)
+            fn visit_str<E>(self, s: &str) -> Result<Key, E> {
+                Ok(Key(s.len()))
             }
         }
         d.deserialize_str(KeyVisitor)
@@ -293,6 +354,26 @@ mod tests {
             assert!(serde_json::from_str::<Value>(text).is_ok());
             check(text, usize::MAX).unwrap();
         }
+    }
+
+    /// The tree measure while checking is the measure of the tree built.
+    #[test]
+    fn the_checked_tree_size_is_the_built_trees() {
+        for text in [
+            r#"{"a":[1,2,{"b":"héllo","c":null}],"d":"x\ny"}"#,
+            "[0,0,0,0]",
+            r#""s""#,
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                check(text, usize::MAX).unwrap().tree_bytes,
+                tree_size(&value),
+                "{text}"
+            );
+        }
+        let numbers = format!("[{}0]", "0,".repeat(1000));
+        let checked = check(&numbers, numbers.len()).unwrap();
+        assert!(!checked.tree_fits(numbers.len()));
     }
 
     #[test]

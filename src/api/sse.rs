@@ -28,6 +28,9 @@ pub struct SseEvent {
 pub struct SseDecoder {
     /// Bytes not yet forming a complete line.
     buf: Vec<u8>,
+    /// How much of `buf` was scanned without finding a line end: the next scan starts there,
+    /// so a long line arriving in many reads is scanned once, not once per read.
+    scanned: usize,
     /// Whether anything was seen yet (for the BOM rule).
     started: bool,
     data: String,
@@ -69,6 +72,7 @@ impl SseDecoder {
             self.started = true;
             if self.buf.starts_with(b"\xEF\xBB\xBF") {
                 self.buf.drain(..3);
+                self.scanned = self.scanned.saturating_sub(3);
             }
         }
         self.drain_lines(false);
@@ -80,6 +84,7 @@ impl SseDecoder {
     fn overflow(&mut self) {
         self.overflowed = true;
         self.buf = Vec::new();
+        self.scanned = 0;
         self.data = String::new();
         self.has_data = false;
     }
@@ -89,6 +94,7 @@ impl SseDecoder {
         self.started = true;
         self.drain_lines(true);
         if !self.buf.is_empty() {
+            self.scanned = 0;
             let line = std::mem::take(&mut self.buf);
             self.line(&line);
         }
@@ -108,32 +114,32 @@ impl SseDecoder {
     fn drain_lines(&mut self, eof: bool) {
         let buf = std::mem::take(&mut self.buf);
         let mut start = 0;
-        let mut i = 0;
-        while i < buf.len() {
-            match buf[i] {
-                b'\n' => {
-                    self.line(&buf[start..i]);
-                    start = i + 1;
+        let mut i = self.scanned;
+        loop {
+            let Some(at) = memchr::memchr2(b'\n', b'\r', &buf[i..]) else {
+                i = buf.len();
+                break;
+            };
+            i += at;
+            if buf[i] == b'\n' {
+                self.line(&buf[start..i]);
+                start = i + 1;
+            } else if i + 1 < buf.len() {
+                self.line(&buf[start..i]);
+                if buf[i + 1] == b'\n' {
+                    i += 1;
                 }
-                b'\r' => {
-                    if i + 1 < buf.len() {
-                        self.line(&buf[start..i]);
-                        if buf[i + 1] == b'\n' {
-                            i += 1;
-                        }
-                        start = i + 1;
-                    } else if eof {
-                        self.line(&buf[start..i]);
-                        start = i + 1;
-                    } else {
-                        // A CR at the end of a read: the LF of a CRLF may be in the next read.
-                        break;
-                    }
-                }
-                _ => {}
+                start = i + 1;
+            } else if eof {
+                self.line(&buf[start..i]);
+                start = i + 1;
+            } else {
+                // A CR at the end of a read: the LF of a CRLF may be in the next read.
+                break;
             }
             i += 1;
         }
+        self.scanned = i - start;
         self.buf = buf;
         self.buf.drain(..start);
     }

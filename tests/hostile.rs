@@ -1,6 +1,6 @@
 //! A bad answer never poisons a run: `generate` against a deliberately hostile OpenAI-compatible
-//! server of this test's own (deep JSON, a huge body, a long SSE line, negative cost, usage that
-//! is not numbers), streamed and not. Each answer ends in a classified failure or a flagged
+//! server of this test's own (deep JSON, a huge body, a body whose tree would be huge, a long SSE
+//! line, negative cost, usage that is not numbers), streamed and not. Each answer ends in a classified failure or a flagged
 //! success, every prompt has a record, and `build` and `verify` read the run. And a full disk:
 //! `generate` stops with a clear error, and after space is freed the resume accounts for every
 //! prompt, nothing lost or duplicated (on a small tmpfs, where the platform lets the test mount
@@ -44,6 +44,9 @@ async fn chat(body: Bytes) -> Response {
     let usage =
         json!({"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15, "cost": 0.0001});
     let big = "x".repeat((LIMIT_MB << 20) + 4096);
+    // `numbers`: within the size limit, but a tree of it would take 36 times its size (and the
+    // empty content makes the client look at it as a tree: not a usable answer).
+    let numbers = format!("[{}0]", "0,".repeat((LIMIT_MB << 20) / 2 - 4096));
     let (content, usage, deep) = match behaviour.as_str() {
         "negative_cost" => (
             "fine".to_string(),
@@ -56,12 +59,18 @@ async fn chat(body: Bytes) -> Response {
             false,
         ),
         "deep" => ("fine".to_string(), usage, true),
+        "numbers" => (String::new(), usage, false),
         "huge" | "long_line" => (big, usage, false),
         "disk" => ("y".repeat(6000), usage, false),
         _ => ("fine".to_string(), usage, false),
     };
+    let extra = match behaviour.as_str() {
+        _ if deep => Some(format!("{}1{}", "[".repeat(DEEP), "]".repeat(DEEP))),
+        "numbers" => Some(numbers),
+        _ => None,
+    };
     if stream {
-        streamed(&behaviour, content, usage, deep)
+        streamed(&behaviour, content, usage, extra)
     } else {
         let mut text = json!({
             "id": "gen-1", "object": "chat.completion", "model": "m", "provider": "Hostile",
@@ -70,13 +79,9 @@ async fn chat(body: Bytes) -> Response {
             "usage": usage,
         })
         .to_string();
-        if deep {
+        if let Some(extra) = extra {
             text.pop();
-            text.push_str(&format!(
-                ",\"extra\":{}1{}}}",
-                "[".repeat(DEEP),
-                "]".repeat(DEEP)
-            ));
+            text.push_str(&format!(",\"extra\":{extra}}}"));
         }
         Response::builder()
             .header(CONTENT_TYPE, "application/json")
@@ -86,7 +91,7 @@ async fn chat(body: Bytes) -> Response {
 }
 
 /// The answer as SSE: content in 64 KB chunks, or (`long_line`) in one chunk, one line.
-fn streamed(behaviour: &str, content: String, usage: Value, deep: bool) -> Response {
+fn streamed(behaviour: &str, content: String, usage: Value, extra: Option<String>) -> Response {
     let chunk = |delta: Value, finish: Value, usage: Value| {
         json!({"id": "gen-1", "object": "chat.completion.chunk", "model": "m", "provider": "Hostile",
                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": usage})
@@ -106,12 +111,8 @@ fn streamed(behaviour: &str, content: String, usage: Value, deep: bool) -> Respo
         let part = String::from_utf8_lossy(part);
         events.push(chunk(json!({"content": part}), Value::Null, Value::Null));
     }
-    if deep {
-        events.push(format!(
-            "{{\"choices\":[],\"extra\":{}1{}}}",
-            "[".repeat(DEEP),
-            "]".repeat(DEEP)
-        ));
+    if let Some(extra) = extra {
+        events.push(format!("{{\"choices\":[],\"extra\":{extra}}}"));
     }
     events.push(chunk(json!({}), json!("stop"), usage));
     let mut body = String::new();
@@ -133,11 +134,12 @@ fn hostile_server() -> String {
 
 // ---------------------------------------------------------------- helpers
 
-const BEHAVIOURS: [&str; 6] = [
+const BEHAVIOURS: [&str; 7] = [
     "ok",
     "negative_cost",
     "non_numeric_usage",
     "deep",
+    "numbers",
     "huge",
     "long_line",
 ];
@@ -203,7 +205,11 @@ fn hostile_run(stream: bool) {
     let out = generate(&dir, &server, stream);
     // Some prompts fail for good: exit 1, never a crash.
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.contains("panicked"), "{}", text(&out));
+    // The first provider whose usage is not believed is named, once.
+    assert_eq!(said.matches("not believed").count(), 1, "{}", text(&out));
+    assert!(said.contains("provider \"Hostile\""), "{}", text(&out));
     let by_id = records_by_id(&dir);
     assert_eq!(
         by_id.len(),

@@ -350,10 +350,9 @@ mod tests {
                 ErrorClass::Malformed
             );
         }
-        for text in [r#"{"a":1e300,"b":"\ud83d\ude00","c":[null,true,-1,18446744073709551616]}"#] {
-            assert!(serde_json::from_str::<Value>(text).is_ok());
-            check(text, usize::MAX).unwrap();
-        }
+        let text = r#"{"a":1e300,"b":"\ud83d\ude00","c":[null,true,-1,18446744073709551616]}"#;
+        assert!(serde_json::from_str::<Value>(text).is_ok());
+        check(text, usize::MAX).unwrap();
     }
 
     /// The tree measure while checking is the measure of the tree built.

@@ -6,7 +6,8 @@
 //! answer limit is MAX_ANSWER_MB (default 32); the peak resident memory (`VmHWM`) above what the
 //! process held before the requests is printed, in total and per request. Shapes:
 //! `body256` (a 256 MB JSON body), `line64` (an SSE stream whose one line is 64 MB), `numbers`
-//! (a JSON array of zeros just under the limit: the largest tree a body within the limit makes),
+//! (a JSON array of zeros just under the limit: the largest tree a body within the limit makes;
+//! `error_numbers` the same as an HTTP 500's body),
 //! `chunks` (an SSE stream of 64 KB content chunks, 256 MB in all).
 
 use std::time::{Duration, Instant};
@@ -70,6 +71,11 @@ async fn chat(shape: &'static str, limit: usize) -> Response {
         )),
         // "0," repeated: a tree of one `Value` per two bytes.
         "numbers" => json(numbers(limit)),
+        "error_numbers" => {
+            let mut response = json(numbers(limit));
+            *response.status_mut() = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+            response
+        }
         "chunks" => {
             let event = Bytes::from(format!(
                 "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}}}}]}}\n\n",

@@ -360,3 +360,18 @@ fn a_full_disk_stops_generate_and_the_resume_loses_and_duplicates_nothing() {
     );
     assert!(ids.iter().all(|id| successes.contains_key(id)));
 }
+
+#[test]
+fn an_answer_limit_of_zero_is_refused_before_anything_is_sent() {
+    let dir = RunDir::new();
+    dir.write_prompts(prompts(&["ok"], 1));
+    let mut cmd = dir.generate("http://127.0.0.1:9/v1");
+    cmd.args(["--model", "m", "--max-answer-mb", "0"]);
+    let o = output(&mut cmd);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("max_answer_mb"),
+        "{}",
+        text(&o)
+    );
+}

@@ -246,6 +246,16 @@ fn hostile_run(stream: bool) {
             }
         }
     }
+    // A resume reads every record back: successes (flagged ones too) and over-limit failures
+    // are finished, so nothing is sent again.
+    let journaled = dir.journal().len();
+    let again = generate(&dir, &server, stream);
+    assert!(
+        matches!(again.status.code(), Some(0 | 1)),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(dir.journal().len(), journaled, "{}", text(&again));
     let o = output(
         Command::new(BIN)
             .args(["build", "--model"])

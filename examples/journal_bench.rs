@@ -112,6 +112,7 @@ fn generate(run: &str, n: u64) -> anyhow::Result<()> {
             not_before_ms: None,
             source: Some("sharegpt".into()),
             origin: Default::default(),
+            usage_flag: None,
         };
         journal.append(&record)?;
     }

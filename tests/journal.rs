@@ -71,6 +71,7 @@ fn record(id: &str, attempt: u32, status: Status, class: Option<ErrorClass>) -> 
         not_before_ms: None,
         source: Some("gsm8k".into()),
         origin: Default::default(),
+        usage_flag: None,
     }
 }
 

@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::json_limits::tree_size;
+
 /// Accumulates chunks; [`ChunkAssembler::finish`] gives the completion.
 #[derive(Debug, Default)]
 pub struct ChunkAssembler {
@@ -97,6 +99,14 @@ impl ChunkAssembler {
         }
     }
 
+    /// About the memory [`ChunkAssembler::finish`]'s tree would take
+    /// (`json_limits::tree_size`), without building it: what the client bounds while a stream
+    /// is read.
+    pub fn tree_size(&self) -> usize {
+        let choices: usize = self.choices.values().map(ChoiceState::tree_size).sum();
+        map_size(&self.top) + choices + self.usage.as_ref().map_or(0, tree_size)
+    }
+
     /// The assembled `chat.completion`.
     pub fn finish(&self) -> Value {
         let mut out = self.top.clone();
@@ -164,6 +174,12 @@ impl ChoiceState {
         }
     }
 
+    fn tree_size(&self) -> usize {
+        let calls: usize = self.tool_calls.values().map(map_size).sum();
+        let details: usize = self.reasoning_details.iter().map(tree_size).sum();
+        map_size(&self.message) + calls + details + map_size(&self.fields)
+    }
+
     fn finish(&self, index: u64) -> Value {
         let mut message = self.message.clone();
         if self.has_reasoning_details {
@@ -191,6 +207,13 @@ impl ChoiceState {
         }
         Value::Object(out)
     }
+}
+
+/// [`tree_size`] of an object's entries.
+fn map_size(map: &Map<String, Value>) -> usize {
+    map.iter()
+        .map(|(k, v)| std::mem::size_of::<Value>() + k.len() + tree_size(v))
+        .sum::<usize>()
 }
 
 /// Insert `value` unless it is null and a value is already there (a null still records that the

@@ -34,7 +34,16 @@ pub fn class_of_status(status: u16) -> ErrorClass {
 
 /// A non-2xx response: class from the status, message from the body, `Retry-After` parsed.
 pub fn http_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> ApiError {
-    let json: Option<Value> = serde_json::from_slice(body).ok();
+    // Parsed only if its tree is small (an error body is): a body of numbers takes 36 times its
+    // size as a tree.
+    const ERROR_TREE_MAX: usize = 4 << 20;
+    let json: Option<Value> = std::str::from_utf8(body)
+        .ok()
+        .filter(|text| {
+            super::json_limits::check(text, usize::MAX)
+                .is_ok_and(|checked| checked.tree_bytes <= ERROR_TREE_MAX)
+        })
+        .and_then(|text| serde_json::from_str(text).ok());
     let detail = json
         .as_ref()
         .and_then(server_message)
@@ -55,7 +64,8 @@ pub fn http_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> ApiErr
 /// OpenAI-compatible server's 401 is a JSON error; tinyproxy, for one, answers a wrong password
 /// with 401 and an HTML page). Then the class is [`ErrorClass::ProxyAuth`], not a bad API key.
 pub fn proxy_refusal(err: ApiError, status: u16, body: &[u8], proxy: &str) -> ApiError {
-    let is_json = serde_json::from_slice::<Value>(body).is_ok();
+    let is_json = std::str::from_utf8(body)
+        .is_ok_and(|text| super::json_limits::check(text, usize::MAX).is_ok());
     if status == 407 || (status == 401 && !is_json) {
         return ApiError::new(
             ErrorClass::ProxyAuth,

@@ -28,13 +28,11 @@ use super::assemble::ChunkAssembler;
 use super::classify;
 use super::client_config::ClientConfig;
 use super::facts::{self, ResponseFacts};
+use super::json_limits::{self, Refused};
 use super::sse::SseDecoder;
 use super::transport::{HttpAnswer, HttpRequest, Route, Transport};
 use super::{ApiError, ApiKey};
 use crate::api::ErrorClass;
-
-/// Largest response body read before giving up (a runaway server must not exhaust memory).
-const MAX_BODY_BYTES: usize = 64 << 20;
 
 /// How long to wait for the end of a stream's body after `[DONE]`.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
@@ -117,6 +115,7 @@ pub enum BuildError {
 pub struct Client {
     transport: Arc<Transport>,
     keep_stream_chunks: bool,
+    max_answer_bytes: usize,
 }
 
 impl Client {
@@ -147,10 +146,12 @@ impl Client {
             }
         };
         let keep_stream_chunks = config.keep_stream_chunks;
+        let max_answer_bytes = config.max_answer_bytes;
         let transport = Transport::new(config, extra_roots)?;
         Ok(Client {
             transport: Arc::new(transport),
             keep_stream_chunks,
+            max_answer_bytes,
         })
     }
 
@@ -220,8 +221,11 @@ impl Client {
                     .await
                     .map_err(|e| classify::transport_error(&e).with_status(status))?
                 {
-                    if bytes.len() > MAX_BODY_BYTES {
-                        return Err(too_big().with_status(status));
+                    if bytes.len() > self.max_answer_bytes {
+                        let what = "response body";
+                        return Err(
+                            json_limits::too_large(what, self.max_answer_bytes).with_status(status)
+                        );
                     }
                 }
                 Ok((status, answer.retry_after.take(), bytes))
@@ -287,8 +291,11 @@ impl Client {
         if (300..400).contains(&status) {
             return Err(redirect_error(status, answer.location.as_deref()));
         }
+        let max = self.max_answer_bytes;
         if !(200..300).contains(&status) {
-            let bytes = read_all(&mut answer, &deadlines).await.unwrap_or_default();
+            let bytes = read_all(&mut answer, &deadlines, max)
+                .await
+                .unwrap_or_default();
             let err = classify::http_error(status, retry_after.as_deref(), &bytes);
             return Err(match route.forwarding_proxy() {
                 Some(proxy) => classify::proxy_refusal(err, status, &bytes, &proxy),
@@ -301,7 +308,7 @@ impl Client {
             // Boxed: the decoder and assembler should not size every request's future.
             Box::pin(self.streamed_answer(answer, &deadlines, key)).await
         } else {
-            unstreamed_answer(answer, &deadlines, key)
+            unstreamed_answer(answer, &deadlines, key, max)
                 .await
                 .map(|body| (body, headers_at))
         }
@@ -325,12 +332,13 @@ impl Client {
         key: Option<&ApiKey>,
     ) -> Result<(AnswerBody, Instant), ApiError> {
         let mut kept = self.keep_stream_chunks.then(Vec::new);
-        let (mut value, first) = read_stream(&mut answer, deadlines, kept.as_mut()).await?;
+        let max = self.max_answer_bytes;
+        let (mut value, first) = read_stream(&mut answer, deadlines, kept.as_mut(), max).await?;
         drop(answer);
         if let Some(key) = key {
             scrub_stream(key, &mut value, kept.as_mut());
         }
-        let (text, facts) = assembled_text(value)?;
+        let (text, facts) = assembled_text(value, max)?;
         Ok((
             AnswerBody {
                 text,
@@ -379,10 +387,11 @@ async fn unstreamed_answer(
     mut answer: HttpAnswer,
     deadlines: &Deadlines,
     key: Option<&ApiKey>,
+    max: usize,
 ) -> Result<AnswerBody, ApiError> {
-    let bytes = read_all(&mut answer, deadlines).await?;
+    let bytes = read_all(&mut answer, deadlines, max).await?;
     drop(answer);
-    let (text, facts) = answer_text(bytes, key).map_err(|e| e.with_retry_after(None))?;
+    let (text, facts) = answer_text(bytes, key, max).map_err(|e| e.with_retry_after(None))?;
     Ok(AnswerBody {
         text,
         facts,
@@ -391,8 +400,13 @@ async fn unstreamed_answer(
 }
 
 /// A non-streamed answer: its bytes as compact JSON text with the key scrubbed, checked like
-/// [`classify::check_completion`], and its facts. `Malformed` if the bytes are not JSON.
-fn answer_text(bytes: Vec<u8>, key: Option<&ApiKey>) -> Result<(String, ResponseFacts), ApiError> {
+/// [`classify::check_completion`] and against the journal readers' limits, and its facts.
+/// `Malformed` if the bytes are not JSON, `OverLimit` if beyond the limits.
+fn answer_text(
+    bytes: Vec<u8>,
+    key: Option<&ApiKey>,
+    max: usize,
+) -> Result<(String, ResponseFacts), ApiError> {
     let mut compact = facts::compact_json(bytes);
     if let Some(scrubbed) = key.and_then(|k| k.scrub_json_bytes(&compact)) {
         compact = scrubbed;
@@ -417,10 +431,24 @@ fn answer_text(bytes: Vec<u8>, key: Option<&ApiKey>) -> Result<(String, Response
     // SAFETY: `compact` was just validated as UTF-8. simdutf8 does that about ten times faster
     // than `String::from_utf8` on answers in mixed scripts, and this runs for every answer.
     let text = unsafe { String::from_utf8_unchecked(compact) };
-    let facts = facts::check_answer(&text).map_err(|e| match e.class {
+    let limits = json_limits::check(&text, max);
+    if let Err(refused @ (Refused::TooLarge(..) | Refused::TooDeep)) = limits {
+        return Err(json_limits::refusal(refused));
+    }
+    let tree_too_large = match &limits {
+        Ok(checked) if !checked.tree_fits(max) => Some(json_limits::tree_too_large(
+            "the answer",
+            checked.tree_bytes,
+            max,
+        )),
+        _ => None,
+    };
+    let facts = facts::check_answer_within(&text, tree_too_large).map_err(|e| match e.class {
         ErrorClass::Malformed if e.body.is_none() => not_json(text.as_bytes()),
         _ => e,
     })?;
+    // A part the borrowed view skipped unread that the readers' parse refuses.
+    limits.map_err(json_limits::refusal)?;
     Ok((text, facts))
 }
 
@@ -446,13 +474,6 @@ fn redirect_error(status: u16, location: Option<&str>) -> ApiError {
         ),
     };
     ApiError::new(ErrorClass::ClientError, message).with_status(status)
-}
-
-fn too_big() -> ApiError {
-    ApiError::new(
-        ErrorClass::Malformed,
-        format!("response body exceeds {MAX_BODY_BYTES} bytes"),
-    )
 }
 
 /// Where an attempt was when a deadline passed.
@@ -511,18 +532,31 @@ impl Deadlines {
     }
 }
 
-/// Read a whole (non-streamed) body under the idle and total deadlines.
-async fn read_all(answer: &mut HttpAnswer, deadlines: &Deadlines) -> Result<Vec<u8>, ApiError> {
+/// Read a whole (non-streamed) body of at most `max` bytes under the idle and total deadlines.
+/// Each piece is read into its own buffer and copied into the body only when it fits, so the
+/// body never holds more than `max` bytes (and, grown in steps, never reserves more than `max`).
+async fn read_all(
+    answer: &mut HttpAnswer,
+    deadlines: &Deadlines,
+    max: usize,
+) -> Result<Vec<u8>, ApiError> {
     let mut body = Vec::new();
+    let mut piece = Vec::new();
     loop {
-        match tokio::time::timeout_at(deadlines.idle_wait(), answer.next(&mut body)).await {
+        piece.clear();
+        match tokio::time::timeout_at(deadlines.idle_wait(), answer.next(&mut piece)).await {
             Err(_) => return Err(deadlines.expired(Stage::Body, None)),
             Ok(Err(e)) => return Err(classify::transport_error(&e)),
             Ok(Ok(false)) => return Ok(body),
             Ok(Ok(true)) => {
-                if body.len() > MAX_BODY_BYTES {
-                    return Err(too_big());
+                let len = body.len() + piece.len();
+                if len > max {
+                    return Err(json_limits::too_large("response body", max));
                 }
+                if len > body.capacity() {
+                    body.reserve_exact(len.max(body.capacity() * 2).min(max) - body.len());
+                }
+                body.extend_from_slice(&piece);
             }
         }
     }
@@ -539,8 +573,9 @@ fn scrub_stream(key: &ApiKey, value: &mut Value, kept: Option<&mut Vec<String>>)
 }
 
 /// The text and facts of an answer assembled from a stream, once it is checked to be a
-/// completion (an error that arrived as the stream's content is returned with it as its body).
-fn assembled_text(value: Value) -> Result<(String, ResponseFacts), ApiError> {
+/// completion (an error that arrived as the stream's content is returned with it as its body)
+/// within the journal readers' limits.
+fn assembled_text(value: Value, max: usize) -> Result<(String, ResponseFacts), ApiError> {
     classify::check_completion(&value)
         .map_err(|e| e.with_retry_after(None).with_body(Some(value.clone())))?;
     let text = serde_json::to_string(&value).map_err(|e| {
@@ -549,20 +584,23 @@ fn assembled_text(value: Value) -> Result<(String, ResponseFacts), ApiError> {
             format!("cannot serialize the assembled answer: {e}"),
         )
     })?;
+    json_limits::admit(&text, max)?;
     Ok((text, ResponseFacts::of_value(&value)))
 }
 
 /// Decode an SSE body into one assembled completion; also returns when the first data event came.
-/// With `kept`, every chunk's `data` payload is also kept there as received.
+/// With `kept`, every chunk's `data` payload is also kept there as received. No line, event or
+/// assembled answer may pass `max` bytes (the whole stream may: its chunks are not kept).
 async fn read_stream(
     answer: &mut HttpAnswer,
     deadlines: &Deadlines,
     mut kept: Option<&mut Vec<String>>,
+    max: usize,
 ) -> Result<(Value, Instant), ApiError> {
-    let mut decoder = SseDecoder::new();
+    let mut decoder = SseDecoder::bounded(max);
     let mut assembler = ChunkAssembler::new();
     let mut first_event_at: Option<Instant> = None;
-    let mut read_bytes = 0usize;
+    let mut size = StreamSize::new(max, kept.is_some());
     let mut bytes = Vec::new();
     let done = loop {
         let (wait, stage) = match first_event_at {
@@ -577,25 +615,20 @@ async fn read_stream(
             }
             Ok(Ok(more)) => !more,
         };
-        if !ended {
-            read_bytes += bytes.len();
-            if read_bytes > MAX_BODY_BYTES {
-                return Err(ApiError::new(
-                    ErrorClass::Malformed,
-                    format!("stream exceeds {MAX_BODY_BYTES} bytes"),
-                )
-                .with_body(partial(&assembler)));
-            }
-        }
+        size.read(bytes.len())?;
         decoder.push(&bytes);
         if ended {
             decoder.finish();
+        }
+        if decoder.overflowed() {
+            return Err(json_limits::too_large("an SSE line or event", max));
         }
         let at_done = take_events(
             &mut decoder,
             &mut assembler,
             kept.as_deref_mut(),
             &mut first_event_at,
+            &mut size,
         )?;
         if at_done {
             break true;
@@ -611,6 +644,89 @@ async fn read_stream(
     Ok((completion, first_event_at.unwrap_or_else(Instant::now)))
 }
 
+/// How much of a stream is held. The answer assembled so far is measured (a walk of its tree)
+/// after every quarter of the limit pushed into it, so its tree never takes more than
+/// [`json_limits::TREE_FACTOR`] times the limit plus a quarter; the walks cost at most four per
+/// limit's worth of chunks. Kept chunks (`--keep-stream`) may total four times the limit.
+struct StreamSize {
+    max: usize,
+    keeping: bool,
+    read: usize,
+    pushed_since_measured: usize,
+}
+
+impl StreamSize {
+    fn new(max: usize, keeping: bool) -> StreamSize {
+        StreamSize {
+            max,
+            keeping,
+            read: 0,
+            pushed_since_measured: 0,
+        }
+    }
+
+    /// `n` more bytes of the stream were read.
+    fn read(&mut self, n: usize) -> Result<(), ApiError> {
+        self.read = self.read.saturating_add(n);
+        if self.keeping && self.read / 4 > self.max {
+            return Err(json_limits::too_large(
+                "a stream kept whole (--keep-stream, four times the answer size)",
+                self.max,
+            ));
+        }
+        Ok(())
+    }
+
+    /// A chunk whose tree takes `tree_bytes` was pushed into `assembler`.
+    fn pushed(&mut self, tree_bytes: usize, assembler: &ChunkAssembler) -> Result<(), ApiError> {
+        self.pushed_since_measured = self.pushed_since_measured.saturating_add(tree_bytes);
+        if self.pushed_since_measured > self.max / 4 {
+            self.pushed_since_measured = 0;
+            let held = assembler.tree_size();
+            if held > self.max.saturating_mul(json_limits::TREE_FACTOR) {
+                return Err(json_limits::tree_too_large(
+                    "the answer assembled from the stream",
+                    held,
+                    self.max,
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One event's chunk, parsed; a large one is measured first, so its tree is built only if it
+/// fits the limit.
+fn parse_chunk(data: &str, max: usize, assembler: &ChunkAssembler) -> Result<Value, ApiError> {
+    const MEASURED_FROM: usize = 64 << 10;
+    let over = |e: ApiError| e.with_body(partial(assembler));
+    if data.len() > MEASURED_FROM {
+        match json_limits::check(data, usize::MAX) {
+            Err(Refused::TooDeep) => return Err(over(json_limits::refusal(Refused::TooDeep))),
+            Ok(checked) if !checked.tree_fits(max) => {
+                let tree = checked.tree_bytes;
+                return Err(over(json_limits::tree_too_large(
+                    "a stream chunk",
+                    tree,
+                    max,
+                )));
+            }
+            _ => {}
+        }
+    }
+    serde_json::from_str(data).map_err(|e| {
+        // Nested past the readers' recursion limit: over the limits, not malformed.
+        let class = match e.to_string().starts_with("recursion limit exceeded") {
+            true => ErrorClass::OverLimit,
+            false => ErrorClass::Malformed,
+        };
+        over(ApiError::new(
+            class,
+            format!("stream chunk is not JSON ({e}): {}", classify::quote(data)),
+        ))
+    })
+}
+
 /// The answer assembled so far, if any chunk came.
 fn partial(assembler: &ChunkAssembler) -> Option<Value> {
     (assembler.chunks() > 0).then(|| assembler.finish())
@@ -623,6 +739,7 @@ fn take_events(
     assembler: &mut ChunkAssembler,
     mut kept: Option<&mut Vec<String>>,
     first_event_at: &mut Option<Instant>,
+    size: &mut StreamSize,
 ) -> Result<bool, ApiError> {
     while let Some(event) = decoder.next_event() {
         first_event_at.get_or_insert_with(Instant::now);
@@ -630,14 +747,9 @@ fn take_events(
         if data == "[DONE]" {
             return Ok(true);
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            ApiError::new(
-                ErrorClass::Malformed,
-                format!("stream chunk is not JSON ({e}): {}", classify::quote(data)),
-            )
-            .with_body(partial(assembler))
-        })?;
+        let chunk = parse_chunk(data, size.max, assembler)?;
         assembler.push(&chunk);
+        size.pushed(json_limits::tree_size(&chunk), assembler)?;
         if let Some(kept) = kept.as_deref_mut() {
             kept.push(data.to_string());
         }

@@ -28,6 +28,9 @@ pub struct ClientConfig {
     pub extra_ca_pem: Option<Vec<u8>>,
     /// Keep each streamed answer's raw chunks in [`RawChatOutcome::chunks`] (`--keep-stream`).
     pub keep_stream_chunks: bool,
+    /// Largest answer read, in bytes: a non-streamed body, one SSE line or event, an answer
+    /// assembled from a stream (see `json_limits.rs`). Bounds memory per request in flight.
+    pub max_answer_bytes: usize,
 }
 
 impl Default for ClientConfig {
@@ -44,6 +47,7 @@ impl Default for ClientConfig {
             proxies: Proxies::from_env(),
             extra_ca_pem: None,
             keep_stream_chunks: false,
+            max_answer_bytes: super::json_limits::DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 }

@@ -42,8 +42,10 @@ impl ApiError {
         self
     }
 
+    /// The body to journal with the error; a body nested too deep for the journal's readers is
+    /// not kept (its record would be a line they cannot parse).
     pub fn with_body(mut self, body: Option<Value>) -> Self {
-        self.body = body;
+        self.body = body.filter(super::json_limits::fits);
         self
     }
 

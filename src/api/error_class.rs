@@ -23,6 +23,9 @@ pub enum ErrorClass {
     EmptyAnswer,
     /// body that is not the JSON we expect
     Malformed,
+    /// an answer beyond the limits every journal reader parses with (size, nesting depth; see
+    /// `json_limits.rs`): retried once in a session, then failed for good
+    OverLimit,
     /// 400
     BadRequest,
     /// 401

@@ -15,18 +15,19 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::usage_check::{self, UsageDoubt};
 use super::{classify, ApiError};
 use crate::api::ErrorClass;
 
-/// The usage numbers of an answer (OpenRouter's `usage.cost` in USD when sent).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+/// The usage numbers of an answer (OpenRouter's `usage.cost` in USD when sent), as believed
+/// (see `usage_check.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct UsageNumbers {
-    #[serde(default)]
     pub prompt_tokens: Option<u64>,
-    #[serde(default)]
     pub completion_tokens: Option<u64>,
-    #[serde(default)]
     pub cost: Option<f64>,
+    /// What of the reported usage was not believed, if anything.
+    pub doubt: Option<UsageDoubt>,
 }
 
 /// What the engine journals and books about an answer besides its bytes.
@@ -41,19 +42,13 @@ impl ResponseFacts {
     /// provider is the answer's `provider`, else the one an OpenRouter error names
     /// (`error.metadata.provider_name`: a provider's 429 has no `provider` field).
     pub fn of_value(body: &Value) -> ResponseFacts {
-        let usage = body.get("usage");
-        let count = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
         ResponseFacts {
             provider: body
                 .get("provider")
                 .or_else(|| body.pointer("/error/metadata/provider_name"))
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            usage: UsageNumbers {
-                prompt_tokens: count("prompt_tokens"),
-                completion_tokens: count("completion_tokens"),
-                cost: usage.and_then(|u| u.get("cost")).and_then(Value::as_f64),
-            },
+            usage: usage_check::usage_of(body.get("usage")),
         }
     }
 }
@@ -62,8 +57,21 @@ impl ResponseFacts {
 /// `Ok` means `json` is valid JSON (the view parse, or the tree parse, checked all of it). The
 /// error carries the parsed body, as the tree-based check gives it, or none if `json` is not JSON.
 pub fn check_answer(json: &str) -> Result<ResponseFacts, ApiError> {
+    check_answer_within(json, None)
+}
+
+/// [`check_answer`], building the tree for an answer the view does not take only if
+/// `tree_too_large` is `None`: else that is the error (a tree's memory is bounded, see
+/// `json_limits.rs`).
+pub fn check_answer_within(
+    json: &str,
+    tree_too_large: Option<ApiError>,
+) -> Result<ResponseFacts, ApiError> {
     if let Some(facts) = usable_answer(json) {
         return Ok(facts);
+    }
+    if let Some(err) = tree_too_large {
+        return Err(err);
     }
     let body: Value = serde_json::from_str(json).map_err(|e| {
         ApiError::new(
@@ -104,9 +112,14 @@ fn usable_answer(json: &str) -> Option<ResponseFacts> {
         || is_text(message.reasoning_content)
         || has_details
         || has_tool_calls;
+    // The usage object is small: read as a tree, by the same rules as `of_value`.
+    let usage = match view.usage {
+        None => UsageNumbers::default(),
+        Some(raw) => usage_check::usage_of(Some(&serde_json::from_str(raw.get()).ok()?)),
+    };
     answered.then(|| ResponseFacts {
         provider: view.provider.map(Cow::into_owned),
-        usage: view.usage.unwrap_or_default(),
+        usage,
     })
 }
 
@@ -127,8 +140,8 @@ struct AnswerView<'a> {
     choices: Option<Vec<ChoiceView<'a>>>,
     #[serde(default, borrow)]
     provider: Option<Cow<'a, str>>,
-    #[serde(default)]
-    usage: Option<UsageNumbers>,
+    #[serde(default, borrow)]
+    usage: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]

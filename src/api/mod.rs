@@ -8,6 +8,7 @@ mod client_config;
 pub mod error;
 mod error_class;
 pub mod facts;
+pub mod json_limits;
 pub mod openrouter;
 pub mod openrouter_options;
 pub mod options;
@@ -17,6 +18,7 @@ pub mod secret;
 mod server_kind;
 pub mod sse;
 mod transport;
+pub mod usage_check;
 
 pub use body::{build_body, serialize_body, BodyFields};
 pub use client::{BuildError, ChatOutcome, Client, Endpoint, RawChatOutcome, Timeouts};

@@ -6,6 +6,9 @@
 //! Bytes go in as they arrive ([`SseDecoder::push`]); complete events come out
 //! ([`SseDecoder::next_event`]). At the end of the stream [`SseDecoder::finish`] also hands out an
 //! event whose closing blank line never came (lenient, so a final `data: [DONE]` without it counts).
+//!
+//! A decoder made [`SseDecoder::bounded`] holds no line and no event's data longer than its limit:
+//! past it, what it holds is dropped and [`SseDecoder::overflowed`] says so.
 
 use std::collections::VecDeque;
 
@@ -25,6 +28,9 @@ pub struct SseEvent {
 pub struct SseDecoder {
     /// Bytes not yet forming a complete line.
     buf: Vec<u8>,
+    /// How much of `buf` was scanned without finding a line end: the next scan starts there,
+    /// so a long line arriving in many reads is scanned once, not once per read.
+    scanned: usize,
     /// Whether anything was seen yet (for the BOM rule).
     started: bool,
     data: String,
@@ -33,6 +39,9 @@ pub struct SseDecoder {
     id: Option<String>,
     ready: VecDeque<SseEvent>,
     comments: u64,
+    /// Longest line or event data held, when bounded.
+    limit: Option<usize>,
+    overflowed: bool,
 }
 
 impl SseDecoder {
@@ -40,16 +49,44 @@ impl SseDecoder {
         Self::default()
     }
 
+    /// A decoder that holds no line and no event's data longer than `limit` bytes.
+    pub fn bounded(limit: usize) -> Self {
+        SseDecoder {
+            limit: Some(limit),
+            ..Self::default()
+        }
+    }
+
+    /// Whether a line or an event's data went past the limit (what it held is dropped).
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
     /// Feed bytes as they arrive.
     pub fn push(&mut self, bytes: &[u8]) {
+        if self.overflowed {
+            return;
+        }
         self.buf.extend_from_slice(bytes);
         if !self.started && self.buf.len() >= 3 {
             self.started = true;
             if self.buf.starts_with(b"\xEF\xBB\xBF") {
                 self.buf.drain(..3);
+                self.scanned = self.scanned.saturating_sub(3);
             }
         }
         self.drain_lines(false);
+        if self.overflowed || self.limit.is_some_and(|limit| self.buf.len() > limit) {
+            self.overflow();
+        }
+    }
+
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        self.buf = Vec::new();
+        self.scanned = 0;
+        self.data = String::new();
+        self.has_data = false;
     }
 
     /// The stream ended: decode whatever is left, including an unterminated last event.
@@ -57,6 +94,7 @@ impl SseDecoder {
         self.started = true;
         self.drain_lines(true);
         if !self.buf.is_empty() {
+            self.scanned = 0;
             let line = std::mem::take(&mut self.buf);
             self.line(&line);
         }
@@ -76,37 +114,40 @@ impl SseDecoder {
     fn drain_lines(&mut self, eof: bool) {
         let buf = std::mem::take(&mut self.buf);
         let mut start = 0;
-        let mut i = 0;
-        while i < buf.len() {
-            match buf[i] {
-                b'\n' => {
-                    self.line(&buf[start..i]);
-                    start = i + 1;
+        let mut i = self.scanned;
+        loop {
+            let Some(at) = memchr::memchr2(b'\n', b'\r', &buf[i..]) else {
+                i = buf.len();
+                break;
+            };
+            i += at;
+            if buf[i] == b'\n' {
+                self.line(&buf[start..i]);
+                start = i + 1;
+            } else if i + 1 < buf.len() {
+                self.line(&buf[start..i]);
+                if buf[i + 1] == b'\n' {
+                    i += 1;
                 }
-                b'\r' => {
-                    if i + 1 < buf.len() {
-                        self.line(&buf[start..i]);
-                        if buf[i + 1] == b'\n' {
-                            i += 1;
-                        }
-                        start = i + 1;
-                    } else if eof {
-                        self.line(&buf[start..i]);
-                        start = i + 1;
-                    } else {
-                        // A CR at the end of a read: the LF of a CRLF may be in the next read.
-                        break;
-                    }
-                }
-                _ => {}
+                start = i + 1;
+            } else if eof {
+                self.line(&buf[start..i]);
+                start = i + 1;
+            } else {
+                // A CR at the end of a read: the LF of a CRLF may be in the next read.
+                break;
             }
             i += 1;
         }
+        self.scanned = i - start;
         self.buf = buf;
         self.buf.drain(..start);
     }
 
     fn line(&mut self, line: &[u8]) {
+        if self.overflowed {
+            return;
+        }
         if line.is_empty() {
             self.dispatch();
             return;
@@ -125,6 +166,13 @@ impl SseDecoder {
         let value = String::from_utf8_lossy(value);
         match name {
             b"data" => {
+                if self
+                    .limit
+                    .is_some_and(|limit| self.data.len() + value.len() + 1 > limit)
+                {
+                    self.overflow();
+                    return;
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
@@ -212,6 +260,21 @@ mod tests {
         d.push(b": a\n\n: b\n\nevent: x\n\n");
         assert_eq!(d.next_event(), None);
         assert_eq!(d.comments(), 2);
+    }
+
+    #[test]
+    fn a_bounded_decoder_drops_a_line_or_event_past_its_limit() {
+        let mut d = SseDecoder::bounded(16);
+        d.push(b"data: short\n\n");
+        assert_eq!(d.next_event().map(|e| e.data), Some("short".into()));
+        d.push(b"data: 0123456789");
+        assert!(!d.overflowed());
+        d.push(b"0123456789");
+        assert!(d.overflowed());
+        let mut d = SseDecoder::bounded(16);
+        d.push(b"data: 0123456789\ndata: 0123456789\n");
+        assert!(d.overflowed());
+        assert_eq!(d.next_event(), None);
     }
 
     #[test]

@@ -278,6 +278,7 @@ fn imported_record(
         first_byte_ms: None,
         source: prompt.map(|p| p.source.clone()),
         origin: Origin::Imported,
+        usage_flag: None,
         request: Value::Object(request),
         response: Some(response),
     }

@@ -87,6 +87,10 @@ pub struct Args {
     /// Seconds in-flight requests get to finish after a stop.
     #[arg(long)]
     grace: Option<f64>,
+    /// Largest answer read, in MB: a body, one SSE line or event, an answer assembled from a
+    /// stream (default 32). A larger one is an `over_limit` failure; bounds memory per request.
+    #[arg(long, value_name = "MB")]
+    max_answer_mb: Option<u64>,
     /// Resume even though settings changed; start even if the projected cost exceeds the credit.
     #[arg(long)]
     force: bool,
@@ -158,6 +162,7 @@ fn run_config(args: &Args) -> anyhow::Result<RunConfig> {
         server_version: args.server_version.clone(),
         spaces_around_special_tokens: args.spaces_around_special_tokens,
         grace_s: args.grace,
+        max_answer_mb: args.max_answer_mb,
         force: args.force,
     });
     config.validate().map_err(|e| UsageError(e.to_string()))?;

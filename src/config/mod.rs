@@ -3,6 +3,7 @@
 //!
 //! ```toml
 //! grace_s = 30                      # Ctrl-C / budget / fatal stop: how long in-flight may finish
+//! # max_answer_mb = 32              # largest answer (body, SSE line, assembled stream) read
 //!
 //! [[endpoints]]
 //! name = "openrouter"

@@ -27,6 +27,7 @@ pub struct Overrides {
     /// Applies to every endpoint (`spaces_around_special_tokens`).
     pub spaces_around_special_tokens: Option<bool>,
     pub grace_s: Option<f64>,
+    pub max_answer_mb: Option<u64>,
     pub force: bool,
 }
 
@@ -83,6 +84,9 @@ impl RunConfig {
         }
         if let Some(g) = o.grace_s {
             self.grace_s = g;
+        }
+        if let Some(mb) = o.max_answer_mb {
+            self.max_answer_mb = Some(mb);
         }
         self.force |= o.force;
     }

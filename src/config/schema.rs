@@ -241,6 +241,11 @@ pub struct RunConfig {
     /// Seconds in-flight requests get to finish after a stop (Ctrl-C, budget, fatal error).
     #[serde(default = "default_grace")]
     pub grace_s: f64,
+    /// Largest answer read, in MB (a body, one SSE line or event, an answer assembled from a
+    /// stream); default 32 (`api::json_limits::DEFAULT_MAX_ANSWER_BYTES`). Bounds memory per
+    /// request in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_answer_mb: Option<u64>,
     /// Start even when the projected cost exceeds the OpenRouter credit left, and resume a run
     /// whose settings changed.
     #[serde(default)]
@@ -281,6 +286,7 @@ impl Default for RunConfig {
             retry: RetryConfig::default(),
             budget: BudgetConfig::default(),
             grace_s: default_grace(),
+            max_answer_mb: None,
             force: false,
         }
     }
@@ -313,5 +319,13 @@ impl RunConfig {
 
     pub fn grace(&self) -> Duration {
         Duration::from_secs_f64(self.grace_s)
+    }
+
+    /// The largest answer read, in bytes.
+    pub fn max_answer_bytes(&self) -> usize {
+        self.max_answer_mb
+            .map_or(crate::api::json_limits::DEFAULT_MAX_ANSWER_BYTES, |mb| {
+                usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+            })
     }
 }

@@ -11,6 +11,9 @@ impl RunConfig {
         self.validate_concurrency()?;
         self.validate_timeouts_and_retry()?;
         self.validate_budget()?;
+        if self.max_answer_mb == Some(0) {
+            return Err(invalid("max_answer_mb", "must be at least 1 (MB)"));
+        }
         non_negative_seconds("grace_s", self.grace_s)
     }
 

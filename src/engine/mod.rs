@@ -277,6 +277,7 @@ fn run_client(config: &RunConfig, options: &RunOptions) -> Result<Client, Engine
     Client::new(ClientConfig {
         connect_timeout: Duration::from_secs_f64(config.timeouts.connect_s),
         keep_stream_chunks: options.keep_stream,
+        max_answer_bytes: config.max_answer_bytes(),
         ..ClientConfig::default()
     })
     .map_err(|e| EngineError::Client(e.to_string()))

@@ -50,6 +50,10 @@ impl RetryPolicy {
         if is_fatal(class) {
             return Next::StopRun;
         }
+        // An answer over the limits may be a fluke of one provider: one more try, then failed.
+        if class == ErrorClass::OverLimit && n < self.max_attempts.min(2) {
+            return Next::RetryAfter(self.delay(n, retry_after, &mut rand::rng()));
+        }
         if !class.is_transient() {
             return Next::Permanent;
         }
@@ -111,6 +115,11 @@ mod tests {
         assert_eq!(p.next(ErrorClass::Forbidden, 1, None), Next::Permanent);
         assert_eq!(p.next(ErrorClass::Unauthorized, 1, None), Next::StopRun);
         assert_eq!(p.next(ErrorClass::PaymentRequired, 1, None), Next::StopRun);
+        assert!(matches!(
+            p.next(ErrorClass::OverLimit, 1, None),
+            Next::RetryAfter(_)
+        ));
+        assert_eq!(p.next(ErrorClass::OverLimit, 2, None), Next::Permanent);
     }
 
     #[test]

@@ -35,8 +35,10 @@ use super::progress::Progress;
 use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
+use crate::api::usage_check::{self, UsageDoubt};
 use crate::api::{
     ApiError, ApiKey, BodyFields, Client, ErrorClass, RawChatOutcome, ResponseFacts, Timeouts,
+    UsageNumbers,
 };
 use crate::journal::{EncodedRecord, RecordRef, RecordSender, Status};
 
@@ -519,7 +521,7 @@ fn success_record(
     head: &Head<'_>,
     outcome: RawChatOutcome,
 ) -> Result<EncodedRecord, serde_json::Error> {
-    let usage = &outcome.facts.usage;
+    let usage = &believed_usage(ctx, &outcome.facts, head.endpoint);
     RecordRef {
         id: head.id,
         attempt: head.attempt,
@@ -539,8 +541,20 @@ fn success_record(
         first_byte_ms: outcome.first_byte_ms,
         not_before_ms: None,
         source: (!head.source.is_empty()).then_some(head.source),
+        usage_flag: usage.doubt.map(UsageDoubt::as_str),
     }
     .encode()
+}
+
+/// An answer's usage as believed (a cost far above the price table's bound is not); a doubt is
+/// named once on screen.
+fn believed_usage(ctx: &Ctx, facts: &ResponseFacts, endpoint: &str) -> UsageNumbers {
+    let prices = ctx.prices.as_ref().map(|p| (p.prompt, p.completion));
+    let usage = usage_check::believed(&facts.usage, prices);
+    if let Some(doubt) = usage.doubt {
+        usage_check::say_once(doubt, facts.provider.as_deref(), endpoint);
+    }
+    usage
 }
 
 fn failure_record(
@@ -560,6 +574,7 @@ fn failure_record(
         .map(ResponseFacts::of_value)
         .unwrap_or_default();
     let response = body.as_ref().map(serde_json::to_string).transpose()?;
+    let usage = believed_usage(ctx, &facts, head.endpoint);
     let error = scrub(&ctx.keys, &err.message);
     RecordRef {
         id: head.id,
@@ -569,12 +584,12 @@ fn failure_record(
         error: Some(&error),
         endpoint: head.endpoint,
         request: head.request,
-        cost_usd: cost_of_usage(&facts.usage, ctx.prices.as_ref()),
+        cost_usd: cost_of_usage(&usage, ctx.prices.as_ref()),
         http_status: err.http_status,
         provider: facts.provider.as_deref(),
         response: response.as_deref(),
-        prompt_tokens: facts.usage.prompt_tokens,
-        completion_tokens: facts.usage.completion_tokens,
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
         started_at: &head.started_at,
         latency_ms,
         first_byte_ms: None,
@@ -583,6 +598,7 @@ fn failure_record(
             .retry_after
             .map(|after| unix_ms(SystemTime::now() + after)),
         source: (!head.source.is_empty()).then_some(head.source),
+        usage_flag: usage.doubt.map(UsageDoubt::as_str),
     }
     .encode()
 }

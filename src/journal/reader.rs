@@ -63,9 +63,11 @@ impl Iterator for RecordReader {
                         line: *line_no,
                     };
                     let body = &self.line[..self.line.len() - 1];
-                    let record = serde_json::from_slice::<Record>(body).map_err(|e| CorruptLine {
-                        location: location.clone(),
-                        reason: e.to_string(),
+                    let record = crate::api::json_limits::parse_line::<Record>(body).map_err(|e| {
+                        CorruptLine {
+                            location: location.clone(),
+                            reason: e.to_string(),
+                        }
                     });
                     return Some(Ok((location, record)));
                 }

@@ -83,6 +83,11 @@ pub struct Record {
     /// [`Record::origin`].
     #[serde(default, skip_serializing_if = "Origin::is_generated")]
     pub origin: Origin,
+    /// What of the answer's reported usage was not believed (`usage_check.rs` in `api`: a
+    /// negative or absurd cost, token counts that are not counts); its cost then comes from the
+    /// price table or estimate. Absent when all was believed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_flag: Option<String>,
     // The big bodies come last: serde writes fields in declaration order, and the resume index
     // reads only the line's prefix up to `,"request":` (see `scan.rs`). Keep new small fields
     // above this point.
@@ -154,6 +159,9 @@ pub struct RecordRef<'a> {
     pub not_before_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<&'a str>,
+    /// As [`Record::usage_flag`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage_flag: Option<&'a str>,
     // Bodies last, as in `Record`: the resume index's fast path reads only the line before
     // `,"request":` and needs every small field there (see `scan.rs`).
     pub request: &'a RawValue,
@@ -255,6 +263,7 @@ mod tests {
             not_before_ms: error.map(|_| 1_767_225_600_000),
             source: Some("glaive".into()),
             origin: Origin::Generated,
+            usage_flag: None,
         }
     }
 
@@ -283,6 +292,7 @@ mod tests {
             first_byte_ms: r.first_byte_ms,
             not_before_ms: r.not_before_ms,
             source: r.source.as_deref(),
+            usage_flag: r.usage_flag.as_deref(),
         }
         .encode()
         .expect("encode")

@@ -457,7 +457,7 @@ struct Small<'a> {
 
 /// `ErrorClass` names as serde writes them (`rename_all = "snake_case"`); a test checks each
 /// against serde so a new or renamed class cannot silently fall off the table.
-const ERROR_CLASSES: [(&[u8], ErrorClass); 14] = [
+const ERROR_CLASSES: [(&[u8], ErrorClass); 15] = [
     (b"timeout", ErrorClass::Timeout),
     (b"rate_limited", ErrorClass::RateLimited),
     (b"server_error", ErrorClass::ServerError),
@@ -466,6 +466,7 @@ const ERROR_CLASSES: [(&[u8], ErrorClass); 14] = [
     (b"error_in200", ErrorClass::ErrorIn200),
     (b"empty_answer", ErrorClass::EmptyAnswer),
     (b"malformed", ErrorClass::Malformed),
+    (b"over_limit", ErrorClass::OverLimit),
     (b"bad_request", ErrorClass::BadRequest),
     (b"unauthorized", ErrorClass::Unauthorized),
     (b"payment_required", ErrorClass::PaymentRequired),
@@ -813,6 +814,7 @@ mod tests {
             not_before_ms: Some(1_767_225_600_123),
             source: None,
             origin: Default::default(),
+            usage_flag: None,
             request,
             response,
         }
@@ -1096,7 +1098,7 @@ mod tests {
                 super::super::Record {
                     id, attempt, status, error_class, error, endpoint, http_status, provider,
                     cost_usd, prompt_tokens, completion_tokens, started_at, latency_ms,
-                    first_byte_ms, not_before_ms, source: None, origin: Default::default(),
+                    first_byte_ms, not_before_ms, source: None, origin: Default::default(), usage_flag: None,
                     request: serde_json::json!({"messages": [{"role": "user", "content": content}]}),
                     response,
                 }

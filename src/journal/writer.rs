@@ -355,6 +355,7 @@ mod tests {
             latency_ms: 1,
             first_byte_ms: None,
             source: None,
+            usage_flag: None,
         }
         .encode()
         .expect("encode")

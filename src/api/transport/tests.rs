@@ -113,6 +113,7 @@ fn transport(http1_only: bool) -> Transport {
         proxies: Proxies::none(),
         extra_ca_pem: None,
         keep_stream_chunks: false,
+        max_answer_bytes: crate::api::json_limits::DEFAULT_MAX_ANSWER_BYTES,
     };
     Transport::with_roots(settings, roots).unwrap()
 }

@@ -131,6 +131,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     print_human(&summary);
+    if let Some(hint) = not_found_hint(&summary, &config) {
+        eprintln!("{hint}");
+    }
     if args.json {
         print_json(&summary)?;
     }
@@ -161,7 +164,32 @@ fn run_config(args: &Args) -> anyhow::Result<RunConfig> {
         force: args.force,
     });
     config.validate().map_err(|e| UsageError(e.to_string()))?;
+    // Before the run directory exists: a run that cannot authenticate leaves nothing behind.
+    if let Some(message) = config.missing_key(|var| std::env::var(var).ok()) {
+        return Err(UsageError(message).into());
+    }
     Ok(config)
+}
+
+/// A session that met 404s: the URLs it posted to, since a wrong base URL is the usual cause.
+fn not_found_hint(summary: &RunSummary, config: &RunConfig) -> Option<String> {
+    let stopped_by_404 = matches!(&summary.stop, StopReason::Unreachable { first_error, .. } if first_error.contains("HTTP 404"));
+    let met_404 = summary
+        .first_errors
+        .values()
+        .any(|message| message.contains("HTTP 404"));
+    if !(stopped_by_404 || met_404) {
+        return None;
+    }
+    let urls: Vec<String> = config
+        .endpoints
+        .iter()
+        .map(|e| format!("POST {}/chat/completions", e.base_url.trim_end_matches('/')))
+        .collect();
+    Some(format!(
+        "the server answered 404 (not found) for {}: --base-url must be the API root that /chat/completions is appended to (usually ending in /v1)",
+        urls.join(", ")
+    ))
 }
 
 /// What `generate` runs: prompts, or (`--turns all`) conversations run turn by turn.
@@ -230,11 +258,12 @@ async fn forward_ctrl_c(shutdown: Shutdown) {
         if tokio::signal::ctrl_c().await.is_err() {
             return;
         }
+        // Through the progress display, which would otherwise redraw over it.
         if shutdown.is_stopping() {
-            eprintln!("second Ctrl-C: aborting in-flight requests");
+            engine::say("second Ctrl-C: aborting in-flight requests");
         } else {
-            eprintln!(
-                "Ctrl-C: no new requests; waiting for in-flight ones (Ctrl-C again to abort)"
+            engine::say(
+                "Ctrl-C: no new requests; waiting for in-flight ones (Ctrl-C again to abort)",
             );
         }
         shutdown.interrupt();

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
+use crate::api::did_you_mean;
 use crate::api::{RequestOptions, ServerKind, Timeouts};
 
 /// One `[[endpoints]]` table.
@@ -300,7 +301,7 @@ impl RunConfig {
     pub fn from_toml(text: &str, path: &Path) -> Result<RunConfig, ConfigError> {
         let config: RunConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
+            message: did_you_mean::explain(e.to_string().trim_end()),
         })?;
         if let Some(endpoint) = config.endpoints.iter().find(|e| e.api_key.is_some()) {
             return Err(ConfigError::InlineKey {

@@ -35,6 +35,46 @@ fn edit_distance(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
+/// The field names a struct's derived `Deserialize` accepts (serde hands them to
+/// `deserialize_struct`), for structs that do not refuse unknown fields themselves; empty for
+/// anything else.
+pub fn field_names<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+    use serde::de::{Error, Visitor};
+    struct Fields<'a>(&'a mut &'static [&'static str]);
+    impl<'de> serde::Deserializer<'de> for Fields<'_> {
+        type Error = serde::de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(Error::custom("fields read"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Fields(&mut fields));
+    fields
+}
+
+/// serde's own words for an unknown field, run through [`explain`].
+pub fn unknown_field(field: &str, valid: &[&str]) -> String {
+    let list: Vec<String> = valid.iter().map(|f| format!("`{f}`")).collect();
+    explain(&format!(
+        "unknown field `{field}`, expected one of {}",
+        list.join(", ")
+    ))
+}
+
 /// `message` with each serde "unknown field/variant `x`, expected …" line rewritten as
 /// "unknown field `x`: did you mean `y`? (valid: a, b, c)"; other lines unchanged.
 pub fn explain(message: &str) -> String {
@@ -98,6 +138,25 @@ mod tests {
             Some("require_parameters")
         );
         assert_eq!(nearest("temperature", &fields), None);
+    }
+
+    #[test]
+    fn a_structs_fields_are_read_from_its_derived_deserialize() {
+        #[derive(serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Two {
+            alpha: u32,
+            #[serde(default)]
+            beta: Option<String>,
+            #[serde(skip)]
+            hidden: bool,
+        }
+        assert_eq!(field_names::<Two>(), &["alpha", "beta"]);
+        assert!(field_names::<u32>().is_empty());
+        assert_eq!(
+            unknown_field("alpa", field_names::<Two>()),
+            "unknown field `alpa`: did you mean `alpha`? (valid: alpha, beta)"
+        );
     }
 
     #[test]

@@ -265,6 +265,15 @@ where
     D: serde::Deserializer<'de>,
 {
     let mut table = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+    // RequestOptions takes what it knows and ignores the rest: a misspelt key would silently
+    // fall back to a default.
+    let known = did_you_mean::field_names::<RequestOptions>();
+    if let Some(unknown) = table.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(serde::de::Error::custom(format!(
+            "in [request]: {}",
+            did_you_mean::unknown_field(unknown, known)
+        )));
+    }
     table
         .entry("model")
         .or_insert_with(|| serde_json::Value::from(""));

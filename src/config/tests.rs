@@ -139,6 +139,9 @@ fn a_misspelt_key_is_answered_with_the_nearest_one_and_the_valid_ones_once() {
     let msg = parse(&text).unwrap_err().to_string();
     assert!(msg.contains("did you mean `max`?"), "{msg}");
     assert_eq!(msg.matches("requests_per_minute").count(), 1, "{msg}");
+    let text = GOOD.replace("max_tokens = 512", "max_tokens = 512\ntemprature = 0.5");
+    let msg = parse(&text).unwrap_err().to_string();
+    assert!(msg.contains("did you mean `temperature`?"), "{msg}");
     let text = GOOD.replace(
         "max_tokens = 512",
         "max_tokens = 512\nprovider = { only = [\"a\"], allow_fallback = false }",

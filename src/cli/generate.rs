@@ -29,7 +29,8 @@ pub struct Args {
     /// Run directory (created, or resumed if it exists).
     #[arg(long)]
     run: PathBuf,
-    /// Run configuration (TOML); flags override it.
+    /// Run configuration (TOML; `draftgen init` writes a commented one, README shows it); flags
+    /// override it.
     #[arg(long)]
     config: Option<PathBuf>,
     /// One endpoint's base URL up to /v1 (replaces the config's endpoints).

@@ -32,6 +32,10 @@ pub struct Args {
     /// Run every step, even those whose output is current.
     #[arg(long)]
     redo: bool,
+    /// Go on to build, verify and export with the answers so far when generate left prompts
+    /// without one (a budget stop, failures); the next run resumes generate all the same.
+    #[arg(long)]
+    allow_incomplete: bool,
 }
 
 /// Where each step writes, under the job's `out`.
@@ -83,11 +87,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     all_ok &= prepare(job, &layout, &mut steps)?;
     if !generate(&file, &layout, &mut steps, &args.progress)? {
-        eprintln!(
-            "\nrun: generate did not finish every prompt (its summary above says why). Fix what it names, \
-             then run `draftgen run` again: it resumes where it stopped. build, verify and export wait for a complete run."
-        );
-        return Ok(ExitCode::from(1));
+        if !args.allow_incomplete {
+            eprintln!(
+                "\nrun: generate did not finish every prompt (its summary above says why). Fix what it names, \
+                 then run `draftgen run` again: it resumes where it stopped. build, verify and export wait for \
+                 a complete run (or pass --allow-incomplete)."
+            );
+            return Ok(ExitCode::from(1));
+        }
+        eprintln!("run: generate left prompts without an answer; going on with the answers so far (--allow-incomplete)");
+        all_ok = false;
     }
     all_ok &= build(job, &layout, &mut steps)?;
     all_ok &= verify(job, &layout, &mut steps)?;

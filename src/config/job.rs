@@ -101,7 +101,7 @@ impl JobFile {
 
 /// `text` with the `[job]` table's lines commented out. A table ends at the next header: an
 /// unindented line starting with `[`.
-fn without_job_table(text: &str) -> String {
+pub(super) fn without_job_table(text: &str) -> String {
     let mut in_job = false;
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
@@ -153,6 +153,15 @@ max_cost_usd = 5.0
         assert_eq!(file.run_toml.lines().count(), FILE.lines().count());
         assert!(file.run_toml.contains("# tokenizer = "));
         RunConfig::from_toml(&file.run_toml, Path::new("x")).unwrap();
+    }
+
+    #[test]
+    fn generate_reads_a_job_file_as_its_run_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("draftgen.toml");
+        std::fs::write(&path, FILE).unwrap();
+        let run = RunConfig::from_file(&path).unwrap();
+        assert_eq!(run, JobFile::from_toml(FILE, &path).unwrap().run);
     }
 
     #[test]

@@ -298,12 +298,13 @@ impl Default for RunConfig {
 
 impl RunConfig {
     /// Parse a TOML file. Unknown keys are errors (a typo must not silently fall back to a default).
+    /// A `draftgen.toml`'s `[job]` table is `draftgen run`'s, not the run's: it is left out.
     pub fn from_file(path: &Path) -> Result<RunConfig, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        RunConfig::from_toml(&text, path)
+        RunConfig::from_toml(&super::job::without_job_table(&text), path)
     }
 
     /// Parse TOML text; `path` is only for messages.

@@ -378,6 +378,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn said_lines_wait_for_the_bar_while_one_is_shown() {
+        let bar = ProgressBar::hidden();
+        show_notes_above(Some(&bar));
+        say("Ctrl-C: no new requests");
+        assert_eq!(take_notes(), vec!["Ctrl-C: no new requests".to_string()]);
+        assert!(take_notes().is_empty(), "each line is shown once");
+        show_notes_above(None);
+        say("straight to stderr");
+        assert!(take_notes().is_empty());
+    }
+
+    #[test]
     fn line_shows_counts_rates_money_and_errors() {
         let limiter = Limiter::new(4, 1, 8);
         let budget = Arc::new(Mutex::new(Budget::new(Some(2.0), None, None, 0.5)));

@@ -137,6 +137,33 @@ fn init_then_run_goes_from_a_dataset_to_trainer_files_and_a_second_run_skips_eve
         );
     }
     assert_eq!(sim.counters().requests, requests, "nothing was sent again");
+
+    // Another draft vocabulary size: only the export is out of date.
+    let settings = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        settings.replace("draft_vocab_size = 256", "draft_vocab_size = 128"),
+    )
+    .unwrap();
+    let third = draftgen(
+        &root,
+        &["run", "--config", "job/draftgen.toml", "--progress", "none"],
+    );
+    assert!(third.status.success(), "{}", text(&third));
+    let stderr = String::from_utf8_lossy(&third.stderr);
+    for step in ["prepare", "generate", "build", "verify"] {
+        assert!(
+            stderr.contains(&format!("── {step}: up to date")),
+            "{step}: {stderr}"
+        );
+    }
+    assert!(stderr.contains("── export\n"), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&third.stdout).contains("--draft-vocab-size 128"),
+        "{}",
+        text(&third)
+    );
+    assert_eq!(sim.counters().requests, requests);
 }
 
 #[test]

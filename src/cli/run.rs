@@ -167,9 +167,11 @@ fn generate(
     progress: &str,
 ) -> anyhow::Result<bool> {
     write_if_changed(&layout.generate_toml, &file.run_toml)?;
+    // The settings as parsed: a comment or a [job] edit does not make generate run again.
+    let settings = serde_json::to_string(&file.run)?;
     let inputs = vec![
         file_stamp(&layout.prompts),
-        format!("config={}", hex_sha(file.run_toml.as_bytes())),
+        format!("config={}", hex_sha(settings.as_bytes())),
     ];
     let argv = os(&[
         &"generate",

@@ -299,3 +299,19 @@ fn a_resume_with_a_corrected_base_url_or_concurrency_goes_on_without_force() {
     assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
     assert!(!stderr(&second).contains("--force"), "{}", stderr(&second));
 }
+
+/// An OpenRouter-speaking server that wants a key, sent none: the stop says no key was sent and
+/// names the variable, not that a key was rejected.
+#[test]
+fn a_401_to_requests_without_a_key_names_the_variable_not_a_rejected_key() {
+    let sim = common::servers::start_sim(draftgen::sim::SimConfig {
+        require_key: true,
+        ..draftgen::sim::SimConfig::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = generate(dir.path(), &sim.base_url(), &["--kind", "openrouter"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("OPENROUTER_API_KEY is not set"), "{err}");
+    assert!(!err.contains("rejected the API key"), "{err}");
+}

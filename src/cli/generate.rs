@@ -10,8 +10,8 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::{finished, print_json, UsageError};
-use crate::api::ServerKind;
-use crate::config::{Overrides, RunConfig};
+use crate::api::{ErrorClass, ServerKind};
+use crate::config::{no_key_message, Overrides, RunConfig, OPENROUTER_KEY_ENV};
 use crate::engine::{self, class_name, ProgressMode, RunOptions, RunSummary, Shutdown, StopReason};
 
 #[derive(clap::Args)]
@@ -129,9 +129,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let summary = match result {
         Ok(summary) => summary,
         Err(e) if e.is_usage() => return Err(UsageError(e.to_string()).into()),
+        // The start's key check met a 401: with no key sent, that is what to fix.
+        Err(engine::EngineError::KeyRejected(message)) => {
+            return Err(match keyless(&config, None) {
+                Some(no_key) => anyhow::anyhow!("{no_key}: the endpoint answers 401 without one"),
+                None => anyhow::anyhow!("{message}"),
+            })
+        }
         Err(e) => return Err(e.into()),
     };
-    print_human(&summary);
+    print_human(&summary, &config);
     if let Some(hint) = not_found_hint(&summary, &config) {
         eprintln!("{hint}");
     }
@@ -170,6 +177,37 @@ fn run_config(args: &Args) -> anyhow::Result<RunConfig> {
         return Err(UsageError(message).into());
     }
     Ok(config)
+}
+
+/// Why the session stopped; a 401 from an endpoint that was sent no key says so, rather than
+/// that a key was rejected.
+fn stop_message(stop: &StopReason, config: &RunConfig) -> String {
+    match stop {
+        StopReason::Fatal {
+            class: ErrorClass::Unauthorized,
+            endpoint,
+            message,
+        } => match keyless(config, Some(endpoint)) {
+            Some(no_key) => {
+                format!("endpoint {endpoint:?} answered 401 ({message}): {no_key}, then resume")
+            }
+            None => stop.explain(),
+        },
+        _ => stop.explain(),
+    }
+}
+
+/// [`no_key_message`] for the first endpoint (named `endpoint`, when given) that is sent no key.
+fn keyless(config: &RunConfig, endpoint: Option<&str>) -> Option<String> {
+    let unset = |var: &str| std::env::var(var).map_or(true, |k| k.trim().is_empty());
+    config
+        .endpoints
+        .iter()
+        .filter(|e| endpoint.is_none_or(|name| name == e.name) && e.api_key_file.is_none())
+        .find_map(|e| {
+            let var = e.api_key_env.as_deref().unwrap_or(OPENROUTER_KEY_ENV);
+            unset(var).then(|| no_key_message(var, &e.name))
+        })
 }
 
 /// A session that met 404s: the URLs it posted to, since a wrong base URL is the usual cause.
@@ -261,9 +299,9 @@ async fn forward_ctrl_c(shutdown: Shutdown) {
         }
         // Through the progress display, which would otherwise redraw over it.
         if shutdown.is_stopping() {
-            engine::say("second Ctrl-C: aborting in-flight requests");
+            engine::say_above_bar("second Ctrl-C: aborting in-flight requests");
         } else {
-            engine::say(
+            engine::say_above_bar(
                 "Ctrl-C: no new requests; waiting for in-flight ones (Ctrl-C again to abort)",
             );
         }
@@ -271,7 +309,7 @@ async fn forward_ctrl_c(shutdown: Shutdown) {
     }
 }
 
-fn print_human(r: &RunSummary) {
+fn print_human(r: &RunSummary, config: &RunConfig) {
     let s = &r.summary;
     eprintln!(
         "generate: {} — {} prompt(s): {} succeeded, {} failed ({} retryable on resume), {} skipped, {} not started",
@@ -320,6 +358,6 @@ fn print_human(r: &RunSummary) {
         r.run_dir.join(crate::journal::SUMMARY_FILE).display()
     );
     if r.stop != StopReason::Completed {
-        eprintln!("{}", r.stop.explain());
+        eprintln!("{}", stop_message(&r.stop, config));
     }
 }

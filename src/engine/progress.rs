@@ -284,7 +284,7 @@ static NOTES: Mutex<Option<Vec<String>>> = Mutex::new(None);
 
 /// Say `line` on stderr without the progress bar's redraw erasing it (the Ctrl-C
 /// acknowledgement): while a bar is shown it is printed above it at the bar's next update.
-pub fn say(line: impl Into<String>) {
+pub fn say_above_bar(line: impl Into<String>) {
     let line = line.into();
     if let Ok(mut notes) = NOTES.lock() {
         if let Some(pending) = notes.as_mut() {
@@ -295,7 +295,7 @@ pub fn say(line: impl Into<String>) {
     eprintln!("{line}");
 }
 
-/// Start (a bar is shown) or stop (it is gone) queueing [`say`]'s lines.
+/// Start (a bar is shown) or stop (it is gone) queueing [`say_above_bar`]'s lines.
 fn show_notes_above(bar: Option<&ProgressBar>) {
     if let Ok(mut notes) = NOTES.lock() {
         *notes = bar.map(|_| Vec::new());
@@ -381,11 +381,11 @@ mod tests {
     fn said_lines_wait_for_the_bar_while_one_is_shown() {
         let bar = ProgressBar::hidden();
         show_notes_above(Some(&bar));
-        say("Ctrl-C: no new requests");
+        say_above_bar("Ctrl-C: no new requests");
         assert_eq!(take_notes(), vec!["Ctrl-C: no new requests".to_string()]);
         assert!(take_notes().is_empty(), "each line is shown once");
         show_notes_above(None);
-        say("straight to stderr");
+        say_above_bar("straight to stderr");
         assert!(take_notes().is_empty());
     }
 

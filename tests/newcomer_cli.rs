@@ -314,4 +314,5 @@ fn a_401_to_requests_without_a_key_names_the_variable_not_a_rejected_key() {
     let err = stderr(&out);
     assert!(err.contains("OPENROUTER_API_KEY is not set"), "{err}");
     assert!(!err.contains("rejected the API key"), "{err}");
+    assert!(!dir.path().join("run").exists(), "no empty run directory");
 }

@@ -125,16 +125,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plain_every: Duration::from_secs_f64(args.progress_every.max(0.1)),
         keep_stream: args.keep_stream,
     };
+    let new_run = !args.run.exists();
     let result = run_on_one_thread(&config, input, &args.run, options)?;
     let summary = match result {
         Ok(summary) => summary,
         Err(e) if e.is_usage() => return Err(UsageError(e.to_string()).into()),
         // The start's key check met a 401: with no key sent, that is what to fix.
         Err(engine::EngineError::KeyRejected(message)) => {
+            // Nothing was sent: a directory this command made holds no record, and would only
+            // look like a run.
+            if new_run {
+                let _ = std::fs::remove_dir_all(&args.run);
+            }
             return Err(match keyless(&config, None) {
                 Some(no_key) => anyhow::anyhow!("{no_key}: the endpoint answers 401 without one"),
                 None => anyhow::anyhow!("{message}"),
-            })
+            });
         }
         Err(e) => return Err(e.into()),
     };

@@ -483,3 +483,152 @@ fn a_multi_turn_sample_exports_its_regenerated_conversation() {
     assert_eq!(single["conversations"].as_array().unwrap().len(), 2);
     run_check_export(&build, &out, Some(&run));
 }
+
+/// Every exported file gets the mode any file written by this process gets (0644 under the
+/// usual umask 022): none is private to its owner.
+#[test]
+fn every_exported_file_has_the_ordinary_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let e = export_all();
+    let reference = e.out.join("reference.txt");
+    std::fs::write(&reference, "x").unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let expected = mode(&reference);
+    let mut pending = vec![e.out.clone()];
+    let mut checked = 0;
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                assert_eq!(mode(&path), expected, "{}", path.display());
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 10, "{checked} files");
+}
+
+/// `draftgen ARGS` in `cwd`: (stdout, stderr), which must succeed.
+fn draftgen_in(cwd: &Path, args: &[&str]) -> (String, String) {
+    let output = Command::new(BIN)
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(output.status.success(), "draftgen {args:?}: {stderr}");
+    (String::from_utf8(output.stdout).unwrap(), stderr)
+}
+
+/// Each export prints the trainer's next step with absolute paths, though it was given relative
+/// ones: the keys SpecForge's config reads and the flags speculators' train.py takes.
+#[test]
+fn exports_print_the_trainers_next_step_with_absolute_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("build")).unwrap();
+    write_build_dir(&root.join("build"));
+    let vocab = |rule: &str| {
+        let out = format!("v-{rule}");
+        let args = [
+            "export",
+            "vocab",
+            "--samples",
+            "build",
+            "--draft-vocab-size",
+            "8",
+            "--rule",
+            rule,
+            "--out",
+            &out,
+        ];
+        draftgen_in(&root, &args).0
+    };
+    let specforge_vocab = vocab("specforge");
+    let line = format!(
+        "vocab_mapping_path: {}",
+        root.join("v-specforge/vocab_mapping.pt").display()
+    );
+    assert!(specforge_vocab.contains(&line), "{specforge_vocab}");
+    let speculators_vocab = vocab("speculators");
+    for flag in [
+        format!(
+            "--d2t-path {}",
+            root.join("v-speculators/d2t.npy").display()
+        ),
+        format!(
+            "--t2d-path {}",
+            root.join("v-speculators/t2d.npy").display()
+        ),
+        "--draft-vocab-size 8".to_string(),
+    ] {
+        assert!(speculators_vocab.contains(&flag), "{speculators_vocab}");
+    }
+    let (specforge, _) = draftgen_in(
+        &root,
+        &["export", "specforge", "--samples", "build", "--out", "sf"],
+    );
+    let line = format!(
+        "prompts_path: {}",
+        root.join("sf/specforge.jsonl").display()
+    );
+    assert!(specforge.contains(&line), "{specforge}");
+    let (speculators, _) = draftgen_in(
+        &root,
+        &["export", "speculators", "--samples", "build", "--out", "sp"],
+    );
+    let flag = format!("--data-path {}", root.join("sp/prepared").display());
+    assert!(speculators.contains(&flag), "{speculators}");
+}
+
+/// A draft vocabulary larger than the distinct trained ids is mostly padding: a warning, and
+/// `vocab.json` says so.
+#[test]
+fn a_vocabulary_of_mostly_padding_is_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::create_dir_all(root.join("build")).unwrap();
+    write_build_dir(&root.join("build"));
+    let distinct: std::collections::HashSet<u32> = samples()
+        .into_iter()
+        .flat_map(|(_, ids, mask)| {
+            ids.into_iter()
+                .zip(mask)
+                .filter(|&(_, m)| m == 1)
+                .map(|(id, _)| id)
+        })
+        .collect();
+    let big = (distinct.len() * 3).to_string();
+    let run = |size: &str| {
+        let out = format!("v{size}");
+        let (_, stderr) = draftgen_in(
+            root,
+            &[
+                "export",
+                "vocab",
+                "--samples",
+                "build",
+                "--draft-vocab-size",
+                size,
+                "--rule",
+                "speculators",
+                "--out",
+                &out,
+            ],
+        );
+        (stderr, read_json(&root.join(out).join("vocab.json")))
+    };
+    let (stderr, report) = run(&big);
+    assert!(stderr.contains("are padding"), "{stderr}");
+    assert_eq!(report["mostly_padding"], true);
+    let padded = report["padded_ids"].as_u64().unwrap() as f64;
+    assert_eq!(
+        report["padding_share"].as_f64().unwrap(),
+        padded / (distinct.len() * 3) as f64
+    );
+    let (stderr, report) = run("8");
+    assert!(!stderr.contains("padding"), "{stderr}");
+    assert_eq!(report["mostly_padding"], false);
+}

@@ -5,6 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+mod common;
+
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_draftgen");
@@ -204,4 +206,113 @@ fn looked_in_lists_each_folder_once() {
         .to_string();
     let folder = root.join("qwen3").display().to_string();
     assert_eq!(err.matches(&folder).count(), 1, "{err}");
+}
+
+/// One prompt in `dir/prompts.jsonl`; its path.
+fn one_prompt(dir: &Path) -> std::path::PathBuf {
+    let prompts = dir.join("prompts.jsonl");
+    let line = json!({"id": "0123456789abcdef", "source": "test",
+                      "messages": [{"role": "user", "content": "hi"}]});
+    std::fs::write(&prompts, format!("{line}\n")).unwrap();
+    prompts
+}
+
+/// `generate` of `dir/prompts.jsonl` into `dir/run` against `base_url`, without a key.
+fn generate(dir: &Path, base_url: &str, extra: &[&str]) -> Output {
+    Command::new(BIN)
+        .args([
+            "generate",
+            "--progress",
+            "none",
+            "--model",
+            "m",
+            "--prompts",
+        ])
+        .arg(one_prompt(dir))
+        .arg("--run")
+        .arg(dir.join("run"))
+        .args(["--base-url", base_url])
+        .args(extra)
+        .env_remove("OPENROUTER_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Without a key, OpenRouter answers every request 401: said in one line naming the variable,
+/// before anything is sent or written.
+#[test]
+fn a_missing_key_is_one_line_naming_the_variable_and_leaves_no_run_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = generate(dir.path(), "https://openrouter.ai/api/v1", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("OPENROUTER_API_KEY is not set"), "{err}");
+    assert!(!dir.path().join("run").exists(), "no empty run directory");
+
+    let probe = Command::new(BIN)
+        .args(["probe", "--model", "moonshotai/kimi-k2.5"])
+        .env_remove("OPENROUTER_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(probe.status.code(), Some(2), "{}", stderr(&probe));
+    let err = stderr(&probe);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("OPENROUTER_API_KEY is not set"), "{err}");
+}
+
+/// A wrong path under a live server: the 404 names the URL that was requested.
+#[test]
+fn a_404_names_the_url_requested() {
+    let sim = common::servers::start_sim(draftgen::sim::SimConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = sim.base_url().replace("/v1", "/api");
+    let out = generate(dir.path(), &wrong, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("POST {wrong}/chat/completions")),
+        "{err}"
+    );
+    // The path draftgen appends itself, given in the base URL, is refused with the right one.
+    let doubled = format!("{}/chat/completions", sim.base_url());
+    let out = generate(dir.path(), &doubled, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("use {}", sim.base_url())),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Where the server is reached, how many requests are in flight and how long they may take do
+/// not change the data: a resume with other values goes on without --force.
+#[test]
+fn a_resume_with_a_corrected_base_url_or_concurrency_goes_on_without_force() {
+    let sim = common::servers::start_sim(draftgen::sim::SimConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let first = generate(dir.path(), &sim.base_url(), &["--concurrency", "4"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let moved = sim.base_url().replace("127.0.0.1", "localhost");
+    let second = generate(dir.path(), &moved, &["--concurrency", "8"]);
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert!(!stderr(&second).contains("--force"), "{}", stderr(&second));
+}
+
+/// An OpenRouter-speaking server that wants a key, sent none: the stop says no key was sent and
+/// names the variable, not that a key was rejected.
+#[test]
+fn a_401_to_requests_without_a_key_names_the_variable_not_a_rejected_key() {
+    let sim = common::servers::start_sim(draftgen::sim::SimConfig {
+        require_key: true,
+        ..draftgen::sim::SimConfig::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = generate(dir.path(), &sim.base_url(), &["--kind", "openrouter"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("OPENROUTER_API_KEY is not set"), "{err}");
+    assert!(!err.contains("rejected the API key"), "{err}");
+    assert!(!dir.path().join("run").exists(), "no empty run directory");
 }

@@ -5,6 +5,7 @@ pub mod body;
 pub mod classify;
 pub mod client;
 mod client_config;
+pub mod did_you_mean;
 pub mod error;
 mod error_class;
 pub mod facts;

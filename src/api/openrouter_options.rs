@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::did_you_mean;
 use super::options_error::OptionsError;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -35,8 +36,12 @@ pub enum Effort {
 impl Reasoning {
     /// Parse and check an options `reasoning` value.
     pub fn from_value(value: &Value) -> Result<Self, OptionsError> {
-        let reasoning: Reasoning = serde_json::from_value(value.clone())
-            .map_err(|e| OptionsError::Reasoning(format!("{e} (expected {{effort | max_tokens, exclude, enabled}}; other fields go in `extra_body`)")))?;
+        let reasoning: Reasoning = serde_json::from_value(value.clone()).map_err(|e| {
+            OptionsError::Reasoning(format!(
+                "{}; `effort` and `max_tokens` exclude each other; other fields go in `extra_body`",
+                did_you_mean::explain(&e.to_string())
+            ))
+        })?;
         reasoning.validate()?;
         Ok(reasoning)
     }
@@ -156,9 +161,8 @@ impl ProviderRouting {
     pub fn from_value(value: &Value) -> Result<Self, OptionsError> {
         let routing: ProviderRouting = serde_json::from_value(value.clone()).map_err(|e| {
             OptionsError::Provider(format!(
-                "{e} (known fields: order, only, ignore, sort, quantizations, allow_fallbacks, \
-                 require_parameters, data_collection, max_price, zdr, enforce_distillable_text, \
-                 preferred_min_throughput, preferred_max_latency; others go in `extra_body`)"
+                "{}; other fields go in `extra_body`",
+                did_you_mean::explain(&e.to_string())
             ))
         })?;
         routing.validate()?;

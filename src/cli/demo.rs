@@ -249,7 +249,8 @@ fn print_locations(out: &Path) {
         "samples.jsonl   (id, prompt_ids, completion_ids, loss_mask, warnings)",
     );
     eprintln!(
-        "\nnext: point `draftgen generate --base-url … --model …` at a real endpoint (OPENROUTER_API_KEY for OpenRouter)."
+        "\nnext, on your own datasets and endpoint: `draftgen init --datasets DIR --model ID` writes a commented \
+         draftgen.toml (routing, budget, timeouts); `draftgen run` then does the whole job, prepare to trainer files."
     );
 }
 

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use super::UsageError;
 use crate::build::{BuildDir, FileError};
+use crate::export::next_step::{self, absolute};
 use crate::export::vocab::{self, Rule, TokenCounts, VocabMap};
 use crate::export::{specforge, speculators, ExportError};
 
@@ -77,23 +78,22 @@ fn write_json(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.format {
-        Format::Specforge { samples, out, run } => export_specforge(&samples, &out, run)?,
+        Format::Specforge { samples, out, run } => {
+            export_specforge(&samples, &out, run.as_deref())?;
+            let prompts = absolute(&out.join("specforge.jsonl"));
+            print_lines(&next_step::specforge_config(Some(&prompts), None));
+        }
         Format::Speculators {
             samples,
             out,
             max_length,
         } => {
-            let build = open(&samples)?;
-            let s = speculators::export(&build, &out, max_length).map_err(usage)?;
-            println!(
-                "speculators: {} rows → {}; prepared/: {} rows ({} clipped, {} dropped without a supervised token), {} loss tokens in token_freq.pt",
-                s.rows_in,
-                out.join("speculators.jsonl").display(),
-                s.rows_written,
-                s.clipped,
-                s.dropped_unsupervised,
-                s.loss_tokens
-            );
+            export_speculators(&samples, &out, max_length)?;
+            print_lines(&next_step::speculators_command(
+                Some(&absolute(&out.join("prepared"))),
+                None,
+            ));
+            println!("    (add --d2t-path/--t2d-path from `draftgen export vocab --rule speculators`, or --draft-vocab-size N to build the maps from prepared/token_freq.pt)");
         }
         Format::Vocab {
             samples,
@@ -102,23 +102,51 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             out,
             target_vocab_size,
             coverage_sizes,
-        } => export_vocab(
-            &samples,
-            draft_vocab_size,
-            rule,
-            &out,
-            target_vocab_size,
-            coverage_sizes,
-        )?,
+        } => {
+            export_vocab(
+                &samples,
+                draft_vocab_size,
+                rule,
+                &out,
+                target_vocab_size,
+                coverage_sizes,
+            )?;
+            print_lines(&vocab_next_step(&out, rule, draft_vocab_size));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn export_specforge(samples: &Path, out: &Path, run: Option<PathBuf>) -> anyhow::Result<()> {
+/// `export speculators` without the next step.
+pub(super) fn export_speculators(
+    samples: &Path,
+    out: &Path,
+    max_length: Option<usize>,
+) -> anyhow::Result<()> {
+    let build = open(samples)?;
+    let s = speculators::export(&build, out, max_length).map_err(usage)?;
+    println!(
+        "speculators: {} rows → {}; prepared/: {} rows ({} clipped, {} dropped without a supervised token), {} loss tokens in token_freq.pt",
+        s.rows_in,
+        out.join("speculators.jsonl").display(),
+        s.rows_written,
+        s.clipped,
+        s.dropped_unsupervised,
+        s.loss_tokens
+    );
+    Ok(())
+}
+
+/// `export specforge` without the next step.
+pub(super) fn export_specforge(
+    samples: &Path,
+    out: &Path,
+    run: Option<&Path>,
+) -> anyhow::Result<()> {
     let build = open(samples)?;
     let mut summary = specforge::export_tokens(&build, out).map_err(usage)?;
     if let Some(run) = run {
-        let conv = specforge::export_conversations(&build, &run, out).map_err(usage)?;
+        let conv = specforge::export_conversations(&build, run, out).map_err(usage)?;
         summary.conversations = Some(conv.written);
         for missing in &conv.missing_ids {
             eprintln!(
@@ -150,7 +178,14 @@ fn export_specforge(samples: &Path, out: &Path, run: Option<PathBuf>) -> anyhow:
     Ok(())
 }
 
-fn export_vocab(
+pub(super) fn print_lines(lines: &[String]) {
+    for line in lines {
+        println!("{line}");
+    }
+}
+
+/// `export vocab` without the next step.
+pub(super) fn export_vocab(
     samples: &Path,
     draft_vocab_size: usize,
     rule: Rule,
@@ -178,6 +213,8 @@ fn export_vocab(
     let counts = TokenCounts::from_build(&build).map_err(usage)?;
     let used = counts.select(draft_vocab_size, rule);
     let padded = used.iter().filter(|&&id| counts.count(id) == 0).count();
+    let padding_share = vocab::padding_share(padded, draft_vocab_size);
+    let mostly_padding = padding_share > vocab::MOSTLY_PADDING;
     let coverage = counts.coverage(&used);
     let map = VocabMap::new(used, target).map_err(usage)?;
     std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
@@ -196,6 +233,8 @@ fn export_vocab(
         "loss_tokens": counts.total,
         "distinct_loss_ids": counts.distinct(),
         "padded_ids": padded,
+        "padding_share": padding_share,
+        "mostly_padding": mostly_padding,
         "coverage": coverage,
         "coverage_table": table,
         "files": files,
@@ -215,5 +254,28 @@ fn export_vocab(
             row.coverage * 100.0
         );
     }
+    if mostly_padding {
+        eprintln!(
+            "warning: {padded} of the {draft_vocab_size} draft ids ({:.1}%) are padding: the loss-masked tokens hold only {} distinct ids. \
+             A smaller --draft-vocab-size (or more samples) gives the draft a vocabulary it is trained on.",
+            padding_share * 100.0,
+            counts.distinct()
+        );
+    }
     Ok(())
+}
+
+fn vocab_next_step(out: &Path, rule: Rule, draft_vocab_size: usize) -> Vec<String> {
+    match rule {
+        Rule::Specforge => {
+            next_step::specforge_config(None, Some(&absolute(&out.join(vocab::SPECFORGE_FILE))))
+        }
+        Rule::Speculators => {
+            let (d2t, t2d) = (
+                absolute(&out.join(vocab::D2T_NPY)),
+                absolute(&out.join(vocab::T2D_NPY)),
+            );
+            next_step::speculators_command(None, Some((&d2t, &t2d, draft_vocab_size)))
+        }
+    }
 }

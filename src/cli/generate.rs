@@ -10,8 +10,8 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::{finished, print_json, UsageError};
-use crate::api::ServerKind;
-use crate::config::{Overrides, RunConfig};
+use crate::api::{ErrorClass, ServerKind};
+use crate::config::{no_key_message, Overrides, RunConfig, OPENROUTER_KEY_ENV};
 use crate::engine::{self, class_name, ProgressMode, RunOptions, RunSummary, Shutdown, StopReason};
 
 #[derive(clap::Args)]
@@ -29,7 +29,8 @@ pub struct Args {
     /// Run directory (created, or resumed if it exists).
     #[arg(long)]
     run: PathBuf,
-    /// Run configuration (TOML); flags override it.
+    /// Run configuration (TOML; `draftgen init` writes a commented one, README shows it); flags
+    /// override it.
     #[arg(long)]
     config: Option<PathBuf>,
     /// One endpoint's base URL up to /v1 (replaces the config's endpoints).
@@ -128,13 +129,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plain_every: Duration::from_secs_f64(args.progress_every.max(0.1)),
         keep_stream: args.keep_stream,
     };
+    let new_run = !args.run.exists();
     let result = run_on_one_thread(&config, input, &args.run, options)?;
     let summary = match result {
         Ok(summary) => summary,
         Err(e) if e.is_usage() => return Err(UsageError(e.to_string()).into()),
+        // The start's key check met a 401: with no key sent, that is what to fix.
+        Err(engine::EngineError::KeyRejected(message)) => {
+            // Nothing was sent: a directory this command made holds no record, and would only
+            // look like a run.
+            if new_run {
+                let _ = std::fs::remove_dir_all(&args.run);
+            }
+            return Err(match keyless(&config, None) {
+                Some(no_key) => anyhow::anyhow!("{no_key}: the endpoint answers 401 without one"),
+                None => anyhow::anyhow!("{message}"),
+            });
+        }
         Err(e) => return Err(e.into()),
     };
-    print_human(&summary);
+    print_human(&summary, &config);
+    if let Some(hint) = not_found_hint(&summary, &config) {
+        eprintln!("{hint}");
+    }
     if args.json {
         print_json(&summary)?;
     }
@@ -166,7 +183,63 @@ fn run_config(args: &Args) -> anyhow::Result<RunConfig> {
         force: args.force,
     });
     config.validate().map_err(|e| UsageError(e.to_string()))?;
+    // Before the run directory exists: a run that cannot authenticate leaves nothing behind.
+    if let Some(message) = config.missing_key(|var| std::env::var(var).ok()) {
+        return Err(UsageError(message).into());
+    }
     Ok(config)
+}
+
+/// Why the session stopped; a 401 from an endpoint that was sent no key says so, rather than
+/// that a key was rejected.
+fn stop_message(stop: &StopReason, config: &RunConfig) -> String {
+    match stop {
+        StopReason::Fatal {
+            class: ErrorClass::Unauthorized,
+            endpoint,
+            message,
+        } => match keyless(config, Some(endpoint)) {
+            Some(no_key) => {
+                format!("endpoint {endpoint:?} answered 401 ({message}): {no_key}, then resume")
+            }
+            None => stop.explain(),
+        },
+        _ => stop.explain(),
+    }
+}
+
+/// [`no_key_message`] for the first endpoint (named `endpoint`, when given) that is sent no key.
+fn keyless(config: &RunConfig, endpoint: Option<&str>) -> Option<String> {
+    let unset = |var: &str| std::env::var(var).map_or(true, |k| k.trim().is_empty());
+    config
+        .endpoints
+        .iter()
+        .filter(|e| endpoint.is_none_or(|name| name == e.name) && e.api_key_file.is_none())
+        .find_map(|e| {
+            let var = e.api_key_env.as_deref().unwrap_or(OPENROUTER_KEY_ENV);
+            unset(var).then(|| no_key_message(var, &e.name))
+        })
+}
+
+/// A session that met 404s: the URLs it posted to, since a wrong base URL is the usual cause.
+fn not_found_hint(summary: &RunSummary, config: &RunConfig) -> Option<String> {
+    let stopped_by_404 = matches!(&summary.stop, StopReason::Unreachable { first_error, .. } if first_error.contains("HTTP 404"));
+    let met_404 = summary
+        .first_errors
+        .values()
+        .any(|message| message.contains("HTTP 404"));
+    if !(stopped_by_404 || met_404) {
+        return None;
+    }
+    let urls: Vec<String> = config
+        .endpoints
+        .iter()
+        .map(|e| format!("POST {}/chat/completions", e.base_url.trim_end_matches('/')))
+        .collect();
+    Some(format!(
+        "the server answered 404 (not found) for {}: --base-url must be the API root that /chat/completions is appended to (usually ending in /v1)",
+        urls.join(", ")
+    ))
 }
 
 /// What `generate` runs: prompts, or (`--turns all`) conversations run turn by turn.
@@ -235,18 +308,19 @@ async fn forward_ctrl_c(shutdown: Shutdown) {
         if tokio::signal::ctrl_c().await.is_err() {
             return;
         }
+        // Through the progress display, which would otherwise redraw over it.
         if shutdown.is_stopping() {
-            eprintln!("second Ctrl-C: aborting in-flight requests");
+            engine::say_above_bar("second Ctrl-C: aborting in-flight requests");
         } else {
-            eprintln!(
-                "Ctrl-C: no new requests; waiting for in-flight ones (Ctrl-C again to abort)"
+            engine::say_above_bar(
+                "Ctrl-C: no new requests; waiting for in-flight ones (Ctrl-C again to abort)",
             );
         }
         shutdown.interrupt();
     }
 }
 
-fn print_human(r: &RunSummary) {
+fn print_human(r: &RunSummary, config: &RunConfig) {
     let s = &r.summary;
     eprintln!(
         "generate: {} — {} prompt(s): {} succeeded, {} failed ({} retryable on resume), {} skipped, {} not started",
@@ -295,6 +369,6 @@ fn print_human(r: &RunSummary) {
         r.run_dir.join(crate::journal::SUMMARY_FILE).display()
     );
     if r.stop != StopReason::Completed {
-        eprintln!("{}", r.stop.explain());
+        eprintln!("{}", stop_message(&r.stop, config));
     }
 }

@@ -10,12 +10,14 @@ mod demo;
 mod export;
 mod generate;
 mod import;
+mod init;
 mod io;
 mod model_args;
 mod prepare;
 mod probe;
 mod reconstruct;
 mod render;
+mod run;
 mod sim;
 mod tokenize;
 mod verify;
@@ -57,6 +59,11 @@ enum Command {
     Export(export::Args),
     /// Check a run's token fidelity, usage and tool calls; write verify.json and report.html.
     Verify(Box<verify::Args>),
+    /// Write a commented draftgen.toml (datasets, endpoint, model, routing, budget) for `run`.
+    Init(init::Args),
+    /// The whole job from draftgen.toml: prepare, generate, build, verify, export (resumable;
+    /// steps whose output is current are skipped).
+    Run(run::Args),
 }
 
 /// An error caused by the user's input or flags: exit code 2.
@@ -68,7 +75,28 @@ pub struct UsageError(pub String);
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let result = match cli.command {
+    match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            if err.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+/// Run one subcommand as if typed after `draftgen` (how `run` drives each step).
+fn run_subcommand(args: &[std::ffi::OsString]) -> anyhow::Result<ExitCode> {
+    let argv = std::iter::once(std::ffi::OsString::from("draftgen")).chain(args.iter().cloned());
+    let cli = Cli::try_parse_from(argv).map_err(|e| UsageError(e.to_string()))?;
+    dispatch(cli.command)
+}
+
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Tokenize(args) => tokenize::run(args),
         Command::Render(args) => render::run(args),
         Command::Reconstruct(args) => reconstruct::run(args),
@@ -81,17 +109,8 @@ pub fn main() -> ExitCode {
         Command::Export(args) => export::run(args),
         Command::Probe(args) => probe::run(*args),
         Command::Verify(args) => verify::run(*args),
-    };
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            if err.downcast_ref::<UsageError>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
-        }
+        Command::Init(args) => init::run(args),
+        Command::Run(args) => run::run(args),
     }
 }
 

@@ -182,10 +182,18 @@ async fn targets(args: &Args, client: &Client) -> Result<Vec<Target>, UsageError
     for base_url in &base_urls {
         let openrouter =
             args.openrouter || base_url.contains("openrouter.ai") || !args.providers.is_empty();
+        let api_key = api_key(args, openrouter)?;
+        // OpenRouter's own API answers every scenario with 401 without a key: say so once.
+        if api_key.is_none() && crate::config::is_openrouter_api(base_url) {
+            return Err(UsageError(crate::config::no_key_message(
+                crate::config::OPENROUTER_KEY_ENV,
+                base_url,
+            )));
+        }
         let endpoint = Endpoint {
             name: base_url.clone(),
             base_url: base_url.clone(),
-            api_key: api_key(args, openrouter)?,
+            api_key,
             weight: 1,
         };
         let providers = if !args.providers.is_empty() {

@@ -45,10 +45,13 @@
 //! An API key is never accepted inline in the file (it would end up in shell history, backups and
 //! repositories): only from the environment or a key file.
 //!
+//! `draftgen.toml` ([`job`]) is this configuration plus a `[job]` table for `draftgen run`.
+//!
 //! The files: [`schema`] (the tables and their defaults, parsing), [`overrides`] (flags over the
 //! file), [`validate`] (every setting checked once), [`resolve`] (endpoints with their keys, the
 //! manifest's labels and server records).
 
+mod job;
 mod overrides;
 mod resolve;
 mod schema;
@@ -56,8 +59,9 @@ mod schema;
 mod tests;
 mod validate;
 
+pub use job::{JobConfig, JobFile, Trainer};
 pub use overrides::Overrides;
-pub use resolve::ResolvedEndpoint;
+pub use resolve::{is_openrouter_api, no_key_message, ResolvedEndpoint};
 pub use schema::{
     BudgetConfig, ConcurrencyConfig, EndpointConfig, RetryConfig, RunConfig, TimeoutsConfig,
 };

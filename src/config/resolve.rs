@@ -58,6 +58,26 @@ impl RunConfig {
             .collect()
     }
 
+    /// Why the run cannot authenticate, before anything is written: the first endpoint whose key
+    /// variable is unset where a key is required — the variable was named explicitly
+    /// (`api_key_env`), or the endpoint is OpenRouter's own API, which answers every request
+    /// without a key with 401. One line, naming the variable and the alternative.
+    pub fn missing_key(&self, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+        self.endpoints.iter().find_map(|e| {
+            if e.api_key_file.is_some() {
+                return None;
+            }
+            let named = e.api_key_env.is_some();
+            let required = named || is_openrouter_api(&e.base_url);
+            let var = e
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| OPENROUTER_KEY_ENV.to_string());
+            let set = env(&var).is_some_and(|k| !k.trim().is_empty());
+            (required && !set).then(|| no_key_message(&var, &e.name))
+        })
+    }
+
     /// The fingerprint-relevant description of each endpoint (name, URL, kind, and the spaces
     /// setting when given explicitly, since vLLM is then sent it; never the key, never the weight,
     /// which may be retuned on resume, never the built-in simulator's ephemeral port).
@@ -99,4 +119,21 @@ pub struct ResolvedEndpoint {
     pub endpoint: Endpoint,
     pub kind: ServerKind,
     pub options: RequestOptions,
+}
+
+/// Whether `base_url` is OpenRouter's own API (not a proxy or simulator speaking its protocol).
+pub fn is_openrouter_api(base_url: &str) -> bool {
+    let rest = base_url
+        .split_once("://")
+        .map_or(base_url, |(_, rest)| rest);
+    let host = rest.split(['/', ':']).next().unwrap_or("");
+    host.eq_ignore_ascii_case("openrouter.ai")
+        || host.to_ascii_lowercase().ends_with(".openrouter.ai")
+}
+
+/// The one line said when no key is set.
+pub fn no_key_message(var: &str, endpoint: &str) -> String {
+    format!(
+        "no API key for endpoint {endpoint:?}: {var} is not set (export {var}=..., or pass --api-key-file FILE)"
+    )
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
+use crate::api::did_you_mean;
 use crate::api::{RequestOptions, ServerKind, Timeouts};
 
 /// One `[[endpoints]]` table.
@@ -269,6 +270,15 @@ where
     D: serde::Deserializer<'de>,
 {
     let mut table = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+    // RequestOptions takes what it knows and ignores the rest: a misspelt key would silently
+    // fall back to a default.
+    let known = did_you_mean::field_names::<RequestOptions>();
+    if let Some(unknown) = table.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(serde::de::Error::custom(format!(
+            "in [request]: {}",
+            did_you_mean::unknown_field(unknown, known)
+        )));
+    }
     table
         .entry("model")
         .or_insert_with(|| serde_json::Value::from(""));
@@ -294,19 +304,20 @@ impl Default for RunConfig {
 
 impl RunConfig {
     /// Parse a TOML file. Unknown keys are errors (a typo must not silently fall back to a default).
+    /// A `draftgen.toml`'s `[job]` table is `draftgen run`'s, not the run's: it is left out.
     pub fn from_file(path: &Path) -> Result<RunConfig, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        RunConfig::from_toml(&text, path)
+        RunConfig::from_toml(&super::job::without_job_table(&text), path)
     }
 
     /// Parse TOML text; `path` is only for messages.
     pub fn from_toml(text: &str, path: &Path) -> Result<RunConfig, ConfigError> {
         let config: RunConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
+            message: did_you_mean::explain(e.to_string().trim_end()),
         })?;
         if let Some(endpoint) = config.endpoints.iter().find(|e| e.api_key.is_some()) {
             return Err(ConfigError::InlineKey {

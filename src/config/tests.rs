@@ -132,3 +132,49 @@ fn keys_come_from_env_or_file_only_where_configured() {
         .iter()
         .all(|r| r.endpoint.api_key.as_ref().unwrap().expose() == "sk-or-v1-file"));
 }
+
+#[test]
+fn a_misspelt_key_is_answered_with_the_nearest_one_and_the_valid_ones_once() {
+    let text = GOOD.replace("max = 10000", "maxx = 10000");
+    let msg = parse(&text).unwrap_err().to_string();
+    assert!(msg.contains("did you mean `max`?"), "{msg}");
+    assert_eq!(msg.matches("requests_per_minute").count(), 1, "{msg}");
+    let text = GOOD.replace("max_tokens = 512", "max_tokens = 512\ntemprature = 0.5");
+    let msg = parse(&text).unwrap_err().to_string();
+    assert!(msg.contains("did you mean `temperature`?"), "{msg}");
+    let text = GOOD.replace(
+        "max_tokens = 512",
+        "max_tokens = 512\nprovider = { only = [\"a\"], allow_fallback = false }",
+    );
+    let config = parse(&text).unwrap();
+    let msg = config.validate().unwrap_err().to_string();
+    assert!(msg.contains("did you mean `allow_fallbacks`?"), "{msg}");
+    assert_eq!(msg.matches("require_parameters").count(), 1, "{msg}");
+}
+
+#[test]
+fn a_missing_key_is_named_only_where_one_is_required() {
+    let config = parse(GOOD).unwrap();
+    let msg = config.missing_key(|_| None).unwrap();
+    assert!(msg.contains("OPENROUTER_API_KEY is not set"), "{msg}");
+    assert_eq!(msg.lines().count(), 1);
+    assert_eq!(config.missing_key(|_| Some("sk-or-v1-x".into())), None);
+    // An OpenRouter-speaking proxy or simulator elsewhere may need no key.
+    let local = GOOD.replace("https://openrouter.ai/api/v1/", "http://127.0.0.1:9/v1");
+    assert_eq!(parse(&local).unwrap().missing_key(|_| None), None);
+    // A variable named in the config must be set.
+    let named = local.replace("weight = 3", "weight = 3\napi_key_env = \"VLLM_KEY\"");
+    let msg = parse(&named).unwrap().missing_key(|_| None).unwrap();
+    assert!(msg.contains("VLLM_KEY is not set"), "{msg}");
+}
+
+#[test]
+fn a_base_url_with_the_path_draftgen_adds_is_refused_with_the_right_one() {
+    let text = GOOD.replace(
+        "http://127.0.0.1:8000/v1",
+        "http://127.0.0.1:8000/v1/chat/completions",
+    );
+    let err = parse(&text).unwrap().validate().unwrap_err().to_string();
+    assert!(err.starts_with("endpoints[1].base_url"), "{err}");
+    assert!(err.ends_with("use http://127.0.0.1:8000/v1"), "{err}");
+}

@@ -56,6 +56,16 @@ impl RunConfig {
                 ),
             ));
         }
+        let trimmed = e.base_url.trim_end_matches('/');
+        if let Some(base) = trimmed.strip_suffix("/chat/completions") {
+            return Err(invalid(
+                format!("{key}.base_url"),
+                format!(
+                    "{:?} ends with /chat/completions, which draftgen adds itself: use {base}",
+                    e.base_url
+                ),
+            ));
+        }
         if e.weight == 0 {
             return Err(invalid(format!("{key}.weight"), "must be at least 1"));
         }

@@ -38,6 +38,7 @@ pub use credits::{key_info, parse_key_info, CreditInfo};
 pub use endpoints::EndpointPool;
 pub use health::{Health, DEAD_AFTER};
 pub use pricing::{price_in_list, published_price};
+pub use progress::say_above_bar;
 pub use progress::{class_name, Progress, ProgressMode, Stats};
 pub use prompts::PromptList;
 pub use retry::{is_fatal, Next, RetryPolicy};

@@ -227,7 +227,11 @@ impl Progress {
                         .unwrap_or_else(|_| ProgressStyle::default_bar()),
                 );
                 let _guard = FinishOnDrop(bar.clone(), Arc::clone(&self));
+                show_notes_above(Some(&bar));
                 loop {
+                    for line in take_notes() {
+                        bar.println(line);
+                    }
                     for line in self.take_new_errors() {
                         bar.println(line);
                     }
@@ -263,12 +267,47 @@ struct FinishOnDrop(ProgressBar, Arc<Progress>);
 impl Drop for FinishOnDrop {
     fn drop(&mut self) {
         let (bar, progress) = (&self.0, &self.1);
+        for line in take_notes() {
+            bar.println(line);
+        }
+        show_notes_above(None);
         for line in progress.take_new_errors() {
             bar.println(line);
         }
         bar.set_position(progress.finished_before + progress.stats().done);
         bar.abandon_with_message(progress.line());
     }
+}
+
+/// Lines waiting to be shown above the bar; `Some` while a bar is on screen.
+static NOTES: Mutex<Option<Vec<String>>> = Mutex::new(None);
+
+/// Say `line` on stderr without the progress bar's redraw erasing it (the Ctrl-C
+/// acknowledgement): while a bar is shown it is printed above it at the bar's next update.
+pub fn say_above_bar(line: impl Into<String>) {
+    let line = line.into();
+    if let Ok(mut notes) = NOTES.lock() {
+        if let Some(pending) = notes.as_mut() {
+            pending.push(line);
+            return;
+        }
+    }
+    eprintln!("{line}");
+}
+
+/// Start (a bar is shown) or stop (it is gone) queueing [`say_above_bar`]'s lines.
+fn show_notes_above(bar: Option<&ProgressBar>) {
+    if let Ok(mut notes) = NOTES.lock() {
+        *notes = bar.map(|_| Vec::new());
+    }
+}
+
+fn take_notes() -> Vec<String> {
+    NOTES
+        .lock()
+        .ok()
+        .and_then(|mut notes| notes.as_mut().map(std::mem::take))
+        .unwrap_or_default()
 }
 
 /// Shows the first errors that came in after the last plain line when the reporter is aborted.
@@ -337,6 +376,18 @@ fn human_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn said_lines_wait_for_the_bar_while_one_is_shown() {
+        let bar = ProgressBar::hidden();
+        show_notes_above(Some(&bar));
+        say_above_bar("Ctrl-C: no new requests");
+        assert_eq!(take_notes(), vec!["Ctrl-C: no new requests".to_string()]);
+        assert!(take_notes().is_empty(), "each line is shown once");
+        show_notes_above(None);
+        say_above_bar("straight to stderr");
+        assert!(take_notes().is_empty());
+    }
 
     #[test]
     fn line_shows_counts_rates_money_and_errors() {

@@ -2,7 +2,7 @@
 //!
 //! One file per trainer format (`specforge`, `speculators`) and for the vocabulary map (`vocab`),
 //! plus the writers those formats need and no crate provides without Python or libtorch
-//! (`npy`, `torch_pickle`, `hf_arrow`). Every export reads the build output through
+//! (`npy`, `torch_pickle`, `hf_arrow`), and the trainer's next step (`next_step`). Every export reads the build output through
 //! [`BuildDir`](crate::build::BuildDir), which streams shards batch by batch, so memory is bounded
 //! by a row group, not by the run.
 //! The exact format each file follows (and the source lines it was read from) is in each
@@ -10,6 +10,7 @@
 
 pub mod cpython_set;
 pub mod hf_arrow;
+pub mod next_step;
 pub mod npy;
 pub mod specforge;
 pub mod speculators;

@@ -266,7 +266,21 @@ fn write_safetensors(path: &Path, map: &VocabMap) -> Result<(), ExportError> {
         [("d2t".to_string(), d2t), ("t2d".to_string(), t2d)]
             .into_iter()
             .collect();
-    safetensors::serialize_to_file(&tensors, None, path).map_err(invalid)
+    // `serialize_to_file` goes through a private temporary file (mode 0600); written here, the
+    // file gets the same mode as every other export.
+    let bytes = safetensors::serialize(&tensors, None).map_err(invalid)?;
+    std::fs::write(path, bytes).map_err(|e| ExportError::io(path, e))
+}
+
+/// Above this share of padding ids, a draft vocabulary is mostly ids no training token uses.
+pub const MOSTLY_PADDING: f64 = 0.5;
+
+/// Share of the chosen ids that no loss-masked token uses (padding), 0 for an empty choice.
+pub fn padding_share(padded: usize, draft_vocab_size: usize) -> f64 {
+    if draft_vocab_size == 0 {
+        return 0.0;
+    }
+    padded as f64 / draft_vocab_size as f64
 }
 
 #[cfg(test)]

@@ -109,6 +109,25 @@ impl PromptsFile {
     }
 }
 
+/// An endpoint label (`NAME URL (KIND)…`, src/config/resolve.rs) without its URL: where a server
+/// is reached does not change what it answers (its kind, in the label, does), so a resume after
+/// correcting `--base-url` goes on. A label that is only a URL (older manifests) is kept whole.
+fn without_url(label: &str) -> String {
+    let words: Vec<&str> = label.split(' ').collect();
+    let has_kind = words
+        .last()
+        .is_some_and(|w| w.starts_with('(') || w.contains('='));
+    if words.len() < 3 || !has_kind {
+        return label.to_string();
+    }
+    words
+        .iter()
+        .filter(|w| !(w.contains("://") || **w == "built-in-simulator"))
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The fingerprinted part of a manifest, in a fixed order.
 #[derive(Serialize)]
 struct FingerprintedSettings<'a> {
@@ -166,9 +185,10 @@ impl Manifest {
     /// the order in which a config lists options does not matter.
     pub fn compute_fingerprint(&self) -> String {
         let request_options = settings_only(&self.request_options);
+        let endpoints: Vec<String> = self.endpoints.iter().map(|e| without_url(e)).collect();
         let settings = FingerprintedSettings {
             model: &self.model,
-            endpoints: &self.endpoints,
+            endpoints: &endpoints,
             sampling: &self.sampling,
             request_options: &request_options,
             dataset_hash: &self.dataset_hash,
@@ -247,6 +267,23 @@ mod tests {
     use serde_json::json;
 
     use super::sample as manifest;
+
+    #[test]
+    fn fingerprint_ignores_where_an_endpoint_is_reached_but_not_its_kind() {
+        let with = |labels: &[&str]| {
+            let mut m = manifest(1.0);
+            m.endpoints = labels.iter().map(|l| l.to_string()).collect();
+            m.compute_fingerprint()
+        };
+        let vllm = with(&["vllm http://127.0.0.1:8000/v1 (vllm)"]);
+        assert_eq!(vllm, with(&["vllm http://10.0.0.2:8001/v1 (vllm)"]));
+        assert_ne!(vllm, with(&["vllm http://127.0.0.1:8000/v1 (sglang)"]));
+        assert_ne!(
+            with(&["https://openrouter.ai/api/v1"]),
+            with(&["http://localhost:8000/v1"]),
+            "a bare URL label is kept"
+        );
+    }
 
     #[test]
     fn fingerprint_ignores_key_order_and_timestamps() {

@@ -227,6 +227,10 @@ def scenarios() -> list[Scenario]:
         Scenario("second_call_after_tool", 3, 5,
                  reasoning="Now a circle with radius 4. calculate_area again, shape circle, dimensions [4].",
                  calls=[("calculate_area", '{"shape": "circle", "dimensions": [4]}')]),
+        Scenario("final_answer_leading_space", 7, 3,
+                 reasoning="The tool returned the movie's details. Summarize them.",
+                 content=" The movie with ID 12345 is **Inception** (2010), a science fiction film directed by "
+                         "Christopher Nolan, rated 8.8/10."),
         Scenario("second_call_after_tool_with_content", 12, 5,
                  reasoning="Pop music by Michael Jackson: play_music with genre pop and the artist.",
                  content="Sure, switching to pop.",

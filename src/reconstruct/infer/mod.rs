@@ -107,6 +107,11 @@ pub trait Convention: Send + Sync {
     fn count_shift(&self) -> Option<i64> {
         None
     }
+    /// Whether the sample rebuilt under it names it: where it changed the reading (a
+    /// convention that only lifts a doubt names itself where that doubt would have been raised).
+    fn names(&self, _answer: &Answer, _rebuilt: &Reconstruction) -> bool {
+        true
+    }
     /// Undo it on the rebuilt ids; `false`: the rebuild does not fit the convention.
     fn after(&self, _profile: &Profile, _rebuilt: &mut Reconstruction) -> bool {
         true
@@ -218,7 +223,8 @@ pub fn rebuild(
             applied.remove(misfit);
             continue;
         }
-        for c in &applied {
+        let named: Vec<_> = applied.iter().filter(|c| c.names(answer, &r)).collect();
+        for c in named {
             r.fidelity.because(c.reason());
             r.warnings.push(format!(
                 "rebuilt under the provider's inferred convention {}",

@@ -76,6 +76,10 @@ impl Convention for PromptsThink {
     fn inverse(&self, a: &mut Inverted) {
         a.options.upstream_prompts_think = true;
     }
+    /// Named where the count is one fewer than the render (the doubt it lifts).
+    fn names(&self, a: &Answer, rebuilt: &Reconstruction) -> bool {
+        prompt_count(a).is_some_and(|n| n + 1 == rebuilt.prompt_ids.len() as u64)
+    }
     /// The count against the render's length (the default rebuild's prompt).
     fn evidence(
         &self,

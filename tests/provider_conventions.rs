@@ -291,6 +291,17 @@ fn run(
     thinking: bool,
     stream: bool,
 ) -> (HashMap<String, Value>, BTreeMap<String, BTreeSet<String>>) {
+    run_editing(answers, thinking, stream, |_| Vec::new())
+}
+
+/// [`run`], with `edit` given the run's journal records (and their segment) before `build`:
+/// what it returns is appended. A sample whose id no answer was served for is keyed by its id.
+fn run_editing(
+    answers: &[&Answer],
+    thinking: bool,
+    stream: bool,
+    edit: impl FnOnce(&[Value]) -> Vec<Value>,
+) -> (HashMap<String, Value>, BTreeMap<String, BTreeSet<String>>) {
     let dir = RunDir::new();
     let base_url = serve(answers);
     let mut prompt_of = HashMap::new();
@@ -328,6 +339,12 @@ fn run(
     }
     let out = output(&mut generate);
     assert!(out.status.success(), "generate: {}", stderr(&out));
+    let added = edit(&dir.journal());
+    if !added.is_empty() {
+        let segment = dir.run().join("journal").join("999999.jsonl");
+        let lines: String = added.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(&segment, lines).expect("a journal segment");
+    }
     let first = answers[0];
     let built = dir.join("built");
     let mut build = std::process::Command::new(BIN);
@@ -381,8 +398,8 @@ fn run(
             let prompt = sample["id"].as_str().expect("a sample id");
             let name = answer_of
                 .get(prompt)
-                .unwrap_or_else(|| panic!("sample {prompt}: no journaled answer"))
-                .clone();
+                .cloned()
+                .unwrap_or_else(|| prompt.to_string());
             (name, sample)
         })
         .collect();
@@ -639,4 +656,63 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// A conversation's turns are each rebuilt under their own provider group's conventions: two
+/// DeepInfra answers (its count leaves out the end token) journaled again as the two turns of
+/// one conversation, beside the provider's single-turn answers that settle its conventions,
+/// build into one row that names the convention, is not `inconsistent`, and holds the last
+/// turn's true ids.
+#[test]
+fn a_conversations_turns_are_rebuilt_under_their_providers_conventions() {
+    let answers = answers();
+    let group: Vec<&Answer> = answers
+        .iter()
+        .filter(|a| a.thinking() && !a.stream() && a.provider == "DeepInfra")
+        .collect();
+    let pick = |label: &str| {
+        *group
+            .iter()
+            .find(|a| a.name.ends_with(&format!("/{label}")))
+            .expect(label)
+    };
+    let turns = [pick("news_call"), pick("final_answer_after_tool")];
+    let served: Vec<String> = turns.iter().map(|a| a.answer_id().to_string()).collect();
+    let (samples, adopted) = run_editing(&group, true, false, |journal| {
+        served
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let mut record = journal
+                    .iter()
+                    .find(|r| r["response"]["id"].as_str() == Some(id))
+                    .expect("the served answer's record")
+                    .clone();
+                record["id"] = Value::from(format!("conv:turn{}/{}", i + 1, served.len()));
+                record
+            })
+            .collect()
+    });
+    assert!(
+        adopted["DeepInfra"].contains("usage_excludes_end_token"),
+        "{adopted:?}"
+    );
+    let row = samples.get("conv").expect("the conversation's row");
+    let reasons: Vec<String> =
+        serde_json::from_value(row["fidelity_reasons"].clone()).unwrap_or_default();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r == "provider_usage_excludes_end_token"),
+        "{reasons:?}"
+    );
+    assert_ne!(row["fidelity_class"], "inconsistent", "{reasons:?}");
+    let ids: Vec<u32> = serde_json::from_value(row["input_ids"].clone()).expect("input_ids");
+    let last = turns[1];
+    let want = [
+        last.truth.prompt_ids.as_slice(),
+        last.truth.completion_ids.as_slice(),
+    ]
+    .concat();
+    assert_eq!(ids, want, "the last turn's true ids");
 }

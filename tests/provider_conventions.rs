@@ -535,6 +535,8 @@ struct Counts {
     answers: usize,
     kept: usize,
     exact: usize,
+    /// Samples of any class whose ids are the true ones.
+    right: usize,
     dropped: usize,
     by_class: BTreeMap<String, usize>,
     reasons: BTreeMap<String, usize>,
@@ -619,6 +621,7 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
             let (prompt, completion) = ids.split_at(prompt_len.min(ids.len()));
             let right = prompt == a.truth.prompt_ids.as_slice()
                 && completion == a.truth.completion_ids.as_slice();
+            counts.right += usize::from(right);
             if class.is_exact() {
                 if right {
                     counts.exact += 1;
@@ -642,12 +645,12 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
             }
         }
     }
-    eprintln!("\n| convention (provider) | answers | kept | exact | dropped | classes | reasons of the non-exact |");
-    eprintln!("|---|---|---|---|---|---|---|");
+    eprintln!("\n| convention (provider) | answers | kept | exact | true ids (any class) | dropped | classes | reasons of the non-exact |");
+    eprintln!("|---|---|---|---|---|---|---|---|");
     for (group, c) in &table {
         eprintln!(
-            "| {group} | {} | {} | {} | {} | {:?} | {:?} |",
-            c.answers, c.kept, c.exact, c.dropped, c.by_class, c.reasons
+            "| {group} | {} | {} | {} | {} | {} | {:?} | {:?} |",
+            c.answers, c.kept, c.exact, c.right, c.dropped, c.by_class, c.reasons
         );
     }
     assert!(

@@ -719,3 +719,55 @@ fn a_conversations_turns_are_rebuilt_under_their_providers_conventions() {
     .concat();
     assert_eq!(ids, want, "the last turn's true ids");
 }
+
+/// Ids numbered per answer where the conversation has earlier calls (`"0"` for the model's
+/// `functions.calculate_area:1`) are not the model's N: such an answer contradicts
+/// `ids_index_only`, and rebuilt under it the convention is not applied (the ids are renumbered
+/// and the sample says so), while DeepInfra's own `"1"` is restored exactly.
+#[test]
+fn an_index_that_is_not_the_models_number_contradicts_ids_index_only() {
+    let answers = answers();
+    let profile = profile_of(&answers[0]);
+    let options = ReconstructOptions {
+        kind: ServerKind::OpenRouter,
+        ..ReconstructOptions::default()
+    };
+    let a = answers
+        .iter()
+        .find(|a| a.name == "usage_excludes_end_token/DeepInfra/nonstream/second_call_after_tool")
+        .expect("the answer");
+    let request: ExchangeRequest =
+        serde_json::from_value(a.request.clone()).expect("a chat request");
+    let sent = Completion::from_response(a.response.as_ref().expect("a body")).expect("an answer");
+    assert_eq!(sent.tool_calls[0].id.as_deref(), Some("1"));
+    let index = infer::CONVENTIONS
+        .iter()
+        .position(|c| c.name() == "ids_index_only")
+        .expect("ids_index_only");
+    let conventions = [
+        infer::convention("usage_excludes_end_token").expect("a convention"),
+        infer::convention("ids_index_only").expect("a convention"),
+    ];
+    let read = |completion: &Completion| {
+        let answer = infer::Answer {
+            profile: &profile,
+            request: &request,
+            completion,
+            options: &options,
+        };
+        let evidence = infer::evidence_of(&answer).expect("evidence")[index];
+        let (rebuilt, applied) = infer::rebuild(&answer, &conventions).expect("a rebuild");
+        (evidence, rebuilt, applied)
+    };
+    let (evidence, rebuilt, applied) = read(&sent);
+    assert_eq!(evidence, infer::Evidence::Explains);
+    assert!(applied.contains(&"ids_index_only"), "{applied:?}");
+    assert_eq!(rebuilt.completion_ids, a.truth.completion_ids);
+
+    let mut per_answer = sent.clone();
+    per_answer.tool_calls[0].id = Some("0".to_string());
+    let (evidence, rebuilt, applied) = read(&per_answer);
+    assert_eq!(evidence, infer::Evidence::Contradicts);
+    assert!(!applied.contains(&"ids_index_only"), "{applied:?}");
+    assert!(!rebuilt.fidelity.class.is_exact(), "{:?}", rebuilt.fidelity);
+}

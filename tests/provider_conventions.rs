@@ -379,6 +379,21 @@ fn run_editing(
             .map(|c| c["name"].as_str().expect("a convention name").to_string())
             .collect();
         let provider = p["provider"].as_str().expect("a provider").to_string();
+        // The form of the ids its answers sent, as the data made them.
+        let made = answers.iter().find(|a| a.provider == provider).map(|a| {
+            match a.convention.ids.as_str() {
+                "index" => "N",
+                "call_random" => "other",
+                form => form,
+            }
+        });
+        let forms: Vec<&str> = p["call_id_forms"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(form, _)| form.as_str())
+            .collect();
+        assert_eq!(forms, Vec::from_iter(made), "{provider}: call_id_forms");
         adopted.insert(provider, names);
     }
     // prompt id -> the answer that was served for it (its own `id`, from the journal).

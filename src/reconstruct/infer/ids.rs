@@ -184,6 +184,37 @@ impl Convention for IdsIndexOnly {
     }
 }
 
+/// The form of an answer's tool-call ids, for the provider's report: `functions.NAME:N` (the
+/// family's own), `NAME:N`, `N`, or `other` (minted, `call_…`); `None` without calls.
+pub fn id_form(profile: &Profile, completion: &Completion) -> Option<&'static str> {
+    let calls = &completion.tool_calls;
+    if calls.is_empty() {
+        return None;
+    }
+    let native = calls.iter().all(|call| {
+        let id = call.id.as_deref().unwrap_or_default();
+        let n = id.rsplit_once(':').and_then(|(_, n)| digits(n));
+        n.and_then(|n| profile.native_tool_call_id(&call.name, n))
+            .is_some_and(|native| native == id)
+    });
+    let all = |form: fn(&str, &str) -> Option<usize>| {
+        calls.iter().all(|call| {
+            call.id
+                .as_deref()
+                .is_some_and(|id| form(id, &call.name).is_some())
+        })
+    };
+    Some(if native {
+        "functions.NAME:N"
+    } else if all(without_prefix) {
+        "NAME:N"
+    } else if all(index_only) {
+        "N"
+    } else {
+        "other"
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,7 +32,7 @@ mod think;
 mod usage;
 
 pub use arguments::CompactsArguments;
-pub use ids::{IdsIndexOnly, IdsWithoutPrefix};
+pub use ids::{id_form, IdsIndexOnly, IdsWithoutPrefix};
 pub use negative::{NoSpacesSpecialTokens, PromptsThink};
 pub use spacing::SpacesSpecialTokens;
 pub use think::GeneratesThink;
@@ -273,6 +273,8 @@ pub struct GroupEvidence {
     /// Answers read for evidence.
     pub evaluated: u64,
     pub tallies: [Tally; CONVENTIONS.len()],
+    /// Answers with tool calls, by the form of their ids ([`id_form`]).
+    pub id_forms: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl GroupEvidence {

@@ -101,6 +101,9 @@ impl Convention {
             "index" => {
                 names.insert("ids_index_only");
             }
+            "call_random" => {
+                names.insert("ids_minted");
+            }
             _ => {}
         }
         names
@@ -450,7 +453,9 @@ fn inference_failures(
     // count only where the answer has an end token).
     let changes = |name: &str| match name {
         "usage_excludes_end_token" => finished,
-        "ids_without_prefix" | "ids_index_only" | "compacts_arguments" => a.has_calls(),
+        "ids_without_prefix" | "ids_index_only" | "ids_minted" | "compacts_arguments" => {
+            a.has_calls()
+        }
         // It lifts a doubt only where a text field begins with a space.
         "no_spaces_special_tokens" => a.starts_spaced(),
         // Only where the count is one fewer than the render (no such answer of its providers).

@@ -131,6 +131,10 @@ pub enum Reason {
     /// Rebuilt with the tool-call ids `N` the provider sent read as the model's
     /// `functions.NAME:N` (`reconstruct/infer/ids.rs`).
     ProviderIdsIndexOnly,
+    /// The provider mints its own tool-call ids, as its other answers show: rebuilt as the
+    /// family's ids numbered over the conversation, the sample `lossy`
+    /// (`reconstruct/infer/ids.rs`).
+    ProviderIdsMinted,
     /// Rebuilt with the tool-call arguments read as their JSON value, the spelling chosen by
     /// the count among every spelling of it: the provider re-serializes them compactly, as its
     /// other answers show (`reconstruct/infer/arguments.rs`).

@@ -9,7 +9,7 @@
 
 use crate::completion::{Completion, ToolCall};
 use crate::model::Profile;
-use crate::reconstruct::fidelity::Reason;
+use crate::reconstruct::fidelity::{FidelityClass, Reason};
 use crate::reconstruct::turn::earlier_tool_calls;
 use crate::reconstruct::Reconstruction;
 
@@ -173,6 +173,74 @@ impl Convention for IdsIndexOnly {
         if let Some(ids) = Self::ids(a.profile, &a.completion, earlier) {
             write_back(a, ids);
         }
+    }
+    fn evidence(
+        &self,
+        _answer: &Answer,
+        default: &Reconstruction,
+        conventional: &Reconstruction,
+    ) -> Evidence {
+        form_evidence(default, conventional)
+    }
+}
+
+/// Ids the provider mints itself (`call_…`: Together): the model's id cannot be read back, only
+/// the calls' order. The inverse writes the family's id numbered over the conversation (what
+/// the model writes when it follows its template) in place of each, so that a shape that checks
+/// the ids it passes on compares the model's form, and every sample rebuilt under it is at
+/// most `lossy` with the reason the server rewrote the ids: nothing settles the number.
+pub struct IdsMinted;
+
+impl IdsMinted {
+    fn renumbered(
+        profile: &Profile,
+        completion: &Completion,
+        earlier: usize,
+    ) -> Option<Vec<String>> {
+        completion
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| profile.native_tool_call_id(&call.name, earlier + i))
+            .collect()
+    }
+}
+
+impl Convention for IdsMinted {
+    fn name(&self) -> &'static str {
+        "ids_minted"
+    }
+    fn reason(&self) -> Reason {
+        Reason::ProviderIdsMinted
+    }
+    fn describe(&self) -> &'static str {
+        "tool-call ids minted by the provider, the model's not readable"
+    }
+    fn applies(&self, a: &Answer) -> bool {
+        a.completion.completion_token_ids.is_none()
+            && id_form(a.profile, a.completion) == Some("other")
+            && a.profile.native_tool_call_id("f", 0).is_some()
+    }
+    /// An answer with the model's own ids (or a form that keeps its number) contradicts it.
+    fn shown(&self, a: &Answer) -> Option<Evidence> {
+        let kept = a.completion.completion_token_ids.is_none()
+            && id_form(a.profile, a.completion).is_some_and(|form| form != "other");
+        kept.then_some(Evidence::Contradicts)
+    }
+    fn inverse(&self, a: &mut Inverted) {
+        let earlier = earlier_tool_calls(&a.request);
+        if let Some(ids) = Self::renumbered(a.profile, &a.completion, earlier) {
+            write_back(a, ids);
+        }
+    }
+    fn after(&self, _profile: &Profile, r: &mut Reconstruction) -> bool {
+        r.fidelity.at_most(FidelityClass::Lossy);
+        r.fidelity.because(Reason::ServerRewritesToolCallIds);
+        r.warnings.push(
+            "lossy: the provider mints its own tool-call ids; they were rebuilt as functions.NAME:N numbered over the conversation, which the model may not have written"
+                .to_string(),
+        );
+        true
     }
     fn evidence(
         &self,

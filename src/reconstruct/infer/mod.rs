@@ -32,7 +32,7 @@ mod think;
 mod usage;
 
 pub use arguments::CompactsArguments;
-pub use ids::{id_form, IdsIndexOnly, IdsWithoutPrefix};
+pub use ids::{id_form, IdsIndexOnly, IdsMinted, IdsWithoutPrefix};
 pub use negative::{NoSpacesSpecialTokens, PromptsThink};
 pub use spacing::SpacesSpecialTokens;
 pub use think::GeneratesThink;
@@ -160,7 +160,7 @@ pub(super) fn counted(c: &Completion) -> Option<u64> {
 }
 
 /// Every convention inference considers, in the order their inverses apply.
-pub const CONVENTIONS: [&dyn Convention; 8] = [
+pub const CONVENTIONS: [&dyn Convention; 9] = [
     &UsageExcludesEndToken,
     &GeneratesThink,
     &PromptsThink,
@@ -168,6 +168,7 @@ pub const CONVENTIONS: [&dyn Convention; 8] = [
     &NoSpacesSpecialTokens,
     &IdsWithoutPrefix,
     &IdsIndexOnly,
+    &IdsMinted,
     &CompactsArguments,
 ];
 

@@ -11,11 +11,15 @@
 //! class dropped, so every answer is seen). The permanent rule, asserted: **every sample classed
 //! exact has exactly the true prompt and completion ids**, and every other sample says why
 //! (`fidelity_reasons`). Per convention and provider the counts are printed — answers, kept
-//! (build's default policy), exact, dropped; the counts themselves are not asserted. What
+//! (build's default policy), exact, with the true ids (any class), dropped; the counts themselves are not asserted. What
 //! inference (`reconstruct/infer/`) must settle is: with thinking on (17 answers a provider),
 //! `build.json` adopts for each provider exactly the conventions the data's `convention` flags
-//! name, every sample it changes names it (`provider_…`) and none it explains is left
-//! `inconsistent`; with thinking off (2 answers a provider, below the minimum) nothing.
+//! name (and the negative ones its flags leave: `prompts_think`, `no_spaces_special_tokens`),
+//! lists the form of its tool-call ids, every sample it changes names it (`provider_…`), none it
+//! explains is left `inconsistent`, and no doubt a negative convention lifts stays; with
+//! thinking off (2 answers a provider, below the minimum) nothing. A conversation's turns are
+//! rebuilt under their provider's conventions, and an index-only id that is not the model's
+//! number is not restored.
 
 mod common;
 

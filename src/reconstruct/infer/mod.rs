@@ -2,12 +2,14 @@
 //!
 //! Behind OpenRouter (or an undeclared server) each provider answers from its own stack, and
 //! some stacks count or shape an answer in a way that reads back as other ids than the model's
-//! (tests/data/provider_conventions): `usage` without the end token, a template that
-//! lets the model generate `<think>`, spaces around added tokens, tool-call ids in another form,
-//! arguments re-serialized compactly; and what a stack shows it does not do (no spaces, the
-//! opener prompted), which lifts the doubts `upstream.rs` raises for any unnamed stack. Each such [`Convention`] is one type (one file here): its name, its inverse (applied around [`reconstruct_parsed`], which stays a black box),
-//! what one answer shows of it ([`Evidence`]) and the fidelity reason a sample rebuilt under it
-//! carries.
+//! (tests/data/provider_conventions): `usage` without the end token (`usage.rs`), a template
+//! that lets the model generate `<think>` (`think.rs`), spaces around added tokens
+//! (`spacing.rs`), tool-call ids in another form (`ids.rs`), arguments re-serialized compactly
+//! (`arguments.rs`); and what a stack shows it does not do (no spaces, the opener prompted:
+//! `negative.rs`), which lifts the doubts `upstream.rs` raises for any unnamed stack. Each such
+//! [`Convention`] is one type: its name, its inverse (applied around [`reconstruct_parsed`],
+//! which stays a black box), what one answer shows of it ([`Evidence`]) and the fidelity reason
+//! a sample rebuilt under it carries.
 //!
 //! [`GroupEvidence`] tallies the evidence of one provider's answers; [`GroupEvidence::adopted`]
 //! adopts a convention only when it explains at least [`SHARE`] of the answers where it makes a
@@ -75,6 +77,7 @@ pub struct Answer<'a> {
 
 /// What a convention's inverse may change before the rebuild.
 pub struct Inverted<'a> {
+    /// The answer's profile (read only: the family's id form, its markers).
     pub profile: &'a Profile,
     pub request: ExchangeRequest,
     pub completion: Completion,

@@ -11,11 +11,15 @@
 //! class dropped, so every answer is seen). The permanent rule, asserted: **every sample classed
 //! exact has exactly the true prompt and completion ids**, and every other sample says why
 //! (`fidelity_reasons`). Per convention and provider the counts are printed — answers, kept
-//! (build's default policy), exact, dropped; the counts themselves are not asserted. What
-//! inference (`reconstruct/infer.rs`) must settle is: with thinking on (12 answers a provider),
+//! (build's default policy), exact, with the true ids (any class), dropped; the counts themselves are not asserted. What
+//! inference (`reconstruct/infer/`) must settle is: with thinking on (17 answers a provider),
 //! `build.json` adopts for each provider exactly the conventions the data's `convention` flags
-//! name, every sample it changes names it (`provider_…`) and none it explains is left
-//! `inconsistent`; with thinking off (2 answers a provider, below the minimum) nothing.
+//! name (and the negative ones its flags leave: `prompts_think`, `no_spaces_special_tokens`),
+//! lists the form of its tool-call ids, every sample it changes names it (`provider_…`), none it
+//! explains is left `inconsistent`, and no doubt a negative convention lifts stays; with
+//! thinking off (2 answers a provider, below the minimum) nothing. A conversation's turns are
+//! rebuilt under their provider's conventions, and an index-only id that is not the model's
+//! number is not restored.
 
 mod common;
 
@@ -67,6 +71,10 @@ struct Convention {
     think_generated: bool,
     usage_counts_end_token: bool,
     spaces_around_special_tokens: bool,
+    /// `model`, `compact_ascii` or `compact`.
+    arguments: String,
+    /// `functions.NAME:N`, `NAME:N`, `index` or `call_random`.
+    ids: String,
 }
 
 impl Convention {
@@ -79,9 +87,28 @@ impl Convention {
         }
         if self.think_generated {
             names.insert("generates_think");
+        } else {
+            names.insert("prompts_think");
         }
         if self.spaces_around_special_tokens {
             names.insert("spaces_special_tokens");
+        } else {
+            names.insert("no_spaces_special_tokens");
+        }
+        if self.arguments != "model" {
+            names.insert("compacts_arguments");
+        }
+        match self.ids.as_str() {
+            "NAME:N" => {
+                names.insert("ids_without_prefix");
+            }
+            "index" => {
+                names.insert("ids_index_only");
+            }
+            "call_random" => {
+                names.insert("ids_minted");
+            }
+            _ => {}
         }
         names
     }
@@ -118,6 +145,40 @@ impl Answer {
 
     fn stream(&self) -> bool {
         self.chunks.is_some()
+    }
+
+    /// A text field of the answer starts with a space (the doubt `no_spaces_special_tokens`
+    /// lifts).
+    fn starts_spaced(&self) -> bool {
+        let spaced = |t: &str| t.starts_with(' ');
+        match (&self.response, &self.chunks) {
+            (Some(body), _) => ["reasoning", "content"].iter().any(|f| {
+                body.pointer(&format!("/choices/0/message/{f}"))
+                    .and_then(Value::as_str)
+                    .is_some_and(spaced)
+            }),
+            (None, Some(chunks)) => ["reasoning", "content"].iter().any(|f| {
+                let text: String = chunks
+                    .iter()
+                    .filter_map(|c| c.pointer(&format!("/choices/0/delta/{f}")))
+                    .filter_map(Value::as_str)
+                    .collect();
+                spaced(&text)
+            }),
+            (None, None) => false,
+        }
+    }
+
+    /// The answer sends tool calls.
+    fn has_calls(&self) -> bool {
+        let calls = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|c| !c.is_empty());
+        match (&self.response, &self.chunks) {
+            (Some(body), _) => calls(body.pointer("/choices/0/message/tool_calls")),
+            (None, Some(chunks)) => chunks
+                .iter()
+                .any(|c| calls(c.pointer("/choices/0/delta/tool_calls"))),
+            (None, None) => false,
+        }
     }
 
     /// The answer as OpenRouter sends it: a JSON body, or SSE events (a keep-alive comment
@@ -237,6 +298,17 @@ fn run(
     thinking: bool,
     stream: bool,
 ) -> (HashMap<String, Value>, BTreeMap<String, BTreeSet<String>>) {
+    run_editing(answers, thinking, stream, |_| Vec::new())
+}
+
+/// [`run`], with `edit` given the run's journal records (and their segment) before `build`:
+/// what it returns is appended. A sample whose id no answer was served for is keyed by its id.
+fn run_editing(
+    answers: &[&Answer],
+    thinking: bool,
+    stream: bool,
+    edit: impl FnOnce(&[Value]) -> Vec<Value>,
+) -> (HashMap<String, Value>, BTreeMap<String, BTreeSet<String>>) {
     let dir = RunDir::new();
     let base_url = serve(answers);
     let mut prompt_of = HashMap::new();
@@ -274,6 +346,12 @@ fn run(
     }
     let out = output(&mut generate);
     assert!(out.status.success(), "generate: {}", stderr(&out));
+    let added = edit(&dir.journal());
+    if !added.is_empty() {
+        let segment = dir.run().join("journal").join("999999.jsonl");
+        let lines: String = added.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(&segment, lines).expect("a journal segment");
+    }
     let first = answers[0];
     let built = dir.join("built");
     let mut build = std::process::Command::new(BIN);
@@ -308,6 +386,21 @@ fn run(
             .map(|c| c["name"].as_str().expect("a convention name").to_string())
             .collect();
         let provider = p["provider"].as_str().expect("a provider").to_string();
+        // The form of the ids its answers sent, as the data made them.
+        let made = answers.iter().find(|a| a.provider == provider).map(|a| {
+            match a.convention.ids.as_str() {
+                "index" => "N",
+                "call_random" => "other",
+                form => form,
+            }
+        });
+        let forms: Vec<&str> = p["call_id_forms"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(form, _)| form.as_str())
+            .collect();
+        assert_eq!(forms, Vec::from_iter(made), "{provider}: call_id_forms");
         adopted.insert(provider, names);
     }
     // prompt id -> the answer that was served for it (its own `id`, from the journal).
@@ -327,8 +420,8 @@ fn run(
             let prompt = sample["id"].as_str().expect("a sample id");
             let name = answer_of
                 .get(prompt)
-                .unwrap_or_else(|| panic!("sample {prompt}: no journaled answer"))
-                .clone();
+                .cloned()
+                .unwrap_or_else(|| prompt.to_string());
             (name, sample)
         })
         .collect();
@@ -364,6 +457,13 @@ fn inference_failures(
     // count only where the answer has an end token).
     let changes = |name: &str| match name {
         "usage_excludes_end_token" => finished,
+        "ids_without_prefix" | "ids_index_only" | "ids_minted" | "compacts_arguments" => {
+            a.has_calls()
+        }
+        // It lifts a doubt only where a text field begins with a space.
+        "no_spaces_special_tokens" => a.starts_spaced(),
+        // Only where the count is one fewer than the render (no such answer of its providers).
+        "prompts_think" => false,
         _ => true,
     };
     for name in adopted.iter().filter(|n| changes(n)) {
@@ -373,6 +473,16 @@ fn inference_failures(
                 a.name
             ));
         }
+    }
+    if adopted.contains("no_spaces_special_tokens")
+        && reasons
+            .iter()
+            .any(|r| r == "upstream_may_space_special_tokens")
+    {
+        failures.push(format!(
+            "{}: its provider's answers show no spaces around added tokens, yet the doubt stays",
+            a.name
+        ));
     }
     if !adopted.is_empty() && class == FidelityClass::Inconsistent {
         failures.push(format!(
@@ -396,7 +506,7 @@ fn profile_of(first: &Answer) -> Profile {
     .expect("the Kimi K2.5 profile")
 }
 
-/// Inference on its own, no server: each provider's non-streamed thinking answers (12) as one
+/// Inference on its own, no server: each provider's non-streamed thinking answers (17) as one
 /// group adopt exactly the conventions the data was made under, and the first 7 of them, below
 /// the minimum, adopt nothing.
 #[test]
@@ -449,6 +559,8 @@ struct Counts {
     answers: usize,
     kept: usize,
     exact: usize,
+    /// Samples of any class whose ids are the true ones.
+    right: usize,
     dropped: usize,
     by_class: BTreeMap<String, usize>,
     reasons: BTreeMap<String, usize>,
@@ -485,8 +597,9 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
             .filter(|a| a.thinking() == thinking && a.stream() == stream)
             .collect();
         let (samples, adopted) = run(&group, thinking, stream);
-        // What inference must settle, facts of the data: with thinking on, each provider has 12
-        // answers (at least 10 of which each convention changes, above infer::MIN_ANSWERS), and
+        // What inference must settle, facts of the data: with thinking on, each provider has 17
+        // answers (at least 11 of which each convention changes, above infer::MIN_ANSWERS: the
+        // id forms change the 11 with tool calls), and
         // exactly the conventions its answers were made under are adopted; with thinking off,
         // 2 answers each: below the minimum, nothing is inferred.
         let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -532,6 +645,7 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
             let (prompt, completion) = ids.split_at(prompt_len.min(ids.len()));
             let right = prompt == a.truth.prompt_ids.as_slice()
                 && completion == a.truth.completion_ids.as_slice();
+            counts.right += usize::from(right);
             if class.is_exact() {
                 if right {
                     counts.exact += 1;
@@ -555,12 +669,12 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
             }
         }
     }
-    eprintln!("\n| convention (provider) | answers | kept | exact | dropped | classes | reasons of the non-exact |");
-    eprintln!("|---|---|---|---|---|---|---|");
+    eprintln!("\n| convention (provider) | answers | kept | exact | true ids (any class) | dropped | classes | reasons of the non-exact |");
+    eprintln!("|---|---|---|---|---|---|---|---|");
     for (group, c) in &table {
         eprintln!(
-            "| {group} | {} | {} | {} | {} | {:?} | {:?} |",
-            c.answers, c.kept, c.exact, c.dropped, c.by_class, c.reasons
+            "| {group} | {} | {} | {} | {} | {} | {:?} | {:?} |",
+            c.answers, c.kept, c.exact, c.right, c.dropped, c.by_class, c.reasons
         );
     }
     assert!(
@@ -569,4 +683,115 @@ fn every_sample_classed_exact_has_the_true_ids_under_every_provider_convention()
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// A conversation's turns are each rebuilt under their own provider group's conventions: two
+/// DeepInfra answers (its count leaves out the end token) journaled again as the two turns of
+/// one conversation, beside the provider's single-turn answers that settle its conventions,
+/// build into one row that names the convention, is not `inconsistent`, and holds the last
+/// turn's true ids.
+#[test]
+fn a_conversations_turns_are_rebuilt_under_their_providers_conventions() {
+    let answers = answers();
+    let group: Vec<&Answer> = answers
+        .iter()
+        .filter(|a| a.thinking() && !a.stream() && a.provider == "DeepInfra")
+        .collect();
+    let pick = |label: &str| {
+        *group
+            .iter()
+            .find(|a| a.name.ends_with(&format!("/{label}")))
+            .expect(label)
+    };
+    let turns = [pick("news_call"), pick("final_answer_after_tool")];
+    let served: Vec<String> = turns.iter().map(|a| a.answer_id().to_string()).collect();
+    let (samples, adopted) = run_editing(&group, true, false, |journal| {
+        served
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let mut record = journal
+                    .iter()
+                    .find(|r| r["response"]["id"].as_str() == Some(id))
+                    .expect("the served answer's record")
+                    .clone();
+                record["id"] = Value::from(format!("conv:turn{}/{}", i + 1, served.len()));
+                record
+            })
+            .collect()
+    });
+    assert!(
+        adopted["DeepInfra"].contains("usage_excludes_end_token"),
+        "{adopted:?}"
+    );
+    let row = samples.get("conv").expect("the conversation's row");
+    let reasons: Vec<String> =
+        serde_json::from_value(row["fidelity_reasons"].clone()).unwrap_or_default();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r == "provider_usage_excludes_end_token"),
+        "{reasons:?}"
+    );
+    assert_ne!(row["fidelity_class"], "inconsistent", "{reasons:?}");
+    let ids: Vec<u32> = serde_json::from_value(row["input_ids"].clone()).expect("input_ids");
+    let last = turns[1];
+    let want = [
+        last.truth.prompt_ids.as_slice(),
+        last.truth.completion_ids.as_slice(),
+    ]
+    .concat();
+    assert_eq!(ids, want, "the last turn's true ids");
+}
+
+/// Ids numbered per answer where the conversation has earlier calls (`"0"` for the model's
+/// `functions.calculate_area:1`) are not the model's N: such an answer contradicts
+/// `ids_index_only`, and rebuilt under it the convention is not applied (the ids are renumbered
+/// and the sample says so), while DeepInfra's own `"1"` is restored exactly.
+#[test]
+fn an_index_that_is_not_the_models_number_contradicts_ids_index_only() {
+    let answers = answers();
+    let profile = profile_of(&answers[0]);
+    let options = ReconstructOptions {
+        kind: ServerKind::OpenRouter,
+        ..ReconstructOptions::default()
+    };
+    let a = answers
+        .iter()
+        .find(|a| a.name == "usage_excludes_end_token/DeepInfra/nonstream/second_call_after_tool")
+        .expect("the answer");
+    let request: ExchangeRequest =
+        serde_json::from_value(a.request.clone()).expect("a chat request");
+    let sent = Completion::from_response(a.response.as_ref().expect("a body")).expect("an answer");
+    assert_eq!(sent.tool_calls[0].id.as_deref(), Some("1"));
+    let index = infer::CONVENTIONS
+        .iter()
+        .position(|c| c.name() == "ids_index_only")
+        .expect("ids_index_only");
+    let conventions = [
+        infer::convention("usage_excludes_end_token").expect("a convention"),
+        infer::convention("ids_index_only").expect("a convention"),
+    ];
+    let read = |completion: &Completion| {
+        let answer = infer::Answer {
+            profile: &profile,
+            request: &request,
+            completion,
+            options: &options,
+        };
+        let evidence = infer::evidence_of(&answer).expect("evidence")[index];
+        let (rebuilt, applied) = infer::rebuild(&answer, &conventions).expect("a rebuild");
+        (evidence, rebuilt, applied)
+    };
+    let (evidence, rebuilt, applied) = read(&sent);
+    assert_eq!(evidence, infer::Evidence::Explains);
+    assert!(applied.contains(&"ids_index_only"), "{applied:?}");
+    assert_eq!(rebuilt.completion_ids, a.truth.completion_ids);
+
+    let mut per_answer = sent.clone();
+    per_answer.tool_calls[0].id = Some("0".to_string());
+    let (evidence, rebuilt, applied) = read(&per_answer);
+    assert_eq!(evidence, infer::Evidence::Contradicts);
+    assert!(!applied.contains(&"ids_index_only"), "{applied:?}");
+    assert!(!rebuilt.fidelity.class.is_exact(), "{:?}", rebuilt.fidelity);
 }

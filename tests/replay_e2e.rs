@@ -439,6 +439,7 @@ fn direct(f: &Fixture, profiles: &Profiles) -> Judged {
         kind: f.server_kind(),
         server_version: Some(f.version.clone()),
         stream: Some(f.stream),
+        ..ReconstructOptions::default()
     };
     let r = reconstruct(profile, &request, &f.answer, &options).expect("reconstruct");
     Judged {

@@ -185,6 +185,7 @@ fn corpus_of_the_servers_own_answers() {
                 kind: fixture.server.kind,
                 server_version: fixture.server.version.clone(),
                 stream: Some(fixture.server.stream),
+                ..ReconstructOptions::default()
             };
             let family = fixture
                 .name
@@ -345,6 +346,7 @@ fn options(kind: ServerKind, spaces: bool, stream: bool) -> ReconstructOptions {
         kind,
         server_version: None,
         stream: Some(stream),
+        ..ReconstructOptions::default()
     }
 }
 

@@ -20,15 +20,21 @@
 //! model produced. The row then still has the template's layout (what a model trained on it will
 //! see at inference), but its fidelity gets [`Reason::HistoryRerenderDiffers`]: the masked tokens
 //! of that turn are not the stream the model produced in the context it produced them.
+//!
+//! Each turn is rebuilt under its own provider group's shape and inferred conventions
+//! ([`Providers::rebuild_with`]): behind OpenRouter the turns of one conversation may be
+//! answered by different providers.
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::providers::Providers;
 use super::row::{read_request, BuiltRow, Row};
 use crate::completion::Completion;
 use crate::journal::record::parse_turn_id;
 use crate::journal::Record;
 use crate::model::Profile;
-use crate::reconstruct::{reconstruct, Fidelity, Reason, ReconstructOptions};
+use crate::reconstruct::infer::{self, Convention};
+use crate::reconstruct::{Fidelity, Reason, ReconstructOptions};
 
 /// A successful turn record waiting for its conversation.
 #[derive(Debug)]
@@ -113,10 +119,34 @@ struct Turn {
     server_ids: bool,
 }
 
-/// All turns of one conversation → one row.
+/// All turns of one conversation → one row, every turn rebuilt under `options`, nothing
+/// inferred.
 pub fn row_of(
     profile: &Profile,
     options: &ReconstructOptions,
+    sources: &HashMap<String, String>,
+    turns: Vec<TurnRecord>,
+) -> Result<BuiltRow, String> {
+    row_with(profile, |_| (options, &[]), sources, turns)
+}
+
+/// All turns of one conversation → one row, each turn rebuilt under its provider group's
+/// shape and conventions.
+pub fn row_under(
+    profile: &Profile,
+    providers: &Providers,
+    sources: &HashMap<String, String>,
+    turns: Vec<TurnRecord>,
+) -> Result<BuiltRow, String> {
+    let rebuild_with =
+        |record: &Record| providers.rebuild_with(providers.group(record), &record.endpoint);
+    row_with(profile, rebuild_with, sources, turns)
+}
+
+/// The row, each turn rebuilt under the shape and conventions `rebuild_with` gives its record.
+fn row_with<'a>(
+    profile: &Profile,
+    rebuild_with: impl Fn(&Record) -> (&'a ReconstructOptions, &'a [&'static dyn Convention]),
     sources: &HashMap<String, String>,
     turns: Vec<TurnRecord>,
 ) -> Result<BuiltRow, String> {
@@ -133,8 +163,14 @@ pub fn row_of(
         let request = read_request(&t.record.request).map_err(|e| format!("{}: {e}", at()))?;
         let completion_info =
             Completion::from_response(response).map_err(|e| format!("{}: {e}", at()))?;
-        let r = reconstruct(profile, &request, response, options)
-            .map_err(|e| format!("{}: {e}", at()))?;
+        let (options, conventions) = rebuild_with(&t.record);
+        let answer = infer::Answer {
+            profile,
+            request: &request,
+            completion: &completion_info,
+            options,
+        };
+        let (r, _) = infer::rebuild(&answer, conventions).map_err(|e| format!("{}: {e}", at()))?;
         rebuilt.push(Turn {
             prompt: r.prompt_ids,
             completion: r.completion_ids,

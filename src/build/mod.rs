@@ -199,7 +199,6 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     }
     let mut settings = RunSettings::from_run(config.run)?;
     settings.spaces_around_special_tokens |= config.spaces_around_special_tokens;
-    let options = settings.reconstruct_options();
     let manifest = RunDir::new(config.run)
         .read_manifest()
         .map_err(|e| BuildError::BadInput {
@@ -235,7 +234,6 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     };
     let inputs = BatchInputs {
         config,
-        options: &options,
         providers: &providers,
         sources: &sources,
     };
@@ -271,9 +269,7 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
 /// What every batch is built with.
 struct BatchInputs<'a> {
     config: &'a BuildConfig<'a>,
-    /// For conversations (every turn rebuilt under the run's first endpoint's shape).
-    options: &'a ReconstructOptions,
-    /// Each single-turn record's shape and conventions, by its endpoint and provider.
+    /// Each record's shape and conventions (every turn's too), by its endpoint and provider.
     providers: &'a Providers,
     sources: &'a HashMap<String, String>,
 }
@@ -299,7 +295,6 @@ impl Progress {
     ) -> Vec<Row> {
         let BatchInputs {
             config,
-            options,
             providers,
             sources,
         } = *inputs;
@@ -319,13 +314,20 @@ impl Progress {
         }
         // Conversations whose turns are all in: one row each, on all cores.
         let complete = self.pending.take_complete();
-        let conversations: Vec<Result<BuiltRow, String>> = complete
+        let conversations: Vec<(Result<BuiltRow, String>, Option<usize>)> = complete
             .into_par_iter()
-            .map(|turns| conversation::row_of(config.profile, options, sources, turns))
+            .map(|turns| {
+                // The conversation's row is counted with its last turn's provider group.
+                let group = turns.last().and_then(|t| providers.group(&t.record));
+                (
+                    conversation::row_under(config.profile, providers, sources, turns),
+                    group,
+                )
+            })
             .collect();
-        for result in conversations {
+        for (result, group) in conversations {
             match result {
-                Ok(row) => built.push((row, None)),
+                Ok(row) => built.push((row, group)),
                 Err(reason) => self.not_built(reason),
             }
         }

@@ -208,13 +208,17 @@ impl Providers {
                 }
             }
             let groups = &self.groups;
-            let evidence: Vec<(usize, Option<[Evidence; CONVENTIONS.len()]>)> = picked
+            let evidence: Vec<(usize, Option<LineEvidence>)> = picked
                 .par_iter()
                 .map(|&(g, bytes)| (g, evidence_of_line(profile, &groups[g].options, bytes)))
                 .collect();
-            for (g, e) in evidence {
-                if let Some(e) = e {
-                    self.groups[g].evidence.add(&e);
+            for (g, read) in evidence {
+                if let Some((e, form)) = read {
+                    let evidence = &mut self.groups[g].evidence;
+                    evidence.add(&e);
+                    if let Some(form) = form {
+                        *evidence.id_forms.entry(form).or_default() += 1;
+                    }
                 }
             }
         }
@@ -225,12 +229,15 @@ impl Providers {
     }
 }
 
+/// What one answer shows: each convention's evidence, and the form of its tool-call ids.
+type LineEvidence = ([Evidence; CONVENTIONS.len()], Option<&'static str>);
+
 /// One journal line's evidence (`None`: it cannot be read or rebuilt; such a line says nothing).
 fn evidence_of_line(
     profile: &Profile,
     options: &ReconstructOptions,
     bytes: &[u8],
-) -> Option<[Evidence; CONVENTIONS.len()]> {
+) -> Option<LineEvidence> {
     let record: Record = serde_json::from_slice(bytes).ok()?;
     let read = ReadRecord::of(&record).ok()?;
     let request = read.request.as_ref().ok()?;
@@ -240,7 +247,8 @@ fn evidence_of_line(
         completion: &read.completion,
         options,
     };
-    infer::evidence_of(&answer).ok()
+    let form = infer::id_form(profile, &read.completion);
+    infer::evidence_of(&answer).ok().map(|e| (e, form))
 }
 
 /// One group in `build.json`: who answered, the conventions adopted with their evidence, and
@@ -258,6 +266,10 @@ pub struct ProviderReport {
     pub evidence_answers: u64,
     /// Conventions adopted, each rebuilt answer of the group rebuilt under them.
     pub conventions: Vec<ConventionReport>,
+    /// The evidence answers with tool calls, by the form of their ids (`functions.NAME:N`,
+    /// `NAME:N`, `N`, `other`: minted by the provider, the model's id not readable).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub call_id_forms: BTreeMap<String, u64>,
     /// Conventions some answers showed but the rule did not adopt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_adopted: Vec<ConventionReport>,
@@ -319,6 +331,12 @@ impl Providers {
                     answers: g.answers,
                     evidence_answers: g.evidence.evaluated,
                     conventions,
+                    call_id_forms: g
+                        .evidence
+                        .id_forms
+                        .iter()
+                        .map(|(form, n)| (form.to_string(), *n))
+                        .collect(),
                     not_adopted,
                     samples: c.samples,
                     dropped: c.dropped,

@@ -65,6 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         kind: args.kind,
         server_version: args.server_version.clone(),
         stream: None,
+        ..ReconstructOptions::default()
     };
 
     let mut bad_input = false;

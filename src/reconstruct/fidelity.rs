@@ -117,14 +117,34 @@ pub enum Reason {
     /// opener: its stack may let the model generate the opener (`reconstruct/upstream.rs`).
     UpstreamMayGenerateThink,
     /// Rebuilt with the end token counted: the provider's `usage` leaves it out, as its other
-    /// answers show (`reconstruct/infer.rs`).
+    /// answers show (`reconstruct/infer/`).
     ProviderUsageExcludesEndToken,
     /// Rebuilt with the reasoning opener generated, not prompted, as the provider's other
-    /// answers show (`reconstruct/infer.rs`).
+    /// answers show (`reconstruct/infer/`).
     ProviderGeneratesThink,
     /// Rebuilt with the spaces around added tokens removed: the provider's stack puts them
-    /// there, as its other answers show (`reconstruct/infer.rs`).
+    /// there, as its other answers show (`reconstruct/infer/`).
     ProviderSpacesSpecialTokens,
+    /// Rebuilt with the tool-call ids `NAME:N` the provider sent read as the model's
+    /// `functions.NAME:N`, as the provider's other answers show (`reconstruct/infer/ids.rs`).
+    ProviderIdsWithoutPrefix,
+    /// Rebuilt with the tool-call ids `N` the provider sent read as the model's
+    /// `functions.NAME:N` (`reconstruct/infer/ids.rs`).
+    ProviderIdsIndexOnly,
+    /// The provider mints its own tool-call ids, as its other answers show: rebuilt as the
+    /// family's ids numbered over the conversation, the sample `lossy`
+    /// (`reconstruct/infer/ids.rs`).
+    ProviderIdsMinted,
+    /// Rebuilt with the tool-call arguments read as their JSON value, the spelling chosen by
+    /// the count among every spelling of it: the provider re-serializes them compactly, as its
+    /// other answers show (`reconstruct/infer/arguments.rs`).
+    ProviderCompactsArguments,
+    /// The doubt that a stack spaced added tokens lifted: the provider's other answers show its
+    /// stack does not (`reconstruct/infer/negative.rs`).
+    ProviderNoSpacesSpecialTokens,
+    /// The doubt that the model generated the reasoning opener lifted: the provider's other
+    /// answers show its template prompts it (`reconstruct/infer/negative.rs`).
+    ProviderPromptsThink,
 }
 
 impl Reason {

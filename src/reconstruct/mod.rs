@@ -46,6 +46,18 @@ pub struct ReconstructOptions {
     /// The answer was streamed (and assembled from its chunks); `None`: the request's `stream`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// The provider re-serialized the tool-call arguments (`reconstruct/infer/arguments.rs`):
+    /// every spelling of each value is a candidate and the count decides.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub arguments_reserialized: bool,
+    /// The provider's answers show its stack puts no spaces around added tokens
+    /// (`reconstruct/infer/negative.rs`): a space where one sat is the model's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub upstream_unspaced: bool,
+    /// The provider's answers show its template ends the prompt with the reasoning opener
+    /// (`reconstruct/infer/negative.rs`): the model does not generate it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub upstream_prompts_think: bool,
 }
 
 impl ReconstructOptions {
@@ -465,9 +477,11 @@ fn candidate_texts(
             }
         }
     }
-    // hermes re-serializes non-streamed arguments: every spelling of each value is a candidate.
+    // hermes re-serializes non-streamed arguments, and so does a provider that compacts them:
+    // every spelling of each value is a candidate.
     let mut spellings_settled = true;
-    if traits.is_some_and(|p| p.rewrites_calls) && synthesized && !stream {
+    let rewritten = traits.is_some_and(|p| p.rewrites_calls) && !stream;
+    if synthesized && (rewritten || x.options.arguments_reserialized) {
         spellings_settled = with_argument_spellings(&mut texts, turns);
     }
     let grammar = profile.family.spec().tool_grammar;

@@ -13,7 +13,8 @@
 //!   fewer than the render here; a cut answer then has room for one token the text does not show.
 //!
 //! Such an answer is not classed exact (it is `ambiguous`, with the reason naming the
-//! convention) unless the endpoint was declared, which says what its stack does.
+//! convention) unless the endpoint was declared, which says what its stack does, or the
+//! provider's other answers show its stack does not do it (`reconstruct/infer/negative.rs`).
 
 use crate::api::ServerKind;
 use crate::completion::Completion;
@@ -35,7 +36,8 @@ pub(super) fn flag_unnamed_upstream(
     }
     if x.profile.family.spec().detokenizer_spaces
         && !x.options.spaces_around_special_tokens
-        && spaced_at_a_marker(x)
+        && !x.options.upstream_unspaced
+        && spaced_at_a_marker(x.completion)
     {
         fidelity.at_most(FidelityClass::Ambiguous);
         fidelity.because(Reason::UpstreamMaySpaceSpecialTokens);
@@ -44,7 +46,9 @@ pub(super) fn flag_unnamed_upstream(
             x.shape.describe()
         ));
     }
-    if prompt_count.is_some_and(|n| n + 1 == x.prompt_ids.len() as u64) && prompt_opens_reasoning(x)
+    if !x.options.upstream_prompts_think
+        && prompt_count.is_some_and(|n| n + 1 == x.prompt_ids.len() as u64)
+        && prompt_opens_reasoning(x)
     {
         fidelity.at_most(FidelityClass::Ambiguous);
         fidelity.because(Reason::UpstreamMayGenerateThink);
@@ -57,8 +61,7 @@ pub(super) fn flag_unnamed_upstream(
 
 /// A text field begins with a space (an added token precedes every field: the prompt's reasoning
 /// opener or `<|im_middle|>`, or `</think>`), or the content ends with one before tool calls.
-fn spaced_at_a_marker(x: &Exchange) -> bool {
-    let c = x.completion;
+pub(super) fn spaced_at_a_marker(c: &Completion) -> bool {
     let starts = |t: &Option<String>| t.as_deref().is_some_and(|t| t.starts_with(' '));
     let content_before_calls =
         !c.tool_calls.is_empty() && c.content.as_deref().is_some_and(|t| t.ends_with(' '));

@@ -15,7 +15,7 @@ convention applied:
 |---|---|---|
 | Fireworks | baseline | nothing: ids `functions.NAME:N`, the model's arguments, `usage` counts `<\\|im_end\\|>` |
 | Moonshot AI | ids_without_prefix | ids `NAME:N` |
-| DeepInfra | usage_excludes_end_token | `completion_tokens` = true − 1; ids `"0"`, `"1"` (the call's index) |
+| DeepInfra | usage_excludes_end_token | `completion_tokens` = true − 1; ids `"0"`, `"1"` (the index N of the model's id) |
 | SiliconFlow | usage_excludes_end_token | `completion_tokens` = true − 1 |
 | AtlasCloud | think_generated | the prompt ends before `<think>`, the model generates it: completion + 1, prompt − 1; ids `NAME:N` |
 | Chutes | spaces_around_special_tokens | text detokenized with vLLM's `spaces_between_special_tokens` (below) |
@@ -28,7 +28,11 @@ the measurements did not show is not invented: AtlasCloud gets only thinking ans
 generated `<think>` was measured there), DeepInfra's odd count for two calls is left out, and
 `usage.prompt_tokens` is the true prompt's length (real providers differ from the render by
 −100..+40 on tool prompts; such noise is not modelled here). Which JSON encoder Groq and Together
-use is not measured: the two spellings above (escaped and not) are both re-serializations.
+use is not measured: the two spellings above (escaped and not) are both re-serializations. The
+measured index-only ids were of answers without earlier calls, where the call's place in the
+answer and the N of the model's `functions.NAME:N` are the same number; for the answers after an
+earlier call here, DeepInfra sends N (the model's), the reading draftgen's `ids_index_only`
+restores (an answer numbered otherwise contradicts it).
 
 How the text is made from the ids (vLLM 0.33.0, Kimi's slow `TikTokenTokenizer`):
 - `detokenize`: vLLM's `_convert_tokens_to_string_with_added_encoders` — runs of ordinary tokens
@@ -214,6 +218,23 @@ def scenarios() -> list[Scenario]:
         Scenario("distance_call", 27, 1,
                  reasoning="New York to Los Angeles: calculate_distance with location1 and location2.",
                  calls=[("calculate_distance", '{"location1": "New York", "location2": "Los Angeles"}')]),
+        Scenario("movie_call", 7, 1,
+                 reasoning="Movie ID 12345. get_movie_details takes the ID as a string.",
+                 calls=[("get_movie_details", '{"movie_id": "12345"}')]),
+        Scenario("news_call_unicode", 10, 1,
+                 reasoning="The user wants news. I'll ask for politics in São Paulo as well, in Portuguese.",
+                 calls=[("get_news", '{"topics": ["política"], "location": "São Paulo"}')]),
+        Scenario("second_call_after_tool", 3, 5,
+                 reasoning="Now a circle with radius 4. calculate_area again, shape circle, dimensions [4].",
+                 calls=[("calculate_area", '{"shape": "circle", "dimensions": [4]}')]),
+        Scenario("final_answer_leading_space", 7, 3,
+                 reasoning="The tool returned the movie's details. Summarize them.",
+                 content=" The movie with ID 12345 is **Inception** (2010), a science fiction film directed by "
+                         "Christopher Nolan, rated 8.8/10."),
+        Scenario("second_call_after_tool_with_content", 12, 5,
+                 reasoning="Pop music by Michael Jackson: play_music with genre pop and the artist.",
+                 content="Sure, switching to pop.",
+                 calls=[("play_music", '{"genre": "pop", "artist": "Michael Jackson"}')]),
     ]
 
 
@@ -360,13 +381,13 @@ PROVIDERS = [
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
-def provider_id(conv: Convention, model_id: str, index: int, rng: random.Random) -> str:
+def provider_id(conv: Convention, model_id: str, rng: random.Random) -> str:
     if conv.ids == "functions.NAME:N":
         return model_id
     if conv.ids == "NAME:N":
         return model_id.removeprefix("functions.")
     if conv.ids == "index":
-        return str(index)
+        return model_id.rsplit(":", 1)[1]
     return "call_" + "".join(rng.choice(ALNUM) for _ in range(24))
 
 
@@ -392,8 +413,8 @@ def reasoning_details(text: str) -> list:
 
 
 def provider_calls(conv: Convention, view: dict, rng: random.Random) -> list:
-    return [(provider_id(conv, cid, i, rng), name, provider_arguments(conv, arguments))
-            for i, (cid, name, arguments) in enumerate(view["calls"])]
+    return [(provider_id(conv, cid, rng), name, provider_arguments(conv, arguments))
+            for cid, name, arguments in view["calls"]]
 
 
 def openrouter_body(provider: str, conv: Convention, view: dict, counts: tuple[int, int],

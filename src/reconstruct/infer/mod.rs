@@ -2,11 +2,14 @@
 //!
 //! Behind OpenRouter (or an undeclared server) each provider answers from its own stack, and
 //! some stacks count or shape an answer in a way that reads back as other ids than the model's
-//! (tests/data/provider_conventions): `usage` without the end token, a template that
-//! lets the model generate `<think>`, spaces around added tokens. Each such [`Convention`] is one
-//! type: its name, its inverse (applied around [`reconstruct_parsed`], which stays a black box),
-//! what one answer shows of it ([`Evidence`]) and the fidelity reason a sample rebuilt under it
-//! carries.
+//! (tests/data/provider_conventions): `usage` without the end token (`usage.rs`), a template
+//! that lets the model generate `<think>` (`think.rs`), spaces around added tokens
+//! (`spacing.rs`), tool-call ids in another form (`ids.rs`), arguments re-serialized compactly
+//! (`arguments.rs`); and what a stack shows it does not do (no spaces, the opener prompted:
+//! `negative.rs`), which lifts the doubts `upstream.rs` raises for any unnamed stack. Each such
+//! [`Convention`] is one type: its name, its inverse (applied around [`reconstruct_parsed`],
+//! which stays a black box), what one answer shows of it ([`Evidence`]) and the fidelity reason
+//! a sample rebuilt under it carries.
 //!
 //! [`GroupEvidence`] tallies the evidence of one provider's answers; [`GroupEvidence::adopted`]
 //! adopts a convention only when it explains at least [`SHARE`] of the answers where it makes a
@@ -15,20 +18,27 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::ServerKind;
 use crate::completion::Completion;
 use crate::model::Profile;
-use crate::server::openrouter;
-use crate::server::quirk::Quirks;
-use crate::server::quirks::{
-    NullsWhitespaceContent, SpacesAroundAddedTokens, StripsReasoningTrailingWhitespace,
-    StripsStreamedArguments,
-};
 use crate::server::ServerShape;
 
 use super::fidelity::{FidelityClass, Reason};
+use super::ReconstructOptions;
 use super::{reconstruct_parsed, ExchangeRequest, ReconstructError, Reconstruction};
-use super::{upstream, ReconstructOptions};
+
+mod arguments;
+mod ids;
+mod negative;
+mod spacing;
+mod think;
+mod usage;
+
+pub use arguments::CompactsArguments;
+pub use ids::{id_form, IdsIndexOnly, IdsMinted, IdsWithoutPrefix};
+pub use negative::{NoSpacesSpecialTokens, PromptsThink};
+pub use spacing::SpacesSpecialTokens;
+pub use think::GeneratesThink;
+pub use usage::UsageExcludesEndToken;
 
 /// Fewer answers that a convention makes a difference to than this, and it is not adopted.
 /// Eight: each convention here moves the count or the text of every answer it applies to, so
@@ -66,7 +76,9 @@ pub struct Answer<'a> {
 }
 
 /// What a convention's inverse may change before the rebuild.
-pub struct Inverted {
+pub struct Inverted<'a> {
+    /// The answer's profile (read only: the family's id form, its markers).
+    pub profile: &'a Profile,
     pub request: ExchangeRequest,
     pub completion: Completion,
     pub options: ReconstructOptions,
@@ -86,12 +98,22 @@ pub trait Convention: Send + Sync {
     fn applies(&self, answer: &Answer) -> bool;
     /// Undo it on the answer before the rebuild.
     fn inverse(&self, answer: &mut Inverted);
+    /// What the answer shows without a rebuild, where it does (a stack with the convention
+    /// never sends it, or always does); `None`: the rebuilds tell ([`Convention::evidence`]).
+    fn shown(&self, _answer: &Answer) -> Option<Evidence> {
+        None
+    }
     /// How the count it explains differs from the count of the answer's most likely reading
     /// (`reported − natural`), for a convention about the count: when both readings leave the
     /// same doubt (a count one off met by another whitespace split), the most likely reading's
     /// length decides ([`evidence_of`]).
     fn count_shift(&self) -> Option<i64> {
         None
+    }
+    /// Whether the sample rebuilt under it names it: where it changed the reading (a
+    /// convention that only lifts a doubt names itself where that doubt would have been raised).
+    fn names(&self, _answer: &Answer, _rebuilt: &Reconstruction) -> bool {
+        true
     }
     /// Undo it on the rebuilt ids; `false`: the rebuild does not fit the convention.
     fn after(&self, _profile: &Profile, _rebuilt: &mut Reconstruction) -> bool {
@@ -119,7 +141,7 @@ pub trait Convention: Send + Sync {
 /// count one off can often be met by another whitespace split (a rebuild then `ambiguous` or
 /// `lossy`, not wrong by its class), so a convention must read the answer with less doubt than
 /// the default does.
-fn doubt(r: &Reconstruction) -> (FidelityClass, usize) {
+pub(super) fn doubt(r: &Reconstruction) -> (FidelityClass, usize) {
     const DISAGREEMENTS: [Reason; 5] = [
         Reason::UsageDisagrees,
         Reason::PromptTokensDisagree,
@@ -136,170 +158,21 @@ fn doubt(r: &Reconstruction) -> (FidelityClass, usize) {
     (r.fidelity.class, disagreements)
 }
 
-fn counted(c: &Completion) -> Option<u64> {
+pub(super) fn counted(c: &Completion) -> Option<u64> {
     c.usage.as_ref().and_then(|u| u.completion_tokens)
 }
 
-/// `usage.completion_tokens` leaves out the end token (DeepInfra, SiliconFlow: every finished
-/// answer one short of the rebuild). A cut answer has no end token: nothing to leave out.
-pub struct UsageExcludesEndToken;
-
-impl Convention for UsageExcludesEndToken {
-    fn name(&self) -> &'static str {
-        "usage_excludes_end_token"
-    }
-    fn reason(&self) -> Reason {
-        Reason::ProviderUsageExcludesEndToken
-    }
-    fn describe(&self) -> &'static str {
-        "completion count = rebuilt − 1"
-    }
-    fn applies(&self, a: &Answer) -> bool {
-        a.completion.completion_token_ids.is_none()
-            && counted(a.completion).is_some()
-            && a.completion.finish_reason.as_deref() != Some("length")
-    }
-    fn count_shift(&self) -> Option<i64> {
-        Some(-1)
-    }
-    fn inverse(&self, a: &mut Inverted) {
-        if let Some(n) = a
-            .completion
-            .usage
-            .as_mut()
-            .and_then(|u| u.completion_tokens.as_mut())
-        {
-            *n += 1;
-        }
-    }
-}
-
-/// The provider's template ends the prompt before `<think>` and the model generates it
-/// (AtlasCloud K2.5): one token more in the completion count, one fewer in the prompt count,
-/// than a render that ends with `<think>`. The inverse rebuilds with the render's prompt and the
-/// counts moved back, then moves the opener from the prompt's end to the completion's start.
-pub struct GeneratesThink;
-
-impl GeneratesThink {
-    fn opener(profile: &Profile) -> Option<u32> {
-        let close = profile.reasoning_close()?;
-        profile.tokenizer.token_to_id(&close.replacen("</", "<", 1))
-    }
-}
-
-impl Convention for GeneratesThink {
-    fn name(&self) -> &'static str {
-        "generates_think"
-    }
-    fn reason(&self) -> Reason {
-        Reason::ProviderGeneratesThink
-    }
-    fn describe(&self) -> &'static str {
-        "completion count = rebuilt + 1 with the prompt's reasoning opener generated"
-    }
-    fn applies(&self, a: &Answer) -> bool {
-        a.completion.completion_token_ids.is_none()
-            && a.completion.prompt_token_ids.is_none()
-            && counted(a.completion).is_some_and(|n| n > 0)
-            && Self::opener(a.profile).is_some()
-            && a.profile
-                .thinking_enabled(a.request.chat_template_kwargs.as_ref())
-    }
-    fn count_shift(&self) -> Option<i64> {
-        Some(1)
-    }
-    fn inverse(&self, a: &mut Inverted) {
-        if let Some(usage) = a.completion.usage.as_mut() {
-            if let Some(n) = usage.completion_tokens.as_mut() {
-                *n = n.saturating_sub(1);
-            }
-            if let Some(n) = usage.prompt_tokens.as_mut() {
-                *n += 1;
-            }
-        }
-        // The limit counted the generated opener too.
-        if let Some(n) = a.request.max_tokens.as_mut() {
-            *n = n.saturating_sub(1);
-        }
-    }
-    fn after(&self, profile: &Profile, r: &mut Reconstruction) -> bool {
-        let opener = Self::opener(profile);
-        if opener.is_none() || r.prompt_ids.last().copied() != opener {
-            return false;
-        }
-        if let Some(id) = r.prompt_ids.pop() {
-            r.completion_ids.insert(0, id);
-        }
-        true
-    }
-}
-
-/// The stack puts a space on each side of every added token (vLLM's default
-/// `spaces_between_special_tokens` under Kimi's slow tokenizer: Chutes, Inceptron, ModelRun).
-/// Such a stack starts every text field that follows an added token with a space, so an answer
-/// with one that does not contradicts it.
-pub struct SpacesSpecialTokens;
-
-impl Convention for SpacesSpecialTokens {
-    fn name(&self) -> &'static str {
-        "spaces_special_tokens"
-    }
-    fn reason(&self) -> Reason {
-        Reason::ProviderSpacesSpecialTokens
-    }
-    fn describe(&self) -> &'static str {
-        "every text field after an added token starts with a space"
-    }
-    fn applies(&self, a: &Answer) -> bool {
-        a.completion.completion_token_ids.is_none()
-            && a.profile.family.spec().detokenizer_spaces
-            && !a.options.spaces_around_special_tokens
-            && upstream::marker_spacing(a.completion) != upstream::Spacing::NoField
-    }
-    fn inverse(&self, a: &mut Inverted) {
-        a.options.spaces_around_special_tokens = true;
-        if a.shape.kind == ServerKind::OpenRouter {
-            a.shape = &SPACING_UPSTREAM_BEHIND_OPENROUTER;
-        }
-    }
-    /// A spaced answer is explained unless the spaced reading leaves more doubt than the
-    /// default; an unspaced one contradicts it ([`evidence_of`]).
-    fn evidence(
-        &self,
-        _answer: &Answer,
-        default: &Reconstruction,
-        conventional: &Reconstruction,
-    ) -> Evidence {
-        if doubt(conventional) <= doubt(default) {
-            Evidence::Explains
-        } else {
-            Evidence::Contradicts
-        }
-    }
-}
-
-/// OpenRouter in front of a stack that spaces added tokens. The spaces are vLLM's detokenizer's
-/// (`spaces_between_special_tokens`), and vLLM's Kimi reasoning parser strips the reasoning's
-/// trailing whitespace, which then includes the space before `</think>`, turns
-/// whitespace-only content into `null`, and streams each call's arguments with the spaces
-/// around them (make_provider_conventions.py's `vllm_view`, checked against vLLM 0.33.0's own
-/// answers): OpenRouter's shape with those.
-static SPACING_UPSTREAM_BEHIND_OPENROUTER: ServerShape = ServerShape {
-    quirks: Quirks::on(&openrouter::SHAPE.quirks)
-        .minus(&[&StripsStreamedArguments])
-        .plus(&[
-            &SpacesAroundAddedTokens,
-            &StripsReasoningTrailingWhitespace,
-            &NullsWhitespaceContent,
-        ]),
-    ..openrouter::SHAPE
-};
-
 /// Every convention inference considers, in the order their inverses apply.
-pub const CONVENTIONS: [&dyn Convention; 3] = [
+pub const CONVENTIONS: [&dyn Convention; 9] = [
     &UsageExcludesEndToken,
     &GeneratesThink,
+    &PromptsThink,
     &SpacesSpecialTokens,
+    &NoSpacesSpecialTokens,
+    &IdsWithoutPrefix,
+    &IdsIndexOnly,
+    &IdsMinted,
+    &CompactsArguments,
 ];
 
 /// The convention named `name`.
@@ -331,6 +204,7 @@ pub fn rebuild(
             return Ok((r, Vec::new()));
         }
         let mut inverted = Inverted {
+            profile: answer.profile,
             request: answer.request.clone(),
             completion: answer.completion.clone(),
             options: answer.options.clone(),
@@ -353,7 +227,8 @@ pub fn rebuild(
             applied.remove(misfit);
             continue;
         }
-        for c in &applied {
+        let named: Vec<_> = applied.iter().filter(|c| c.names(answer, &r)).collect();
+        for c in named {
             r.fidelity.because(c.reason());
             r.warnings.push(format!(
                 "rebuilt under the provider's inferred convention {}",
@@ -402,6 +277,8 @@ pub struct GroupEvidence {
     /// Answers read for evidence.
     pub evaluated: u64,
     pub tallies: [Tally; CONVENTIONS.len()],
+    /// Answers with tool calls, by the form of their ids ([`id_form`]).
+    pub id_forms: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl GroupEvidence {
@@ -449,9 +326,14 @@ pub fn evidence_of(answer: &Answer) -> Result<[Evidence; CONVENTIONS.len()], Rec
     if answer.completion.completion_token_ids.is_some() {
         return Ok(out); // the server's own ids: nothing for a convention to explain
     }
-    let applicable: Vec<usize> = (0..CONVENTIONS.len())
-        .filter(|&i| CONVENTIONS[i].applies(answer))
-        .collect();
+    let mut applicable = Vec::new();
+    for (i, convention) in CONVENTIONS.into_iter().enumerate() {
+        if let Some(shown) = convention.shown(answer) {
+            out[i] = shown;
+        } else if convention.applies(answer) {
+            applicable.push(i);
+        }
+    }
     if applicable.is_empty() {
         return Ok(out);
     }
@@ -467,14 +349,6 @@ pub fn evidence_of(answer: &Answer) -> Result<[Evidence; CONVENTIONS.len()], Rec
     let mut natural: Option<usize> = None;
     for i in applicable {
         let convention = CONVENTIONS[i];
-        // An answer that shows a spacing stack's mark where one never is contradicts it
-        // without a rebuild.
-        if convention.name() == SpacesSpecialTokens.name()
-            && upstream::marker_spacing(answer.completion) == upstream::Spacing::Unspaced
-        {
-            out[i] = Evidence::Contradicts;
-            continue;
-        }
         let (conventional, applied) = rebuild(answer, &[convention])?;
         out[i] = if applied.is_empty() {
             Evidence::Silent

@@ -1,7 +1,9 @@
 //! The form of a provider's tool-call ids (real traffic through OpenRouter, which passes them
 //! on): the model's own `functions.NAME:N` (`native`: Chutes, Fireworks, Groq), `NAME:N`
-//! without the prefix (`no_prefix`: Moonshot AI, AtlasCloud), the call's index in the answer
-//! (`index`: DeepInfra's `"0"`, `"1"`), or an id of its own (`minted`: Together's `call_…`).
+//! without the prefix (`no_prefix`: Moonshot AI, AtlasCloud), the number N alone (`index`:
+//! DeepInfra's `"0"`, `"1"`; the measured answers had no earlier calls, where N and the call's
+//! place in the answer agree, and `tests/data/provider_conventions` takes N, so the sim does too),
+//! or an id of its own (`minted`: Together's `call_…`).
 
 /// How a provider writes a call's id.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,7 +51,9 @@ impl IdForm {
                 .strip_prefix("functions.")
                 .unwrap_or(native)
                 .to_string(),
-            IdForm::Index => index.to_string(),
+            IdForm::Index => native
+                .rsplit_once(':')
+                .map_or_else(|| index.to_string(), |(_, n)| n.to_string()),
             IdForm::Minted => minted.map_or_else(|| format!("call_{index:024}"), str::to_string),
         }
     }
@@ -65,6 +69,7 @@ mod tests {
         assert_eq!(IdForm::Native.apply(id, 1, None), id);
         assert_eq!(IdForm::NoPrefix.apply(id, 1, None), "get_news:1");
         assert_eq!(IdForm::Index.apply(id, 1, None), "1");
+        assert_eq!(IdForm::Index.apply("functions.get_news:3", 0, None), "3");
         assert_eq!(IdForm::Minted.apply(id, 1, Some("call_abc")), "call_abc");
         for (form, name) in FORMS {
             assert_eq!(IdForm::parse(name), Ok(form));

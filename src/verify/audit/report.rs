@@ -11,6 +11,10 @@ fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), |x| format!("{:.1}%", x * 100.0))
 }
 
+/// What the schema-accuracy columns are, by definition.
+const LEGEND: &str = "  acc-k2vv: ToolCall-Schema Accuracy as K2-Vendor-Verifier defines it: of the answers ending with finish_reason tool_calls to requests with the tools parameter, those whose calls all pass its validate_tool_call (an answer without calls counts, as all() over none is true)\n  acc-strict: the same, an answer without calls counting as a failure\n  problems count each check of a call on its own (name declared, arguments JSON, arguments fit the schema)\n";
+const LEGEND_SYSTEM: &str = "  sys-k2vv, sys-strict: the same two over answers to requests whose tools are declared only in the system prompt (schemas read from the prompt)\n";
+
 /// One row of figures per group, problems as columns (only problems found somewhere).
 pub fn terminal_table(audit: &ToolAudit) -> String {
     let problems: Vec<Problem> = Problem::ALL
@@ -25,8 +29,13 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
         "trig".into(),
         "trig%".into(),
         "calls".into(),
-        "schema-acc".into(),
+        "acc-k2vv".into(),
+        "acc-strict".into(),
     ];
+    let with_system = audit.all.tools_in_system_prompt > 0;
+    if with_system {
+        header.extend(["sys-k2vv".to_string(), "sys-strict".into()]);
+    }
     if with_f1 {
         header.push("F1".into());
     }
@@ -44,7 +53,15 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
             pct(f.trigger_rate),
             f.calls.to_string(),
             pct(f.schema_accuracy.schema_accuracy),
+            pct(f.schema_accuracy.schema_accuracy_calls_required),
         ];
+        if with_system {
+            let s = &f.schema_accuracy_system_prompt;
+            r.extend([
+                pct(s.schema_accuracy),
+                pct(s.schema_accuracy_calls_required),
+            ]);
+        }
         if with_f1 {
             r.push(pct(f
                 .trigger_similarity
@@ -84,11 +101,19 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
     if problems.is_empty() {
         out.push_str("  no tool-call problems found\n");
     }
+    out.push_str(LEGEND);
+    if with_system {
+        out.push_str(LEGEND_SYSTEM);
+    }
     if let Some(t) = &audit.thresholds {
         let _ = writeln!(out, "  thresholds: {}", t.basis);
     }
     out
 }
+
+const K2VV_TITLE: &str =
+    "answers ending with tool_calls whose calls all pass validate_tool_call, none counting as all";
+const STRICT_TITLE: &str = "answers ending with tool_calls with at least one call, all valid";
 
 /// A bar for a rate: an inline SVG, coloured by whether it meets `min`.
 fn bar(rate: Option<f64>, min: Option<f64>) -> String {
@@ -115,7 +140,7 @@ fn table(out: &mut String, title: &str, groups: &[(String, &Figures)], audit: &T
         .collect();
     let _ = write!(
         out,
-        "<h3>{}</h3><table class=\"ta-table\"><thead><tr><th>{}</th><th>answers</th><th>declare tools (parameter / system prompt)</th><th>triggered</th><th>schema accuracy</th>",
+        "<h3>{}</h3><table class=\"ta-table\"><thead><tr><th>{}</th><th>answers</th><th>declare tools (parameter / system prompt)</th><th>triggered</th><th title=\"{K2VV_TITLE}\">schema accuracy, K2-Vendor-Verifier (tools parameter)</th><th title=\"{STRICT_TITLE}\">schema accuracy, calls required (tools parameter)</th><th>schema accuracy, K2-Vendor-Verifier (system prompt)</th><th>schema accuracy, calls required (system prompt)</th>",
         esc(title),
         esc(title)
     );
@@ -130,7 +155,7 @@ fn table(out: &mut String, title: &str, groups: &[(String, &Figures)], audit: &T
         let never = f.callable > 0 && f.triggered == 0;
         let _ = write!(
             out,
-            "<tr{}><td>{}</td><td>{}</td><td>{} ({} / {})</td><td>{} {}</td><td>{}</td>",
+            "<tr{}><td>{}</td><td>{}</td><td>{} ({} / {})</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
             if never { " class=\"ta-flag\"" } else { "" },
             esc(name),
             f.answers,
@@ -140,6 +165,13 @@ fn table(out: &mut String, title: &str, groups: &[(String, &Figures)], audit: &T
             f.triggered,
             bar(f.trigger_rate, None),
             bar(f.schema_accuracy.schema_accuracy, min_acc),
+            bar(f.schema_accuracy.schema_accuracy_calls_required, min_acc),
+            bar(f.schema_accuracy_system_prompt.schema_accuracy, min_acc),
+            bar(
+                f.schema_accuracy_system_prompt
+                    .schema_accuracy_calls_required,
+                min_acc
+            ),
         );
         if audit.reference.is_some() {
             let f1 = f.trigger_similarity.as_ref().and_then(|t| t.tool_call_f1);
@@ -193,6 +225,7 @@ pub fn html_section(audit: &ToolAudit) -> String {
         .collect();
     table(&mut out, "dataset", &sources, audit);
     table(&mut out, "provider", &providers, audit);
+    let _ = write!(out, "<pre>{}{}</pre>", esc(LEGEND), esc(LEGEND_SYSTEM));
     if let Some(t) = &audit.thresholds {
         let _ = write!(out, "<p>Thresholds: {}.</p>", esc(&t.basis));
     }

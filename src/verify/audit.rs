@@ -5,7 +5,9 @@
 //! `tool_choice: "none"`, `finish_reason` agreeing with the calls and with
 //! `native_finish_reason`, and the native rendering of the calls parsing back to the same calls.
 //! With a reference run on the same prompts, K2-Vendor-Verifier's ToolCall-Trigger F1; its
-//! ToolCall-Schema Accuracy always ([`k2vv`]).
+//! ToolCall-Schema Accuracy always, as it defines it and with calls required, for tools as the
+//! parameter and, separately, for tools declared only in the system prompt ([`k2vv`]). A call's
+//! checks (name, JSON, schema) are each counted on their own; examples show a call's first.
 //!
 //! The seed pipeline's blind spot was a tool-call test set that never triggered a call: a dataset
 //! that declares tools and gets no call is a red flag ([`ToolAudit::red_flags`]), as is a
@@ -577,10 +579,11 @@ impl ToolAudit {
             let s = &f.schema_accuracy;
             if let Some(acc) = s.schema_accuracy.filter(|a| *a < t.schema_accuracy_min) {
                 flags.push(format!(
-                    "provider {provider}: ToolCall-Schema Accuracy {:.2}% ({} of {} tool_calls answers valid), below K2-Vendor-Verifier's {:.0}%",
+                    "provider {provider}: ToolCall-Schema Accuracy {:.2}% ({} of {} tool_calls answers valid as K2-Vendor-Verifier counts them, {} with calls required), below K2-Vendor-Verifier's {:.0}%",
                     acc * 100.0,
                     s.count_successful_tool_call,
                     s.count_finish_reason_tool_calls,
+                    s.count_successful_tool_call_with_calls,
                     t.schema_accuracy_min * 100.0
                 ));
             }

@@ -12,8 +12,9 @@ fn pct(x: Option<f64>) -> String {
 }
 
 /// What the schema-accuracy columns are, by definition.
-const LEGEND: &str = "  acc-k2vv: ToolCall-Schema Accuracy as K2-Vendor-Verifier defines it: of the answers ending with finish_reason tool_calls to requests with the tools parameter, those whose calls all pass its validate_tool_call (an answer without calls counts, as all() over none is true)\n  acc-strict: the same, an answer without calls counting as a failure\n  problems count each check of a call on its own (name declared, arguments JSON, arguments fit the schema)\n";
+const LEGEND: &str = "  acc-k2vv: ToolCall-Schema Accuracy as K2-Vendor-Verifier defines it: of the answers ending with finish_reason tool_calls to requests with the tools parameter, those whose calls all pass its validate_tool_call (an answer without calls counts, as all() over none is true)\n  acc-strict: the same, an answer without calls counting as a failure\n";
 const LEGEND_SYSTEM: &str = "  sys-k2vv, sys-strict: the same two over answers to requests whose tools are declared only in the system prompt (schemas read from the prompt)\n";
+const LEGEND_PROBLEMS: &str = "  problems count each check of a call on its own (name declared, arguments JSON, arguments fit the schema)\n";
 
 /// One row of figures per group, problems as columns (only problems found somewhere).
 pub fn terminal_table(audit: &ToolAudit) -> String {
@@ -105,6 +106,7 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
     if with_system {
         out.push_str(LEGEND_SYSTEM);
     }
+    out.push_str(LEGEND_PROBLEMS);
     if let Some(t) = &audit.thresholds {
         let _ = writeln!(out, "  thresholds: {}", t.basis);
     }
@@ -225,7 +227,13 @@ pub fn html_section(audit: &ToolAudit) -> String {
         .collect();
     table(&mut out, "dataset", &sources, audit);
     table(&mut out, "provider", &providers, audit);
-    let _ = write!(out, "<pre>{}{}</pre>", esc(LEGEND), esc(LEGEND_SYSTEM));
+    let _ = write!(
+        out,
+        "<pre>{}{}{}</pre>",
+        esc(LEGEND),
+        esc(LEGEND_SYSTEM),
+        esc(LEGEND_PROBLEMS)
+    );
     if let Some(t) = &audit.thresholds {
         let _ = write!(out, "<p>Thresholds: {}.</p>", esc(&t.basis));
     }

@@ -5,7 +5,10 @@
 //! - K2-Vendor-Verifier's ToolCall-Trigger F1 and ToolCall-Schema Accuracy on a hand-computed
 //!   case (journals written here, numbers worked out by hand below);
 //! - on simulator runs with known injected tool-call defects, per provider and per dataset, it
-//!   finds each defect and nothing else.
+//!   finds each defect and nothing else;
+//! - every figure in verify.json's `tool_calls` equals what `tests/py/k2vv_oracle.py` (Python
+//!   `json` + `jsonschema`, written from K2-Vendor-Verifier's `tool_calls_eval.py`) computes from
+//!   the same journal, on simulator runs with every injectable defect and on constructed answers.
 
 mod common;
 

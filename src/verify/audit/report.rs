@@ -142,7 +142,7 @@ fn table(out: &mut String, title: &str, groups: &[(String, &Figures)], audit: &T
         .collect();
     let _ = write!(
         out,
-        "<h3>{}</h3><table class=\"ta-table\"><thead><tr><th>{}</th><th>answers</th><th>declare tools (parameter / system prompt)</th><th>triggered</th><th title=\"{K2VV_TITLE}\">schema accuracy, K2-Vendor-Verifier (tools parameter)</th><th title=\"{STRICT_TITLE}\">schema accuracy, calls required (tools parameter)</th><th>schema accuracy, K2-Vendor-Verifier (system prompt)</th><th>schema accuracy, calls required (system prompt)</th>",
+        "<h3>{}</h3><table class=\"ta-table\"><thead><tr><th>{}</th><th>answers</th><th>declare tools (parameter / system prompt)</th><th>triggered</th><th title=\"{K2VV_TITLE}\">schema accuracy as K2-Vendor-Verifier defines it, tools parameter (acc-k2vv)</th><th title=\"{STRICT_TITLE}\">schema accuracy, calls required, tools parameter (acc-strict)</th><th title=\"{K2VV_TITLE}\">schema accuracy as K2-Vendor-Verifier defines it, tools only in the system prompt (sys-k2vv)</th><th title=\"{STRICT_TITLE}\">schema accuracy, calls required, tools only in the system prompt (sys-strict)</th>",
         esc(title),
         esc(title)
     );

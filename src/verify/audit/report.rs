@@ -79,26 +79,8 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
     for (name, f) in &audit.by_provider {
         row(format!("provider {name}"), f);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
     // No heading: `verify` prints its own above the table.
-    let mut out = String::new();
-    for r in &rows {
-        let cells: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (cell, w))| {
-                if c == 0 {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
-    }
+    let mut out = aligned(&rows);
     if problems.is_empty() {
         out.push_str("  no tool-call problems found\n");
     }
@@ -116,6 +98,31 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
 const K2VV_TITLE: &str =
     "answers ending with tool_calls whose calls all pass validate_tool_call, none counting as all";
 const STRICT_TITLE: &str = "answers ending with tool_calls with at least one call, all valid";
+
+/// Rows as text columns: the first left-aligned, the rest right-aligned.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| {
+                if c == 0 {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
+    }
+    out
+}
 
 /// A bar for a rate: an inline SVG, coloured by whether it meets `min`.
 fn bar(rate: Option<f64>, min: Option<f64>) -> String {

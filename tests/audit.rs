@@ -5,7 +5,10 @@
 //! - K2-Vendor-Verifier's ToolCall-Trigger F1 and ToolCall-Schema Accuracy on a hand-computed
 //!   case (journals written here, numbers worked out by hand below);
 //! - on simulator runs with known injected tool-call defects, per provider and per dataset, it
-//!   finds each defect and nothing else.
+//!   finds each defect and nothing else;
+//! - every figure in verify.json's `tool_calls` equals what `tests/py/k2vv_oracle.py` (Python
+//!   `json` + `jsonschema`, written from K2-Vendor-Verifier's `tool_calls_eval.py`) computes from
+//!   the same journal, on simulator runs with every injectable defect and on constructed answers.
 
 mod common;
 
@@ -614,4 +617,296 @@ fn constructed_answers_each_show_their_one_problem() {
             assert_eq!(f.count(p), want, "{id}: {}: {:?}", p.name(), audit.examples);
         }
     }
+}
+
+/// python3 with `jsonschema` (K2-Vendor-Verifier's validator), installed with pip when missing;
+/// `None` when that fails (the oracle test then skips, saying so).
+fn oracle_python() -> Option<&'static str> {
+    let has = || {
+        std::process::Command::new("python3")
+            .args(["-c", "import jsonschema"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if has() {
+        return Some("python3");
+    }
+    let _ = std::process::Command::new("python3")
+        .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+        .arg("jsonschema")
+        .status();
+    has().then_some("python3")
+}
+
+/// `tests/py/k2vv_oracle.py RUN [REFERENCE]`: K2-Vendor-Verifier's figures from the journal.
+fn oracle(python: &str, run: &Path, reference: Option<&Path>) -> Value {
+    let mut command = std::process::Command::new(python);
+    command
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/k2vv_oracle.py"))
+        .arg(run);
+    if let Some(r) = reference {
+        command.arg(r);
+    }
+    let o = command.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `draftgen verify --json` of `run`: its `tool_calls` (what verify.json carries).
+fn verified_tool_calls(run: &Path, reference: Option<&Path>) -> Value {
+    let mut command = std::process::Command::new(BIN);
+    command
+        .args(["verify", "--model", "kimi-k2.5", "--json", "--run"])
+        .arg(run);
+    if let Some(r) = reference {
+        command.arg("--tools-reference-run").arg(r);
+    }
+    let o = command.output().unwrap();
+    let report: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("verify --json: {e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let summary = String::from_utf8_lossy(&o.stderr);
+    assert!(summary.contains("acc-k2vv"), "{summary}");
+    report["tool_calls"].clone()
+}
+
+/// Every figure the oracle computes equals verify.json's, group by group; returns how many
+/// figures were compared.
+fn assert_equal_figures(oracle: &Value, ours: &Value) -> usize {
+    let mut compared = 0;
+    let mut differ = Vec::new();
+    let mut groups = vec![("all".to_string(), &oracle["all"], &ours["all"])];
+    for kind in ["by_provider", "by_source"] {
+        let theirs = oracle[kind].as_object().unwrap();
+        assert_eq!(
+            theirs.keys().collect::<Vec<_>>(),
+            ours[kind].as_object().unwrap().keys().collect::<Vec<_>>(),
+            "{kind}"
+        );
+        for (name, g) in theirs {
+            groups.push((format!("{kind} {name}"), g, &ours[kind][name]));
+        }
+    }
+    for (name, theirs, ours) in groups {
+        let mut pairs: Vec<(String, &Value, &Value)> = ["answers", "calls"]
+            .iter()
+            .map(|k| (k.to_string(), &theirs[*k], &ours[*k]))
+            .collect();
+        for (k, v) in theirs["problems"].as_object().unwrap() {
+            pairs.push((format!("problems.{k}"), v, &ours["problems"][k]));
+        }
+        for figure in [
+            "schema_accuracy",
+            "schema_accuracy_system_prompt",
+            "trigger_similarity",
+        ] {
+            if let Some(fields) = theirs[figure].as_object() {
+                for (k, v) in fields {
+                    pairs.push((format!("{figure}.{k}"), v, &ours[figure][k]));
+                }
+            }
+        }
+        for (field, want, got) in pairs {
+            compared += 1;
+            let equal = match (want.as_f64(), got.as_f64()) {
+                (Some(a), Some(b)) => (a - b).abs() < 1e-12,
+                _ => want == got,
+            };
+            if !equal {
+                differ.push(format!("{name} {field}: oracle {want}, verify {got}"));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    compared
+}
+
+/// A tools-parameter or system-prompt request and one answer, for the constructed corpus.
+fn oracle_cases() -> Vec<(&'static str, Value, Value)> {
+    let system = "You may call these -\n{\"name\": \"f\", \"parameters\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"]}}\n{\"name\": \"bare\", \"description\": \"no parameters\"}\n{\"name\": \"empty\", \"parameters\": {}}";
+    let sys_request = json!({"model": "m", "messages": [
+        {"role": "system", "content": system}, {"role": "user", "content": "add"}]});
+    let mut empty_schema = tool_request();
+    empty_schema["tools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "function", "function": {"name": "empty", "parameters": {}}}));
+    let finish_without = |calls: Option<Value>| {
+        let mut message = json!({"role": "assistant", "content": "hm"});
+        if let Some(calls) = calls {
+            message["tool_calls"] = calls;
+        }
+        json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]})
+    };
+    let ok = r#"{"a": 1}"#;
+    vec![
+        (
+            "s-ok",
+            sys_request.clone(),
+            answer("tool_calls", &[("f", ok)]),
+        ),
+        (
+            "s-json",
+            sys_request.clone(),
+            answer("tool_calls", &[("f", r#"{"a": 1"#)]),
+        ),
+        (
+            "s-undecl-json",
+            sys_request.clone(),
+            answer("tool_calls", &[("g", "{")]),
+        ),
+        (
+            "s-schema",
+            sys_request.clone(),
+            answer("tool_calls", &[("f", r#"{"a": "x"}"#)]),
+        ),
+        (
+            "s-bare",
+            sys_request.clone(),
+            answer("tool_calls", &[("bare", "{}")]),
+        ),
+        (
+            "s-empty",
+            sys_request.clone(),
+            answer("tool_calls", &[("empty", "{}")]),
+        ),
+        ("s-none", sys_request.clone(), finish_without(None)),
+        ("s-stop", sys_request.clone(), answer("stop", &[])),
+        (
+            "s-two",
+            sys_request,
+            answer("tool_calls", &[("f", ok), ("f", ok)]),
+        ),
+        ("p-ok", tool_request(), answer("tool_calls", &[("f", ok)])),
+        ("p-absent", tool_request(), finish_without(None)),
+        (
+            "p-empty-list",
+            tool_request(),
+            finish_without(Some(json!([]))),
+        ),
+        ("p-null", tool_request(), finish_without(Some(Value::Null))),
+        (
+            "p-undecl-json",
+            tool_request(),
+            answer("tool_calls", &[("g", "{")]),
+        ),
+        (
+            "p-mixed",
+            tool_request(),
+            answer("tool_calls", &[("f", ok), ("f", "[]")]),
+        ),
+        (
+            "p-empty-schema",
+            empty_schema,
+            answer("tool_calls", &[("empty", "{}")]),
+        ),
+        ("p-length", tool_request(), answer("length", &[("f", ok)])),
+    ]
+}
+
+/// K2-Vendor-Verifier's figures as its published code computes them
+/// (`tests/py/k2vv_oracle.py`, Python `json` + `jsonschema`, written from `tool_calls_eval.py`)
+/// equal verify.json's, group by group: on simulator runs where every tool-call defect the
+/// simulator can inject is injected (with a reference run for the trigger F1), and on
+/// constructed answers for what the simulator never sends (tools only in the system prompt,
+/// `tool_calls` without calls as absent / `[]` / `null`, a call both undeclared and not JSON,
+/// a tool with an empty schema).
+#[test]
+fn k2vv_figures_equal_an_independent_python_oracle() {
+    let Some(python) = oracle_python() else {
+        eprintln!("SKIPPED: python3 with jsonschema is not available and pip could not install it");
+        return;
+    };
+    // One provider per defect at rate 0.5, one with every defect at 0.3, one clean.
+    let mut specs: Vec<String> = draftgen::sim::ToolDefect::ALL
+        .iter()
+        .map(|d| {
+            let flavor = if d.name() == "finish" {
+                "openrouter"
+            } else {
+                "vllm"
+            };
+            format!("D{}:{flavor}:{}=0.5", d.name(), d.name())
+        })
+        .collect();
+    let every: Vec<String> = draftgen::sim::ToolDefect::ALL
+        .iter()
+        .map(|d| format!("{}=0.3", d.name()))
+        .collect();
+    specs.push(format!("Every:sglang:{}", every.join(",")));
+    specs.push("Clean:openrouter".to_string());
+    let names: Vec<String> = specs
+        .iter()
+        .map(|s| s.split(':').next().unwrap().to_string())
+        .collect();
+
+    let dir = RunDir::new();
+    let mut lines = Vec::new();
+    for name in &names {
+        for k in 0..8 {
+            let mut p = draftgen::dataset::Prompt::new(
+                if k % 2 == 0 {
+                    "even.jsonl"
+                } else {
+                    "odd.jsonl"
+                },
+                vec![json!({"role": "user", "content": format!("Weather {k} for {name}?")})],
+                Some(vec![weather_tool()]),
+                Value::Null,
+            );
+            p.request_options = Some(Box::new(draftgen::dataset::PromptOptions {
+                provider: Some(json!({"only": [name]})),
+                ..Default::default()
+            }));
+            lines.push(serde_json::to_string(&p).unwrap());
+        }
+    }
+    let text = lines.join("\n") + "\n";
+    std::fs::write(dir.prompts(), &text).unwrap();
+    let sim = start_sim(draftgen::sim::SimConfig {
+        seed: 5,
+        providers: specs.iter().map(|s| s.parse().unwrap()).collect(),
+        ..Default::default()
+    });
+    generate(&dir, &sim.base_url(), None);
+    // The reference: the same prompts, the same provider names, no defects, another seed.
+    let reference = RunDir::new();
+    std::fs::write(reference.prompts(), &text).unwrap();
+    let clean = start_sim(draftgen::sim::SimConfig {
+        seed: 6,
+        providers: names
+            .iter()
+            .map(|n| format!("{n}:vllm").parse().unwrap())
+            .collect(),
+        ..Default::default()
+    });
+    generate(&reference, &clean.base_url(), None);
+
+    let theirs = oracle(python, &dir.run(), Some(&reference.run()));
+    let ours = verified_tool_calls(&dir.run(), Some(&reference.run()));
+    let compared = assert_equal_figures(&theirs, &ours);
+    // Every injected call defect showed up, and the F1 is a real comparison.
+    for p in ["undeclared_name", "invalid_json", "schema_violation"] {
+        assert!(ours["all"]["problems"][p].as_u64().unwrap() > 0, "{p}");
+    }
+    let t = &ours["all"]["trigger_similarity"];
+    assert!(
+        t["tp"].as_u64().unwrap() > 0 && t["fn"].as_u64().unwrap() > 0,
+        "{t}"
+    );
+
+    let constructed = tempfile::tempdir().unwrap();
+    let records: Vec<Value> = oracle_cases()
+        .into_iter()
+        .map(|(id, request, response)| record(id, &id[..1], id, request, response))
+        .collect();
+    write_run(constructed.path(), &records);
+    let theirs = oracle(python, constructed.path(), None);
+    let ours = verified_tool_calls(constructed.path(), None);
+    let compared = compared + assert_equal_figures(&theirs, &ours);
+    // The definitions differ where they should: `all()` over no calls.
+    let p = &ours["by_source"]["p"]["schema_accuracy"];
+    assert_eq!(p["count_finish_reason_tool_calls_without_calls"], 3, "{p}");
+    let s = &ours["by_source"]["s"]["schema_accuracy_system_prompt"];
+    assert_eq!(s["count_finish_reason_tool_calls"], 8, "{s}");
+    eprintln!("{compared} figures equal the oracle's");
 }

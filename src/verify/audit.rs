@@ -5,7 +5,9 @@
 //! `tool_choice: "none"`, `finish_reason` agreeing with the calls and with
 //! `native_finish_reason`, and the native rendering of the calls parsing back to the same calls.
 //! With a reference run on the same prompts, K2-Vendor-Verifier's ToolCall-Trigger F1; its
-//! ToolCall-Schema Accuracy always ([`k2vv`]).
+//! ToolCall-Schema Accuracy always, as it defines it and with calls required, for tools as the
+//! parameter and, separately, for tools declared only in the system prompt ([`k2vv`]). A call's
+//! checks (name, JSON, schema) are each counted on their own; examples show a call's first.
 //!
 //! The seed pipeline's blind spot was a tool-call test set that never triggered a call: a dataset
 //! that declares tools and gets no call is a red flag ([`ToolAudit::red_flags`]), as is a
@@ -81,10 +83,15 @@ pub struct Figures {
     /// Ids a server minted (`call_…`): a known rewrite, not a defect.
     pub ids_rewritten: u64,
     pub round_trips_checked: u64,
-    /// Findings by problem (a call-level problem counts per call): every problem, zeros included.
+    /// Findings by problem (a call-level problem counts per call, each of a call's checks on its
+    /// own): every problem, zeros included.
     pub problems: BTreeMap<Problem, u64>,
-    /// K2-Vendor-Verifier's ToolCall-Schema Accuracy.
+    /// K2-Vendor-Verifier's ToolCall-Schema Accuracy, over answers to requests with the `tools`
+    /// parameter (as K2-Vendor-Verifier defines it), and with calls required beside it.
     pub schema_accuracy: SchemaAccuracy,
+    /// The same two figures over answers to requests whose tools are declared only in the
+    /// system prompt (glaive style), the schemas read from the prompt.
+    pub schema_accuracy_system_prompt: SchemaAccuracy,
     /// K2-Vendor-Verifier's ToolCall-Trigger Similarity against the reference run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trigger_similarity: Option<TriggerSimilarity>,
@@ -112,6 +119,7 @@ impl Default for Figures {
             round_trips_checked: 0,
             problems: Problem::ALL.iter().map(|p| (*p, 0)).collect(),
             schema_accuracy: SchemaAccuracy::default(),
+            schema_accuracy_system_prompt: SchemaAccuracy::default(),
             trigger_similarity: None,
         }
     }
@@ -146,7 +154,11 @@ impl Figures {
             *self.problems.entry(found.problem).or_insert(0) += 1;
         }
         if let Some(k) = a.k2vv {
-            self.schema_accuracy.add(k.finish_tool_calls, k.calls_valid);
+            let figure = match k.declared_in {
+                DeclaredIn::Parameter => &mut self.schema_accuracy,
+                DeclaredIn::SystemPrompt => &mut self.schema_accuracy_system_prompt,
+            };
+            figure.add(k.finish_tool_calls, k.calls, k.all_valid);
         }
     }
 
@@ -156,6 +168,7 @@ impl Figures {
         self.trigger_rate =
             (self.callable > 0).then(|| self.triggered as f64 / self.callable as f64);
         self.schema_accuracy.finish();
+        self.schema_accuracy_system_prompt.finish();
         if let Some(t) = &mut self.trigger_similarity {
             t.finish();
         }
@@ -333,7 +346,8 @@ impl ToolAudit {
         }
     }
 
-    /// The first [`EXAMPLES_PER_PROBLEM`] findings of each problem, for the report.
+    /// The first [`EXAMPLES_PER_PROBLEM`] findings of each problem, for the report; of a call
+    /// with several problems, only its first.
     fn keep_examples(
         &mut self,
         id: &str,
@@ -341,7 +355,11 @@ impl ToolAudit {
         source: &str,
         per_problem: &mut HashMap<Problem, usize>,
     ) {
+        let mut calls_seen = std::collections::HashSet::new();
         for found in &a.audit.found {
+            if found.call.is_some_and(|call| !calls_seen.insert(call)) {
+                continue;
+            }
             let seen = per_problem.entry(found.problem).or_insert(0);
             if *seen < EXAMPLES_PER_PROBLEM {
                 *seen += 1;
@@ -561,10 +579,11 @@ impl ToolAudit {
             let s = &f.schema_accuracy;
             if let Some(acc) = s.schema_accuracy.filter(|a| *a < t.schema_accuracy_min) {
                 flags.push(format!(
-                    "provider {provider}: ToolCall-Schema Accuracy {:.2}% ({} of {} tool_calls answers valid), below K2-Vendor-Verifier's {:.0}%",
+                    "provider {provider}: ToolCall-Schema Accuracy {:.2}% ({} of {} tool_calls answers valid as K2-Vendor-Verifier counts them, {} with calls required), below K2-Vendor-Verifier's {:.0}%",
                     acc * 100.0,
                     s.count_successful_tool_call,
                     s.count_finish_reason_tool_calls,
+                    s.count_successful_tool_call_with_calls,
                     t.schema_accuracy_min * 100.0
                 ));
             }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::declared::{Declared, DeclaredIn};
 use super::round_trip;
-use super::schema::{k2vv_call_valid, CallVerdict, Schemas};
+use super::schema::{k2vv_call_valid, k2vv_tools, CallVerdict, Schemas};
 use crate::completion::{Completion, ToolCall};
 use crate::model::Profile;
 use crate::server::Syntax;
@@ -22,7 +22,8 @@ pub enum Problem {
     UndeclaredName,
     /// A call's arguments are not valid JSON.
     InvalidJson,
-    /// A call's arguments do not fit the declared tool's JSON schema.
+    /// A call's arguments do not fit the declared tool's JSON schema (checked where the name is
+    /// declared and the arguments are JSON; the name and JSON checks are made on every call).
     SchemaViolation,
     /// The declared tool's schema is itself not a valid JSON schema.
     UnusableSchema,
@@ -115,14 +116,16 @@ pub struct Found {
     pub detail: String,
 }
 
-/// K2-Vendor-Verifier's view of one answer (only for requests with the `tools` parameter, as
-/// all of its requests have).
+/// K2-Vendor-Verifier's view of one answer to a request that declares tools (as the `tools`
+/// parameter, as all of its requests do, or only in the system prompt).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct K2vvAnswer {
+    pub declared_in: DeclaredIn,
     /// `finish_reason == "tool_calls"`.
     pub finish_tool_calls: bool,
-    /// Its `tool_calls_valid`: calls present and every one valid.
-    pub calls_valid: bool,
+    pub calls: usize,
+    /// `all(validate_tool_call(tc, tools) for tc in tool_calls)`: true when there are no calls.
+    pub all_valid: bool,
 }
 
 /// Everything the audit learned from one answer.
@@ -193,22 +196,21 @@ pub fn audit_answer(
     // Every call: name, JSON, schema, id.
     let history = prior_tool_calls(request);
     let ids_in_stream = syntax.is_some_and(Syntax::ids_in_stream);
-    let mut all_valid_k2vv = !calls.is_empty();
+    let tools = k2vv_tools(request, &declared);
+    let mut all_valid = true;
     for (i, call) in calls.iter().enumerate() {
         check_call(&mut audit, schemas, &declared, i, call);
-        if declared.place == Some(DeclaredIn::Parameter) {
-            all_valid_k2vv &= k2vv_call_valid(schemas, request, &call.name, &call.arguments);
-        }
+        all_valid &= k2vv_call_valid(schemas, &tools, &call.name, &call.arguments);
         if ids_in_stream {
             check_id(&mut audit, i, call, history + i);
         }
     }
-    if declared.place == Some(DeclaredIn::Parameter) {
-        audit.k2vv = Some(K2vvAnswer {
-            finish_tool_calls,
-            calls_valid: finish_tool_calls && all_valid_k2vv,
-        });
-    }
+    audit.k2vv = declared.place.map(|declared_in| K2vvAnswer {
+        declared_in,
+        finish_tool_calls,
+        calls: calls.len(),
+        all_valid,
+    });
 
     // The round trip through the family's native syntax.
     if !calls.is_empty() && syntax.is_some() {
@@ -286,7 +288,8 @@ fn check_markers(
     }
 }
 
-/// Call `i`'s name, JSON and schema against what the request declared.
+/// Call `i`'s name, JSON and schema against what the request declared: every problem found,
+/// the call's first one first.
 fn check_call(
     audit: &mut AnswerAudit,
     schemas: &mut Schemas,
@@ -294,24 +297,27 @@ fn check_call(
     i: usize,
     call: &ToolCall,
 ) {
-    match schemas.check(declared, &call.name, &call.arguments) {
-        CallVerdict::Valid => {}
-        CallVerdict::UndeclaredName => audit.found(
-            Problem::UndeclaredName,
-            Some(i),
-            format!("{:?} is not declared", call.name),
-        ),
-        CallVerdict::InvalidJson(e) => audit.found(Problem::InvalidJson, Some(i), e),
-        CallVerdict::SchemaViolation(e) => audit.found(
-            Problem::SchemaViolation,
-            Some(i),
-            format!("{}: {e}", call.name),
-        ),
-        CallVerdict::UnusableSchema(e) => audit.found(
-            Problem::UnusableSchema,
-            Some(i),
-            format!("{}: {e}", call.name),
-        ),
+    for verdict in schemas.check(declared, &call.name, &call.arguments) {
+        match verdict {
+            CallVerdict::UndeclaredName => audit.found(
+                Problem::UndeclaredName,
+                Some(i),
+                format!("{:?} is not declared", call.name),
+            ),
+            CallVerdict::InvalidJson(e) => {
+                audit.found(Problem::InvalidJson, Some(i), format!("{}: {e}", call.name))
+            }
+            CallVerdict::SchemaViolation(e) => audit.found(
+                Problem::SchemaViolation,
+                Some(i),
+                format!("{}: {e}", call.name),
+            ),
+            CallVerdict::UnusableSchema(e) => audit.found(
+                Problem::UnusableSchema,
+                Some(i),
+                format!("{}: {e}", call.name),
+            ),
+        }
     }
 }
 

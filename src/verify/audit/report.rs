@@ -11,6 +11,11 @@ fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), |x| format!("{:.1}%", x * 100.0))
 }
 
+/// What the schema-accuracy columns are, by definition.
+const LEGEND: &str = "  acc-k2vv: ToolCall-Schema Accuracy as K2-Vendor-Verifier defines it: of the answers ending with finish_reason tool_calls to requests with the tools parameter, those whose calls all pass its validate_tool_call (an answer without calls counts, as all() over none is true)\n  acc-strict: the same, an answer without calls counting as a failure\n";
+const LEGEND_SYSTEM: &str = "  sys-k2vv, sys-strict: the same two over answers to requests whose tools are declared only in the system prompt (schemas read from the prompt)\n";
+const LEGEND_PROBLEMS: &str = "  problems count each check of a call on its own (name declared, arguments JSON, arguments fit the schema)\n";
+
 /// One row of figures per group, problems as columns (only problems found somewhere).
 pub fn terminal_table(audit: &ToolAudit) -> String {
     let problems: Vec<Problem> = Problem::ALL
@@ -25,8 +30,13 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
         "trig".into(),
         "trig%".into(),
         "calls".into(),
-        "schema-acc".into(),
+        "acc-k2vv".into(),
+        "acc-strict".into(),
     ];
+    let with_system = audit.all.tools_in_system_prompt > 0;
+    if with_system {
+        header.extend(["sys-k2vv".to_string(), "sys-strict".into()]);
+    }
     if with_f1 {
         header.push("F1".into());
     }
@@ -44,7 +54,15 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
             pct(f.trigger_rate),
             f.calls.to_string(),
             pct(f.schema_accuracy.schema_accuracy),
+            pct(f.schema_accuracy.schema_accuracy_calls_required),
         ];
+        if with_system {
+            let s = &f.schema_accuracy_system_prompt;
+            r.extend([
+                pct(s.schema_accuracy),
+                pct(s.schema_accuracy_calls_required),
+            ]);
+        }
         if with_f1 {
             r.push(pct(f
                 .trigger_similarity
@@ -61,12 +79,34 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
     for (name, f) in &audit.by_provider {
         row(format!("provider {name}"), f);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
+    // No heading: `verify` prints its own above the table.
+    let mut out = aligned(&rows);
+    if problems.is_empty() {
+        out.push_str("  no tool-call problems found\n");
+    }
+    out.push_str(LEGEND);
+    if with_system {
+        out.push_str(LEGEND_SYSTEM);
+    }
+    out.push_str(LEGEND_PROBLEMS);
+    if let Some(t) = &audit.thresholds {
+        let _ = writeln!(out, "  thresholds: {}", t.basis);
+    }
+    out
+}
+
+const K2VV_TITLE: &str =
+    "answers ending with tool_calls whose calls all pass validate_tool_call, none counting as all";
+const STRICT_TITLE: &str = "answers ending with tool_calls with at least one call, all valid";
+
+/// Rows as text columns: the first left-aligned, the rest right-aligned.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
-    // No heading: `verify` prints its own above the table.
     let mut out = String::new();
-    for r in &rows {
+    for r in rows {
         let cells: Vec<String> = r
             .iter()
             .zip(&widths)
@@ -80,12 +120,6 @@ pub fn terminal_table(audit: &ToolAudit) -> String {
             })
             .collect();
         let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
-    }
-    if problems.is_empty() {
-        out.push_str("  no tool-call problems found\n");
-    }
-    if let Some(t) = &audit.thresholds {
-        let _ = writeln!(out, "  thresholds: {}", t.basis);
     }
     out
 }
@@ -115,7 +149,7 @@ fn table(out: &mut String, title: &str, groups: &[(String, &Figures)], audit: &T
         .collect();
     let _ = write!(
         out,
-        "<h3>{}</h3><table class=\"ta-table\"><thead><tr><th>{}</th><th>answers</th><th>declare tools (parameter / system prompt)</th><th>triggered</th><th>schema accuracy</th>",
+        "<h3>{}</h3><table class=\"ta-table\"><thead><tr><th>{}</th><th>answers</th><th>declare tools (parameter / system prompt)</th><th>triggered</th><th title=\"{K2VV_TITLE}\">schema accuracy as K2-Vendor-Verifier defines it, tools parameter (acc-k2vv)</th><th title=\"{STRICT_TITLE}\">schema accuracy, calls required, tools parameter (acc-strict)</th><th title=\"{K2VV_TITLE}\">schema accuracy as K2-Vendor-Verifier defines it, tools only in the system prompt (sys-k2vv)</th><th title=\"{STRICT_TITLE}\">schema accuracy, calls required, tools only in the system prompt (sys-strict)</th>",
         esc(title),
         esc(title)
     );
@@ -130,7 +164,7 @@ fn table(out: &mut String, title: &str, groups: &[(String, &Figures)], audit: &T
         let never = f.callable > 0 && f.triggered == 0;
         let _ = write!(
             out,
-            "<tr{}><td>{}</td><td>{}</td><td>{} ({} / {})</td><td>{} {}</td><td>{}</td>",
+            "<tr{}><td>{}</td><td>{}</td><td>{} ({} / {})</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
             if never { " class=\"ta-flag\"" } else { "" },
             esc(name),
             f.answers,
@@ -140,6 +174,13 @@ fn table(out: &mut String, title: &str, groups: &[(String, &Figures)], audit: &T
             f.triggered,
             bar(f.trigger_rate, None),
             bar(f.schema_accuracy.schema_accuracy, min_acc),
+            bar(f.schema_accuracy.schema_accuracy_calls_required, min_acc),
+            bar(f.schema_accuracy_system_prompt.schema_accuracy, min_acc),
+            bar(
+                f.schema_accuracy_system_prompt
+                    .schema_accuracy_calls_required,
+                min_acc
+            ),
         );
         if audit.reference.is_some() {
             let f1 = f.trigger_similarity.as_ref().and_then(|t| t.tool_call_f1);
@@ -193,6 +234,13 @@ pub fn html_section(audit: &ToolAudit) -> String {
         .collect();
     table(&mut out, "dataset", &sources, audit);
     table(&mut out, "provider", &providers, audit);
+    let _ = write!(
+        out,
+        "<pre>{}{}{}</pre>",
+        esc(LEGEND),
+        esc(LEGEND_SYSTEM),
+        esc(LEGEND_PROBLEMS)
+    );
     if let Some(t) = &audit.thresholds {
         let _ = write!(out, "<p>Thresholds: {}.</p>", esc(&t.basis));
     }

@@ -627,6 +627,7 @@ mod tests {
                 ok: false,
                 reasons: vec!["<why>".into()],
             },
+            completeness: None,
         }
     }
 

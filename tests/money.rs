@@ -703,3 +703,66 @@ fn a_model_the_endpoint_does_not_list_stops_before_anything_is_sent() {
 fn draftgen_sim() -> draftgen::sim::SimHandle {
     start_sim(draftgen::sim::SimConfig::default())
 }
+
+// ---------------------------------------------------------------- failures attributed
+
+/// `generate` against a simulator whose provider "Dead" is down, routed by `provider.only`.
+fn run_pinned(only: &str) -> (Value, String) {
+    let providers = ["Alive:vllm", "Dead:vllm:down"]
+        .iter()
+        .map(|spec| spec.parse().unwrap())
+        .collect();
+    let sim = start_sim(draftgen::sim::SimConfig {
+        model_name: "test/model".into(),
+        providers,
+        ..draftgen::sim::SimConfig::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = write_prompts(dir.path(), 20);
+    let config = write_config(dir.path(), 2);
+    let text_of = std::fs::read_to_string(&config).unwrap();
+    let routed = text_of.replace(
+        "max_tokens = 64\n",
+        &format!("max_tokens = 64\nprovider = {{ only = {only} }}\n"),
+    );
+    std::fs::write(&config, routed).unwrap();
+    let args = openrouter_args(&key_file(dir.path()));
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.extend(["--concurrency", "2"]);
+    let out = generate(
+        &prompts,
+        &dir.path().join("run"),
+        &config,
+        &sim.base_url(),
+        &args,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    (
+        summary_json(&out)["summary"].clone(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn failures_of_a_pinned_provider_that_never_answered_are_attributed_and_not_called_retryable() {
+    let (s, stderr) = run_pinned(r#"["Dead"]"#);
+    let failed = s["failed"].as_u64().unwrap();
+    assert!(failed > 0, "{s}");
+    let by_provider = s["by_provider"].as_array().unwrap();
+    assert_eq!(by_provider.len(), 1, "{s}");
+    assert_eq!(by_provider[0]["provider"], "Dead", "{s}");
+    assert_eq!(by_provider[0]["succeeded_attempts"], 0, "{s}");
+    assert_eq!(
+        by_provider[0]["failed_attempts"], by_provider[0]["attempts"],
+        "{s}"
+    );
+    assert_eq!(s["retry_blocked"], s["retryable"], "{s}");
+    assert!(stderr.contains("(0 retryable on resume;"), "{stderr}");
+    assert!(stderr.contains("provider Dead"), "{stderr}");
+
+    // Another provider is allowed: OpenRouter may route a retry there, so it stays retryable.
+    let (s, stderr) = run_pinned(r#"["Dead", "Alive"]"#);
+    assert!(s["retryable"].as_u64().unwrap() > 0, "{s}");
+    assert_eq!(s["retry_blocked"], 0, "{s}");
+    assert!(!stderr.contains("pinned provider"), "{stderr}");
+}

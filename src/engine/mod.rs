@@ -237,24 +237,27 @@ pub(crate) async fn run_list_as(
 
     let prompts = distinct_in_order(prompts.items);
     // Conversations run by turn: the input is not the prompts the journal holds.
-    let manifest_is_own = manifest.is_none();
+    let input_prompts = manifest.is_none().then_some(prompts.len() as u64);
     let manifest = manifest.unwrap_or_else(|| {
         manifest_for(config, prompts.iter().map(|p| &*p.id)).with_prompts(prompts_file)
     });
+    let client = run_client(config, &options)?;
+    // Before the run directory is made: a wrong model id leaves nothing behind to resume.
+    let prices = run_prices(config, &client, &resolved, &say).await?;
     let (journal, state) = open_run(config, run_dir, &manifest, &keys, &say)?;
     let sorted = sort_prompts(config, &state, prompts);
-    if sorted.lowered_limits > 0 {
-        say(format!(
-            "{} prompt(s) ask for more than the run's max_tokens ({}): sent with the run's (the budget bounds each request by it)",
-            sorted.lowered_limits,
-            config.request.max_tokens.unwrap_or_default()
-        ));
-    }
+    say_lowered_limits(config, &sorted, &say);
 
-    let client = run_client(config, &options)?;
     let streams = open_stream_log(run_dir, options.keep_stream)?;
-    let costs = session_costs(config, &client, &resolved, &sorted, &state, run_dir, &say).await?;
-    let pinned = pinned_providers(&resolved);
+    let costs = session_costs(
+        config,
+        &client,
+        (&resolved, prices),
+        (&sorted, &state),
+        run_dir,
+        &say,
+    )
+    .await?;
     let session = Session {
         client,
         resolved,
@@ -274,30 +277,54 @@ pub(crate) async fn run_list_as(
             sorted.ids.len() as u64,
         )
         .await?;
-    let session = SessionEnd {
-        state: &ended.state,
-        ledger: &ended.ledger,
-        pinned,
-        input_prompts: manifest_is_own.then_some(sorted.ids.len() as u64),
-    };
-    let summary = write_summary(run_dir, &session, started, skipped_lines)?;
+    let summary = write_summary(run_dir, (&ended, input_prompts), started, skipped_lines)?;
+    Ok(run_summary(
+        run_dir,
+        &shutdown,
+        (&sorted.ids, sorted.finished_before),
+        (costs.credits, costs.projection),
+        &ended,
+        summary,
+    ))
+}
+
+/// The account of a session that ended as `ended`, its run summed up in `summary`.
+fn run_summary(
+    run_dir: &Path,
+    shutdown: &Shutdown,
+    (ids, finished_before): (&[Box<str>], u64),
+    (credits, projection): (Vec<CreditInfo>, Option<Projection>),
+    ended: &Scheduled,
+    summary: Summary,
+) -> RunSummary {
     let stop = shutdown
         .reason()
         .map_or(StopReason::Completed, |(reason, _)| reason);
-    Ok(RunSummary {
+    RunSummary {
         run_dir: run_dir.to_path_buf(),
         stop,
-        prompts: sorted.ids.len() as u64,
-        finished_before: sorted.finished_before,
-        not_started: not_started(&sorted.ids, &ended.state),
-        credits: costs.credits,
-        projected_cost_usd: costs.projection.as_ref().map(|p| p.expected_usd),
-        projection: costs.projection,
+        prompts: ids.len() as u64,
+        finished_before,
+        not_started: not_started(ids, &ended.state),
+        credits,
+        projected_cost_usd: projection.as_ref().map(|p| p.expected_usd),
+        projection,
         concurrency_limit: ended.limit,
         concurrency_decreases: ended.decreases,
         first_errors: ended.health.first_errors(),
         summary,
-    })
+    }
+}
+
+/// Say how many prompts asked for more than the run's `max_tokens` (they are sent with the run's).
+fn say_lowered_limits(config: &RunConfig, sorted: &SortedPrompts, say: &impl Fn(String)) {
+    if sorted.lowered_limits > 0 {
+        say(format!(
+            "{} prompt(s) ask for more than the run's max_tokens ({}): sent with the run's (the budget bounds each request by it)",
+            sorted.lowered_limits,
+            config.request.max_tokens.unwrap_or_default()
+        ));
+    }
 }
 
 /// The HTTP client every request of the session goes through.
@@ -329,14 +356,12 @@ struct SessionCosts {
 async fn session_costs(
     config: &RunConfig,
     client: &Client,
-    resolved: &[crate::config::ResolvedEndpoint],
-    sorted: &SortedPrompts,
-    state: &ResumeState,
+    (resolved, prices): (&[crate::config::ResolvedEndpoint], Option<PriceTable>),
+    (sorted, state): (&SortedPrompts, &ResumeState),
     run_dir: &Path,
     say: &impl Fn(String),
 ) -> Result<SessionCosts, EngineError> {
     let has_pending = !sorted.pending.is_empty();
-    let prices = run_prices(config, client, resolved, has_pending, say).await?;
     let budget = session_budget(config, prices, state);
     let projection = budget.projection(sorted.pending.iter().map(|p| p.prompt.prompt_tokens()));
     let projected = projection.as_ref().map(|p| p.expected_usd);
@@ -390,24 +415,15 @@ fn open_run(
     Ok((journal, state))
 }
 
-/// What a session ended with, for its summary.
-struct SessionEnd<'a> {
-    state: &'a ResumeState,
-    ledger: &'a ledger::Ledger,
-    /// Per endpoint, the providers its routing pins it to ([`pinned_providers`]).
-    pinned: BTreeMap<String, Vec<String>>,
-    /// Distinct prompts of the input, when they are the prompts the journal holds.
-    input_prompts: Option<u64>,
-}
-
-/// `summary.json` of the whole run after this session (earlier sessions' figures kept).
+/// `summary.json` of the whole run after the session that `ended` (earlier sessions' figures
+/// kept); `input_prompts`: distinct prompts of the input, when they are those the journal holds.
 fn write_summary(
     run_dir: &Path,
-    end: &SessionEnd<'_>,
+    (end, input_prompts): (&Scheduled, Option<u64>),
     started: Instant,
     skipped_lines: Vec<crate::journal::SkippedLine>,
 ) -> Result<Summary, EngineError> {
-    let mut summary = Summary::from_state(end.state, started.elapsed());
+    let mut summary = Summary::from_state(&end.state, started.elapsed());
     summary.by_provider = end.ledger.figures();
     summary.estimated_cost_usd = summary
         .by_provider
@@ -415,12 +431,11 @@ fn write_summary(
         .map(|f| f.estimated_cost_usd)
         .sum();
     let previous = RunDir::new(run_dir).read_summary();
-    summary.input_prompts = end
-        .input_prompts
-        .or_else(|| previous.as_ref().and_then(|p| p.input_prompts));
+    summary.input_prompts =
+        input_prompts.or_else(|| previous.as_ref().and_then(|p| p.input_prompts));
     let mut summary = summary.after(previous);
     let blocked = ledger::blocked_providers(&summary.by_provider, &end.pinned);
-    summary.retry_blocked = end.ledger.retry_blocked(end.state, &blocked);
+    summary.retry_blocked = end.ledger.retry_blocked(&end.state, &blocked);
     summary.skipped_lines = skipped_lines;
     RunDir::new(run_dir).write_summary(&summary)?;
     Ok(summary)
@@ -551,13 +566,9 @@ async fn run_prices(
     config: &RunConfig,
     client: &Client,
     resolved: &[crate::config::ResolvedEndpoint],
-    has_pending: bool,
     say: &impl Fn(String),
 ) -> Result<Option<PriceTable>, EngineError> {
     let mut prices = PriceTable::from_config(&config.budget);
-    if !has_pending {
-        return Ok(prices);
-    }
     for r in resolved.iter().filter(|r| r.kind == ServerKind::OpenRouter) {
         let model = &r.options.model;
         let Some(list) = model_list(client, &r.endpoint).await else {
@@ -627,6 +638,8 @@ struct Scheduled {
     health: Arc<Health>,
     /// Attempts and cost per endpoint and provider this session.
     ledger: ledger::Ledger,
+    /// Per endpoint, the providers its routing pins it to ([`pinned_providers`]).
+    pinned: BTreeMap<String, Vec<String>>,
 }
 
 impl Session {
@@ -662,6 +675,7 @@ impl Session {
                 .report(options.progress, options.plain_every),
         );
         let health = Arc::new(Health::new(self.resolved.len()));
+        let pinned = pinned_providers(&self.resolved);
         let ctx = Arc::new(scheduler::Ctx {
             client: self.client,
             endpoints: EndpointPool::new(self.resolved),
@@ -703,6 +717,7 @@ impl Session {
             decreases,
             health,
             ledger,
+            pinned,
         })
     }
 }

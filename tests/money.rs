@@ -39,6 +39,8 @@ struct Behaviour {
     provider: Option<String>,
     /// The `GET /models` answer (404 when `None`).
     models: Option<Value>,
+    /// The key's `limit_remaining` in `GET /key` (404 when `None`).
+    credit_remaining: Option<f64>,
 }
 
 #[derive(Default)]
@@ -62,6 +64,7 @@ impl TestServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/models", get(models))
+            .route("/v1/key", get(key))
             .with_state(state.clone());
         TestServer {
             base_url: serve(app),
@@ -81,6 +84,15 @@ impl TestServer {
 async fn models(State(s): State<Arc<Server>>) -> Response {
     match s.behaviour.lock().unwrap().models.clone() {
         Some(list) => axum::Json(list).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn key(State(s): State<Arc<Server>>) -> Response {
+    match s.behaviour.lock().unwrap().credit_remaining {
+        Some(left) => {
+            axum::Json(json!({"data": {"limit_remaining": left, "usage": 0.0}})).into_response()
+        }
         None => StatusCode::NOT_FOUND.into_response(),
     }
 }
@@ -164,6 +176,18 @@ cap_s = 0.1
 }
 
 fn generate(prompts: &Path, run: &Path, config: &Path, base_url: &str, extra: &[&str]) -> Output {
+    generate_showing(prompts, run, config, base_url, extra, "none")
+}
+
+/// [`generate`] with `--progress PROGRESS` (`plain` also shows what is said at start).
+fn generate_showing(
+    prompts: &Path,
+    run: &Path,
+    config: &Path,
+    base_url: &str,
+    extra: &[&str],
+    progress: &str,
+) -> Output {
     Command::new(BIN)
         .args(["generate", "--prompts"])
         .arg(prompts)
@@ -171,7 +195,7 @@ fn generate(prompts: &Path, run: &Path, config: &Path, base_url: &str, extra: &[
         .arg(run)
         .arg("--config")
         .arg(config)
-        .args(["--base-url", base_url, "--progress", "none", "--json"])
+        .args(["--base-url", base_url, "--progress", progress, "--json"])
         .args(extra)
         .env_remove("OPENROUTER_API_KEY")
         .stdin(Stdio::null())
@@ -768,4 +792,60 @@ fn failures_of_a_pinned_provider_that_never_answered_are_attributed_and_not_call
     assert!(s["retryable"].as_u64().unwrap() > 0, "{s}");
     assert_eq!(s["retry_blocked"], 0, "{s}");
     assert!(!stderr.contains("pinned provider"), "{stderr}");
+}
+
+#[test]
+fn the_credit_check_refuses_on_the_expected_cost_and_warns_on_the_worst_case() {
+    let server = TestServer::start(Behaviour {
+        cost: 0.00001,
+        models: Some(priced_list()),
+        ..Behaviour::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = write_prompts(dir.path(), 50);
+    let config = write_config(dir.path(), 2);
+    let args = openrouter_args(&key_file(dir.path()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // Learn the projection (no credit limit).
+    let out = generate(
+        &prompts,
+        &dir.path().join("probe"),
+        &config,
+        &server.base_url,
+        &args,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let p = summary_json(&out)["projection"].clone();
+    let expected = p["expected_usd"].as_f64().unwrap();
+    let worst = p["worst_case_usd"].as_f64().unwrap();
+    assert!(expected < worst, "{p}");
+
+    // Credit between the two: the run goes ahead, warned.
+    let between = (expected + worst) / 2.0;
+    server.set(|b| b.credit_remaining = Some(between));
+    let between_run = dir.path().join("between");
+    let out = generate_showing(
+        &prompts,
+        &between_run,
+        &config,
+        &server.base_url,
+        &args,
+        "plain",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("the worst case"), "{}", text(&out));
+
+    // Credit below the expected cost: refused before anything is sent.
+    server.set(|b| b.credit_remaining = Some(expected / 2.0));
+    let sent = server.requests().len();
+    let out = generate(
+        &prompts,
+        &dir.path().join("below"),
+        &config,
+        &server.base_url,
+        &args,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("credit left"), "{}", text(&out));
+    assert_eq!(server.requests().len(), sent);
 }

@@ -364,7 +364,6 @@ async fn session_costs(
     let has_pending = !sorted.pending.is_empty();
     let budget = session_budget(config, prices, state);
     let projection = budget.projection(sorted.pending.iter().map(|p| p.prompt.prompt_tokens()));
-    let projected = projection.as_ref().map(|p| p.expected_usd);
     say(format!(
         "generate: {} prompt(s), {} finished before, {} to run; run dir {}",
         sorted.ids.len(),
@@ -383,7 +382,8 @@ async fn session_costs(
         ));
     }
     let pending = sorted.pending.len();
-    let credits = check_credits(client, resolved, config, projected, pending, say).await?;
+    let credits =
+        check_credits(client, resolved, config, projection.as_ref(), pending, say).await?;
     Ok(SessionCosts {
         prices,
         budget,
@@ -727,10 +727,12 @@ async fn check_credits(
     client: &Client,
     endpoints: &[crate::config::ResolvedEndpoint],
     config: &RunConfig,
-    projected: Option<f64>,
+    projection: Option<&Projection>,
     pending: usize,
     say: &impl Fn(String),
 ) -> Result<Vec<CreditInfo>, EngineError> {
+    let projected = projection.map(|p| p.expected_usd);
+    let worst = projection.and_then(|p| p.worst_case_usd);
     let mut infos = Vec::new();
     if pending == 0 {
         return Ok(infos);
@@ -756,6 +758,12 @@ async fn check_credits(
                         .budget
                         .max_cost_usd
                         .is_some_and(|max| max <= remaining);
+                    if worst.is_some_and(|w| w > remaining) && projected <= remaining && !capped {
+                        say(format!(
+                            "endpoint {:?}: warning: the worst case (every answer at the completion limit) would exceed the credit left; --max-cost-usd at or below it stops the run before it runs out",
+                            r.endpoint.name
+                        ));
+                    }
                     if projected > remaining && !capped && !config.force {
                         return Err(EngineError::InsufficientCredit {
                             endpoint: r.endpoint.name.clone(),

@@ -284,6 +284,12 @@ fn print_money(r: &RunSummary) {
             }
         );
     }
+    let unpriced: u64 = s.by_provider.iter().map(|f| f.unpriced_answers).sum();
+    if unpriced > 0 && s.cost_usd > 0.0 {
+        eprintln!(
+            "  {unpriced} answer(s) reported no usage.cost and no price is known for them: not in the cost above (set [budget] prompt_usd_per_mtok / completion_usd_per_mtok)"
+        );
+    }
     if !s.by_provider.is_empty() && !s.by_provider_complete {
         eprintln!("  (per-provider figures cover only the sessions that kept them)");
     }

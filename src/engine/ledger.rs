@@ -56,6 +56,7 @@ impl Ledger {
         match attempt.error_class {
             None => {
                 f.succeeded_attempts += 1;
+                f.unpriced_answers += u64::from(attempt.cost_usd.is_none());
                 self.latest_failure.remove(attempt.id);
             }
             Some(class) => {
@@ -147,11 +148,19 @@ mod tests {
         ledger.book(&booked("1", "a", true));
         ledger.book(&booked("2", "b", false));
         ledger.book(&booked("1", "a", true));
+        ledger.book(&Booked {
+            cost_usd: None,
+            ..booked("3", "b", false)
+        });
         let figures = ledger.figures();
         assert_eq!(figures.len(), 2);
         assert_eq!((figures[0].attempts, figures[0].failed_attempts), (2, 2));
         assert_eq!(figures[0].estimated_cost_usd, 0.0);
         assert_eq!(figures[1].estimated_cost_usd, 0.5);
+        assert_eq!(
+            (figures[1].succeeded_attempts, figures[1].unpriced_answers),
+            (2, 1)
+        );
         let pinned = |names: &[&str]| {
             BTreeMap::from([(
                 "or".to_string(),

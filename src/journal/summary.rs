@@ -104,6 +104,9 @@ pub struct ProviderFigures {
     pub cost_usd: f64,
     /// Of `cost_usd`: priced by draftgen (no `usage.cost` in the answer).
     pub estimated_cost_usd: f64,
+    /// Successful answers with no `usage.cost` and no price to price them by: not in `cost_usd`.
+    #[serde(default)]
+    pub unpriced_answers: u64,
 }
 
 impl ProviderFigures {
@@ -124,6 +127,7 @@ impl ProviderFigures {
         }
         self.cost_usd += other.cost_usd;
         self.estimated_cost_usd += other.estimated_cost_usd;
+        self.unpriced_answers += other.unpriced_answers;
     }
 }
 

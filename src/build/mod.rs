@@ -231,7 +231,7 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     let mut progress = Progress {
         summary: BuildSummary {
             out: config.out.to_path_buf(),
-            completeness: crate::journal::Completeness::of(config.run).ok(),
+            completeness: crate::journal::Completeness::of(config.run),
             ..BuildSummary::default()
         },
         seen: HashSet::new(),

@@ -127,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// `--require-complete`: the exit code refusing an unfinished run at `run` (said on stderr), or
 /// `None` when it is finished (or is no run: the command says so itself).
 pub(super) fn refuse_incomplete(run: &std::path::Path, command: &str) -> Option<ExitCode> {
-    let completeness = crate::journal::Completeness::of(run).ok()?;
+    let completeness = crate::journal::Completeness::of(run)?;
     let shortfall = completeness.shortfall()?;
     eprintln!("{command}: refused (--require-complete): {shortfall}");
     Some(ExitCode::from(INCOMPLETE_EXIT))

@@ -80,7 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    report.completeness = crate::journal::Completeness::of(&run_dir).ok();
+    report.completeness = crate::journal::Completeness::of(&run_dir);
     let out = args.out.clone().unwrap_or_else(|| args.run.clone());
     let (json_path, html_path) = verify::write(&report, &out)?;
     let colour = if args.json {

@@ -37,9 +37,13 @@ pub struct Completeness {
 }
 
 impl Completeness {
-    /// The completeness of the run at `root` now.
-    pub fn of(root: &Path) -> Result<Completeness, JournalError> {
+    /// The completeness of the run at `root` now; `None` when `root` holds no journal (or it
+    /// cannot be read). Nothing is created in a directory that is not a run.
+    pub fn of(root: &Path) -> Option<Completeness> {
         let run = RunDir::new(root);
+        if !run.journal_dir().is_dir() {
+            return None;
+        }
         let writer = match RunLock::acquire(root) {
             Ok(lock) => {
                 drop(lock);
@@ -49,7 +53,7 @@ impl Completeness {
             // A run directory that cannot be locked (read-only) has no writer either.
             Err(_) => None,
         };
-        let state = build_index(&run.journal_dir(), false)?;
+        let state = build_index(&run.journal_dir(), false).ok()?;
         let (mut answered, mut failed) = (0u64, 0u64);
         for (_, prompt) in state.prompts() {
             match prompt.disposition() {
@@ -59,7 +63,7 @@ impl Completeness {
         }
         let prompts = run.read_summary().and_then(|s| s.input_prompts);
         let no_answer = prompts.map(|n| n.saturating_sub(answered));
-        Ok(Completeness {
+        Some(Completeness {
             prompts,
             answered,
             failed,

@@ -228,7 +228,8 @@ fn plain_behaviour() -> draftgen::sim::Behaviour {
 /// `generate` of the directory's prompts into its run, as an OpenRouter client.
 fn generate(dir: &RunDir, base_url: &str, config: Option<&Path>) {
     let mut command = dir.generate(base_url);
-    command.args(["--kind", "openrouter", "--model", "m"]);
+    // The model the simulator lists (an unlisted id stops the run before anything is sent).
+    command.args(["--kind", "openrouter", "--model", "moonshotai/kimi-k2.5"]);
     if let Some(config) = config {
         command.arg("--config").arg(config);
     }

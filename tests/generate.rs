@@ -792,6 +792,8 @@ fn streaming_storm_against_the_simulator_then_resume_retries_what_ran_out() {
     // out of attempts in one session, and the next session retries exactly those.
     let sim = start_sim(SimConfig {
         flavor: Flavor::OpenRouter,
+        // The run's model must be in the model list (an unlisted id stops the run).
+        model_name: "test/model".into(),
         seed: 11,
         faults: FaultRates::all(0.2),
         hang: Duration::from_secs(30),

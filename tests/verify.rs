@@ -535,6 +535,8 @@ fn sim_run_with_two_sources_needs_only_the_run_directory() {
     let sim = start_sim(SimConfig {
         flavor: Flavor::OpenRouter,
         seed: 3,
+        // The run's model must be in the model list (an unlisted id stops the run).
+        model_name: "kimi-k2.5".into(),
         ..SimConfig::default()
     });
     let run = dir.run();

@@ -114,6 +114,10 @@ pub struct BuildInfo {
     pub shards: Vec<ShardInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jsonl: Option<FileHash>,
+    /// Whether the run was finished when built: prompts without an answer, a writer still
+    /// appending (`journal/completeness.rs`); `None` when it could not be told.
+    #[serde(default)]
+    pub completeness: Option<crate::journal::Completeness>,
 }
 
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {

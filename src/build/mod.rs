@@ -168,6 +168,10 @@ pub struct BuildSummary {
     /// Each provider group: the conventions inferred from its answers and what became of its rows.
     #[serde(default)]
     pub providers: Vec<ProviderReport>,
+    /// Whether the run read was finished (every prompt answered, no writer): `None` when it
+    /// could not be told (journal unreadable).
+    #[serde(default)]
+    pub completeness: Option<crate::journal::Completeness>,
 }
 
 impl BuildSummary {
@@ -226,6 +230,7 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     let mut progress = Progress {
         summary: BuildSummary {
             out: config.out.to_path_buf(),
+            completeness: crate::journal::Completeness::of(config.run),
             ..BuildSummary::default()
         },
         seen: HashSet::new(),
@@ -415,6 +420,7 @@ fn write_build_json(
         providers: summary.providers.clone(),
         shards: summary.shards.clone(),
         jsonl,
+        completeness: summary.completeness.clone(),
     };
     let path = config.out.join(BUILD_JSON);
     let mut text =

@@ -2,7 +2,10 @@
 //!
 //! Exit codes: 0 every successful record became a sample or was dropped by a policy; 1 some
 //! records could not be built or journal lines were unreadable (the rest is written, the summary
-//! names them); 2 bad flags, no such run or model.
+//! names them); 2 bad flags, no such run or model; 3 (`--require-complete`) the run is not
+//! finished — prompts without an answer, or a writer still appending — and nothing was built.
+//! Without the flag an unfinished run is built and said to be unfinished (and `build.json`
+//! records it).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -63,6 +66,10 @@ pub struct Args {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Refuse (exit 3, nothing built) while the run is unfinished: prompts without an answer or
+    /// a writer still appending. Without it an unfinished run is built with a warning.
+    #[arg(long)]
+    require_complete: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -72,6 +79,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "--max-len, --shard-rows and --row-group-rows must be at least 1".into(),
         )
         .into());
+    }
+    if args.require_complete {
+        if let Some(code) = refuse_incomplete(&args.run, "build") {
+            return Ok(code);
+        }
     }
     let model_dir =
         assets::resolve_model(&args.model.model).map_err(|e| UsageError(e.to_string()))?;
@@ -110,6 +122,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print_json(&summary)?;
     }
     Ok(finished(summary.all_ok()))
+}
+
+/// `--require-complete`: the exit code refusing an unfinished run at `run` (said on stderr), or
+/// `None` when it is finished (or is no run: the command says so itself).
+pub(super) fn refuse_incomplete(run: &std::path::Path, command: &str) -> Option<ExitCode> {
+    let completeness = crate::journal::Completeness::of(run)?;
+    let shortfall = completeness.shortfall()?;
+    eprintln!("{command}: refused (--require-complete): {shortfall}");
+    Some(ExitCode::from(INCOMPLETE_EXIT))
+}
+
+/// Exit code of `build` and `verify` refusing an unfinished run (`--require-complete`).
+pub(super) const INCOMPLETE_EXIT: u8 = 3;
+
+/// The warning that what was built is not the whole run.
+fn print_completeness(s: &BuildSummary) {
+    match s.completeness.as_ref().map(|c| (c, c.shortfall())) {
+        Some((_, Some(shortfall))) => eprintln!(
+            "  warning: {shortfall} — the samples are not the whole run (recorded in build.json; --require-complete refuses)"
+        ),
+        Some((c, None)) => eprintln!(
+            "  run complete: every one of its {} prompt(s) answered",
+            c.prompts.unwrap_or(c.answered)
+        ),
+        None => eprintln!("  warning: could not tell whether the run is complete"),
+    }
 }
 
 fn print_human(s: &BuildSummary, policies: &Policies) {
@@ -167,6 +205,7 @@ fn print_human(s: &BuildSummary, policies: &Policies) {
     if s.failures as usize > s.problems.len() {
         eprintln!("  … and {} more", s.failures as usize - s.problems.len());
     }
+    print_completeness(s);
     let files: Vec<&str> = s.shards.iter().map(|sh| sh.file.as_str()).collect();
     eprintln!(
         "  wrote {} ({}) and {}",

@@ -320,10 +320,64 @@ async fn forward_ctrl_c(shutdown: Shutdown) {
     }
 }
 
+/// The cost's estimated share, the projection made at start, and each provider's account.
+fn print_money(r: &RunSummary) {
+    let s = &r.summary;
+    if s.estimated_cost_usd > 0.0 {
+        eprintln!(
+            "  cost: ${:.4}, of which ${:.4} estimated (answers without usage.cost, priced from the price table or the model's published price)",
+            s.cost_usd, s.estimated_cost_usd
+        );
+    }
+    if let Some(p) = &r.projection {
+        eprintln!(
+            "  projected at start: about ${:.4} expected ({}){}",
+            p.expected_usd,
+            p.basis,
+            p.worst_case_usd
+                .map_or(String::new(), |w| format!(", at most ${w:.4}"))
+        );
+    }
+    for f in &s.by_provider {
+        let failures: Vec<String> = f
+            .failed_by_error_class
+            .iter()
+            .map(|(c, n)| format!("{}={n}", class_name(*c)))
+            .collect();
+        eprintln!(
+            "  {}: {} attempt(s), {} succeeded, {} failed{}; ${:.4}{}",
+            f.who(),
+            f.attempts,
+            f.succeeded_attempts,
+            f.failed_attempts,
+            if failures.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", failures.join(" "))
+            },
+            f.cost_usd,
+            if f.estimated_cost_usd > 0.0 {
+                format!(" (${:.4} estimated)", f.estimated_cost_usd)
+            } else {
+                String::new()
+            }
+        );
+    }
+    let unpriced: u64 = s.by_provider.iter().map(|f| f.unpriced_answers).sum();
+    if unpriced > 0 && s.cost_usd > 0.0 {
+        eprintln!(
+            "  {unpriced} answer(s) reported no usage.cost and no price is known for them: not in the cost above (set [budget] prompt_usd_per_mtok / completion_usd_per_mtok)"
+        );
+    }
+    if !s.by_provider.is_empty() && !s.by_provider_complete {
+        eprintln!("  (per-provider figures cover only the sessions that kept them)");
+    }
+}
+
 fn print_human(r: &RunSummary, config: &RunConfig) {
     let s = &r.summary;
     eprintln!(
-        "generate: {} — {} prompt(s): {} succeeded, {} failed ({} retryable on resume), {} skipped, {} not started",
+        "generate: {} — {} prompt(s): {} succeeded, {} failed ({} retryable on resume{}), {} skipped, {} not started",
         match r.stop {
             StopReason::Completed => "completed".to_string(),
             _ => "stopped".to_string(),
@@ -331,7 +385,15 @@ fn print_human(r: &RunSummary, config: &RunConfig) {
         r.prompts,
         s.succeeded,
         s.failed,
-        s.retryable,
+        s.retryable - s.retry_blocked.min(s.retryable),
+        if s.retry_blocked > 0 {
+            format!(
+                "; {} more only once their pinned provider answers again",
+                s.retry_blocked
+            )
+        } else {
+            String::new()
+        },
         s.skipped,
         r.not_started,
     );
@@ -364,6 +426,7 @@ fn print_human(r: &RunSummary, config: &RunConfig) {
         "  this session: {} attempt(s), {:.1}s, {:.1} req/s",
         s.session_requests, s.wall_time_s, s.requests_per_s
     );
+    print_money(r);
     eprintln!(
         "  summary: {}",
         r.run_dir.join(crate::journal::SUMMARY_FILE).display()

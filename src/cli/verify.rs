@@ -2,7 +2,9 @@
 //!
 //! Exit codes: 0 verification passed; 1 a sample is divergent from the reference ids, of
 //! fidelity class inconsistent, or could not be checked (and, with `--strict-tools`, a tool-call
-//! red flag); 2 bad flags, no such directory, model or reference file.
+//! red flag); 2 bad flags, no such directory, model or reference file; 3 (`--require-complete`)
+//! the run is unfinished (prompts without an answer, or a writer still appending). Without the
+//! flag an unfinished run is verified and said to be unfinished (verify.json `completeness`).
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -43,11 +45,21 @@ pub struct Args {
     /// Print verify.json on stdout (the summary then goes to stderr).
     #[arg(long)]
     json: bool,
+    /// Refuse (exit 3) while the run is unfinished: prompts without an answer or a writer still
+    /// appending. Without it an unfinished run is verified with a warning.
+    #[arg(long)]
+    require_complete: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !args.run.is_dir() {
         return Err(UsageError(format!("{}: no such directory", args.run.display())).into());
+    }
+    let run_dir = run_of(&args.run);
+    if args.require_complete {
+        if let Some(code) = super::build::refuse_incomplete(&run_dir, "verify") {
+            return Ok(code);
+        }
     }
     let profile = args.model.load()?;
     let config = VerifyConfig {
@@ -60,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         strict_tools: args.strict_tools,
         progress: std::io::stderr().is_terminal(),
     };
-    let report = match verify::verify(&config) {
+    let mut report = match verify::verify(&config) {
         Ok(report) => report,
         Err(e @ VerifyError::Input(_)) => return Err(UsageError(e.to_string()).into()),
         Err(e @ VerifyError::Io { .. }) if args.reference.is_some() => {
@@ -68,6 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
+    report.completeness = crate::journal::Completeness::of(&run_dir);
     let out = args.out.clone().unwrap_or_else(|| args.run.clone());
     let (json_path, html_path) = verify::write(&report, &out)?;
     let colour = if args.json {
@@ -76,6 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         std::io::stdout().is_terminal()
     } && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let mut text = summary(&report, colour);
+    completeness_lines(&mut text, &report, &run_dir);
     let _ = writeln!(
         text,
         "wrote {} and {}",
@@ -89,6 +103,52 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print!("{text}");
     }
     Ok(finished(report.gate.ok))
+}
+
+/// The run directory behind `input`: itself, or the run a build directory's build.json names.
+fn run_of(input: &std::path::Path) -> PathBuf {
+    if input.join(crate::journal::JOURNAL_DIR).is_dir() {
+        return input.to_path_buf();
+    }
+    std::fs::read(input.join(crate::build::BUILD_JSON))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|info| info.get("run")?.as_str().map(PathBuf::from))
+        .unwrap_or_else(|| input.to_path_buf())
+}
+
+/// Whether the run is finished, and its failed attempts per endpoint and provider (summary.json).
+fn completeness_lines(s: &mut String, r: &VerifyReport, run_dir: &std::path::Path) {
+    match r.completeness.as_ref().map(|c| c.shortfall()) {
+        Some(Some(shortfall)) => {
+            let _ = writeln!(
+                s,
+                "  warning: {shortfall} — what was verified is not the whole run (--require-complete refuses)"
+            );
+        }
+        Some(None) => {}
+        None => {
+            let _ = writeln!(s, "  warning: could not tell whether the run is complete");
+        }
+    }
+    let Some(summary) = crate::journal::RunDir::new(run_dir).read_summary() else {
+        return;
+    };
+    for f in summary.by_provider.iter().filter(|f| f.failed_attempts > 0) {
+        let classes: Vec<String> = f
+            .failed_by_error_class
+            .iter()
+            .map(|(c, n)| format!("{}={n}", crate::engine::class_name(*c)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  failed attempts, {}: {} of {} ({})",
+            f.who(),
+            f.failed_attempts,
+            f.attempts,
+            classes.join(" ")
+        );
+    }
 }
 
 fn red(text: &str, colour: bool) -> String {

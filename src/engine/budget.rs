@@ -22,6 +22,9 @@ use crate::dataset::Prompt;
 
 /// Completion tokens assumed when `max_tokens` is not set.
 const DEFAULT_COMPLETION_ESTIMATE: u64 = 1024;
+/// Before any answer has been seen, the expected answer is assumed to use this share of the
+/// completion limit (the worst case is every answer reaching it).
+const ASSUMED_COMPLETION_SHARE: f64 = 0.25;
 /// Observed costs needed before the mean replaces the price-table estimate.
 const MIN_OBSERVATIONS: u64 = 3;
 
@@ -83,6 +86,16 @@ pub struct CostHistory {
     pub max: f64,
 }
 
+/// What the pending prompts are expected to cost and the most they can, by the price table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Projection {
+    pub expected_usd: f64,
+    /// Every answer at the completion limit (`None` without a price: nothing bounds an answer).
+    pub worst_case_usd: Option<f64>,
+    /// What the expected figure rests on, said in words.
+    pub basis: String,
+}
+
 /// The answer to "may one more request start?".
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Reservation {
@@ -106,6 +119,8 @@ pub struct Budget {
     /// Reservations not yet settled (requests in flight).
     holders: u64,
     observed: CostHistory,
+    /// Mean completion tokens of the run's successful answers, and how many there were.
+    completions: Option<(f64, u64)>,
     /// A successful answer came without a cost and there is no price table: the endpoint does not
     /// say what it costs (a local server), so the cap cannot be held and does not limit requests.
     costless: bool,
@@ -127,6 +142,7 @@ impl Budget {
             reserved: 0.0,
             holders: 0,
             observed: CostHistory::default(),
+            completions: None,
             costless: false,
         }
     }
@@ -134,6 +150,13 @@ impl Budget {
     /// Start from the costs the journal already holds (every earlier session of the run).
     pub fn with_history(mut self, history: CostHistory) -> Budget {
         self.observed = history;
+        self
+    }
+
+    /// The run's answers so far: `answers` successful ones with `completion_tokens` in total.
+    pub fn with_completions(mut self, completion_tokens: u64, answers: u64) -> Budget {
+        self.completions =
+            (answers > 0).then(|| (completion_tokens as f64 / answers as f64, answers));
         self
     }
 
@@ -207,6 +230,70 @@ impl Budget {
             return None;
         }
         Some(prompt_tokens.map(|t| self.estimate_tokens(t)).sum())
+    }
+
+    /// The expected and worst-case cost of prompts of `prompt_tokens` each: the expected figure
+    /// from the run's mean cost once a few answers reported one, else from the price table with
+    /// the mean completion length observed, else (no answer yet) with an assumed share of the
+    /// completion limit; `None` when nothing is known to project from.
+    pub fn projection(&self, prompt_tokens: impl Iterator<Item = u64>) -> Option<Projection> {
+        let limit = self
+            .max_tokens
+            .map_or(DEFAULT_COMPLETION_ESTIMATE, u64::from);
+        let (per_prompt, basis): (Box<dyn Fn(u64) -> f64 + '_>, String) = match (
+            self.prices,
+            self.completions,
+        ) {
+            _ if self.observed.n >= MIN_OBSERVATIONS => {
+                let mean = self.observed.sum / self.observed.n as f64;
+                let basis = format!(
+                    "the mean cost of the run's {} costed answer(s), ${mean:.6} each",
+                    self.observed.n
+                );
+                (Box::new(move |_| mean), basis)
+            }
+            (Some(p), Some((mean, answers))) => {
+                let basis = format!(
+                        "the price table and the mean answer length observed, {mean:.0} completion token(s) over {answers} answer(s)"
+                    );
+                (
+                    Box::new(move |t| t as f64 * p.prompt + mean * p.completion),
+                    basis,
+                )
+            }
+            (Some(p), None) => {
+                let assumed = limit as f64 * ASSUMED_COMPLETION_SHARE;
+                let basis = format!(
+                        "the price table, assuming each answer uses {:.0}% of the {limit}-token completion limit ({assumed:.0} tokens) until answers arrive",
+                        ASSUMED_COMPLETION_SHARE * 100.0
+                    );
+                (
+                    Box::new(move |t| t as f64 * p.prompt + assumed * p.completion),
+                    basis,
+                )
+            }
+            (None, _) if self.observed.n > 0 => {
+                let mean = self.observed.sum / self.observed.n as f64;
+                let basis = format!(
+                    "the mean cost of the run's {} costed answer(s) (few: rough)",
+                    self.observed.n
+                );
+                (Box::new(move |_| mean), basis)
+            }
+            (None, _) => return None,
+        };
+        let mut expected = 0.0;
+        let mut worst = 0.0;
+        for tokens in prompt_tokens {
+            expected += per_prompt(tokens);
+            worst += self.reservation_for(tokens).unwrap_or(0.0);
+        }
+        let bounded = self.prices.is_some() || self.observed.n > 0;
+        Some(Projection {
+            expected_usd: expected,
+            worst_case_usd: bounded.then_some(worst.max(expected)),
+            basis,
+        })
     }
 
     /// Ask to start one request for a prompt of `prompt_tokens`. Under a cap, what is reserved
@@ -347,6 +434,43 @@ mod tests {
         assert_eq!(b.reserve(5), Reservation::Wait, "a failure told nothing");
         b.settle(0.0, None, true);
         assert!((0..10).all(|_| b.reserve(5) == Reservation::Granted(0.0)));
+    }
+
+    #[test]
+    fn projection_expects_a_share_of_the_limit_then_the_observed_length() {
+        let prices = PriceTable {
+            prompt: 1e-6,
+            completion: 4e-6,
+        };
+        let b = Budget::new(None, Some(prices), Some(1000), 0.0);
+        let p = b.projection([100u64, 100].into_iter()).unwrap();
+        // Each: 100 prompt tokens + 250 assumed completion tokens; worst 100 + 1000.
+        assert!(
+            (p.expected_usd - 2.0 * (100e-6 + 250.0 * 4e-6)).abs() < 1e-12,
+            "{p:?}"
+        );
+        let worst = p.worst_case_usd.unwrap();
+        assert!(
+            (worst - 2.0 * (100e-6 + 1000.0 * 4e-6)).abs() < 1e-12,
+            "{p:?}"
+        );
+        assert!(p.basis.contains("25%"), "{}", p.basis);
+        // Two answers of 50 completion tokens seen: they set the expected length.
+        let b = b.with_completions(100, 2);
+        let p = b.projection([100u64].into_iter()).unwrap();
+        assert!(
+            (p.expected_usd - (100e-6 + 50.0 * 4e-6)).abs() < 1e-12,
+            "{p:?}"
+        );
+        assert!(
+            p.basis.contains("50 completion token(s) over 2"),
+            "{}",
+            p.basis
+        );
+        assert_eq!(
+            Budget::new(None, None, None, 0.0).projection([1u64].into_iter()),
+            None
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The OpenRouter credit check at start: how much the key may still spend, compared with what the
 //! run is projected to cost.
 //!
-//! Decision (documented in the CLI help): if the projection exceeds the credit left, the run is
-//! refused unless a `--max-cost-usd` at or below the credit is set (the budget then stops the run
-//! before the credit runs out) or `--force` is given. A key endpoint that cannot be reached only
+//! Decision (documented in the CLI help): if the expected projection (`budget.rs`: observed costs
+//! or answer lengths, before any answer a stated share of `max_tokens`) exceeds the credit left,
+//! the run is refused unless a `--max-cost-usd` at or below the credit is set (the budget then
+//! stops the run before the credit runs out) or `--force` is given; the worst case exceeding it
+//! only warns. A key endpoint that cannot be reached only
 //! warns — the check protects, it must not block a run on an API hiccup — but a 401/402 from it is
 //! fatal, exactly as from a chat request.
 

@@ -16,6 +16,7 @@ mod concurrency;
 mod credits;
 mod endpoints;
 mod health;
+mod ledger;
 mod pricing;
 mod progress;
 mod prompts;
@@ -32,12 +33,14 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-pub use budget::{cost_of, prompt_tokens_estimate, Budget, CostHistory, PriceTable, Reservation};
+pub use budget::{
+    cost_of, prompt_tokens_estimate, Budget, CostHistory, PriceTable, Projection, Reservation,
+};
 pub use concurrency::{Limiter, Permit};
 pub use credits::{key_info, parse_key_info, CreditInfo};
 pub use endpoints::EndpointPool;
 pub use health::{Health, DEAD_AFTER};
-pub use pricing::{price_in_list, published_price};
+pub use pricing::{closest_ids, lists_model, model_list, price_in_list, published_price};
 pub use progress::say_above_bar;
 pub use progress::{class_name, Progress, ProgressMode, Stats};
 pub use prompts::PromptList;
@@ -74,6 +77,15 @@ pub enum EngineError {
     },
     #[error("{0}")]
     KeyRejected(String),
+    #[error(
+        "endpoint {endpoint:?} does not list the model {model:?} in its model list: nothing was sent{}",
+        if closest.is_empty() { String::new() } else { format!("; closest ids it lists: {}", closest.join(", ")) }
+    )]
+    UnknownModel {
+        endpoint: String,
+        model: String,
+        closest: Vec<String>,
+    },
     #[error("cannot start the async runtime: {0}")]
     Runtime(String),
 }
@@ -83,7 +95,9 @@ impl EngineError {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            EngineError::Config(_) | EngineError::Journal(JournalError::SettingsChanged { .. })
+            EngineError::Config(_)
+                | EngineError::Journal(JournalError::SettingsChanged { .. })
+                | EngineError::UnknownModel { .. }
         )
     }
 }
@@ -123,9 +137,13 @@ pub struct RunSummary {
     /// Credit reported by OpenRouter endpoints at start.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub credits: Vec<CreditInfo>,
-    /// Cost projected at start for the pending prompts, when there was anything to project from.
+    /// Cost projected at start for the pending prompts (the expected figure of `projection`),
+    /// when there was anything to project from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub projected_cost_usd: Option<f64>,
+    /// The projection at start: expected, worst case, and what the expected figure rests on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projection: Option<Projection>,
     /// The adaptive in-flight limit at the end of the session, and how often it was cut because
     /// the server turned requests away.
     pub concurrency_limit: usize,
@@ -219,22 +237,28 @@ pub(crate) async fn run_list_as(
     };
 
     let prompts = distinct_in_order(prompts.items);
+    // Conversations run by turn: the input is not the prompts the journal holds.
+    let input_prompts = manifest.is_none().then_some(prompts.len() as u64);
     let manifest = manifest.unwrap_or_else(|| {
         manifest_for(config, prompts.iter().map(|p| &*p.id)).with_prompts(prompts_file)
     });
+    let client = run_client(config, &options)?;
+    // Before the run directory is made: a wrong model id leaves nothing behind to resume.
+    let prices = run_prices(config, &client, &resolved, &say).await?;
     let (journal, state) = open_run(config, run_dir, &manifest, &keys, &say)?;
     let sorted = sort_prompts(config, &state, prompts);
-    if sorted.lowered_limits > 0 {
-        say(format!(
-            "{} prompt(s) ask for more than the run's max_tokens ({}): sent with the run's (the budget bounds each request by it)",
-            sorted.lowered_limits,
-            config.request.max_tokens.unwrap_or_default()
-        ));
-    }
+    say_lowered_limits(config, &sorted, &say);
 
-    let client = run_client(config, &options)?;
     let streams = open_stream_log(run_dir, options.keep_stream)?;
-    let costs = session_costs(config, &client, &resolved, &sorted, &state, run_dir, &say).await?;
+    let costs = session_costs(
+        config,
+        &client,
+        (&resolved, prices),
+        (&sorted, &state),
+        run_dir,
+        &say,
+    )
+    .await?;
     let session = Session {
         client,
         resolved,
@@ -254,23 +278,54 @@ pub(crate) async fn run_list_as(
             sorted.ids.len() as u64,
         )
         .await?;
-    let summary = write_summary(run_dir, &ended.state, started, skipped_lines)?;
+    let summary = write_summary(run_dir, (&ended, input_prompts), started, skipped_lines)?;
+    Ok(run_summary(
+        run_dir,
+        &shutdown,
+        (&sorted.ids, sorted.finished_before),
+        (costs.credits, costs.projection),
+        &ended,
+        summary,
+    ))
+}
+
+/// The account of a session that ended as `ended`, its run summed up in `summary`.
+fn run_summary(
+    run_dir: &Path,
+    shutdown: &Shutdown,
+    (ids, finished_before): (&[Box<str>], u64),
+    (credits, projection): (Vec<CreditInfo>, Option<Projection>),
+    ended: &Scheduled,
+    summary: Summary,
+) -> RunSummary {
     let stop = shutdown
         .reason()
         .map_or(StopReason::Completed, |(reason, _)| reason);
-    Ok(RunSummary {
+    RunSummary {
         run_dir: run_dir.to_path_buf(),
         stop,
-        prompts: sorted.ids.len() as u64,
-        finished_before: sorted.finished_before,
-        not_started: not_started(&sorted.ids, &ended.state),
-        credits: costs.credits,
-        projected_cost_usd: costs.projected,
+        prompts: ids.len() as u64,
+        finished_before,
+        not_started: not_started(ids, &ended.state),
+        credits,
+        projected_cost_usd: projection.as_ref().map(|p| p.expected_usd),
+        projection,
         concurrency_limit: ended.limit,
         concurrency_decreases: ended.decreases,
         first_errors: ended.health.first_errors(),
         summary,
-    })
+    }
+}
+
+/// Say how many prompts asked for more than the run's `max_tokens` (they are sent with the run's).
+fn say_lowered_limits(config: &RunConfig, sorted: &SortedPrompts, say: &impl Fn(String)) {
+    if sorted.lowered_limits > 0 {
+        say(format!(
+            "{} prompt(s) ask for more than the run's max_tokens ({}): sent with the run's (the budget bounds each request by it)",
+            sorted.lowered_limits,
+            config.request.max_tokens.unwrap_or_default()
+        ));
+    }
 }
 
 /// The HTTP client every request of the session goes through.
@@ -294,7 +349,7 @@ fn not_started(ids: &[Box<str>], state: &ResumeState) -> u64 {
 struct SessionCosts {
     prices: Option<PriceTable>,
     budget: Budget,
-    projected: Option<f64>,
+    projection: Option<Projection>,
     credits: Vec<CreditInfo>,
 }
 
@@ -303,16 +358,14 @@ struct SessionCosts {
 async fn session_costs(
     config: &RunConfig,
     client: &Client,
-    resolved: &[crate::config::ResolvedEndpoint],
-    sorted: &SortedPrompts,
-    state: &ResumeState,
+    (resolved, prices): (&[crate::config::ResolvedEndpoint], Option<PriceTable>),
+    (sorted, state): (&SortedPrompts, &ResumeState),
     run_dir: &Path,
     say: &impl Fn(String),
 ) -> Result<SessionCosts, EngineError> {
     let has_pending = !sorted.pending.is_empty();
-    let prices = run_prices(config, client, resolved, has_pending, say).await;
     let budget = session_budget(config, prices, state);
-    let projected = budget.project_tokens(sorted.pending.iter().map(|p| p.prompt.prompt_tokens()));
+    let projection = budget.projection(sorted.pending.iter().map(|p| p.prompt.prompt_tokens()));
     say(format!(
         "generate: {} prompt(s), {} finished before, {} to run; run dir {}",
         sorted.ids.len(),
@@ -320,12 +373,23 @@ async fn session_costs(
         sorted.pending.len(),
         run_dir.display()
     ));
+    if let (Some(p), true) = (&projection, has_pending) {
+        say(format!(
+            "projected cost of this session: about ${:.4} expected ({}){}",
+            p.expected_usd,
+            p.basis,
+            p.worst_case_usd.map_or(String::new(), |w| format!(
+                "; at most ${w:.4} if every answer reaches the completion limit"
+            ))
+        ));
+    }
     let pending = sorted.pending.len();
-    let credits = check_credits(client, resolved, config, projected, pending, say).await?;
+    let credits =
+        check_credits(client, resolved, config, projection.as_ref(), pending, say).await?;
     Ok(SessionCosts {
         prices,
         budget,
-        projected,
+        projection,
         credits,
     })
 }
@@ -353,15 +417,27 @@ fn open_run(
     Ok((journal, state))
 }
 
-/// `summary.json` of the whole run after this session (earlier sessions' figures kept).
+/// `summary.json` of the whole run after the session that `ended` (earlier sessions' figures
+/// kept); `input_prompts`: distinct prompts of the input, when they are those the journal holds.
 fn write_summary(
     run_dir: &Path,
-    state: &ResumeState,
+    (end, input_prompts): (&Scheduled, Option<u64>),
     started: Instant,
     skipped_lines: Vec<crate::journal::SkippedLine>,
 ) -> Result<Summary, EngineError> {
-    let mut summary =
-        Summary::from_state(state, started.elapsed()).after(RunDir::new(run_dir).read_summary());
+    let mut summary = Summary::from_state(&end.state, started.elapsed());
+    summary.by_provider = end.ledger.figures();
+    summary.estimated_cost_usd = summary
+        .by_provider
+        .iter()
+        .map(|f| f.estimated_cost_usd)
+        .sum();
+    let previous = RunDir::new(run_dir).read_summary();
+    summary.input_prompts =
+        input_prompts.or_else(|| previous.as_ref().and_then(|p| p.input_prompts));
+    let mut summary = summary.after(previous);
+    let blocked = ledger::blocked_providers(&summary.by_provider, &end.pinned);
+    summary.retry_blocked = end.ledger.retry_blocked(&end.state, &blocked);
     summary.skipped_lines = skipped_lines;
     RunDir::new(run_dir).write_summary(&summary)?;
     Ok(summary)
@@ -456,32 +532,75 @@ fn open_stream_log(
     Ok(Some(log))
 }
 
-/// The price table of the run: the configured one, or (a cap with no price table and prompts to
-/// run) the model's published price on an OpenRouter endpoint, which bounds the first requests.
+/// Per endpoint, the providers its OpenRouter routing restricts it to: `provider.only`, or
+/// `provider.order` with `allow_fallbacks = false`.
+fn pinned_providers(resolved: &[crate::config::ResolvedEndpoint]) -> BTreeMap<String, Vec<String>> {
+    let names = |v: Option<&serde_json::Value>| -> Vec<String> {
+        v.and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|n| n.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut pinned = BTreeMap::new();
+    for r in resolved {
+        let Some(routing) = &r.options.provider else {
+            continue;
+        };
+        let mut only = names(routing.get("only"));
+        if only.is_empty() && routing.get("allow_fallbacks") == Some(&serde_json::json!(false)) {
+            only = names(routing.get("order"));
+        }
+        if !only.is_empty() {
+            pinned.insert(r.endpoint.name.clone(), only);
+        }
+    }
+    pinned
+}
+
+/// The model list of every OpenRouter endpoint, fetched before anything is sent: a model it does
+/// not list stops the run (with the closest ids it lists); a list that cannot be fetched only
+/// says so. Returns the price table of the run: the configured one, else the model's published
+/// price, which prices answers without `usage.cost` (marked estimated) and bounds requests.
 async fn run_prices(
     config: &RunConfig,
     client: &Client,
     resolved: &[crate::config::ResolvedEndpoint],
-    has_pending: bool,
     say: &impl Fn(String),
-) -> Option<PriceTable> {
-    let prices = PriceTable::from_config(&config.budget);
-    if prices.is_some() || config.budget.max_cost_usd.is_none() || !has_pending {
-        return prices;
-    }
+) -> Result<Option<PriceTable>, EngineError> {
+    let mut prices = PriceTable::from_config(&config.budget);
     for r in resolved.iter().filter(|r| r.kind == ServerKind::OpenRouter) {
-        if let Some(found) = published_price(client, &r.endpoint, &r.options.model).await {
+        let model = &r.options.model;
+        let Some(list) = model_list(client, &r.endpoint).await else {
             say(format!(
-                "endpoint {:?}: {} is priced ${:.4} / ${:.4} per million prompt / completion tokens (its published price; the budget bounds each request by it)",
+                "endpoint {:?}: could not fetch its model list; the model id {model:?} is not checked",
+                r.endpoint.name
+            ));
+            continue;
+        };
+        if lists_model(&list, model) == Some(false) {
+            return Err(EngineError::UnknownModel {
+                endpoint: r.endpoint.name.clone(),
+                model: model.clone(),
+                closest: closest_ids(&list, model),
+            });
+        }
+        if prices.is_some() {
+            continue;
+        }
+        if let Some(found) = price_in_list(&list, model) {
+            say(format!(
+                "endpoint {:?}: {model} is priced ${:.4} / ${:.4} per million prompt / completion tokens (its published price: answers without usage.cost are priced by it, marked estimated; the budget bounds each request by it)",
                 r.endpoint.name,
-                r.options.model,
                 found.prompt * 1e6,
                 found.completion * 1e6
             ));
-            return Some(found);
+            prices = Some(found);
         }
     }
-    None
+    Ok(prices)
 }
 
 /// The budget of this session: the cap over the whole run, with what earlier sessions spent.
@@ -497,6 +616,7 @@ fn session_budget(config: &RunConfig, prices: Option<PriceTable>, state: &Resume
         n: state.totals.costed_records,
         max: state.totals.max_record_cost_usd,
     })
+    .with_completions(state.totals.completion_tokens, state.totals.success)
 }
 
 /// What a session schedules its prompts with, once the run is open and checked.
@@ -518,6 +638,10 @@ struct Scheduled {
     limit: usize,
     decreases: u64,
     health: Arc<Health>,
+    /// Attempts and cost per endpoint and provider this session.
+    ledger: ledger::Ledger,
+    /// Per endpoint, the providers its routing pins it to ([`pinned_providers`]).
+    pinned: BTreeMap<String, Vec<String>>,
 }
 
 impl Session {
@@ -553,6 +677,7 @@ impl Session {
                 .report(options.progress, options.plain_every),
         );
         let health = Arc::new(Health::new(self.resolved.len()));
+        let pinned = pinned_providers(&self.resolved);
         let ctx = Arc::new(scheduler::Ctx {
             client: self.client,
             endpoints: EndpointPool::new(self.resolved),
@@ -569,9 +694,15 @@ impl Session {
             records: writer.sender(),
             keys: self.keys,
             streams: self.streams,
+            ledger: Mutex::new(ledger::Ledger::default()),
         });
         scheduler::schedule(ctx.clone(), pending, config.grace()).await;
         let (limit, decreases) = (ctx.limiter.limit(), ctx.limiter.decreases());
+        let ledger = ctx
+            .ledger
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
         drop(ctx);
 
         reporter.abort();
@@ -587,6 +718,8 @@ impl Session {
             limit,
             decreases,
             health,
+            ledger,
+            pinned,
         })
     }
 }
@@ -596,10 +729,12 @@ async fn check_credits(
     client: &Client,
     endpoints: &[crate::config::ResolvedEndpoint],
     config: &RunConfig,
-    projected: Option<f64>,
+    projection: Option<&Projection>,
     pending: usize,
     say: &impl Fn(String),
 ) -> Result<Vec<CreditInfo>, EngineError> {
+    let projected = projection.map(|p| p.expected_usd);
+    let worst = projection.and_then(|p| p.worst_case_usd);
     let mut infos = Vec::new();
     if pending == 0 {
         return Ok(infos);
@@ -625,6 +760,12 @@ async fn check_credits(
                         .budget
                         .max_cost_usd
                         .is_some_and(|max| max <= remaining);
+                    if worst.is_some_and(|w| w > remaining) && projected <= remaining && !capped {
+                        say(format!(
+                            "endpoint {:?}: warning: the worst case (every answer at the completion limit) would exceed the credit left; --max-cost-usd at or below it stops the run before it runs out",
+                            r.endpoint.name
+                        ));
+                    }
                     if projected > remaining && !capped && !config.force {
                         return Err(EngineError::InsufficientCredit {
                             endpoint: r.endpoint.name.clone(),

@@ -31,6 +31,7 @@ use super::budget::{cost_of_usage, Budget, PriceTable, Reservation};
 use super::concurrency::{Limiter, Permit};
 use super::endpoints::EndpointPool;
 use super::health::Health;
+use super::ledger::{Booked, Ledger};
 use super::progress::Progress;
 use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
@@ -63,6 +64,8 @@ pub(crate) struct Ctx {
     pub keys: Vec<ApiKey>,
     /// `--keep-stream`: where streamed answers' raw chunks go.
     pub streams: Option<crate::journal::streams::StreamLog>,
+    /// Attempts and cost per endpoint and provider this session.
+    pub ledger: Mutex<Ledger>,
 }
 
 /// A prompt to run and the `attempt` number its first try this session carries.
@@ -276,9 +279,19 @@ async fn attempt<'a>(
         started_at: started_at.to_rfc3339(),
         source: &prompt.source,
     };
-    let (encoded, next) = attempt_record(ctx, &head, result, n, latency_ms);
+    let (encoded, next, served) = attempt_record(ctx, &head, result, n, latency_ms);
     drop(request);
     let record = record_or_stop(ctx, encoded, &endpoint.name, estimate)?;
+    if let Ok(mut ledger) = ctx.ledger.lock() {
+        ledger.book(&Booked {
+            id: &prompt.id,
+            endpoint: &endpoint.name,
+            provider: served.provider.as_deref(),
+            error_class: record.meta.error_class,
+            cost_usd: record.meta.cost_usd,
+            estimated: served.estimated,
+        });
+    }
     account(
         ctx,
         endpoint_index,
@@ -320,8 +333,34 @@ fn request_body(
     }
 }
 
-/// The journal record of one attempt's result, and (for a failure) what the retry policy says
-/// comes next. A streamed answer's chunks go to the stream log first (`--keep-stream`).
+/// Who answered an attempt and whether its cost was priced by draftgen.
+#[derive(Default)]
+struct Served {
+    provider: Option<String>,
+    estimated: bool,
+}
+
+impl Served {
+    fn of(facts: &ResponseFacts, ctx: &Ctx) -> Served {
+        let (cost, estimated) = cost_and_estimated(&facts.usage, ctx);
+        Served {
+            provider: facts.provider.clone(),
+            estimated: estimated && cost.is_some(),
+        }
+    }
+}
+
+/// The cost of an attempt's usage, and whether it was priced here (no `usage.cost`).
+fn cost_and_estimated(usage: &UsageNumbers, ctx: &Ctx) -> (Option<f64>, bool) {
+    (
+        cost_of_usage(usage, ctx.prices.as_ref()),
+        usage.cost.is_none(),
+    )
+}
+
+/// The journal record of one attempt's result, (for a failure) what the retry policy says
+/// comes next, and who served it. A streamed answer's chunks go to the stream log first
+/// (`--keep-stream`).
 fn attempt_record(
     ctx: &Ctx,
     head: &Head<'_>,
@@ -331,6 +370,7 @@ fn attempt_record(
 ) -> (
     Result<EncodedRecord, serde_json::Error>,
     Option<(ApiError, Next)>,
+    Served,
 ) {
     match result {
         Ok(mut outcome) => {
@@ -340,12 +380,18 @@ fn attempt_record(
                     tracing::warn!("--keep-stream: cannot append to streams.zst: {e}");
                 }
             }
-            (success_record(ctx, head, outcome), None)
+            let served = Served::of(&outcome.facts, ctx);
+            (success_record(ctx, head, outcome), None, served)
         }
         Err(err) => {
             let next = ctx.retry.next(err.class, n, err.retry_after);
+            let served = err
+                .body
+                .as_ref()
+                .map(|body| Served::of(&ResponseFacts::of_value(body), ctx))
+                .unwrap_or_default();
             let record = failure_record(ctx, head, &err, latency_ms);
-            (record, Some((err, next)))
+            (record, Some((err, next)), served)
         }
     }
 }

@@ -16,6 +16,7 @@
 
 mod atomic;
 mod channel;
+mod completeness;
 mod error;
 mod index;
 mod lock;
@@ -35,6 +36,7 @@ mod writer;
 
 pub use atomic::atomic_write;
 pub use channel::{JournalWriter, RecordSender};
+pub use completeness::Completeness;
 pub use error::JournalError;
 pub use lock::{RunLock, LOCK_FILE};
 pub use manifest::{Manifest, PromptsFile, ServerRecord};
@@ -46,5 +48,8 @@ pub use resume::{
 };
 pub use run_dir::{RunDir, MANIFEST_FILE, SUMMARY_FILE};
 pub use segment::{segment_file_name, JOURNAL_DIR};
-pub use summary::{AllSessions, SessionFigures, SkippedLine, StatusCounts, Summary};
+pub use summary::{
+    merge_provider_figures, AllSessions, ProviderFigures, SessionFigures, SkippedLine,
+    StatusCounts, Summary,
+};
 pub use writer::{Journal, JournalOptions, JournalStats, REDACTED};

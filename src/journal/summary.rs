@@ -37,6 +37,11 @@ pub struct Summary {
     pub skipped: u64,
     /// Of `failed`: prompts whose latest failure is transient, so a resume would retry them.
     pub retryable: u64,
+    /// Of `retryable`: prompts whose latest failure came from a provider the run is pinned to
+    /// (`provider.only` without fallbacks) that has never answered in this run — a resume sends
+    /// them back to it, so they are not counted as retryable in what is said to the user.
+    #[serde(default)]
+    pub retry_blocked: u64,
     /// Failed prompts by the class of their latest failure.
     pub failed_by_error_class: BTreeMap<ErrorClass, u64>,
     /// Every record (attempt), by status and by error class.
@@ -48,6 +53,19 @@ pub struct Summary {
     pub completion_tokens: u64,
     /// Sum of `cost_usd` over every record (failed attempts can cost too).
     pub cost_usd: f64,
+    /// Of `cost_usd`: what was priced from the price table or the model's published price because
+    /// the answer reported no `usage.cost` (sessions that kept this figure).
+    #[serde(default)]
+    pub estimated_cost_usd: f64,
+    /// Attempts, failures and cost per endpoint and provider (sessions that kept these figures;
+    /// `by_provider_complete` says whether they cover every attempt of the run).
+    #[serde(default)]
+    pub by_provider: Vec<ProviderFigures>,
+    #[serde(default)]
+    pub by_provider_complete: bool,
+    /// Distinct prompts in the last session's input (absent for runs of conversations by turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_prompts: Option<u64>,
     /// Wall time of this session.
     pub wall_time_s: f64,
     /// Records appended in this session.
@@ -69,6 +87,67 @@ pub struct Summary {
     /// (they have no id, so no record).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_lines: Vec<SkippedLine>,
+}
+
+/// One endpoint and provider's attempts, failures and cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderFigures {
+    pub endpoint: String,
+    /// The provider that answered (OpenRouter's `provider`); `None` when the answer named none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    pub attempts: u64,
+    pub succeeded_attempts: u64,
+    pub failed_attempts: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_by_error_class: BTreeMap<ErrorClass, u64>,
+    pub cost_usd: f64,
+    /// Of `cost_usd`: priced by draftgen (no `usage.cost` in the answer).
+    pub estimated_cost_usd: f64,
+    /// Successful answers with no `usage.cost` and no price to price them by: not in `cost_usd`.
+    #[serde(default)]
+    pub unpriced_answers: u64,
+}
+
+impl ProviderFigures {
+    /// `who` in words: `provider P (endpoint E)` or `endpoint E`.
+    pub fn who(&self) -> String {
+        match &self.provider {
+            Some(p) => format!("provider {p} ({})", self.endpoint),
+            None => format!("endpoint {}", self.endpoint),
+        }
+    }
+
+    fn add(&mut self, other: &ProviderFigures) {
+        self.attempts += other.attempts;
+        self.succeeded_attempts += other.succeeded_attempts;
+        self.failed_attempts += other.failed_attempts;
+        for (class, n) in &other.failed_by_error_class {
+            *self.failed_by_error_class.entry(*class).or_default() += n;
+        }
+        self.cost_usd += other.cost_usd;
+        self.estimated_cost_usd += other.estimated_cost_usd;
+        self.unpriced_answers += other.unpriced_answers;
+    }
+}
+
+/// `a` and `b` summed per endpoint and provider, in (endpoint, provider) order.
+pub fn merge_provider_figures(
+    a: &[ProviderFigures],
+    b: &[ProviderFigures],
+) -> Vec<ProviderFigures> {
+    let mut merged: BTreeMap<(String, Option<String>), ProviderFigures> = BTreeMap::new();
+    for f in a.iter().chain(b) {
+        merged
+            .entry((f.endpoint.clone(), f.provider.clone()))
+            .or_insert_with(|| ProviderFigures {
+                endpoint: f.endpoint.clone(),
+                provider: f.provider.clone(),
+                ..ProviderFigures::default()
+            })
+            .add(f);
+    }
+    merged.into_values().collect()
 }
 
 /// A line of the prompts file that could not be read as a prompt.
@@ -137,6 +216,12 @@ impl Summary {
     /// contributes one session with its time and rate.
     pub fn after(mut self, previous: Option<Summary>) -> Summary {
         let this = self.sessions.pop();
+        if let Some(p) = &previous {
+            self.estimated_cost_usd += p.estimated_cost_usd;
+            self.by_provider = merge_provider_figures(&p.by_provider, &self.by_provider);
+        }
+        self.by_provider_complete =
+            self.by_provider.iter().map(|f| f.attempts).sum::<u64>() == self.attempts;
         let mut sessions = match previous {
             Some(p) if p.sessions.is_empty() => {
                 vec![SessionFigures {
@@ -164,6 +249,7 @@ impl Summary {
             failed: 0,
             skipped: 0,
             retryable: 0,
+            retry_blocked: 0,
             failed_by_error_class: BTreeMap::new(),
             attempts: state.totals.records,
             attempts_by_status: StatusCounts {
@@ -175,6 +261,10 @@ impl Summary {
             prompt_tokens: state.totals.prompt_tokens,
             completion_tokens: state.totals.completion_tokens,
             cost_usd: state.totals.cost_usd,
+            estimated_cost_usd: 0.0,
+            by_provider: Vec::new(),
+            by_provider_complete: false,
+            input_prompts: None,
             wall_time_s: wall_time.as_secs_f64(),
             session_requests: state.session_records(),
             requests_per_s: 0.0,

@@ -637,6 +637,7 @@ mod tests {
                 ok: false,
                 reasons: vec!["<why>".into()],
             },
+            completeness: None,
         }
     }
 

@@ -162,6 +162,10 @@ pub struct VerifyReport {
     pub problems: Vec<String>,
     pub unchecked: u64,
     pub gate: Gate,
+    /// Whether the run verified was finished (prompts without an answer, a writer still
+    /// appending); set by `draftgen verify` (`journal/completeness.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completeness: Option<crate::journal::Completeness>,
 }
 
 impl VerifyReport {
@@ -190,6 +194,7 @@ impl VerifyReport {
             problems: Vec::new(),
             unchecked: 0,
             gate: Gate::default(),
+            completeness: None,
         }
     }
 

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use serde_json::value::RawValue;
 
+use crate::api::json_limits;
 use crate::dataset::{DatasetError, Prompt};
 use sha2::{Digest, Sha256};
 
@@ -147,12 +148,16 @@ impl PromptList {
             if line.trim().is_empty() {
                 continue;
             }
-            let pushed = serde_json::from_str::<Prompt>(&line).and_then(|p| list.push(p));
-            if let Err(e) = pushed {
+            let pushed = fits_a_record(&line).and_then(|()| {
+                serde_json::from_str::<Prompt>(&line)
+                    .and_then(|p| list.push(p))
+                    .map_err(|e| e.to_string())
+            });
+            if let Err(reason) = pushed {
                 list.skipped.push(SkippedLine {
                     file: path.display().to_string(),
                     line: line_no,
-                    reason: e.to_string(),
+                    reason,
                 });
             }
         }
@@ -194,9 +199,36 @@ impl TryFrom<Vec<Prompt>> for PromptList {
     }
 }
 
+/// A prompt whose request a journal record can hold: the body sits one level down in its record,
+/// so a prompt nested as deep as the readers' limit would journal a line no reader parses.
+fn fits_a_record(line: &str) -> Result<(), String> {
+    match json_limits::check(line, usize::MAX) {
+        Err(json_limits::Refused::TooDeep) => Err(format!(
+            "nests deeper than {} levels: its journal record could not be read back",
+            json_limits::MAX_ANSWER_DEPTH
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_too_deep_for_its_journal_record_is_a_named_skip() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("prompts.jsonl");
+        let deep = format!("{}1{}", "[".repeat(124), "]".repeat(124));
+        let line = format!(
+            r#"{{"id": "d", "source": "s", "messages": [{{"role": "user", "content": "hi", "x": {deep}}}]}}"#
+        );
+        std::fs::write(&path, format!("{line}\n")).expect("write");
+        let list = PromptList::read_jsonl(&path).expect("read");
+        assert_eq!(list.len(), 0);
+        assert_eq!(list.skipped_lines().len(), 1);
+        assert!(list.skipped_lines()[0].reason.contains("nests deeper"));
+    }
 
     #[test]
     fn reads_line_by_line_and_names_a_bad_line() {

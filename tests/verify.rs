@@ -903,11 +903,17 @@ fn a_multi_provider_run_gets_verdicts_and_a_routing_line() {
         ..SimConfig::default()
     });
     let run = dir.run();
+    // Without fallbacks, as OpenRouter does, a request routed to Dead fails there (with them,
+    // the sim, like OpenRouter, would answer it from another provider).
+    let config = dir.path().join("run.toml");
+    std::fs::write(&config, "[request.provider]\nallow_fallbacks = false\n").expect("config");
     let o = dir
         .generate(&sim.base_url())
+        .arg("--config")
+        .arg(&config)
         .args([
             "--model",
-            "kimi-k2.5",
+            "moonshotai/kimi-k2.5",
             "--kind",
             "openrouter",
             "--max-tokens",

@@ -8,9 +8,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::figures::{GroupFigures, LengthHistogram, UsageDelta};
+use super::figures::GroupFigures;
+use super::html_tables::{self, pct};
 use super::html_trust;
-use super::svg::{self, esc, series_colour};
+use super::svg::{self, esc};
 use super::timeline::{Minute, Timeline};
 use super::VerifyReport;
 use crate::reconstruct::FidelityClass;
@@ -21,14 +22,14 @@ const MAX_TIME_BARS: i64 = 48;
 const CSS: &str = r#"
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1d232a; --muted: #5b6672; --grid: #e3e7eb;
   --card: #f6f8fa; --border: #d5dbe1; --ok: #1a7f37; --bad: #cf222e;
-  --c0: #4e79a7; --c1: #f28e2b; --c2: #e15759; --c3: #76b7b2; --c4: #59a14f; --c5: #edc948;
-  --c6: #b07aa1; --c7: #ff9da7; --c8: #9c755f; --c9: #8a8f96;
-  --exact: #1a7f37; --unique: #4ac26b; --trunc: #3b9fb5; --ambiguous: #d4a72c; --lossy: #e16f24; --inconsistent: #cf222e; }
+  --exact: #1a7f37; --unique: #4ac26b; --trunc: #3b9fb5; --ambiguous: #d4a72c; --lossy: #e16f24; --inconsistent: #cf222e;
+  --prompt: #4e79a7; --completion: #8250df; --answers: #57606a; --cost: #1d232a;
+  --e0: #a40e26; --e1: #bf3989; --e2: #7d4e24; --e3: #953800; --e4: #6639ba; --e5: #424a53; }
 @media (prefers-color-scheme: dark) { :root { --bg: #0f1419; --fg: #e6edf3; --muted: #9aa7b3;
   --grid: #2a323b; --card: #161c23; --border: #30363d; --ok: #3fb950; --bad: #ff7b72;
-  --c0: #6f9fd8; --c1: #ffa657; --c2: #ff7b72; --c3: #8bd5cf; --c4: #7ee787; --c5: #f2cc60;
-  --c6: #d2a8ff; --c7: #ffb3bd; --c8: #c9a27e; --c9: #a5adb6;
-  --exact: #3fb950; --unique: #7ee787; --trunc: #76c7de; --ambiguous: #e3b341; --lossy: #f0883e; --inconsistent: #ff7b72; } }
+  --exact: #3fb950; --unique: #7ee787; --trunc: #76c7de; --ambiguous: #e3b341; --lossy: #f0883e; --inconsistent: #ff7b72;
+  --prompt: #6f9fd8; --completion: #b392f0; --answers: #9aa7b3; --cost: #e6edf3;
+  --e0: #ff6a69; --e1: #ff80c8; --e2: #c9a27e; --e3: #d2691e; --e4: #a371f7; --e5: #8b949e; } }
 * { box-sizing: border-box; }
 body { margin: 0; padding: 24px; background: var(--bg); color: var(--fg);
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
@@ -50,30 +51,16 @@ svg.chart text { fill: var(--muted); } svg.chart text.label { fill: var(--fg); }
 .legend i { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 5px; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--border); vertical-align: top; }
-th { color: var(--muted); font-weight: 600; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+th { color: var(--muted); font-weight: 600; } td.name { overflow-wrap: anywhere; min-width: 8em; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .warn { color: var(--bad); font-weight: 600; }
 pre { margin: 0; white-space: pre-wrap; word-break: break-all; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
 .muted { color: var(--muted); }
+.sbar { display: flex; height: 16px; min-width: 200px; border-radius: 3px; overflow: hidden; background: var(--grid); }
+.sbar i { display: block; height: 100%; }
+table.bars td:last-child { width: 60%; }
+table.heat td.n { min-width: 3em; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
 "#;
-
-fn class_colour(class: FidelityClass) -> &'static str {
-    match class {
-        FidelityClass::ExactByServerIds => "var(--exact)",
-        FidelityClass::Unique => "var(--unique)",
-        FidelityClass::TruncatedMidCharacter => "var(--trunc)",
-        FidelityClass::Ambiguous => "var(--ambiguous)",
-        FidelityClass::Lossy => "var(--lossy)",
-        FidelityClass::Inconsistent => "var(--inconsistent)",
-    }
-}
-
-fn pct(n: u64, of: u64) -> String {
-    if of == 0 {
-        "–".into()
-    } else {
-        format!("{:.1}%", 100.0 * n as f64 / of as f64)
-    }
-}
 
 /// The whole page.
 pub fn render(r: &VerifyReport) -> String {
@@ -86,18 +73,20 @@ pub fn render(r: &VerifyReport) -> String {
     header(&mut s, r);
     html_trust::classes(&mut s, r);
     html_trust::providers(&mut s, r);
-    fidelity(&mut s, r);
+    html_tables::fidelity_per_dataset(&mut s, r);
     reference(&mut s, r);
-    usage(&mut s, r);
-    lengths(&mut s, r);
+    html_tables::usage(&mut s, r);
+    html_tables::lengths(&mut s, r);
     over_time(&mut s, &r.attempts);
     providers(&mut s, r);
     groups_table(&mut s, "Per dataset (source)", &r.by_source);
     groups_table(&mut s, "Per provider", &r.by_provider);
     // The audit's own self-contained section, with its heading and red flags
-    // (`ToolAudit::html_section`).
-    html_trust::tool_call_heading(&mut s, r);
-    s.push_str(&r.tool_calls.html_section());
+    // (`ToolAudit::html_section`), led by the share rebuilt exactly.
+    s.push_str(&html_trust::tool_call_section(
+        r,
+        r.tool_calls.html_section(),
+    ));
     conversations(&mut s, r);
     divergent(&mut s, r);
     problems(&mut s, r);
@@ -152,56 +141,6 @@ fn header(s: &mut String, r: &VerifyReport) {
     s.push_str("</div>");
 }
 
-fn fidelity(s: &mut String, r: &VerifyReport) {
-    s.push_str(r#"<h2>Fidelity classes</h2><div class="grid"><div class="panel">"#);
-    let items: Vec<(String, f64, String)> = FidelityClass::ALL
-        .iter()
-        .map(|c| {
-            (
-                c.name().to_string(),
-                r.samples.by_fidelity.get(c.name()).copied().unwrap_or(0) as f64,
-                class_colour(*c).to_string(),
-            )
-        })
-        .collect();
-    s.push_str(&svg::hbars("samples per fidelity class", &items));
-    s.push_str("</div><div class=\"panel\"><h3>per dataset</h3>");
-    let sources: Vec<String> = r.by_source.keys().cloned().collect();
-    let series: Vec<(String, String, Vec<f64>)> = FidelityClass::ALL
-        .iter()
-        .map(|c| {
-            (
-                c.name().to_string(),
-                class_colour(*c).to_string(),
-                r.by_source.values().map(|g| g.class(*c) as f64).collect(),
-            )
-        })
-        .collect();
-    s.push_str(&svg::stacked(
-        "fidelity per dataset",
-        short_labels(&sources),
-        &series,
-    ));
-    s.push_str("</div></div>");
-}
-
-/// Dataset names shortened for an axis (the tables have them in full).
-fn short_labels(names: &[String]) -> Vec<String> {
-    names
-        .iter()
-        .map(|n| {
-            let stem = n.trim_end_matches(".jsonl").trim_end_matches(".json");
-            if stem.chars().count() > 14 {
-                let mut t: String = stem.chars().take(13).collect();
-                t.push('…');
-                t
-            } else {
-                stem.to_string()
-            }
-        })
-        .collect()
-}
-
 fn reference(s: &mut String, r: &VerifyReport) {
     let f = &r.reference;
     s.push_str("<h2>Ids rebuilt from text vs reference ids</h2>");
@@ -213,6 +152,16 @@ fn reference(s: &mut String, r: &VerifyReport) {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
+    if f.exact == f.compared {
+        let _ = write!(
+            s,
+            "<p>All {} compared samples have exactly the reference ids (reference: {}); {} without reference.</p>",
+            f.compared,
+            esc(&source),
+            f.without_reference
+        );
+        return;
+    }
     let _ = write!(
         s,
         r#"<div class="panel"><h3>{} compared (reference: {}); {} without reference</h3>"#,
@@ -243,89 +192,6 @@ fn reference(s: &mut String, r: &VerifyReport) {
         ),
     ];
     s.push_str(&svg::hbars("reference comparison", &items));
-    s.push_str("</div>");
-}
-
-fn delta_chart(title: &str, u: &UsageDelta) -> String {
-    if u.compared == 0 {
-        return format!(
-            r#"<div class="panel"><h3>{}</h3><p class="muted">not reported by the server</p></div>"#,
-            esc(title)
-        );
-    }
-    let items: Vec<(String, f64)> = u
-        .sorted()
-        .iter()
-        .map(|(d, n)| (format!("{d:+}"), *n as f64))
-        .collect();
-    format!(
-        r#"<div class="panel"><h3>{}: reported − rebuilt ({} compared, {} equal)</h3>{}</div>"#,
-        esc(title),
-        u.compared,
-        pct(u.equal, u.compared),
-        svg::bars(title, &items, "var(--c0)", "samples")
-    )
-}
-
-fn usage(s: &mut String, r: &VerifyReport) {
-    s.push_str("<h2>Usage cross-check</h2>");
-    if r.usage.prompt_tokens.compared > 0 {
-        let _ = write!(
-            s,
-            r#"<p>Prompt tokens within Kimi-Vendor-Verifier's band (expected ≤ reported ≤ expected + 3): <b>{}/{}</b></p>"#,
-            r.usage.prompt_tokens_within_kvv_band, r.usage.prompt_tokens.compared
-        );
-    }
-    s.push_str(r#"<div class="grid">"#);
-    s.push_str(&delta_chart("usage.prompt_tokens", &r.usage.prompt_tokens));
-    s.push_str(&delta_chart(
-        "usage.completion_tokens",
-        &r.usage.completion_tokens,
-    ));
-    for (name, g) in &r.by_provider {
-        if g.usage.prompt_tokens.compared > 0 && r.by_provider.len() > 1 {
-            s.push_str(&delta_chart(
-                &format!("prompt_tokens, {name}"),
-                &g.usage.prompt_tokens,
-            ));
-        }
-    }
-    s.push_str("</div>");
-}
-
-fn length_chart(title: &str, h: &LengthHistogram, colour: &str) -> String {
-    let items: Vec<(String, f64)> = h
-        .buckets
-        .iter()
-        .map(|(k, n)| (svg::short(*k as f64), *n as f64))
-        .collect();
-    svg::bars(title, &items, colour, "samples")
-}
-
-fn lengths(s: &mut String, r: &VerifyReport) {
-    s.push_str(r#"<h2>Prompt and completion lengths per dataset</h2><p class="muted">Tokens, log₂ buckets (a bar labelled 512 holds lengths 512–1023).</p><div class="grid">"#);
-    for (i, (name, g)) in r.by_source.iter().enumerate() {
-        let _ = write!(
-            s,
-            r#"<div class="panel"><h3>{} — {} samples</h3>{}{}{}</div>"#,
-            esc(name),
-            g.samples,
-            length_chart(
-                &format!("{name} prompt lengths"),
-                &g.prompt_lengths,
-                &series_colour(2 * i)
-            ),
-            length_chart(
-                &format!("{name} completion lengths"),
-                &g.completion_lengths,
-                &series_colour(2 * i + 1)
-            ),
-            svg::legend(&[
-                ("prompt".into(), series_colour(2 * i)),
-                ("completion".into(), series_colour(2 * i + 1)),
-            ])
-        );
-    }
     s.push_str("</div>");
 }
 
@@ -398,7 +264,7 @@ fn over_time(s: &mut String, t: &Timeline) {
         .map(|(i, class)| {
             (
                 (*class).clone(),
-                series_colour(i + 2),
+                error_colour(i),
                 b.iter()
                     .map(|(_, _, m)| m.errors.get(*class).copied().unwrap_or(0) as f64)
                     .collect(),
@@ -413,7 +279,7 @@ fn over_time(s: &mut String, t: &Timeline) {
     let _ = write!(
         s,
         r#"<div class="panel"><h3>cumulative cost (USD)</h3>{}</div>"#,
-        svg::line("cumulative cost", &xs, &cost, "var(--c1)", "USD")
+        svg::line("cumulative cost", &xs, &cost, "var(--cost)", "USD")
     );
     let _ = write!(
         s,
@@ -421,14 +287,19 @@ fn over_time(s: &mut String, t: &Timeline) {
         svg::bars(
             "completion tokens per second",
             &tokens_per_s,
-            "var(--c0)",
+            "var(--completion)",
             "tokens/s"
         )
     );
     let _ = write!(
         s,
         r#"<div class="panel"><h3>answers per minute</h3>{}</div>"#,
-        svg::bars("answers per minute", &answers, "var(--c4)", "answers/min")
+        svg::bars(
+            "answers per minute",
+            &answers,
+            "var(--answers)",
+            "answers/min"
+        )
     );
     if series.is_empty() {
         s.push_str(r#"<div class="panel"><h3>errors by class</h3><p class="muted">No failed attempts.</p></div>"#);
@@ -442,13 +313,32 @@ fn over_time(s: &mut String, t: &Timeline) {
     s.push_str("</div>");
 }
 
+/// Error classes in a palette of their own (never a fidelity class's colour, never green),
+/// by their place in the one chart that shows them.
+fn error_colour(i: usize) -> String {
+    format!("var(--e{})", i % 6)
+}
+
 fn providers(s: &mut String, r: &VerifyReport) {
-    s.push_str(r#"<h2>Provider mix</h2><div class="panel">"#);
+    s.push_str("<h2>Provider mix</h2>");
+    if r.by_provider.len() <= 1 {
+        let (name, samples) = r
+            .by_provider
+            .iter()
+            .next()
+            .map_or(("no provider", 0), |(n, g)| (n.as_str(), g.samples));
+        let _ = write!(
+            s,
+            "<p>All {samples} samples were answered by one provider: <b>{}</b>.</p>",
+            esc(name)
+        );
+        return;
+    }
+    s.push_str(r#"<div class="panel">"#);
     let items: Vec<(String, f64, String)> = r
         .by_provider
         .iter()
-        .enumerate()
-        .map(|(i, (name, g))| (name.clone(), g.samples as f64, series_colour(i)))
+        .map(|(name, g)| (name.clone(), g.samples as f64, "var(--answers)".to_string()))
         .collect();
     s.push_str(&svg::hbars("samples per provider", &items));
     s.push_str("</div>");

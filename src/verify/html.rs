@@ -238,6 +238,10 @@ fn over_time(s: &mut String, t: &Timeline) {
         );
         return;
     }
+    if let [(label, width, m)] = b.as_slice() {
+        one_bucket(s, t, label, *width, m);
+        return;
+    }
     let xs: Vec<String> = b.iter().map(|(l, _, _)| l.clone()).collect();
     let width = b[0].1;
     let mut cumulative = 0.0;
@@ -313,6 +317,32 @@ fn over_time(s: &mut String, t: &Timeline) {
     s.push_str("</div>");
 }
 
+/// A run that fits in one time bucket: its figures in a line, not four single-bar charts.
+fn one_bucket(s: &mut String, t: &Timeline, label: &str, width: i64, m: &Minute) {
+    let mut errors: Vec<(&String, &u64)> = m.errors.iter().collect();
+    errors.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let errors = errors
+        .iter()
+        .map(|(class, n)| format!("{class} {n}"))
+        .collect::<Vec<_>>()
+        .join(" · ");
+    let _ = write!(
+        s,
+        "<p>The whole run fell within {width} minute(s) from {}: {} attempts, {} answers, {} failed{}; {:.0} completion tokens per second; ${:.4} in total.</p>",
+        esc(label),
+        t.attempts,
+        m.successes,
+        t.failed,
+        if errors.is_empty() {
+            String::new()
+        } else {
+            format!(" (errors by class: {})", esc(&errors))
+        },
+        m.completion_tokens as f64 / (width as f64 * 60.0),
+        t.cost_usd
+    );
+}
+
 /// Error classes in a palette of their own (never a fidelity class's colour, never green),
 /// by their place in the one chart that shows them.
 fn error_colour(i: usize) -> String {
@@ -352,7 +382,7 @@ fn groups_table(s: &mut String, title: &str, groups: &BTreeMap<String, GroupFigu
         FidelityClass::ALL
             .iter()
             .skip(2)
-            .map(|c| format!("<th>{}</th>", c.name()))
+            .map(|c| format!("<th>{}</th>", c.name().replace('_', "_<wbr>")))
             .collect::<String>()
     );
     for (name, g) in groups {

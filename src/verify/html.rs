@@ -41,7 +41,7 @@ h3 { font-size: 14px; margin: 12px 0 6px; color: var(--muted); font-weight: 600;
 .ok { background: var(--ok); } .bad { background: var(--bad); }
 .cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 12px 0; }
 .card { background: var(--card); border: 1px solid var(--border); border-radius: 8px; padding: 10px 14px; min-width: 150px; }
-.card b { display: block; font-size: 22px; } .card span { color: var(--muted); font-size: 12px; }
+.card b { display: block; font-size: 22px; } .card.alert { border-color: var(--bad); } .card.alert b { color: var(--bad); } .card span { color: var(--muted); font-size: 12px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 16px; }
 .panel { background: var(--card); border: 1px solid var(--border); border-radius: 8px; padding: 10px 12px; overflow-x: auto; }
 svg.chart { max-width: 100%; height: auto; display: block; font-size: 11px; }
@@ -130,6 +130,7 @@ fn header(s: &mut String, r: &VerifyReport) {
         ("cost", format!("${:.4}", r.attempts.cost_usd)),
     ];
     s.push_str(r#"<div class="cards">"#);
+    s.push_str(&answer_card(&Completeness::of_report(r)));
     for (label, value) in cards {
         let _ = write!(
             s,
@@ -139,6 +140,59 @@ fn header(s: &mut String, r: &VerifyReport) {
         );
     }
     s.push_str("</div>");
+}
+
+/// verify.json's `completeness` figure (`journal/completeness.rs`), read by name from the
+/// report as serialised so the card shows whatever the run's check found.
+#[derive(Debug, Default, PartialEq)]
+struct Completeness {
+    prompts: Option<u64>,
+    no_answer: Option<u64>,
+    locked_by_writer: bool,
+}
+
+impl Completeness {
+    fn of_report(r: &VerifyReport) -> Completeness {
+        let value = serde_json::to_value(r).unwrap_or_default();
+        let c = &value["completeness"];
+        Completeness {
+            prompts: c["prompts"].as_u64(),
+            no_answer: c["no_answer"].as_u64(),
+            locked_by_writer: c["locked_by_writer"].as_bool().unwrap_or(false),
+        }
+    }
+}
+
+/// The card for prompts without an answer: red while any is missing or a writer holds the run,
+/// "unknown" when nothing says how many prompts the run had.
+fn answer_card(c: &Completeness) -> String {
+    let (value, label, alert) = match (c.no_answer, c.prompts) {
+        (Some(missing), Some(total)) => (
+            missing.to_string(),
+            format!("prompts without an answer (of {total})"),
+            missing > 0,
+        ),
+        _ => (
+            "unknown".to_string(),
+            "prompts without an answer (no input size recorded)".to_string(),
+            false,
+        ),
+    };
+    let writer = if c.locked_by_writer {
+        "; a writer is still appending"
+    } else {
+        ""
+    };
+    format!(
+        r#"<div class="card{}"><b>{}</b><span>{}{writer}</span></div>"#,
+        if alert || c.locked_by_writer {
+            " alert"
+        } else {
+            ""
+        },
+        esc(&value),
+        esc(&label)
+    )
 }
 
 fn reference(s: &mut String, r: &VerifyReport) {
@@ -636,6 +690,29 @@ mod tests {
         assert!(html.contains(r#"<td rowspan="2"><pre>&lt;c&gt;</pre></td>"#));
         assert!(html.contains(r#"<td class="warn">inconsistent</td>"#));
         assert!(!html.contains("<c>"));
+    }
+
+    #[test]
+    fn the_answer_card_says_what_is_missing_or_that_it_is_unknown() {
+        let card = answer_card(&Completeness {
+            prompts: Some(458),
+            no_answer: Some(409),
+            locked_by_writer: true,
+        });
+        assert!(card.contains(r#"class="card alert"><b>409</b>"#), "{card}");
+        assert!(
+            card.contains("(of 458); a writer is still appending"),
+            "{card}"
+        );
+        let done = answer_card(&Completeness {
+            prompts: Some(3),
+            no_answer: Some(0),
+            locked_by_writer: false,
+        });
+        assert!(done.contains(r#"class="card"><b>0</b>"#), "{done}");
+        let unknown = answer_card(&Completeness::default());
+        assert!(unknown.contains("<b>unknown</b>"), "{unknown}");
+        assert_eq!(Completeness::of_report(&report()), Completeness::default());
     }
 
     #[test]

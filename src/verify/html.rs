@@ -130,8 +130,10 @@ fn header(s: &mut String, r: &VerifyReport) {
         ("cost", format!("${:.4}", r.attempts.cost_usd)),
     ];
     s.push_str(r#"<div class="cards">"#);
-    s.push_str(&answer_card(&Completeness::of_report(r)));
-    for (label, value) in cards {
+    for (i, (label, value)) in cards.into_iter().enumerate() {
+        if i == 1 {
+            s.push_str(&answer_card(&Completeness::of_report(r)));
+        }
         let _ = write!(
             s,
             r#"<div class="card"><b>{}</b><span>{}</span></div>"#,
@@ -428,22 +430,30 @@ fn providers(s: &mut String, r: &VerifyReport) {
     s.push_str("</div>");
 }
 
+/// One row per group with every figure; the reference columns only when some group was
+/// compared with reference ids (a run without any would show four columns of zeros).
 fn groups_table(s: &mut String, title: &str, groups: &BTreeMap<String, GroupFigures>) {
+    let with_reference = groups.values().any(|g| g.reference.compared > 0);
     let _ = write!(
         s,
-        r#"<h2>{}</h2><div class="panel"><table><tr><th>name</th><th>samples</th><th>exact ids</th>{}<th>compared</th><th>bpe-benign</th><th>trunc. mid-char</th><th>divergent</th><th>prompt Δ=0</th><th>prompt in KVV band</th><th>completion Δ=0</th></tr>"#,
+        r#"<h2>{}</h2><div class="panel"><table><tr><th>name</th><th>samples</th><th>exact ids</th>{}{}<th>prompt Δ=0</th><th>prompt in KVV band</th><th>completion Δ=0</th></tr>"#,
         esc(title),
         FidelityClass::ALL
             .iter()
             .skip(2)
             .map(|c| format!("<th>{}</th>", c.name().replace('_', "_<wbr>")))
-            .collect::<String>()
+            .collect::<String>(),
+        if with_reference {
+            "<th>compared</th><th>bpe-benign</th><th>trunc. mid-char</th><th>divergent</th>"
+        } else {
+            ""
+        }
     );
     for (name, g) in groups {
         let exact = g.class(FidelityClass::ExactByServerIds) + g.class(FidelityClass::Unique);
         let _ = write!(
             s,
-            r#"<tr><td>{}</td><td class="n">{}</td><td class="n">{}</td>"#,
+            r#"<tr><td class="name">{}</td><td class="n">{}</td><td class="n">{}</td>"#,
             esc(name),
             g.samples,
             pct(exact, g.samples)
@@ -459,15 +469,21 @@ fn groups_table(s: &mut String, title: &str, groups: &BTreeMap<String, GroupFigu
             );
         }
         let f = &g.reference;
+        if with_reference {
+            let _ = write!(
+                s,
+                r#"<td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n{}">{}</td>"#,
+                f.compared,
+                f.bpe_benign,
+                f.truncated_mid_character,
+                if f.divergent > 0 { " warn" } else { "" },
+                f.divergent,
+            );
+        }
         let u = &g.usage;
         let _ = write!(
             s,
-            r#"<td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n{}">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
-            f.compared,
-            f.bpe_benign,
-            f.truncated_mid_character,
-            if f.divergent > 0 { " warn" } else { "" },
-            f.divergent,
+            r#"<td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
             pct(u.prompt_tokens.equal, u.prompt_tokens.compared),
             pct(u.prompt_tokens_within_kvv_band, u.prompt_tokens.compared),
             pct(u.completion_tokens.equal, u.completion_tokens.compared),

@@ -709,6 +709,50 @@ mod tests {
     }
 
     #[test]
+    fn all_equal_is_one_line_and_dataset_names_stay_whole() {
+        let mut r = report();
+        r.by_source.clear();
+        let (a, b) = (
+            "reason_tool_use_demo_15_part_one.jsonl",
+            "reason_tool_use_demo_15_part_two.jsonl",
+        );
+        for (name, class) in [(a, "unique"), (b, "lossy")] {
+            let mut g = GroupFigures {
+                samples: 2,
+                ..GroupFigures::default()
+            };
+            g.by_fidelity.insert(class.into(), 2);
+            g.prompt_lengths.add(5);
+            g.prompt_lengths.add(40);
+            r.by_source.insert(name.into(), g);
+        }
+        r.samples.total = 4;
+        r.samples.by_fidelity.insert("unique".into(), 2);
+        r.samples.by_fidelity.insert("lossy".into(), 2);
+        for _ in 0..4 {
+            r.usage.prompt_tokens.add(7, 7);
+            r.usage.completion_tokens.add(9, 9);
+        }
+        let html = render(&r);
+        // Each name whole, in the fidelity rows and both length tables.
+        assert_eq!(html.matches(a).count(), 3, "{html}");
+        assert_eq!(html.matches(b).count(), 3);
+        assert!(html.contains("all 4 prompt(s) and all 4 completion(s)"));
+        assert!(
+            !html.contains("prompts compared"),
+            "no usage table when all agree"
+        );
+        // Lengths 5 and 40: buckets 4, 8, 16, 32, with no gap.
+        assert!(html.contains(
+            r#"<th class="n">4</th><th class="n">8</th><th class="n">16</th><th class="n">32</th></tr>"#
+        ));
+        r.by_source.remove(b);
+        r.samples.by_fidelity.insert("lossy".into(), 0);
+        r.samples.total = 2;
+        assert!(render(&r).contains("All 2 samples are <b>unique</b>"));
+    }
+
+    #[test]
     fn the_answer_card_says_what_is_missing_or_that_it_is_unknown() {
         let card = answer_card(&Completeness {
             prompts: Some(458),

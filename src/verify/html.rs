@@ -420,14 +420,19 @@ fn providers(s: &mut String, r: &VerifyReport) {
         );
         return;
     }
-    s.push_str(r#"<div class="panel">"#);
-    let items: Vec<(String, f64, String)> = r
-        .by_provider
-        .iter()
-        .map(|(name, g)| (name.clone(), g.samples as f64, "var(--answers)".to_string()))
-        .collect();
-    s.push_str(&svg::hbars("samples per provider", &items));
-    s.push_str("</div>");
+    // HTML rows rather than an SVG axis: a long provider name wraps instead of being clipped.
+    s.push_str(r#"<div class="panel"><table class="bars"><tr><th>provider</th><th>samples</th><th>share of samples</th></tr>"#);
+    let total: u64 = r.by_provider.values().map(|g| g.samples).sum();
+    for (name, g) in &r.by_provider {
+        let share = pct(g.samples, total);
+        let _ = write!(
+            s,
+            r#"<tr><td class="name">{}</td><td class="n">{} ({share})</td><td><div class="sbar"><i style="width:{share};background:var(--answers)" title="{share}"></i></div></td></tr>"#,
+            esc(name),
+            g.samples
+        );
+    }
+    s.push_str("</table></div>");
 }
 
 /// One row per group with every figure; the reference columns only when some group was

@@ -757,6 +757,69 @@ mod tests {
         assert!(render(&r).contains("All 2 samples are <b>unique</b>"));
     }
 
+    /// `--name: #rrggbb` values of the page's CSS (light and dark).
+    fn css_colours(prefix: &str) -> Vec<(String, [u8; 3])> {
+        CSS.split(';')
+            .filter_map(|decl| {
+                let (name, value) = decl.trim().rsplit_once(':')?;
+                let name = name.rsplit(['{', ' ', '\n']).next()?.trim();
+                let hex = value.trim().strip_prefix('#')?;
+                let rgb = |i: usize| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok();
+                name.starts_with(prefix)
+                    .then_some((name.to_string(), [rgb(0)?, rgb(2)?, rgb(4)?]))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn error_classes_have_their_own_colours_and_none_is_green() {
+        let errors: Vec<(String, [u8; 3])> = css_colours("--e")
+            .into_iter()
+            .filter(|(name, _)| name[3..].parse::<u8>().is_ok())
+            .collect();
+        assert_eq!(
+            errors.len(),
+            12,
+            "six error colours, light and dark: {errors:?}"
+        );
+        for (name, [r, g, b]) in &errors {
+            assert!(g < r.max(b), "{name} is green");
+        }
+        let classes: Vec<[u8; 3]> = FidelityClass::ALL
+            .iter()
+            .flat_map(|c| {
+                let var = html_tables::class_colour(*c)
+                    .trim_start_matches("var(")
+                    .trim_end_matches(')');
+                css_colours(var)
+                    .into_iter()
+                    .filter(move |(name, _)| name == var)
+                    .map(|(_, rgb)| rgb)
+            })
+            .collect();
+        assert_eq!(classes.len(), 12);
+        assert!(errors.iter().all(|(_, rgb)| !classes.contains(rgb)));
+
+        // The errors chart of a two-minute run draws its classes in those colours only.
+        let mut r = report();
+        for minute in [0i64, 1] {
+            let mut m = Minute {
+                attempts: 3,
+                ..Minute::default()
+            };
+            m.errors.insert("server_error".into(), 1);
+            m.errors.insert("rate_limited".into(), 1);
+            r.attempts.minutes.insert(minute, m);
+        }
+        let html = render(&r);
+        let chart = html
+            .split_once(r#"aria-label="errors by class""#)
+            .map(|(_, rest)| rest.split_once("</svg>").map_or(rest, |(c, _)| c))
+            .expect("an errors chart");
+        assert!(chart.contains(r#"fill="var(--e0)""#) && chart.contains(r#"fill="var(--e1)""#));
+        assert!(!chart.contains("var(--exact)") && !chart.contains("var(--unique)"));
+    }
+
     #[test]
     fn the_answer_card_says_what_is_missing_or_that_it_is_unknown() {
         let card = answer_card(&Completeness {

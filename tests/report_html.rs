@@ -4,6 +4,10 @@
 //! page with a `console.error` proves the check sees them) and the screenshots (light and dark)
 //! are written under the target directory for a person to look at.
 //!
+//! The layout is measured at 1280 px: no element wider than the window (a wide table scrolls
+//! inside its own box), no two headings alike; a control page with both faults proves the
+//! measure sees them.
+//!
 //! Checked without a browser too: one self-contained file (no script, nothing fetched).
 //! The browser part is skipped, saying so, only when `chromium` is absent (CI installs it:
 //! .ci/run).
@@ -46,6 +50,73 @@ fn console_messages(o: &Output) -> Vec<String> {
         .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
         .map(str::to_string)
         .collect()
+}
+
+/// Measures the page as laid out: every element that reaches past the viewport's right (or
+/// left) edge without a scrolling or clipping box of its own to hold it, a page wider than the
+/// viewport, and headings with the same text. Appended to a copy of the page (the report itself
+/// has no script); writes its findings into `<pre id="layout-check">`, first line the viewport.
+const LAYOUT_CHECK: &str = r#"<script>
+(function () {
+  var vw = window.innerWidth, out = [];
+  function clipped(el) {
+    for (var a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      var o = getComputedStyle(a).overflowX;
+      if (o === 'auto' || o === 'scroll' || o === 'hidden') {
+        return a.getBoundingClientRect().right <= vw + 0.5;
+      }
+    }
+    return false;
+  }
+  document.body.querySelectorAll('*').forEach(function (el) {
+    var r = el.getBoundingClientRect();
+    if (r.width > 0 && (r.right > vw + 0.5 || r.left < -0.5) && !clipped(el)) {
+      out.push('overflow ' + el.tagName.toLowerCase() + ' right=' + Math.round(r.right) + ': ' + (el.textContent || '').trim().slice(0, 60));
+    }
+  });
+  if (document.documentElement.scrollWidth > vw) out.push('page scrollWidth ' + document.documentElement.scrollWidth);
+  var seen = {};
+  document.querySelectorAll('h1,h2,h3,h4').forEach(function (h) {
+    var t = h.textContent.trim();
+    if (seen[t]) out.push('duplicate heading: ' + t);
+    seen[t] = 1;
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'layout-check';
+  pre.textContent = 'viewport ' + vw + '\n' + out.join('\n');
+  document.body.appendChild(pre);
+})();
+</script>"#;
+
+/// The layout check's findings on `page` at a 1280 px wide window: (viewport width, problems).
+fn layout_problems(browser: &Path, page: &Path, profile: &Path) -> (String, Vec<String>) {
+    let html = std::fs::read_to_string(page).expect("page");
+    let checked = page.with_extension("layout.html");
+    std::fs::write(
+        &checked,
+        html.replace("</body>", &format!("{LAYOUT_CHECK}</body>")),
+    )
+    .expect("write checked page");
+    let o = open(
+        browser,
+        &checked,
+        profile,
+        &["--window-size=1280,900", "--dump-dom"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let found = dom
+        .split_once(r#"<pre id="layout-check">"#)
+        .and_then(|(_, rest)| rest.split_once("</pre>"))
+        .map(|(text, _)| {
+            text.replace("&amp;", "&")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+        })
+        .expect("the layout check ran");
+    let mut lines = found.lines().map(str::to_string);
+    let viewport = lines.next().unwrap_or_default();
+    (viewport, lines.filter(|l| !l.is_empty()).collect())
 }
 
 fn verified_demo(dir: &Path) -> PathBuf {
@@ -109,7 +180,11 @@ fn report_renders_in_headless_chromium_with_no_console_errors() {
         1,
         "one tool-call section"
     );
-    assert!(html.matches("<svg").count() >= 10, "plots, not only tables");
+    assert_eq!(
+        html.matches(r#"<table class="heat">"#).count(),
+        2,
+        "prompt and completion lengths as heat tables"
+    );
 
     let Some(browser) = chromium() else {
         eprintln!("SKIPPED: no chromium binary (apt-get install chromium; .ci/run does)");
@@ -137,7 +212,7 @@ fn report_renders_in_headless_chromium_with_no_console_errors() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(console_messages(&o), Vec::<String>::new());
     let dom = String::from_utf8_lossy(&o.stdout);
-    assert!(dom.contains("Fidelity classes") && dom.matches("<svg").count() >= 10);
+    assert!(dom.contains("Fidelity classes") && dom.contains(r#"<table class="heat">"#));
 
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_html");
     std::fs::create_dir_all(&shots).expect("screenshot dir");
@@ -160,4 +235,43 @@ fn report_renders_in_headless_chromium_with_no_console_errors() {
         );
         eprintln!("screenshot: {}", shot.display());
     }
+}
+
+#[test]
+fn report_fits_1280_px_and_has_no_duplicate_headings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page = verified_demo(dir.path());
+    let Some(browser) = chromium() else {
+        eprintln!("SKIPPED: no chromium binary (apt-get install chromium; .ci/run does)");
+        return;
+    };
+    let profile = dir.path().join("chromium-profile");
+
+    // The measure sees both faults: a control page with a too-wide element and a heading twice.
+    let control = dir.path().join("control.html");
+    std::fs::write(
+        &control,
+        r#"<!DOCTYPE html><html><body><h2>Same</h2><div style="width:2000px">wide</div><div style="overflow-x:auto"><div style="width:3000px">scrolls in its box</div></div><h2>Same</h2></body></html>"#,
+    )
+    .expect("control page");
+    let (viewport, found) = layout_problems(&browser, &control, &profile);
+    assert_eq!(viewport, "viewport 1280");
+    assert!(
+        found
+            .iter()
+            .any(|p| p.starts_with("overflow div") && p.contains("wide")),
+        "{found:?}"
+    );
+    assert!(
+        !found.iter().any(|p| p.contains("scrolls in its box")),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&"duplicate heading: Same".to_string()),
+        "{found:?}"
+    );
+
+    let (viewport, found) = layout_problems(&browser, &page, &profile);
+    assert_eq!(viewport, "viewport 1280");
+    assert_eq!(found, Vec::<String>::new(), "report.html at 1280 px");
 }

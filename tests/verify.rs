@@ -1055,7 +1055,7 @@ fn a_multi_provider_run_gets_verdicts_and_a_routing_line() {
         assert_eq!(html.matches(heading).count(), 1, "{heading}");
     }
     if with_calls("Good") + with_calls("Short") > 0 {
-        assert!(html.contains("<h2>Tool-call samples rebuilt exactly</h2>"));
+        assert!(html.contains("<b>Tool-call samples rebuilt exactly:</b>"));
     }
     assert!(html.contains("provider = { ignore = [&quot;Short&quot;, &quot;Dead&quot;] }"));
 

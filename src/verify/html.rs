@@ -8,9 +8,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::figures::{GroupFigures, LengthHistogram, UsageDelta};
+use super::figures::GroupFigures;
+use super::html_tables::{self, pct};
 use super::html_trust;
-use super::svg::{self, esc, series_colour};
+use super::svg::{self, esc};
 use super::timeline::{Minute, Timeline};
 use super::VerifyReport;
 use crate::reconstruct::FidelityClass;
@@ -21,14 +22,14 @@ const MAX_TIME_BARS: i64 = 48;
 const CSS: &str = r#"
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1d232a; --muted: #5b6672; --grid: #e3e7eb;
   --card: #f6f8fa; --border: #d5dbe1; --ok: #1a7f37; --bad: #cf222e;
-  --c0: #4e79a7; --c1: #f28e2b; --c2: #e15759; --c3: #76b7b2; --c4: #59a14f; --c5: #edc948;
-  --c6: #b07aa1; --c7: #ff9da7; --c8: #9c755f; --c9: #8a8f96;
-  --exact: #1a7f37; --unique: #4ac26b; --trunc: #3b9fb5; --ambiguous: #d4a72c; --lossy: #e16f24; --inconsistent: #cf222e; }
+  --exact: #1a7f37; --unique: #4ac26b; --trunc: #3b9fb5; --ambiguous: #d4a72c; --lossy: #e16f24; --inconsistent: #cf222e;
+  --prompt: #4e79a7; --completion: #8250df; --answers: #57606a; --cost: #1d232a;
+  --e0: #a40e26; --e1: #bf3989; --e2: #7d4e24; --e3: #953800; --e4: #6639ba; --e5: #424a53; }
 @media (prefers-color-scheme: dark) { :root { --bg: #0f1419; --fg: #e6edf3; --muted: #9aa7b3;
   --grid: #2a323b; --card: #161c23; --border: #30363d; --ok: #3fb950; --bad: #ff7b72;
-  --c0: #6f9fd8; --c1: #ffa657; --c2: #ff7b72; --c3: #8bd5cf; --c4: #7ee787; --c5: #f2cc60;
-  --c6: #d2a8ff; --c7: #ffb3bd; --c8: #c9a27e; --c9: #a5adb6;
-  --exact: #3fb950; --unique: #7ee787; --trunc: #76c7de; --ambiguous: #e3b341; --lossy: #f0883e; --inconsistent: #ff7b72; } }
+  --exact: #3fb950; --unique: #7ee787; --trunc: #76c7de; --ambiguous: #e3b341; --lossy: #f0883e; --inconsistent: #ff7b72;
+  --prompt: #6f9fd8; --completion: #b392f0; --answers: #9aa7b3; --cost: #e6edf3;
+  --e0: #ff6a69; --e1: #ff80c8; --e2: #c9a27e; --e3: #d2691e; --e4: #a371f7; --e5: #8b949e; } }
 * { box-sizing: border-box; }
 body { margin: 0; padding: 24px; background: var(--bg); color: var(--fg);
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
@@ -40,7 +41,7 @@ h3 { font-size: 14px; margin: 12px 0 6px; color: var(--muted); font-weight: 600;
 .ok { background: var(--ok); } .bad { background: var(--bad); }
 .cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 12px 0; }
 .card { background: var(--card); border: 1px solid var(--border); border-radius: 8px; padding: 10px 14px; min-width: 150px; }
-.card b { display: block; font-size: 22px; } .card span { color: var(--muted); font-size: 12px; }
+.card b { display: block; font-size: 22px; } .card.alert { border-color: var(--bad); } .card.alert b { color: var(--bad); } .card span { color: var(--muted); font-size: 12px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 16px; }
 .panel { background: var(--card); border: 1px solid var(--border); border-radius: 8px; padding: 10px 12px; overflow-x: auto; }
 svg.chart { max-width: 100%; height: auto; display: block; font-size: 11px; }
@@ -50,30 +51,16 @@ svg.chart text { fill: var(--muted); } svg.chart text.label { fill: var(--fg); }
 .legend i { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 5px; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--border); vertical-align: top; }
-th { color: var(--muted); font-weight: 600; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+th { color: var(--muted); font-weight: 600; } td.name { overflow-wrap: anywhere; min-width: 8em; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .warn { color: var(--bad); font-weight: 600; }
 pre { margin: 0; white-space: pre-wrap; word-break: break-all; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
 .muted { color: var(--muted); }
+.sbar { display: flex; height: 16px; min-width: 200px; border-radius: 3px; overflow: hidden; background: var(--grid); }
+.sbar i { display: block; height: 100%; }
+table.bars td:last-child { width: 60%; }
+table.heat td.n { min-width: 3em; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
 "#;
-
-fn class_colour(class: FidelityClass) -> &'static str {
-    match class {
-        FidelityClass::ExactByServerIds => "var(--exact)",
-        FidelityClass::Unique => "var(--unique)",
-        FidelityClass::TruncatedMidCharacter => "var(--trunc)",
-        FidelityClass::Ambiguous => "var(--ambiguous)",
-        FidelityClass::Lossy => "var(--lossy)",
-        FidelityClass::Inconsistent => "var(--inconsistent)",
-    }
-}
-
-fn pct(n: u64, of: u64) -> String {
-    if of == 0 {
-        "–".into()
-    } else {
-        format!("{:.1}%", 100.0 * n as f64 / of as f64)
-    }
-}
 
 /// The whole page.
 pub fn render(r: &VerifyReport) -> String {
@@ -86,18 +73,20 @@ pub fn render(r: &VerifyReport) -> String {
     header(&mut s, r);
     html_trust::classes(&mut s, r);
     html_trust::providers(&mut s, r);
-    fidelity(&mut s, r);
+    html_tables::fidelity_per_dataset(&mut s, r);
     reference(&mut s, r);
-    usage(&mut s, r);
-    lengths(&mut s, r);
+    html_tables::usage(&mut s, r);
+    html_tables::lengths(&mut s, r);
     over_time(&mut s, &r.attempts);
     providers(&mut s, r);
     groups_table(&mut s, "Per dataset (source)", &r.by_source);
     groups_table(&mut s, "Per provider", &r.by_provider);
     // The audit's own self-contained section, with its heading and red flags
-    // (`ToolAudit::html_section`).
-    html_trust::tool_call_heading(&mut s, r);
-    s.push_str(&r.tool_calls.html_section());
+    // (`ToolAudit::html_section`), led by the share rebuilt exactly.
+    s.push_str(&html_trust::tool_call_section(
+        r,
+        r.tool_calls.html_section(),
+    ));
     conversations(&mut s, r);
     divergent(&mut s, r);
     problems(&mut s, r);
@@ -141,7 +130,10 @@ fn header(s: &mut String, r: &VerifyReport) {
         ("cost", format!("${:.4}", r.attempts.cost_usd)),
     ];
     s.push_str(r#"<div class="cards">"#);
-    for (label, value) in cards {
+    for (i, (label, value)) in cards.into_iter().enumerate() {
+        if i == 1 {
+            s.push_str(&answer_card(&Completeness::of_report(r)));
+        }
         let _ = write!(
             s,
             r#"<div class="card"><b>{}</b><span>{}</span></div>"#,
@@ -152,54 +144,57 @@ fn header(s: &mut String, r: &VerifyReport) {
     s.push_str("</div>");
 }
 
-fn fidelity(s: &mut String, r: &VerifyReport) {
-    s.push_str(r#"<h2>Fidelity classes</h2><div class="grid"><div class="panel">"#);
-    let items: Vec<(String, f64, String)> = FidelityClass::ALL
-        .iter()
-        .map(|c| {
-            (
-                c.name().to_string(),
-                r.samples.by_fidelity.get(c.name()).copied().unwrap_or(0) as f64,
-                class_colour(*c).to_string(),
-            )
-        })
-        .collect();
-    s.push_str(&svg::hbars("samples per fidelity class", &items));
-    s.push_str("</div><div class=\"panel\"><h3>per dataset</h3>");
-    let sources: Vec<String> = r.by_source.keys().cloned().collect();
-    let series: Vec<(String, String, Vec<f64>)> = FidelityClass::ALL
-        .iter()
-        .map(|c| {
-            (
-                c.name().to_string(),
-                class_colour(*c).to_string(),
-                r.by_source.values().map(|g| g.class(*c) as f64).collect(),
-            )
-        })
-        .collect();
-    s.push_str(&svg::stacked(
-        "fidelity per dataset",
-        short_labels(&sources),
-        &series,
-    ));
-    s.push_str("</div></div>");
+/// verify.json's `completeness` figure (`journal/completeness.rs`), read by name from the
+/// report as serialised so the card shows whatever the run's check found.
+#[derive(Debug, Default, PartialEq)]
+struct Completeness {
+    prompts: Option<u64>,
+    no_answer: Option<u64>,
+    locked_by_writer: bool,
 }
 
-/// Dataset names shortened for an axis (the tables have them in full).
-fn short_labels(names: &[String]) -> Vec<String> {
-    names
-        .iter()
-        .map(|n| {
-            let stem = n.trim_end_matches(".jsonl").trim_end_matches(".json");
-            if stem.chars().count() > 14 {
-                let mut t: String = stem.chars().take(13).collect();
-                t.push('…');
-                t
-            } else {
-                stem.to_string()
-            }
-        })
-        .collect()
+impl Completeness {
+    fn of_report(r: &VerifyReport) -> Completeness {
+        let value = serde_json::to_value(r).unwrap_or_default();
+        let c = &value["completeness"];
+        Completeness {
+            prompts: c["prompts"].as_u64(),
+            no_answer: c["no_answer"].as_u64(),
+            locked_by_writer: c["locked_by_writer"].as_bool().unwrap_or(false),
+        }
+    }
+}
+
+/// The card for prompts without an answer: red while any is missing or a writer holds the run,
+/// "unknown" when nothing says how many prompts the run had.
+fn answer_card(c: &Completeness) -> String {
+    let (value, label, alert) = match (c.no_answer, c.prompts) {
+        (Some(missing), Some(total)) => (
+            missing.to_string(),
+            format!("prompts without an answer (of {total})"),
+            missing > 0,
+        ),
+        _ => (
+            "unknown".to_string(),
+            "prompts without an answer (no input size recorded)".to_string(),
+            false,
+        ),
+    };
+    let writer = if c.locked_by_writer {
+        "; a writer is still appending"
+    } else {
+        ""
+    };
+    format!(
+        r#"<div class="card{}"><b>{}</b><span>{}{writer}</span></div>"#,
+        if alert || c.locked_by_writer {
+            " alert"
+        } else {
+            ""
+        },
+        esc(&value),
+        esc(&label)
+    )
 }
 
 fn reference(s: &mut String, r: &VerifyReport) {
@@ -213,6 +208,16 @@ fn reference(s: &mut String, r: &VerifyReport) {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
+    if f.exact == f.compared {
+        let _ = write!(
+            s,
+            "<p>All {} compared samples have exactly the reference ids (reference: {}); {} without reference.</p>",
+            f.compared,
+            esc(&source),
+            f.without_reference
+        );
+        return;
+    }
     let _ = write!(
         s,
         r#"<div class="panel"><h3>{} compared (reference: {}); {} without reference</h3>"#,
@@ -243,89 +248,6 @@ fn reference(s: &mut String, r: &VerifyReport) {
         ),
     ];
     s.push_str(&svg::hbars("reference comparison", &items));
-    s.push_str("</div>");
-}
-
-fn delta_chart(title: &str, u: &UsageDelta) -> String {
-    if u.compared == 0 {
-        return format!(
-            r#"<div class="panel"><h3>{}</h3><p class="muted">not reported by the server</p></div>"#,
-            esc(title)
-        );
-    }
-    let items: Vec<(String, f64)> = u
-        .sorted()
-        .iter()
-        .map(|(d, n)| (format!("{d:+}"), *n as f64))
-        .collect();
-    format!(
-        r#"<div class="panel"><h3>{}: reported − rebuilt ({} compared, {} equal)</h3>{}</div>"#,
-        esc(title),
-        u.compared,
-        pct(u.equal, u.compared),
-        svg::bars(title, &items, "var(--c0)", "samples")
-    )
-}
-
-fn usage(s: &mut String, r: &VerifyReport) {
-    s.push_str("<h2>Usage cross-check</h2>");
-    if r.usage.prompt_tokens.compared > 0 {
-        let _ = write!(
-            s,
-            r#"<p>Prompt tokens within Kimi-Vendor-Verifier's band (expected ≤ reported ≤ expected + 3): <b>{}/{}</b></p>"#,
-            r.usage.prompt_tokens_within_kvv_band, r.usage.prompt_tokens.compared
-        );
-    }
-    s.push_str(r#"<div class="grid">"#);
-    s.push_str(&delta_chart("usage.prompt_tokens", &r.usage.prompt_tokens));
-    s.push_str(&delta_chart(
-        "usage.completion_tokens",
-        &r.usage.completion_tokens,
-    ));
-    for (name, g) in &r.by_provider {
-        if g.usage.prompt_tokens.compared > 0 && r.by_provider.len() > 1 {
-            s.push_str(&delta_chart(
-                &format!("prompt_tokens, {name}"),
-                &g.usage.prompt_tokens,
-            ));
-        }
-    }
-    s.push_str("</div>");
-}
-
-fn length_chart(title: &str, h: &LengthHistogram, colour: &str) -> String {
-    let items: Vec<(String, f64)> = h
-        .buckets
-        .iter()
-        .map(|(k, n)| (svg::short(*k as f64), *n as f64))
-        .collect();
-    svg::bars(title, &items, colour, "samples")
-}
-
-fn lengths(s: &mut String, r: &VerifyReport) {
-    s.push_str(r#"<h2>Prompt and completion lengths per dataset</h2><p class="muted">Tokens, log₂ buckets (a bar labelled 512 holds lengths 512–1023).</p><div class="grid">"#);
-    for (i, (name, g)) in r.by_source.iter().enumerate() {
-        let _ = write!(
-            s,
-            r#"<div class="panel"><h3>{} — {} samples</h3>{}{}{}</div>"#,
-            esc(name),
-            g.samples,
-            length_chart(
-                &format!("{name} prompt lengths"),
-                &g.prompt_lengths,
-                &series_colour(2 * i)
-            ),
-            length_chart(
-                &format!("{name} completion lengths"),
-                &g.completion_lengths,
-                &series_colour(2 * i + 1)
-            ),
-            svg::legend(&[
-                ("prompt".into(), series_colour(2 * i)),
-                ("completion".into(), series_colour(2 * i + 1)),
-            ])
-        );
-    }
     s.push_str("</div>");
 }
 
@@ -372,6 +294,10 @@ fn over_time(s: &mut String, t: &Timeline) {
         );
         return;
     }
+    if let [(label, width, m)] = b.as_slice() {
+        one_bucket(s, t, label, *width, m);
+        return;
+    }
     let xs: Vec<String> = b.iter().map(|(l, _, _)| l.clone()).collect();
     let width = b[0].1;
     let mut cumulative = 0.0;
@@ -398,7 +324,7 @@ fn over_time(s: &mut String, t: &Timeline) {
         .map(|(i, class)| {
             (
                 (*class).clone(),
-                series_colour(i + 2),
+                error_colour(i),
                 b.iter()
                     .map(|(_, _, m)| m.errors.get(*class).copied().unwrap_or(0) as f64)
                     .collect(),
@@ -413,7 +339,7 @@ fn over_time(s: &mut String, t: &Timeline) {
     let _ = write!(
         s,
         r#"<div class="panel"><h3>cumulative cost (USD)</h3>{}</div>"#,
-        svg::line("cumulative cost", &xs, &cost, "var(--c1)", "USD")
+        svg::line("cumulative cost", &xs, &cost, "var(--cost)", "USD")
     );
     let _ = write!(
         s,
@@ -421,14 +347,19 @@ fn over_time(s: &mut String, t: &Timeline) {
         svg::bars(
             "completion tokens per second",
             &tokens_per_s,
-            "var(--c0)",
+            "var(--completion)",
             "tokens/s"
         )
     );
     let _ = write!(
         s,
         r#"<div class="panel"><h3>answers per minute</h3>{}</div>"#,
-        svg::bars("answers per minute", &answers, "var(--c4)", "answers/min")
+        svg::bars(
+            "answers per minute",
+            &answers,
+            "var(--answers)",
+            "answers/min"
+        )
     );
     if series.is_empty() {
         s.push_str(r#"<div class="panel"><h3>errors by class</h3><p class="muted">No failed attempts.</p></div>"#);
@@ -442,34 +373,92 @@ fn over_time(s: &mut String, t: &Timeline) {
     s.push_str("</div>");
 }
 
-fn providers(s: &mut String, r: &VerifyReport) {
-    s.push_str(r#"<h2>Provider mix</h2><div class="panel">"#);
-    let items: Vec<(String, f64, String)> = r
-        .by_provider
+/// A run that fits in one time bucket: its figures in a line, not four single-bar charts.
+fn one_bucket(s: &mut String, t: &Timeline, label: &str, width: i64, m: &Minute) {
+    let mut errors: Vec<(&String, &u64)> = m.errors.iter().collect();
+    errors.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let errors = errors
         .iter()
-        .enumerate()
-        .map(|(i, (name, g))| (name.clone(), g.samples as f64, series_colour(i)))
-        .collect();
-    s.push_str(&svg::hbars("samples per provider", &items));
-    s.push_str("</div>");
-}
-
-fn groups_table(s: &mut String, title: &str, groups: &BTreeMap<String, GroupFigures>) {
+        .map(|(class, n)| format!("{class} {n}"))
+        .collect::<Vec<_>>()
+        .join(" · ");
     let _ = write!(
         s,
-        r#"<h2>{}</h2><div class="panel"><table><tr><th>name</th><th>samples</th><th>exact ids</th>{}<th>compared</th><th>bpe-benign</th><th>trunc. mid-char</th><th>divergent</th><th>prompt Δ=0</th><th>prompt in KVV band</th><th>completion Δ=0</th></tr>"#,
+        "<p>The whole run fell within {width} minute(s) from {}: {} attempts, {} answers, {} failed{}; {:.0} completion tokens per second; ${:.4} in total.</p>",
+        esc(label),
+        t.attempts,
+        m.successes,
+        t.failed,
+        if errors.is_empty() {
+            String::new()
+        } else {
+            format!(" (errors by class: {})", esc(&errors))
+        },
+        m.completion_tokens as f64 / (width as f64 * 60.0),
+        t.cost_usd
+    );
+}
+
+/// Error classes in a palette of their own (never a fidelity class's colour, never green),
+/// by their place in the one chart that shows them.
+fn error_colour(i: usize) -> String {
+    format!("var(--e{})", i % 6)
+}
+
+fn providers(s: &mut String, r: &VerifyReport) {
+    s.push_str("<h2>Provider mix</h2>");
+    if r.by_provider.len() <= 1 {
+        let (name, samples) = r
+            .by_provider
+            .iter()
+            .next()
+            .map_or(("no provider", 0), |(n, g)| (n.as_str(), g.samples));
+        let _ = write!(
+            s,
+            "<p>All {samples} samples were answered by one provider: <b>{}</b>.</p>",
+            esc(name)
+        );
+        return;
+    }
+    // HTML rows rather than an SVG axis: a long provider name wraps instead of being clipped.
+    s.push_str(r#"<div class="panel"><table class="bars"><tr><th>provider</th><th>samples</th><th>share of samples</th></tr>"#);
+    let total: u64 = r.by_provider.values().map(|g| g.samples).sum();
+    for (name, g) in &r.by_provider {
+        let share = pct(g.samples, total);
+        let _ = write!(
+            s,
+            r#"<tr><td class="name">{}</td><td class="n">{} ({share})</td><td><div class="sbar"><i style="width:{share};background:var(--answers)" title="{share}"></i></div></td></tr>"#,
+            esc(name),
+            g.samples
+        );
+    }
+    s.push_str("</table></div>");
+}
+
+/// One row per group with every figure; the reference columns only when some group was
+/// compared with reference ids (a run without any would show four columns of zeros).
+fn groups_table(s: &mut String, title: &str, groups: &BTreeMap<String, GroupFigures>) {
+    let with_reference = groups.values().any(|g| g.reference.compared > 0);
+    let _ = write!(
+        s,
+        r#"<h2>{}</h2><div class="panel"><table><tr><th>name</th><th>samples</th><th>exact ids</th>{}{}<th>prompt Δ=0</th><th>prompt in KVV band</th><th>completion Δ=0</th></tr>"#,
         esc(title),
         FidelityClass::ALL
             .iter()
             .skip(2)
-            .map(|c| format!("<th>{}</th>", c.name()))
-            .collect::<String>()
+            .map(|c| format!("<th>{}</th>", c.name().replace('_', "_<wbr>")))
+            .collect::<String>(),
+        if with_reference {
+            "<th>compared</th><th>bpe-benign</th><th>trunc. mid-char</th><th>divergent</th>"
+        } else {
+            ""
+        }
     );
     for (name, g) in groups {
         let exact = g.class(FidelityClass::ExactByServerIds) + g.class(FidelityClass::Unique);
         let _ = write!(
             s,
-            r#"<tr><td>{}</td><td class="n">{}</td><td class="n">{}</td>"#,
+            r#"<tr><td class="name">{}</td><td class="n">{}</td><td class="n">{}</td>"#,
             esc(name),
             g.samples,
             pct(exact, g.samples)
@@ -485,15 +474,21 @@ fn groups_table(s: &mut String, title: &str, groups: &BTreeMap<String, GroupFigu
             );
         }
         let f = &g.reference;
+        if with_reference {
+            let _ = write!(
+                s,
+                r#"<td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n{}">{}</td>"#,
+                f.compared,
+                f.bpe_benign,
+                f.truncated_mid_character,
+                if f.divergent > 0 { " warn" } else { "" },
+                f.divergent,
+            );
+        }
         let u = &g.usage;
         let _ = write!(
             s,
-            r#"<td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n{}">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
-            f.compared,
-            f.bpe_benign,
-            f.truncated_mid_character,
-            if f.divergent > 0 { " warn" } else { "" },
-            f.divergent,
+            r#"<td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
             pct(u.prompt_tokens.equal, u.prompt_tokens.compared),
             pct(u.prompt_tokens_within_kvv_band, u.prompt_tokens.compared),
             pct(u.completion_tokens.equal, u.completion_tokens.compared),
@@ -717,6 +712,136 @@ mod tests {
         assert!(html.contains(r#"<td rowspan="2"><pre>&lt;c&gt;</pre></td>"#));
         assert!(html.contains(r#"<td class="warn">inconsistent</td>"#));
         assert!(!html.contains("<c>"));
+    }
+
+    #[test]
+    fn all_equal_is_one_line_and_dataset_names_stay_whole() {
+        let mut r = report();
+        r.by_source.clear();
+        let (a, b) = (
+            "reason_tool_use_demo_15_part_one.jsonl",
+            "reason_tool_use_demo_15_part_two.jsonl",
+        );
+        for (name, class) in [(a, "unique"), (b, "lossy")] {
+            let mut g = GroupFigures {
+                samples: 2,
+                ..GroupFigures::default()
+            };
+            g.by_fidelity.insert(class.into(), 2);
+            g.prompt_lengths.add(5);
+            g.prompt_lengths.add(40);
+            r.by_source.insert(name.into(), g);
+        }
+        r.samples.total = 4;
+        r.samples.by_fidelity.insert("unique".into(), 2);
+        r.samples.by_fidelity.insert("lossy".into(), 2);
+        for _ in 0..4 {
+            r.usage.prompt_tokens.add(7, 7);
+            r.usage.completion_tokens.add(9, 9);
+        }
+        let html = render(&r);
+        // Each name whole, in the fidelity rows and both length tables.
+        assert_eq!(html.matches(a).count(), 3, "{html}");
+        assert_eq!(html.matches(b).count(), 3);
+        assert!(html.contains("all 4 prompt(s) and all 4 completion(s)"));
+        assert!(
+            !html.contains("prompts compared"),
+            "no usage table when all agree"
+        );
+        // Lengths 5 and 40: buckets 4, 8, 16, 32, with no gap.
+        assert!(html.contains(
+            r#"<th class="n">4</th><th class="n">8</th><th class="n">16</th><th class="n">32</th></tr>"#
+        ));
+        r.by_source.remove(b);
+        r.samples.by_fidelity.insert("lossy".into(), 0);
+        r.samples.total = 2;
+        assert!(render(&r).contains("All 2 samples are <b>unique</b>"));
+    }
+
+    /// `--name: #rrggbb` values of the page's CSS (light and dark).
+    fn css_colours(prefix: &str) -> Vec<(String, [u8; 3])> {
+        CSS.split(';')
+            .filter_map(|decl| {
+                let (name, value) = decl.trim().rsplit_once(':')?;
+                let name = name.rsplit(['{', ' ', '\n']).next()?.trim();
+                let hex = value.trim().strip_prefix('#')?;
+                let rgb = |i: usize| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok();
+                name.starts_with(prefix)
+                    .then_some((name.to_string(), [rgb(0)?, rgb(2)?, rgb(4)?]))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn error_classes_have_their_own_colours_and_none_is_green() {
+        let errors: Vec<(String, [u8; 3])> = css_colours("--e")
+            .into_iter()
+            .filter(|(name, _)| name[3..].parse::<u8>().is_ok())
+            .collect();
+        assert_eq!(
+            errors.len(),
+            12,
+            "six error colours, light and dark: {errors:?}"
+        );
+        for (name, [r, g, b]) in &errors {
+            assert!(g < r.max(b), "{name} is green");
+        }
+        let classes: Vec<[u8; 3]> = FidelityClass::ALL
+            .iter()
+            .flat_map(|c| {
+                let var = html_tables::class_colour(*c)
+                    .trim_start_matches("var(")
+                    .trim_end_matches(')');
+                css_colours(var)
+                    .into_iter()
+                    .filter(move |(name, _)| name == var)
+                    .map(|(_, rgb)| rgb)
+            })
+            .collect();
+        assert_eq!(classes.len(), 12);
+        assert!(errors.iter().all(|(_, rgb)| !classes.contains(rgb)));
+
+        // The errors chart of a two-minute run draws its classes in those colours only.
+        let mut r = report();
+        for minute in [0i64, 1] {
+            let mut m = Minute {
+                attempts: 3,
+                ..Minute::default()
+            };
+            m.errors.insert("server_error".into(), 1);
+            m.errors.insert("rate_limited".into(), 1);
+            r.attempts.minutes.insert(minute, m);
+        }
+        let html = render(&r);
+        let chart = html
+            .split_once(r#"aria-label="errors by class""#)
+            .map(|(_, rest)| rest.split_once("</svg>").map_or(rest, |(c, _)| c))
+            .expect("an errors chart");
+        assert!(chart.contains(r#"fill="var(--e0)""#) && chart.contains(r#"fill="var(--e1)""#));
+        assert!(!chart.contains("var(--exact)") && !chart.contains("var(--unique)"));
+    }
+
+    #[test]
+    fn the_answer_card_says_what_is_missing_or_that_it_is_unknown() {
+        let card = answer_card(&Completeness {
+            prompts: Some(458),
+            no_answer: Some(409),
+            locked_by_writer: true,
+        });
+        assert!(card.contains(r#"class="card alert"><b>409</b>"#), "{card}");
+        assert!(
+            card.contains("(of 458); a writer is still appending"),
+            "{card}"
+        );
+        let done = answer_card(&Completeness {
+            prompts: Some(3),
+            no_answer: Some(0),
+            locked_by_writer: false,
+        });
+        assert!(done.contains(r#"class="card"><b>0</b>"#), "{done}");
+        let unknown = answer_card(&Completeness::default());
+        assert!(unknown.contains("<b>unknown</b>"), "{unknown}");
+        assert_eq!(Completeness::of_report(&report()), Completeness::default());
     }
 
     #[test]

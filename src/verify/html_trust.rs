@@ -134,8 +134,9 @@ pub fn providers(s: &mut String, r: &VerifyReport) {
     s.push_str("</div>");
 }
 
-/// The share of tool-call samples rebuilt exactly, per provider: the line above the audit.
-pub fn tool_call_heading(s: &mut String, r: &VerifyReport) {
+/// The audit's section (`ToolAudit::html_section`, which brings its own heading) led by the
+/// share of tool-call samples rebuilt exactly, per provider: one heading for one section.
+pub fn tool_call_section(r: &VerifyReport, audit: String) -> String {
     let shares: Vec<String> = r
         .by_provider
         .iter()
@@ -151,13 +152,20 @@ pub fn tool_call_heading(s: &mut String, r: &VerifyReport) {
         })
         .collect();
     if shares.is_empty() {
-        return;
+        return audit;
     }
-    let _ = write!(
-        s,
-        r#"<h2>Tool-call samples rebuilt exactly</h2><p>{}</p>"#,
+    let lead = format!(
+        r#"<p class="lead"><b>Tool-call samples rebuilt exactly:</b> {}</p>"#,
         esc(&shares.join(" · "))
     );
+    const HEADING: &str = "<h2>Tool calls</h2>";
+    match audit.find(HEADING) {
+        Some(at) => {
+            let end = at + HEADING.len();
+            format!("{}{lead}{}", &audit[..end], &audit[end..])
+        }
+        None => format!("{lead}{audit}"),
+    }
 }
 
 /// What each fidelity class means.

@@ -17,6 +17,7 @@ pub mod compare;
 pub mod conversations;
 pub mod figures;
 pub mod html;
+mod html_tables;
 mod html_trust;
 pub mod providers;
 mod reference;

@@ -22,11 +22,6 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-/// Categorical colours (CSS variables defined by the page, one per series).
-pub fn series_colour(i: usize) -> String {
-    format!("var(--c{})", i % 10)
-}
-
 /// A short number: 1234 → "1.2k".
 pub fn short(v: f64) -> String {
     let a = v.abs();

@@ -144,8 +144,7 @@ fn header(s: &mut String, r: &VerifyReport) {
     s.push_str("</div>");
 }
 
-/// verify.json's `completeness` figure (`journal/completeness.rs`), read by name from the
-/// report as serialised so the card shows whatever the run's check found.
+/// What the answer card shows of the run's completeness (`journal/completeness.rs`).
 #[derive(Debug, Default, PartialEq)]
 struct Completeness {
     prompts: Option<u64>,
@@ -155,13 +154,13 @@ struct Completeness {
 
 impl Completeness {
     fn of_report(r: &VerifyReport) -> Completeness {
-        let value = serde_json::to_value(r).unwrap_or_default();
-        let c = &value["completeness"];
-        Completeness {
-            prompts: c["prompts"].as_u64(),
-            no_answer: c["no_answer"].as_u64(),
-            locked_by_writer: c["locked_by_writer"].as_bool().unwrap_or(false),
-        }
+        r.completeness
+            .as_ref()
+            .map_or_else(Completeness::default, |c| Completeness {
+                prompts: c.prompts,
+                no_answer: c.no_answer,
+                locked_by_writer: c.locked_by_writer,
+            })
     }
 }
 

@@ -1,7 +1,8 @@
 //! Multi-turn runs (`generate --turns all`): a conversation's turn records (`PROMPT:turnI/N`) are
 //! grouped as `build` groups them ([`crate::build::conversation`]) and counted as ONE sample —
 //! the row `build` writes, its fidelity the worst of its turns plus what re-rendering the
-//! history costs — and each turn is also checked on its own (its fidelity, its rebuilt ids
+//! history costs — and each turn is also checked on its own, under its provider group's shape and
+//! conventions as `build` rebuilds it (its fidelity, its rebuilt ids
 //! against the reference ids where that turn has them, its usage), so a report shows which turn
 //! of which conversation is wrong.
 //!
@@ -17,8 +18,9 @@ use super::compare::Comparison;
 use super::figures::{SampleFigures, SampleTrust};
 use super::sample;
 use crate::build::conversation::{self, TurnRecord};
+use crate::build::Providers;
 use crate::model::Profile;
-use crate::reconstruct::{Reason, ReconstructOptions};
+use crate::reconstruct::Reason;
 
 /// Conversations listed one by one in `verify.json` (all are counted).
 const MAX_LISTED: usize = 200;
@@ -122,7 +124,7 @@ pub struct Checked {
 /// turn record id (`use_file`: a file was given, it overrides server ids). Errors name the turn.
 pub fn check(
     profile: &Profile,
-    options: &ReconstructOptions,
+    providers: &Providers,
     sources: &HashMap<String, String>,
     turns: Vec<TurnRecord>,
     use_file: bool,
@@ -136,10 +138,12 @@ pub fn check(
         .or_else(|| sources.get(&prompt_id).cloned());
     let mut checked_turns = Vec::with_capacity(turns.len());
     for t in &turns {
+        let (options, conventions) =
+            providers.rebuild_with(providers.group(&t.record), &t.record.endpoint);
         let s = sample::check_record(
             profile,
             options,
-            &[],
+            conventions,
             &t.record,
             source.clone(),
             use_file,
@@ -148,7 +152,7 @@ pub fn check(
         .map_err(|e| format!("{} (id {}): {e}", t.location, t.record.id))?;
         checked_turns.push((t.turn, s));
     }
-    let built = conversation::row_of(profile, options, sources, turns)?;
+    let built = conversation::row_under(profile, providers, sources, turns)?;
     let row = built.row;
 
     let worst = checked_turns

@@ -382,9 +382,8 @@ fn verify_run(
     report.note_reference(reference);
     let settings =
         RunSettings::from_run(config.input).map_err(|e| VerifyError::Input(e.to_string()))?;
-    let options = settings.reconstruct_options();
     report.run_settings = Some(settings);
-    // Each single-turn record checked under its endpoint's shape and its provider's conventions,
+    // Each record (a conversation's turns too) checked under its endpoint's shape and its provider's conventions,
     // inferred over the whole run as `build` infers them.
     let manifest = RunDir::new(config.input)
         .read_manifest()
@@ -414,7 +413,7 @@ fn verify_run(
         if !complete.is_empty() {
             check_conversations(
                 config,
-                &options,
+                &providers,
                 &sources,
                 reference,
                 reference_source,
@@ -553,7 +552,7 @@ fn note_incomplete(report: &mut VerifyReport, pending: &Pending) {
 #[allow(clippy::too_many_arguments)]
 fn check_conversations(
     config: &VerifyConfig,
-    options: &crate::reconstruct::ReconstructOptions,
+    providers: &Providers,
     sources: &HashMap<String, String>,
     reference: Option<&ReferenceFile>,
     reference_source: ReferenceSource,
@@ -577,7 +576,7 @@ fn check_conversations(
         .map(|turns| {
             conversations::check(
                 config.profile,
-                options,
+                providers,
                 sources,
                 turns,
                 reference.is_some(),

@@ -733,7 +733,8 @@ fn draftgen_sim() -> draftgen::sim::SimHandle {
 
 // ---------------------------------------------------------------- failures attributed
 
-/// `generate` against a simulator whose provider "Dead" is down, routed by `provider.only`.
+/// `generate` against a simulator whose provider "Dead" is down, routed by `provider.only`
+/// without fallbacks (with them, the sim, like OpenRouter, answers from another listed provider).
 fn run_pinned(only: &str) -> (Value, String) {
     let providers = ["Alive:vllm", "Dead:vllm:down"]
         .iter()
@@ -750,7 +751,7 @@ fn run_pinned(only: &str) -> (Value, String) {
     let text_of = std::fs::read_to_string(&config).unwrap();
     let routed = text_of.replace(
         "max_tokens = 64\n",
-        &format!("max_tokens = 64\nprovider = {{ only = {only} }}\n"),
+        &format!("max_tokens = 64\nprovider = {{ only = {only}, allow_fallbacks = false }}\n"),
     );
     std::fs::write(&config, routed).unwrap();
     let args = openrouter_args(&key_file(dir.path()));

@@ -306,6 +306,8 @@ fn a_resume_with_a_corrected_base_url_or_concurrency_goes_on_without_force() {
 fn a_401_to_requests_without_a_key_names_the_variable_not_a_rejected_key() {
     let sim = common::servers::start_sim(draftgen::sim::SimConfig {
         require_key: true,
+        // The model `generate` asks for, so the start's model-list check passes.
+        model_name: "m".into(),
         ..draftgen::sim::SimConfig::default()
     });
     let dir = tempfile::tempdir().unwrap();

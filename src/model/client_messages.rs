@@ -11,6 +11,11 @@
 //! SGLang's AST check finds no loop over `message.content` in any template draftgen knows),
 //! join a list's text parts into one string.
 //!
+//! A template that loops over the parts itself (Kimi's `render_content`) gets the list: SGLang
+//! keeps it for such templates (its check also counts a template that mentions `image`), and so
+//! does transformers, whose renders the Kimi parity corpora hold; vLLM's check does not see a
+//! loop inside a macro and would join them.
+//!
 //! Where they differ: vLLM joins the parts with `"\n"`, SGLang with `" "`. One part (or none) is
 //! the same text on both; several are rendered as vLLM does, and [`parts_join_differs`] says so
 //! for the caller to flag.
@@ -23,10 +28,14 @@ const TEXT_PART_TYPES: [&str; 2] = ["text", "input_text"];
 /// The message as the servers hand it to the template: a missing or `null` content is `""`
 /// (unless `keep_null_beside_tool_calls` and the message has tool calls: then it is `null`, see
 /// [`FamilySpec::keeps_null_content_with_tool_calls`]), and a list of text parts is their texts
-/// joined by `"\n"`. Anything else is left as it is.
+/// joined by `"\n"` unless `template_renders_parts`. Anything else is left as it is.
 ///
 /// [`FamilySpec::keeps_null_content_with_tool_calls`]: super::family::FamilySpec::keeps_null_content_with_tool_calls
-pub fn normalize_content(message: &Value, keep_null_beside_tool_calls: bool) -> Value {
+pub fn normalize_content(
+    message: &Value,
+    keep_null_beside_tool_calls: bool,
+    template_renders_parts: bool,
+) -> Value {
     let Value::Object(map) = message else {
         return message.clone();
     };
@@ -39,7 +48,7 @@ pub fn normalize_content(message: &Value, keep_null_beside_tool_calls: bool) -> 
         None | Some(Value::Null) => {
             out.insert("content".into(), Value::from(""));
         }
-        Some(Value::Array(parts)) => {
+        Some(Value::Array(parts)) if !template_renders_parts => {
             if let Some(texts) = text_parts(parts) {
                 out.insert("content".into(), Value::from(texts.join("\n")));
             }
@@ -47,6 +56,17 @@ pub fn normalize_content(message: &Value, keep_null_beside_tool_calls: bool) -> 
         Some(_) => {}
     }
     Value::Object(out)
+}
+
+/// Whether a template's source loops over a message's content parts itself.
+pub fn template_renders_parts(source: &str) -> bool {
+    [
+        "for content in",
+        "in message['content']",
+        "in message.content",
+    ]
+    .iter()
+    .any(|pattern| source.contains(pattern))
 }
 
 /// Whether the servers hand this message to the template differently from how it is written
@@ -94,26 +114,36 @@ mod tests {
         let null = json!({"role": "assistant", "content": null, "tool_calls": call});
         for message in [&missing, &null] {
             assert!(needs_normalizing(message));
-            assert_eq!(normalize_content(message, false)["content"], json!(""));
-            assert_eq!(normalize_content(message, true)["content"], Value::Null);
+            assert_eq!(
+                normalize_content(message, false, false)["content"],
+                json!("")
+            );
+            assert_eq!(
+                normalize_content(message, true, false)["content"],
+                Value::Null
+            );
         }
         let user = json!({"role": "user"});
-        assert_eq!(normalize_content(&user, true)["content"], json!(""));
+        assert_eq!(normalize_content(&user, true, false)["content"], json!(""));
     }
 
     #[test]
     fn text_parts_are_joined_and_others_left_alone() {
         let one = json!({"role": "user", "content": [{"type": "text", "text": "a"}]});
-        assert_eq!(normalize_content(&one, false)["content"], json!("a"));
+        assert_eq!(normalize_content(&one, false, false)["content"], json!("a"));
         assert!(!parts_join_differs(&one));
         let two = json!({"role": "user", "content": [
             {"type": "text", "text": "a"}, {"type": "input_text", "text": "b"}]});
-        assert_eq!(normalize_content(&two, false)["content"], json!("a\nb"));
+        assert_eq!(
+            normalize_content(&two, false, false)["content"],
+            json!("a\nb")
+        );
         assert!(parts_join_differs(&two));
+        assert_eq!(normalize_content(&two, false, true), two);
         let image = json!({"role": "user", "content": [{"type": "image_url", "image_url": {}}]});
-        assert_eq!(normalize_content(&image, false), image);
+        assert_eq!(normalize_content(&image, false, false), image);
         let text = json!({"role": "user", "content": "x"});
         assert!(!needs_normalizing(&text));
-        assert_eq!(normalize_content(&text, false), text);
+        assert_eq!(normalize_content(&text, false, false), text);
     }
 }

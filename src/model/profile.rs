@@ -57,6 +57,8 @@ pub struct Profile {
     end_of_turn: String,
     /// Hex SHA-256 of the default template's source, so outputs can name the template they used.
     pub template_sha256: String,
+    /// The template renders a list of content parts itself (`client_messages.rs`).
+    renders_parts: bool,
 }
 
 /// Where the template came from, before compiling.
@@ -111,6 +113,7 @@ impl Profile {
         };
         let template_sha256 = hex::encode(sha2::Sha256::digest(default_source.as_bytes()));
         let template = ChatTemplate::new(&default_source)?;
+        let renders_parts = client_messages::template_renders_parts(&default_source);
         let tool_use_template = tool_use_source
             .as_deref()
             .map(ChatTemplate::new)
@@ -140,6 +143,7 @@ impl Profile {
             special_tokens,
             end_of_turn,
             template_sha256,
+            renders_parts,
         })
     }
 
@@ -352,7 +356,7 @@ impl Profile {
     /// [`FamilySpec::keeps_null_content_with_tool_calls`]: super::family::FamilySpec::keeps_null_content_with_tool_calls
     fn normalize_message(&self, message: &Value) -> Value {
         let keeps_null = self.family.spec().keeps_null_content_with_tool_calls;
-        let message = &client_messages::normalize_content(message, keeps_null);
+        let message = &client_messages::normalize_content(message, keeps_null, self.renders_parts);
         let mut normalized = normalize_message(message);
         let keep_null_content = self.family.spec().keeps_null_content_with_tool_calls
             && message.get("content").is_some_and(Value::is_null)
@@ -368,7 +372,7 @@ impl Profile {
         let keeps_null = self.family.spec().keeps_null_content_with_tool_calls;
         messages
             .iter()
-            .map(|m| client_messages::normalize_content(m, keeps_null))
+            .map(|m| client_messages::normalize_content(m, keeps_null, self.renders_parts))
             .collect()
     }
 

@@ -58,15 +58,27 @@ pub fn normalize_content(
     Value::Object(out)
 }
 
-/// Whether a template's source loops over a message's content parts itself.
+/// Whether a template's source loops over a message's content parts itself: a
+/// `{% for … in X %}` tag whose `X` is `message['content']` or `message.content`, or whose loop
+/// variable is `content` (Kimi's `for content in c`).
 pub fn template_renders_parts(source: &str) -> bool {
-    [
-        "for content in",
-        "in message['content']",
-        "in message.content",
-    ]
-    .iter()
-    .any(|pattern| source.contains(pattern))
+    source.split("{%").skip(1).any(|tag| {
+        let tag = tag.split("%}").next().unwrap_or_default();
+        let tag = tag.trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
+        let Some(rest) = tag.strip_prefix("for ") else {
+            return false;
+        };
+        let Some((variable, iterated)) = rest.split_once(" in ") else {
+            return false;
+        };
+        variable.trim() == "content"
+            || [
+                "message['content']",
+                "message[\"content\"]",
+                "message.content",
+            ]
+            .contains(&iterated.trim())
+    })
 }
 
 /// Whether the servers hand this message to the template differently from how it is written
@@ -125,6 +137,22 @@ mod tests {
         }
         let user = json!({"role": "user"});
         assert_eq!(normalize_content(&user, true, false)["content"], json!(""));
+    }
+
+    #[test]
+    fn templates_that_loop_over_parts_are_told_apart() {
+        assert!(template_renders_parts(
+            "{%- for content in c -%}{{ content }}{% endfor %}"
+        ));
+        assert!(template_renders_parts(
+            "{% for p in message['content'] %}{% endfor %}"
+        ));
+        assert!(!template_renders_parts(
+            "{%- if '</think>' in message.content %}{% endif %}"
+        ));
+        assert!(!template_renders_parts(
+            "{% for m in messages %}{{ m.content }}{% endfor %}"
+        ));
     }
 
     #[test]

@@ -1,0 +1,87 @@
+//! Requests as clients write them (an assistant with `tool_calls` and no `content` key,
+//! `content: null`, `content` as a list of text parts) render as the servers render them, never
+//! an error. Expected text and ids: `tests/data/client_messages/expected.jsonl`, made by
+//! `tests/data/gen/make_client_messages.py` (the servers' normalization, then transformers'
+//! `apply_chat_template`).
+
+mod common;
+
+use draftgen::model::client_messages::parts_join_differs;
+use draftgen::model::{LoadOptions, Profile, RenderInput};
+use serde_json::Value;
+use std::path::Path;
+
+use common::assets;
+
+fn load(family: &str) -> Profile {
+    let (dir, profile, template) = match family {
+        "kimi_k2" => ("kimi-k2.5", "kimi-k2.5", Some("templates/kimi-k2.jinja")),
+        "qwen3" => ("qwen3", "qwen3", None),
+        "deepseek_v3" => ("deepseek-v3", "deepseek-v3", None),
+        other => panic!("unknown family {other}"),
+    };
+    Profile::load(
+        &assets().join(dir),
+        &LoadOptions {
+            profile: Some(profile.into()),
+            chat_template: template.map(|t| assets().join(t)),
+        },
+    )
+    .unwrap_or_else(|e| panic!("loading {family}: {e}"))
+}
+
+fn rows() -> Vec<Value> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/client_messages/expected.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn client_messages_render_as_the_servers_do() {
+    let rows = rows();
+    assert_eq!(rows.len(), 15);
+    for family in ["kimi_k2", "qwen3", "deepseek_v3"] {
+        let profile = load(family);
+        for row in rows.iter().filter(|r| r["family"] == family) {
+            let case = row["case"].as_str().unwrap();
+            let messages = row["messages"].as_array().unwrap();
+            let tools = row["tools"].as_array().map(Vec::as_slice);
+            let input = RenderInput {
+                messages,
+                tools,
+                add_generation_prompt: row["add_generation_prompt"].as_bool().unwrap(),
+                chat_template_kwargs: None,
+            };
+            let text = profile
+                .render(&input)
+                .unwrap_or_else(|e| panic!("{family} {case}: {e}"));
+            assert_eq!(text, row["text"].as_str().unwrap(), "{family} {case}");
+            let ids: Vec<u32> = row["ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap() as u32)
+                .collect();
+            assert_eq!(profile.render_ids(&input).unwrap(), ids, "{family} {case}");
+        }
+    }
+}
+
+/// Several text parts: vLLM joins them with "\n", SGLang with " "; the render is vLLM's and the
+/// message says the servers differ, for the caller to flag.
+#[test]
+fn several_text_parts_are_known_to_differ_between_servers() {
+    let rows = rows();
+    let two = rows.iter().find(|r| r["case"] == "two_text_parts").unwrap();
+    assert!(parts_join_differs(&two["messages"][0]));
+    let one = rows.iter().find(|r| r["case"] == "one_text_part").unwrap();
+    assert!(one["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| !parts_join_differs(m)));
+}

@@ -159,6 +159,8 @@ pub enum Syntax {
     Hermes,
     /// DeepSeek-V3: `deepseek_v3` tool parser, no reasoning; ids random.
     DeepseekV3,
+    /// DeepSeek-V3.1: `deepseek_v31` tool parser, `deepseek_v3` reasoning parser; ids random.
+    DeepseekV31,
 }
 
 impl Syntax {
@@ -202,6 +204,12 @@ pub trait FamilyRules: Sync {
         _turn: &AssistantTurn,
     ) -> Option<Result<String, ModelError>> {
         None
+    }
+
+    /// Whether `model_id` names one of this family's models, as OpenRouter and Hugging Face
+    /// write ids (`deepseek/deepseek-chat-v3.1`, `deepseek-ai/DeepSeek-V3.1`).
+    fn detect_model_id(&self, _model_id: &str) -> bool {
+        false
     }
 
     /// The native id of the conversation's n-th tool call; `None`: the token stream has no ids.
@@ -289,6 +297,15 @@ impl Family {
     pub fn names() -> String {
         let names: Vec<&str> = Self::all().iter().map(|f| f.name()).collect();
         names.join(", ")
+    }
+
+    /// The family whose rules recognize `model_id` ([`FamilyRules::detect_model_id`]), first in
+    /// detection order; `None`: no family claims it.
+    pub fn from_model_id(model_id: &str) -> Option<Self> {
+        Self::all()
+            .iter()
+            .copied()
+            .find(|f| f.rules().detect_model_id(model_id))
     }
 
     /// Guess the family from `config.json` and `tokenizer_config.json` (either may be absent)
@@ -421,6 +438,11 @@ mod tests {
             detect("deepseek_v3", "<｜begin▁of▁sentence｜>", ""),
             Family::DEEPSEEK_V3
         );
+        let v31 = Family::DEEPSEEK_V31.spec().builtin_template.unwrap();
+        assert_eq!(
+            detect("deepseek_v3", "<｜begin▁of▁sentence｜>", v31),
+            Family::DEEPSEEK_V31
+        );
         assert_eq!(detect("llama", "", "{{ messages }}"), Family::GENERIC);
     }
 
@@ -434,6 +456,7 @@ mod tests {
             (Family::KIMI_K25, true, false),
             (Family::QWEN3, true, false),
             (Family::DEEPSEEK_V3, false, false),
+            (Family::DEEPSEEK_V31, false, false),
             (Family::GENERIC, false, false),
         ] {
             assert_eq!(family.thinking_enabled(None), default, "{family:?}");

@@ -85,3 +85,44 @@ fn several_text_parts_are_known_to_differ_between_servers() {
         .iter()
         .all(|m| !parts_join_differs(m)));
 }
+
+/// The failing case: a multi-turn request whose assistant turn carries `tool_calls` and
+/// no `content` key, as OpenAI clients send it. `generate` (on the simulator) and `build` both
+/// render it; the build writes its sample instead of failing.
+#[test]
+fn build_of_a_request_whose_assistant_turn_has_no_content_key() {
+    use common::run::{jsonl as lines, stderr, RunDir};
+    use common::servers::start_sim;
+    use serde_json::json;
+
+    let dir = RunDir::new();
+    let call = json!({"id": "functions.get_weather:0", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}});
+    dir.write_prompts([json!({"id": "c1", "source": "t", "messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "18C, sunny"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Sunny, 18C."}]},
+        {"role": "user", "content": "Thanks. And tomorrow?"}
+    ]})]);
+    let sim = start_sim(draftgen::sim::SimConfig {
+        seed: 7,
+        model_dir: Some(assets().join("kimi-k2.5")),
+        ..draftgen::sim::SimConfig::default()
+    });
+    let o = dir
+        .generate(&sim.base_url())
+        .args(["--model", "m"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = dir
+        .build("kimi-k2.5", "out")
+        .arg("--jsonl")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let samples = lines(&dir.join("out").join("samples.jsonl"));
+    assert_eq!(samples.len(), 1, "{}", stderr(&o));
+    assert_eq!(samples[0]["id"], "c1");
+}

@@ -87,7 +87,8 @@ fn several_text_parts_are_known_to_differ_between_servers() {
 }
 
 /// The failing case: a multi-turn request whose assistant turn carries `tool_calls` and
-/// no `content` key, as OpenAI clients send it. `generate` (on the simulator) and `build` both
+/// no `content` key, as OpenAI clients send it, to DeepSeek-V3 (whose template concatenates a
+/// missing content and raised). `generate` (on the simulator) and `build` both
 /// render it; the build writes its sample instead of failing.
 #[test]
 fn build_of_a_request_whose_assistant_turn_has_no_content_key() {
@@ -96,18 +97,18 @@ fn build_of_a_request_whose_assistant_turn_has_no_content_key() {
     use serde_json::json;
 
     let dir = RunDir::new();
-    let call = json!({"id": "functions.get_weather:0", "type": "function",
+    let call = json!({"id": "call_0", "type": "function",
         "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}});
     dir.write_prompts([json!({"id": "c1", "source": "t", "messages": [
         {"role": "user", "content": "Weather in Paris?"},
         {"role": "assistant", "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "18C, sunny"},
+        {"role": "tool", "tool_call_id": "call_0", "content": "18C, sunny"},
         {"role": "assistant", "content": [{"type": "text", "text": "Sunny, 18C."}]},
         {"role": "user", "content": "Thanks. And tomorrow?"}
     ]})]);
     let sim = start_sim(draftgen::sim::SimConfig {
         seed: 7,
-        model_dir: Some(assets().join("kimi-k2.5")),
+        model_dir: Some(assets().join("deepseek-v3")),
         ..draftgen::sim::SimConfig::default()
     });
     let o = dir
@@ -117,7 +118,7 @@ fn build_of_a_request_whose_assistant_turn_has_no_content_key() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let o = dir
-        .build("kimi-k2.5", "out")
+        .build("deepseek-v3", "out")
         .arg("--jsonl")
         .output()
         .unwrap();

@@ -17,9 +17,12 @@
 use super::deepseek_v3::{
     CALL_BEGIN, CALL_END, CALL_SEP, END_OF_SENTENCE, SECTION_BEGIN, SECTION_END,
 };
+use serde_json::{Map, Value};
+
 use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
 use crate::completion::Arguments;
+use crate::json::python_truthy;
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, DumpOptions};
 
@@ -84,6 +87,17 @@ impl FamilyRules for DeepseekV31 {
         let id = model_id.to_ascii_lowercase();
         let name = id.rsplit('/').next().unwrap_or_default();
         name.starts_with("deepseek") && (name.contains("v3.1") || name.contains("v3-1"))
+    }
+
+    /// The template's rule: `thinking` when given (truthy, as Jinja tests it), else
+    /// `enable_thinking`, else off. (vLLM's `deepseek_v3` reasoning parser thinks when either is
+    /// truthy: the two differ only for `thinking` falsy with `enable_thinking` truthy.)
+    fn thinking(&self, kwargs: Option<&Map<String, Value>>) -> Option<bool> {
+        let kwargs = kwargs?;
+        let value = kwargs
+            .get("thinking")
+            .or_else(|| kwargs.get("enable_thinking"))?;
+        Some(python_truthy(value))
     }
 
     fn completion_text(
@@ -160,6 +174,19 @@ mod tests {
                 "{id}"
             );
         }
+    }
+
+    #[test]
+    fn thinking_as_the_template_reads_it() {
+        let on =
+            |kwargs: serde_json::Value| Family::DEEPSEEK_V31.thinking_enabled(kwargs.as_object());
+        assert!(!Family::DEEPSEEK_V31.thinking_enabled(None));
+        assert!(on(serde_json::json!({"thinking": true})));
+        assert!(on(serde_json::json!({"enable_thinking": true})));
+        assert!(!on(
+            serde_json::json!({"thinking": false, "enable_thinking": true})
+        ));
+        assert!(!on(serde_json::json!({})));
     }
 
     #[test]

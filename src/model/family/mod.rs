@@ -206,6 +206,13 @@ pub trait FamilyRules: Sync {
         None
     }
 
+    /// Whether a request with these `chat_template_kwargs` has the model think, where the
+    /// family's template reads more than [`FamilySpec::thinking_switch`]; `None`: the switch
+    /// decides.
+    fn thinking(&self, _kwargs: Option<&Map<String, Value>>) -> Option<bool> {
+        None
+    }
+
     /// Whether `model_id` names one of this family's models, as OpenRouter and Hugging Face
     /// write ids (`deepseek/deepseek-chat-v3.1`, `deepseek-ai/DeepSeek-V3.1`).
     fn detect_model_id(&self, _model_id: &str) -> bool {
@@ -334,6 +341,9 @@ impl Family {
         let spec = self.spec();
         if spec.always_thinks {
             return true;
+        }
+        if let Some(thinking) = self.rules().thinking(kwargs) {
+            return thinking;
         }
         match spec.thinking_switch {
             Some((key, default)) => match kwargs.and_then(|k| k.get(key)) {

@@ -127,3 +127,33 @@ fn build_of_a_request_whose_assistant_turn_has_no_content_key() {
     assert_eq!(samples.len(), 1, "{}", stderr(&o));
     assert_eq!(samples[0]["id"], "c1");
 }
+
+/// A prompt with several text parts in one message is flagged: the servers join them
+/// differently, and only the server's prompt ids would settle which.
+#[test]
+fn several_text_parts_flag_the_sample() {
+    use draftgen::reconstruct::{reconstruct, ExchangeRequest, Reason, ReconstructOptions};
+    use serde_json::json;
+
+    let profile = load("deepseek_v3");
+    let answer = json!({"choices": [{"message": {"role": "assistant", "content": "Hi."},
+        "finish_reason": "stop"}]});
+    let ask = |content: Value| ExchangeRequest {
+        messages: vec![json!({"role": "user", "content": content})],
+        ..ExchangeRequest::default()
+    };
+    let options = ReconstructOptions::default();
+    let two = json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]);
+    let r = reconstruct(&profile, &ask(two), &answer, &options).unwrap();
+    assert!(r
+        .fidelity
+        .reasons
+        .contains(&Reason::ContentPartsJoinDiffers));
+    assert!(!r.fidelity.class.is_exact());
+    let one = json!([{"type": "text", "text": "a"}]);
+    let r = reconstruct(&profile, &ask(one), &answer, &options).unwrap();
+    assert!(!r
+        .fidelity
+        .reasons
+        .contains(&Reason::ContentPartsJoinDiffers));
+}

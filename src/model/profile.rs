@@ -367,6 +367,12 @@ impl Profile {
         normalized
     }
 
+    /// Whether a list of text parts is joined into one string before this template sees it
+    /// (the template does not loop over parts itself; `client_messages.rs`).
+    pub fn joins_content_parts(&self) -> bool {
+        !self.renders_parts
+    }
+
     /// The messages as the servers hand them to the template (`client_messages.rs`).
     fn server_messages(&self, messages: &[Value]) -> Vec<Value> {
         let keeps_null = self.family.spec().keeps_null_content_with_tool_calls;

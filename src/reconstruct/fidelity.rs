@@ -125,6 +125,10 @@ pub enum Reason {
     /// Rebuilt with the spaces around added tokens removed: the provider's stack puts them
     /// there, as its other answers show (`reconstruct/infer.rs`).
     ProviderSpacesSpecialTokens,
+    /// A request message's content is a list of several text parts, which vLLM joins with
+    /// `"\n"` and SGLang with `" "` before the template (`model/client_messages.rs`): the prompt
+    /// is rendered as vLLM does and may not be the server's.
+    ContentPartsJoinDiffers,
 }
 
 impl Reason {

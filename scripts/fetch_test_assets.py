@@ -91,6 +91,10 @@ FILES = {
         "833d0c375531149a922a0f2addf9a66cce8e4503c500fe4ca6a95e9d1ed3c75a",
         ("repo", "tests/assets/templates/kimi-k2-thinking.jinja"),
     ),
+    "assets/templates/deepseek-v3.1.jinja": (
+        "d9f5f351b276cf9e81d009db08830db7d38e94927aecd09a7beb43e2aafee94e",
+        ("repo", "tests/assets/templates/deepseek-v3.1.jinja"),
+    ),
     "assets/golden/kimi.json": (
         "c9b70b1dd6a0abd9d464696c2efe6867db6a0dad199b4759eae5f9341c3699bd",
         ("repo", "tests/assets/golden/kimi.json"),

@@ -7,6 +7,7 @@
 
 pub mod assets;
 mod bpe;
+pub mod client_messages;
 pub mod family;
 pub mod native;
 pub mod profile;

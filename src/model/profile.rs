@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use sha2::Digest;
 use std::path::{Path, PathBuf};
 
+use super::client_messages;
 pub use super::family::AssistantTurn;
 use super::family::Family;
 use super::native::{JsonRenderInput, NativeTemplate, NativeTwin, RenderPath, Tools};
@@ -56,6 +57,8 @@ pub struct Profile {
     end_of_turn: String,
     /// Hex SHA-256 of the default template's source, so outputs can name the template they used.
     pub template_sha256: String,
+    /// The template renders a list of content parts itself (`client_messages.rs`).
+    renders_parts: bool,
 }
 
 /// Where the template came from, before compiling.
@@ -110,6 +113,7 @@ impl Profile {
         };
         let template_sha256 = hex::encode(sha2::Sha256::digest(default_source.as_bytes()));
         let template = ChatTemplate::new(&default_source)?;
+        let renders_parts = client_messages::template_renders_parts(&default_source);
         let tool_use_template = tool_use_source
             .as_deref()
             .map(ChatTemplate::new)
@@ -139,6 +143,7 @@ impl Profile {
             special_tokens,
             end_of_turn,
             template_sha256,
+            renders_parts,
         })
     }
 
@@ -153,6 +158,23 @@ impl Profile {
         input: &RenderInput,
     ) -> Result<(String, RenderPath), ModelError> {
         check_not_empty(input.messages.len())?;
+        if input
+            .messages
+            .iter()
+            .any(client_messages::needs_normalizing)
+        {
+            let messages = self.server_messages(input.messages);
+            return self.render_normalized(&RenderInput {
+                messages: &messages,
+                ..input.clone()
+            });
+        }
+        self.render_normalized(input)
+    }
+
+    /// [`render_with_path`](Self::render_with_path) of messages the servers would hand the
+    /// template as they are.
+    fn render_normalized(&self, input: &RenderInput) -> Result<(String, RenderPath), ModelError> {
         if let Some(text) = self.render_native(input) {
             return Ok((text, RenderPath::Native));
         }
@@ -163,7 +185,13 @@ impl Profile {
     /// lines): the native twin reads it as it is, the template gets it converted.
     pub fn render_json(&self, input: &JsonRenderInput) -> Result<String, ModelError> {
         check_not_empty(input.messages.len())?;
-        let native = self.native_for(input.tools.is_some());
+        let as_written = input.messages.iter().all(|m| {
+            m.as_object()
+                .is_none_or(|m| m.get("content").is_some_and(|c| c.as_str().is_some()))
+        });
+        let native = self
+            .native_for(input.tools.is_some())
+            .filter(|_| as_written);
         if let Some(text) = native.and_then(|n| n.render(input, &self.special_tokens)) {
             return Ok(text);
         }
@@ -327,6 +355,8 @@ impl Profile {
     ///
     /// [`FamilySpec::keeps_null_content_with_tool_calls`]: super::family::FamilySpec::keeps_null_content_with_tool_calls
     fn normalize_message(&self, message: &Value) -> Value {
+        let keeps_null = self.family.spec().keeps_null_content_with_tool_calls;
+        let message = &client_messages::normalize_content(message, keeps_null, self.renders_parts);
         let mut normalized = normalize_message(message);
         let keep_null_content = self.family.spec().keeps_null_content_with_tool_calls
             && message.get("content").is_some_and(Value::is_null)
@@ -335,6 +365,21 @@ impl Profile {
             map.insert("content".into(), Value::Null);
         }
         normalized
+    }
+
+    /// Whether a list of text parts is joined into one string before this template sees it
+    /// (the template does not loop over parts itself; `client_messages.rs`).
+    pub fn joins_content_parts(&self) -> bool {
+        !self.renders_parts
+    }
+
+    /// The messages as the servers hand them to the template (`client_messages.rs`).
+    fn server_messages(&self, messages: &[Value]) -> Vec<Value> {
+        let keeps_null = self.family.spec().keeps_null_content_with_tool_calls;
+        messages
+            .iter()
+            .map(|m| client_messages::normalize_content(m, keeps_null, self.renders_parts))
+            .collect()
     }
 
     /// The turn as the assistant message a template renders.

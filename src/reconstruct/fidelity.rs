@@ -145,6 +145,10 @@ pub enum Reason {
     /// The doubt that the model generated the reasoning opener lifted: the provider's other
     /// answers show its template prompts it (`reconstruct/infer/negative.rs`).
     ProviderPromptsThink,
+    /// A request message's content is a list of several text parts, which vLLM joins with
+    /// `"\n"` and SGLang with `" "` before the template (`model/client_messages.rs`): the prompt
+    /// is rendered as vLLM does and may not be the server's.
+    ContentPartsJoinDiffers,
 }
 
 impl Reason {

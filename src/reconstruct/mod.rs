@@ -212,6 +212,7 @@ pub fn reconstruct_parsed(
     if completion.completion_token_ids.is_none() {
         upstream::flag_unnamed_upstream(&x, prompt_count, &mut fidelity, &mut warnings);
     }
+    flag_content_parts(&x, completion, &mut fidelity, &mut warnings);
     Ok(Reconstruction {
         prompt_ids,
         completion_ids,
@@ -745,6 +746,29 @@ pub fn reconstruct_batch(
 
 /// The rendered prompt, cross-checked with the server's count and ids when it sent them, and
 /// the server's count when it disagrees and no server ids replace the render.
+/// A prompt rendered from several text parts the servers join differently is not certain
+/// (unless the server sent its prompt ids).
+fn flag_content_parts(
+    x: &Exchange,
+    completion: &Completion,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    let joined = x.profile.joins_content_parts()
+        && x.request
+            .messages
+            .iter()
+            .any(crate::model::client_messages::parts_join_differs);
+    if joined && completion.prompt_token_ids.is_none() {
+        fidelity.at_most(FidelityClass::Ambiguous);
+        fidelity.because(Reason::ContentPartsJoinDiffers);
+        warnings.push(
+            "ambiguous: a message's content has several text parts, which vLLM joins with a newline and SGLang with a space; rendered as vLLM does"
+                .to_string(),
+        );
+    }
+}
+
 fn prompt_ids(
     profile: &Profile,
     request: &ExchangeRequest,

@@ -16,6 +16,7 @@
 //! less and more, [`Quirks::on`]) and its fixtures; a new behaviour is one quirk file.
 
 pub mod deepseek;
+pub mod deepseek_v31;
 pub mod generic;
 pub mod hermes;
 pub mod kimi;
@@ -206,6 +207,7 @@ pub fn parser_traits(syntax: Syntax) -> &'static ParserTraits {
         Syntax::Kimi => &kimi::TRAITS,
         Syntax::Hermes => &hermes::TRAITS,
         Syntax::DeepseekV3 => &deepseek::TRAITS,
+        Syntax::DeepseekV31 => &deepseek_v31::TRAITS,
     }
 }
 
@@ -285,6 +287,9 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         Syntax::Kimi => kimi::parse(shape, text, input),
         Syntax::Hermes => hermes::parse(text, input.thinking, input.tools_declared, input.stream),
         Syntax::DeepseekV3 => deepseek::parse(text, input.tools_declared, input.stream),
+        Syntax::DeepseekV31 => {
+            deepseek_v31::parse(text, input.thinking, input.tools_declared, input.stream)
+        }
     };
     if parsed.content.as_deref() == Some("") {
         parsed.content = None;

@@ -159,6 +159,8 @@ pub enum Syntax {
     Hermes,
     /// DeepSeek-V3: `deepseek_v3` tool parser, no reasoning; ids random.
     DeepseekV3,
+    /// DeepSeek-V3.1: `deepseek_v31` tool parser, `deepseek_v3` reasoning parser; ids random.
+    DeepseekV31,
 }
 
 impl Syntax {
@@ -202,6 +204,19 @@ pub trait FamilyRules: Sync {
         _turn: &AssistantTurn,
     ) -> Option<Result<String, ModelError>> {
         None
+    }
+
+    /// Whether a request with these `chat_template_kwargs` has the model think, where the
+    /// family's template reads more than [`FamilySpec::thinking_switch`]; `None`: the switch
+    /// decides.
+    fn thinking(&self, _kwargs: Option<&Map<String, Value>>) -> Option<bool> {
+        None
+    }
+
+    /// Whether `model_id` names one of this family's models, as OpenRouter and Hugging Face
+    /// write ids (`deepseek/deepseek-chat-v3.1`, `deepseek-ai/DeepSeek-V3.1`).
+    fn detect_model_id(&self, _model_id: &str) -> bool {
+        false
     }
 
     /// The native id of the conversation's n-th tool call; `None`: the token stream has no ids.
@@ -291,6 +306,15 @@ impl Family {
         names.join(", ")
     }
 
+    /// The family whose rules recognize `model_id` ([`FamilyRules::detect_model_id`]), first in
+    /// detection order; `None`: no family claims it.
+    pub fn from_model_id(model_id: &str) -> Option<Self> {
+        Self::all()
+            .iter()
+            .copied()
+            .find(|f| f.rules().detect_model_id(model_id))
+    }
+
     /// Guess the family from `config.json` and `tokenizer_config.json` (either may be absent)
     /// and the template text that will be used: the first family in [`Family::all`] whose
     /// rules recognize them, else [`Family::GENERIC`].
@@ -317,6 +341,9 @@ impl Family {
         let spec = self.spec();
         if spec.always_thinks {
             return true;
+        }
+        if let Some(thinking) = self.rules().thinking(kwargs) {
+            return thinking;
         }
         match spec.thinking_switch {
             Some((key, default)) => match kwargs.and_then(|k| k.get(key)) {
@@ -421,6 +448,11 @@ mod tests {
             detect("deepseek_v3", "<｜begin▁of▁sentence｜>", ""),
             Family::DEEPSEEK_V3
         );
+        let v31 = Family::DEEPSEEK_V31.spec().builtin_template.unwrap();
+        assert_eq!(
+            detect("deepseek_v3", "<｜begin▁of▁sentence｜>", v31),
+            Family::DEEPSEEK_V31
+        );
         assert_eq!(detect("llama", "", "{{ messages }}"), Family::GENERIC);
     }
 
@@ -434,6 +466,7 @@ mod tests {
             (Family::KIMI_K25, true, false),
             (Family::QWEN3, true, false),
             (Family::DEEPSEEK_V3, false, false),
+            (Family::DEEPSEEK_V31, false, false),
             (Family::GENERIC, false, false),
         ] {
             assert_eq!(family.thinking_enabled(None), default, "{family:?}");

@@ -1,0 +1,98 @@
+//! DeepSeek-V3.1's server shape: what vLLM 0.33.0's own `deepseek_v31` tool parser and
+//! `deepseek_v3` reasoning parser return for known model texts, non-streamed
+//! (`tests/data/server_shapes/deepseek_v31_nonstream.jsonl`, made by
+//! `tests/data/gen/make_deepseek_v31_shapes.py` running the wheel's code), against
+//! `server::deepseek_v31::parse`; and the completion text the family writes for those answers
+//! is the text the model wrote.
+
+use draftgen::completion::{Arguments, ToolCall};
+use draftgen::model::family::{deepseek_v31, AssistantTurn};
+use draftgen::server::deepseek_v31::parse;
+use serde_json::Value;
+use std::path::Path;
+
+fn rows() -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/server_shapes/deepseek_v31_nonstream.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn parse_returns_what_vllms_parsers_return() {
+    let rows = rows();
+    assert_eq!(rows.len(), 12);
+    for row in &rows {
+        let text = row["text"].as_str().unwrap();
+        let thinking = row["thinking"].as_bool().unwrap();
+        let parsed = parse(text, thinking, true, false);
+        // `forward` sends an empty content as none, as vLLM does.
+        let content = parsed.content.filter(|c| !c.is_empty());
+        assert_eq!(
+            parsed.reasoning.as_deref(),
+            row["reasoning"].as_str(),
+            "{text}"
+        );
+        assert_eq!(content.as_deref(), row["content"].as_str(), "{text}");
+        let calls: Vec<(&str, &str)> = parsed
+            .calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        let want: Vec<(&str, &str)> = row["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap(),
+                    c["arguments"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(calls, want, "{text}");
+    }
+}
+
+/// For every answer of a finished turn whose text the parsers return whole (reasoning closed,
+/// nothing cut or dropped), the family's completion text is the model's text again.
+#[test]
+fn completion_text_inverts_the_parsers() {
+    let mut checked = 0;
+    for row in rows() {
+        let text = row["text"].as_str().unwrap();
+        let thinking = row["thinking"].as_bool().unwrap();
+        let closed = !thinking || text.contains("</think>");
+        let whole_calls = text.matches("<｜tool▁call▁begin｜>").count()
+            == row["calls"].as_array().unwrap().len()
+            && !text.contains('\n');
+        let section_last =
+            text.ends_with("<｜tool▁calls▁end｜>") || !text.contains("<｜tool▁calls▁begin｜>");
+        if !(closed && whole_calls && section_last) {
+            continue;
+        }
+        let turn = AssistantTurn {
+            reasoning: row["reasoning"].as_str().map(str::to_string),
+            reasoning_closed: closed,
+            content: row["content"].as_str().unwrap_or_default().to_string(),
+            tool_calls: row["calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| ToolCall {
+                    id: None,
+                    name: c["name"].as_str().unwrap().to_string(),
+                    arguments: Arguments::Raw(c["arguments"].as_str().unwrap().to_string()),
+                })
+                .collect(),
+            end_of_turn: true,
+        };
+        let want = format!("{text}<｜end▁of▁sentence｜>");
+        assert_eq!(deepseek_v31::completion_text(thinking, &turn), want);
+        checked += 1;
+    }
+    assert!(checked >= 7, "only {checked} answers checked");
+}

@@ -51,6 +51,8 @@ fn init_then_run_goes_from_a_dataset_to_trainer_files_and_a_second_run_skips_eve
         seed: 5,
         model_dir: Some(common::assets().join("kimi-k2.5")),
         profile: Some("kimi-k2.5".into()),
+        // The model id init writes, so generate's model-list check finds it.
+        model_name: "kimi-k2.5".into(),
         ..SimConfig::default()
     });
     let tmp = tempfile::tempdir().unwrap();

@@ -1,6 +1,6 @@
 //! DeepSeek-V3.1's server shape: what vLLM 0.33.0's own `deepseek_v31` tool parser and
 //! `deepseek_v3` reasoning parser return for known model texts, non-streamed
-//! (`tests/data/server_shapes/deepseek_v31_nonstream.jsonl`, made by
+//! (`tests/data/deepseek_v31/parser_shapes.jsonl`, made by
 //! `tests/data/gen/make_deepseek_v31_shapes.py` running the wheel's code), against
 //! `server::deepseek_v31::parse`; and the completion text the family writes for those answers
 //! is the text the model wrote.
@@ -13,7 +13,7 @@ use std::path::Path;
 
 fn rows() -> Vec<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/server_shapes/deepseek_v31_nonstream.jsonl");
+        .join("tests/data/deepseek_v31/parser_shapes.jsonl");
     std::fs::read_to_string(path)
         .unwrap()
         .lines()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What vLLM 0.33.0's own DeepSeek-V3.1 parsers return for known model texts (non-streamed):
-tests/data/server_shapes/deepseek_v31_nonstream.jsonl, read by tests/deepseek_v31.rs.
+tests/data/deepseek_v31/parser_shapes.jsonl, read by tests/deepseek_v31.rs.
 
 Runs `DeepSeekV31ToolParser.extract_tool_calls` (`tool_parsers/deepseekv31_tool_parser.py`) and
 `DeepSeekV3ReasoningParser.extract_reasoning` (`reasoning/deepseek_v3_reasoning_parser.py`,
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from make_server_corpus import setup_imports  # noqa: E402
 
-OUT = Path(__file__).resolve().parents[1] / "server_shapes" / "deepseek_v31_nonstream.jsonl"
+OUT = Path(__file__).resolve().parents[1] / "deepseek_v31" / "parser_shapes.jsonl"
 
 MARKERS = ["<think>", "</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>",
            "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"]

@@ -12,8 +12,8 @@ use serde_json::Value;
 use std::path::Path;
 
 fn rows() -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/deepseek_v31/parser_shapes.jsonl");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/deepseek_v31/parser_shapes.jsonl");
     std::fs::read_to_string(path)
         .unwrap()
         .lines()

@@ -286,7 +286,7 @@ mod tests {
         assert!(set_key(text, "[z]", "k", "1").is_err());
         // A comment stays in its column.
         let text = "[x]\n# k = 1      # why\nj = 22   # how\n";
-        let text = set_key(&text, "[x]", "k", "2").unwrap();
+        let text = set_key(text, "[x]", "k", "2").unwrap();
         assert_eq!(
             set_key(&text, "[x]", "j", "3").unwrap(),
             "[x]\nk = 2        # why\nj = 3    # how\n"

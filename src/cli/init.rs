@@ -105,7 +105,7 @@ grace_s = 30                              # after Ctrl-C or a budget stop: how l
 [job]
 datasets = [{datasets}]                   # JSONL / JSON / Parquet files, or directories of them
 tokenizer = {tokenizer}                   # the target's tokenizer + chat template: a directory or a known name
-out = {out}# prompts.jsonl, run/, build/, verify/, export/ go here
+out = {out:<36}# prompts.jsonl, run/, build/, verify/, export/ go here
 # limit = 1000                            # at most this many prompts in all
 # limit_per_source = 500                  # at most this many from each dataset file
 # samples_jsonl = false                   # build also writes build/samples.jsonl (one sample a line)
@@ -157,7 +157,7 @@ max_attempts = 6                          # per prompt per session
 "#,
         datasets = datasets.join(", "),
         tokenizer = quoted(t.tokenizer),
-        out = format!("{:<36}", quoted(t.out)),
+        out = quoted(t.out),
         name = quoted(t.endpoint_name),
         base_url = quoted(t.base_url),
         kind = quoted(kind.name()),

@@ -97,7 +97,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         config: config.clone(),
         progress: progress.to_string(),
         redo: false,
-        allow_incomplete: false,
+        // Prompts the injected faults left without an answer do not hide the rest of the job;
+        // the next demo run resumes them.
+        allow_incomplete: true,
     });
     runtime.block_on(sim.shutdown())?;
     let code = finished?;

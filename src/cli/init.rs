@@ -104,8 +104,8 @@ grace_s = 30                              # after Ctrl-C or a budget stop: how l
 
 [job]
 datasets = [{datasets}]                   # JSONL / JSON / Parquet files, or directories of them
-tokenizer = {tokenizer}                   # the target's tokenizer + chat template: a directory or a known name
-out = {out:<36}# prompts.jsonl, run/, build/, verify/, export/ go here
+tokenizer = {tokenizer:<29} # the target's tokenizer + chat template: a directory or a known name
+out = {out:<35} # prompts.jsonl, run/, build/, verify/, export/ go here
 # limit = 1000                            # at most this many prompts in all
 # limit_per_source = 500                  # at most this many from each dataset file
 # samples_jsonl = false                   # build also writes build/samples.jsonl (one sample a line)
@@ -114,14 +114,14 @@ trainers = ["specforge", "speculators"]   # whose files to export
 
 [[endpoints]]
 name = {name}
-base_url = {base_url}                     # the API root: draftgen appends /chat/completions
-kind = {kind}                             # openrouter | vllm | sglang | llamacpp | generic
+base_url = {base_url:<30} # the API root: draftgen appends /chat/completions
+kind = {kind:<34} # openrouter | vllm | sglang | llamacpp | generic
 # api_key_file = "~/.openrouter-key"      # default for openrouter: the OPENROUTER_API_KEY variable
 # api_key_env = "MY_KEY_VARIABLE"
 # weight = 1                              # share of requests, with several [[endpoints]]
 
 [request]
-model = {model}                           # the id the endpoint knows (OpenRouter: add :exacto / :nitro as wanted)
+model = {model:<33} # the id the endpoint knows (OpenRouter: add :exacto / :nitro as wanted)
 max_tokens = 4096
 # temperature = 1.0
 # top_p = 1.0

@@ -1,5 +1,6 @@
-//! `draftgen demo` end to end: bundled samples → prompts → generation against the in-process
-//! simulator → reconstructed samples, with every prompt accounted for.
+//! `draftgen demo` end to end: `draftgen run` on the bundled samples against the in-process
+//! simulator — prompts, generation, samples, verify and trainer files — with every prompt
+//! accounted for.
 
 mod common;
 
@@ -7,16 +8,18 @@ use serde_json::Value;
 
 use common::run::RunDir;
 
-fn demo(flavor: &str) -> (RunDir, String) {
+/// The demo in a new directory; its stdout and stderr.
+fn demo(flavor: &str) -> (RunDir, String, String) {
     let dir = RunDir::new();
     let output = dir
         .demo()
         .args(["--flavor", flavor])
         .output()
         .expect("run draftgen demo");
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
     let stderr = String::from_utf8_lossy(&output.stderr).to_string();
     assert!(output.status.success(), "demo failed:\n{stderr}");
-    (dir, stderr)
+    (dir, stdout, stderr)
 }
 
 fn lines(path: &std::path::Path) -> Vec<Value> {
@@ -29,7 +32,7 @@ fn lines(path: &std::path::Path) -> Vec<Value> {
 
 #[test]
 fn demo_accounts_for_every_prompt_and_writes_exact_samples() {
-    let (dir, stderr) = demo("vllm");
+    let (dir, stdout, stderr) = demo("vllm");
     let prompts = lines(&dir.path().join("prompts.jsonl"));
     let samples = lines(&dir.path().join("samples.jsonl"));
     let summary: Value = serde_json::from_str(
@@ -45,26 +48,47 @@ fn demo_accounts_for_every_prompt_and_writes_exact_samples() {
     );
     assert_eq!(samples.len() as u64, count("succeeded"));
     for sample in &samples {
-        let prompt = sample["prompt_ids"].as_array().unwrap().len();
-        let completion = sample["completion_ids"].as_array().unwrap().len();
+        let ids = sample["input_ids"].as_array().unwrap().len();
+        let prompt = sample["prompt_len"].as_u64().unwrap() as usize;
+        let completion = sample["completion_len"].as_u64().unwrap() as usize;
         let mask = sample["loss_mask"].as_array().unwrap();
-        assert_eq!(mask.len(), prompt + completion);
+        assert_eq!(ids, prompt + completion);
+        assert_eq!(mask.len(), ids);
         assert!(mask[..prompt].iter().all(|m| m == 0));
         assert!(mask[prompt..].iter().all(|m| m == 1));
-        // The vLLM flavour returns the server's own ids: reconstruction must agree with them.
+        // The vLLM flavour returns the server's own ids: the samples are those ids, and
+        // reconstruction agreed with them (a disagreement would make them inconsistent).
         assert_eq!(
-            sample["warnings"],
-            serde_json::json!([]),
+            sample["fidelity_class"], "exact_by_server_ids",
             "sample {}",
             sample["id"]
         );
     }
-    assert!(stderr.contains("where everything went"), "{stderr}");
+    // The whole job ran: the samples are build's, verify passed, the trainers' files are there.
+    assert_eq!(
+        std::fs::read(dir.path().join("samples.jsonl")).unwrap(),
+        std::fs::read(dir.path().join("build/samples.jsonl")).unwrap()
+    );
+    for file in [
+        "draftgen.toml",
+        "verify/verify.json",
+        "verify/report.html",
+        "export/specforge/specforge.jsonl",
+        "export/vocab-speculators/d2t.npy",
+    ] {
+        assert!(dir.path().join(file).is_file(), "{file}\n{stderr}");
+    }
+    assert!(stdout.contains("where everything went"), "{stdout}");
+    assert!(stdout.contains("next step (SpecForge)"), "{stdout}");
+    assert!(
+        stderr.contains("draftgen run --config"),
+        "the demo says how to run its job again: {stderr}"
+    );
 }
 
 #[test]
 fn demo_resumes_without_generating_twice() {
-    let (dir, _) = demo("openrouter");
+    let (dir, _, _) = demo("openrouter");
     let journal = |d: &std::path::Path| {
         std::fs::read_dir(d.join("run/journal"))
             .unwrap()
@@ -78,10 +102,18 @@ fn demo_resumes_without_generating_twice() {
     };
     let before = journal(dir.path());
     let output = dir.demo().output().unwrap();
-    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
     assert_eq!(
         journal(dir.path()),
         before,
         "a second demo run must not generate again"
     );
+    // The simulator's new port is no change of the job: every step is current.
+    for step in ["prepare", "generate", "build", "verify", "export"] {
+        assert!(
+            stderr.contains(&format!("── {step}: up to date, skipped")),
+            "{step}: {stderr}"
+        );
+    }
 }

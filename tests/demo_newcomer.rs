@@ -64,9 +64,10 @@ fn demo_model_means_one_model_everywhere() {
     let samples = std::fs::read_to_string(dir.path().join("samples.jsonl")).unwrap();
     for line in samples.lines() {
         let sample: Value = serde_json::from_str(line).unwrap();
-        let prompt = sample["prompt_ids"].as_array().unwrap();
+        let ids = sample["input_ids"].as_array().unwrap();
+        let prompt_len = sample["prompt_len"].as_u64().unwrap() as usize;
         assert_ne!(
-            prompt.last().and_then(Value::as_u64),
+            ids[..prompt_len].last().and_then(Value::as_u64),
             Some(think),
             "{}",
             sample["id"]

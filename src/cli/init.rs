@@ -45,7 +45,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let kind = args
         .kind
         .unwrap_or_else(|| ServerKind::guess(&args.base_url));
-    let text = template(&args, kind);
+    let text = job_toml(&JobTemplate {
+        datasets: &args.datasets,
+        tokenizer: &args.tokenizer,
+        out: "draftgen-out",
+        endpoint_name: kind.name(),
+        base_url: &args.base_url,
+        kind,
+        model: &args.model,
+    });
     // What init writes, run reads: checked before it is written.
     JobFile::from_toml(&text, &args.out)
         .and_then(|file| file.run.validate())
@@ -68,8 +76,21 @@ fn quoted(text: &str) -> String {
     serde_json::Value::String(text.to_string()).to_string()
 }
 
-fn template(args: &Args, kind: ServerKind) -> String {
-    let datasets: Vec<String> = args.datasets.iter().map(|d| quoted(d)).collect();
+/// What a job file says beyond its commented defaults: `init`'s flags, or the demo's settings.
+pub(super) struct JobTemplate<'a> {
+    pub datasets: &'a [String],
+    pub tokenizer: &'a str,
+    pub out: &'a str,
+    pub endpoint_name: &'a str,
+    pub base_url: &'a str,
+    pub kind: ServerKind,
+    pub model: &'a str,
+}
+
+/// The commented `draftgen.toml` that `init` writes (and `demo` fills for its simulator).
+pub(super) fn job_toml(t: &JobTemplate) -> String {
+    let datasets: Vec<String> = t.datasets.iter().map(|d| quoted(d)).collect();
+    let kind = t.kind;
     let openrouter = kind == ServerKind::OpenRouter;
     let on = |yes: bool| if yes { "" } else { "# " };
     format!(
@@ -83,23 +104,24 @@ grace_s = 30                              # after Ctrl-C or a budget stop: how l
 
 [job]
 datasets = [{datasets}]                   # JSONL / JSON / Parquet files, or directories of them
-tokenizer = {tokenizer}                   # the target's tokenizer + chat template: a directory or a known name
-out = "draftgen-out"                      # prompts.jsonl, run/, build/, verify/, export/ go here
+tokenizer = {tokenizer:<29} # the target's tokenizer + chat template: a directory or a known name
+out = {out:<35} # prompts.jsonl, run/, build/, verify/, export/ go here
 # limit = 1000                            # at most this many prompts in all
 # limit_per_source = 500                  # at most this many from each dataset file
+# samples_jsonl = false                   # build also writes build/samples.jsonl (one sample a line)
 draft_vocab_size = 32000                  # size of the exported draft vocabulary (d2t / t2d)
 trainers = ["specforge", "speculators"]   # whose files to export
 
 [[endpoints]]
 name = {name}
-base_url = {base_url}                     # the API root: draftgen appends /chat/completions
-kind = {kind}                             # openrouter | vllm | sglang | llamacpp | generic
+base_url = {base_url:<30} # the API root: draftgen appends /chat/completions
+kind = {kind:<34} # openrouter | vllm | sglang | llamacpp | generic
 # api_key_file = "~/.openrouter-key"      # default for openrouter: the OPENROUTER_API_KEY variable
 # api_key_env = "MY_KEY_VARIABLE"
 # weight = 1                              # share of requests, with several [[endpoints]]
 
 [request]
-model = {model}                           # the id the endpoint knows (OpenRouter: add :exacto / :nitro as wanted)
+model = {model:<33} # the id the endpoint knows (OpenRouter: add :exacto / :nitro as wanted)
 max_tokens = 4096
 # temperature = 1.0
 # top_p = 1.0
@@ -134,11 +156,12 @@ total_s = 1800
 max_attempts = 6                          # per prompt per session
 "#,
         datasets = datasets.join(", "),
-        tokenizer = quoted(&args.tokenizer),
-        name = quoted(kind.name()),
-        base_url = quoted(&args.base_url),
+        tokenizer = quoted(t.tokenizer),
+        out = quoted(t.out),
+        name = quoted(t.endpoint_name),
+        base_url = quoted(t.base_url),
         kind = quoted(kind.name()),
-        model = quoted(&args.model),
+        model = quoted(t.model),
         r = on(openrouter),
     )
 }

@@ -25,17 +25,17 @@ Run again after a stop (Ctrl-C, budget, failures): finished steps are skipped, g
 pub struct Args {
     /// The job file (`draftgen init` writes one).
     #[arg(long, default_value = "draftgen.toml")]
-    config: PathBuf,
+    pub(super) config: PathBuf,
     /// generate's progress display: auto, bar, plain or none.
     #[arg(long, default_value = "auto")]
-    progress: String,
+    pub(super) progress: String,
     /// Run every step, even those whose output is current.
     #[arg(long)]
-    redo: bool,
+    pub(super) redo: bool,
     /// Go on to build, verify and export with the answers so far when generate left prompts
     /// without one (a budget stop, failures); the next run resumes generate all the same.
     #[arg(long)]
-    allow_incomplete: bool,
+    pub(super) allow_incomplete: bool,
 }
 
 /// Where each step writes, under the job's `out`.
@@ -167,8 +167,13 @@ fn generate(
     progress: &str,
 ) -> anyhow::Result<bool> {
     write_if_changed(&layout.generate_toml, &file.run_toml)?;
-    // The settings as parsed: a comment or a [job] edit does not make generate run again.
-    let settings = serde_json::to_string(&file.run)?;
+    // The settings as parsed: a comment or a [job] edit does not make generate run again, nor
+    // does the built-in simulator's new port.
+    let mut settings = file.run.clone();
+    for endpoint in settings.endpoints.iter_mut().filter(|e| e.builtin_sim) {
+        endpoint.base_url.clear();
+    }
+    let settings = serde_json::to_string(&settings)?;
     let inputs = vec![
         file_stamp(&layout.prompts),
         format!("config={}", hex_sha(settings.as_bytes())),
@@ -192,8 +197,9 @@ fn build(job: &JobConfig, layout: &Layout, steps: &mut Steps) -> anyhow::Result<
     let inputs = vec![
         file_stamp(&layout.run.join(crate::journal::SUMMARY_FILE)),
         format!("tokenizer={}", job.tokenizer),
+        format!("samples_jsonl={}", job.samples_jsonl),
     ];
-    let argv = os(&[
+    let mut argv = os(&[
         &"build",
         &"--model",
         &job.tokenizer,
@@ -204,6 +210,9 @@ fn build(job: &JobConfig, layout: &Layout, steps: &mut Steps) -> anyhow::Result<
         &"--prompts",
         &layout.prompts,
     ]);
+    if job.samples_jsonl {
+        argv.push("--jsonl".into());
+    }
     let output = layout.build.join("build.json");
     steps.run("build", &inputs, &output, || draftgen(&argv))
 }

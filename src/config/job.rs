@@ -27,6 +27,9 @@ pub struct JobConfig {
     /// At most this many prompts from each dataset file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_per_source: Option<u64>,
+    /// Whether build also writes `build/samples.jsonl` (the same samples, one JSON object a line).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub samples_jsonl: bool,
     /// Draft vocabulary size of the exported `d2t`/`t2d` maps.
     #[serde(default = "default_draft_vocab_size")]
     pub draft_vocab_size: usize,

@@ -37,9 +37,9 @@ pub struct EndpointConfig {
     /// Present only so an inline key can be refused with a clear message; never used.
     #[serde(default, skip_serializing)]
     api_key: Option<toml::Value>,
-    /// The demo's in-process simulator: its port changes every run, so the endpoint is
-    /// fingerprinted by name and kind, not by URL.
-    #[serde(skip)]
+    /// The demo's in-process simulator (`builtin_sim = true` in the file `demo` writes): its port
+    /// changes every run, so the endpoint is fingerprinted by name and kind, not by URL.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub builtin_sim: bool,
 }
 

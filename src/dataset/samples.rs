@@ -41,7 +41,10 @@ pub fn write_bundled(dir: &Path) -> Result<Vec<PathBuf>, DatasetError> {
         .iter()
         .map(|(name, bytes)| {
             let path = dir.join(name);
-            std::fs::write(&path, bytes).map_err(|e| write_err(&path, e))?;
+            // Left alone when unchanged, so steps stamped with its time stay current.
+            if std::fs::read(&path).ok().as_deref() != Some(*bytes) {
+                std::fs::write(&path, bytes).map_err(|e| write_err(&path, e))?;
+            }
             Ok(path)
         })
         .collect()

@@ -6,9 +6,11 @@
 //! cargo run --release --example capacity_bench -- [CAPACITY...]
 //! ```
 //!
-//! For each capacity C (default 10 50 200), both clients start 256 requests in flight and run
-//! `PROMPTS_PER_SLOT · C` prompts; reported: goodput (successes per second) as a share of the
-//! capacity's rate (C / latency), and the share of attempts turned away. The naive client is the
+//! A capacity is `SLOTS` (a maximum in flight), `/RPS` (requests per second, a bucket of one
+//! second's worth, slots unlimited) or `SLOTS/RPS` (both). For each (default 10 50 200), both
+//! clients start 256 requests in flight and run `PROMPTS_PER_SLOT` round trips' worth of the
+//! capacity's rate (min(SLOTS / latency, RPS)) in prompts; reported: goodput (successes per
+//! second) as a share of that rate, and the share of attempts turned away. The naive client is the
 //! seed-style loop: a semaphore of 256, and on a 429 sleep exactly `Retry-After`, then retry.
 //!
 //! Where the time goes, from the sim's admitted count sampled every 50 ms: `ramp` is when the
@@ -30,6 +32,7 @@ use draftgen::api::{Client, ClientConfig, Endpoint, ErrorClass, ServerKind, Time
 use draftgen::config::{Overrides, RunConfig};
 use draftgen::dataset::Prompt;
 use draftgen::engine::{self, Shutdown};
+use draftgen::sim::capacity::sustainable_rps;
 use draftgen::sim::{spawn, CapacityConfig, Latency, SimConfig};
 use serde_json::json;
 
@@ -69,17 +72,52 @@ fn prompts(n: usize) -> Vec<Prompt> {
         .collect()
 }
 
-fn sim_config(capacity: usize) -> SimConfig {
+/// A capacity of the simulated provider, as given on the command line.
+#[derive(Debug, Clone, Copy)]
+struct Capacity {
+    slots: Option<usize>,
+    rps: Option<f64>,
+}
+
+impl Capacity {
+    /// `SLOTS`, `/RPS` or `SLOTS/RPS`.
+    fn parse(arg: &str) -> Option<Capacity> {
+        let (slots, rps) = arg.split_once('/').unwrap_or((arg, ""));
+        let slots = (!slots.is_empty()).then(|| slots.parse().ok()).flatten();
+        let rps = (!rps.is_empty()).then(|| rps.parse().ok()).flatten();
+        (slots.is_some() || rps.is_some()).then_some(Capacity { slots, rps })
+    }
+
+    fn config(self) -> CapacityConfig {
+        CapacityConfig {
+            max_in_flight: self.slots,
+            rps: self.rps,
+            retry_after_secs: 1,
+        }
+    }
+
+    /// Successes per second the capacity allows.
+    fn rate(self) -> f64 {
+        sustainable_rps(&self.config(), latency()).unwrap_or(1.0)
+    }
+
+    fn label(self) -> String {
+        match (self.slots, self.rps) {
+            (Some(s), Some(r)) => format!("{s} slots, {r}/s"),
+            (Some(s), None) => format!("{s} slots"),
+            (None, Some(r)) => format!("{r}/s"),
+            (None, None) => "-".into(),
+        }
+    }
+}
+
+fn sim_config(capacity: Capacity) -> SimConfig {
     SimConfig {
         latency: Latency {
             base: latency(),
             per_token: Duration::ZERO,
         },
-        capacity: Some(CapacityConfig {
-            max_in_flight: Some(capacity),
-            rps: None,
-            retry_after_secs: 1,
-        }),
+        capacity: Some(capacity.config()),
         ..SimConfig::default()
     }
 }
@@ -115,7 +153,7 @@ fn sample(
 }
 
 /// One client against a fresh sim, with the admitted count sampled.
-async fn measured<F, Fut>(capacity: usize, n: usize, client: F) -> Outcome
+async fn measured<F, Fut>(capacity: Capacity, n: usize, client: F) -> Outcome
 where
     F: FnOnce(String, usize) -> Fut,
     Fut: std::future::Future<Output = Outcome>,
@@ -257,8 +295,8 @@ fn ramp(samples: &[(Duration, u64)], rate: f64) -> Option<Duration> {
     })
 }
 
-fn report(name: &str, capacity: usize, n: usize, o: &Outcome) -> f64 {
-    let capacity_rate = capacity as f64 / latency().as_secs_f64();
+fn report(name: &str, capacity: Capacity, n: usize, o: &Outcome) -> f64 {
+    let capacity_rate = capacity.rate();
     let goodput = o.successes as f64 / o.wall.as_secs_f64();
     let share = goodput / capacity_rate;
     let n = n as u64;
@@ -274,7 +312,8 @@ fn report(name: &str, capacity: usize, n: usize, o: &Outcome) -> f64 {
     let secs = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.1}s", d.as_secs_f64()));
     let tail = reached(&o.samples, n * 99 / 100).map(|t| o.wall.saturating_sub(t));
     println!(
-        "| {capacity:>5} | {name:<9} | {:>6} | {:>6.1}s | {:>6.1}/s | {:>5.1}% | {:>5.1}% | {} | {} | {} |",
+        "| {:>5} | {name:<9} | {:>6} | {:>6.1}s | {:>6.1}/s | {:>5.1}% | {:>5.1}% | {} | {} | {} |",
+        capacity.label(),
         o.successes,
         o.wall.as_secs_f64(),
         goodput,
@@ -289,12 +328,17 @@ fn report(name: &str, capacity: usize, n: usize, o: &Outcome) -> f64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let capacities: Vec<usize> = std::env::args()
+    let capacities: Vec<Capacity> = std::env::args()
         .skip(1)
-        .filter_map(|a| a.parse().ok())
+        .filter_map(|a| Capacity::parse(&a))
         .collect();
     let capacities = if capacities.is_empty() {
-        vec![10, 50, 200]
+        [10, 50, 200]
+            .map(|slots| Capacity {
+                slots: Some(slots),
+                rps: None,
+            })
+            .to_vec()
     } else {
         capacities
     };
@@ -307,7 +351,8 @@ async fn main() {
     println!("| capacity | client | ok | wall | goodput | of capacity | attempts rejected | ramp to 90% | steady | tail |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for capacity in capacities {
-        let n = prompts_per_slot() * capacity;
+        let n = (prompts_per_slot() as f64 * capacity.rate() * latency().as_secs_f64()).round()
+            as usize;
         let mut shares = Vec::new();
         if clients != "naive" {
             let o = measured(

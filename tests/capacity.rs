@@ -167,3 +167,45 @@ async fn random_429s_do_not_pin_concurrency_to_the_floor() {
         summary.concurrency_decreases
     );
 }
+
+/// A requests-per-second limit with ample slots (the way OpenRouter's per-key limits behave): the
+/// starts are paced at the rate admitted, every prompt is answered, and the share turned away
+/// stays under a generous bound (the first waves before the rate is known included).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_is_paced_and_every_prompt_answered() {
+    const RPS: f64 = 40.0;
+    let sim = spawn(SimConfig {
+        latency: Latency {
+            base: Duration::from_millis(100),
+            per_token: Duration::ZERO,
+        },
+        capacity: Some(CapacityConfig {
+            max_in_flight: None,
+            rps: Some(RPS),
+            retry_after_secs: 1,
+        }),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(&sim.base_url(), 64);
+    let n = 400;
+    let summary = engine::run(
+        &config,
+        prompts(n),
+        &dir.path().join("run"),
+        Shutdown::new(),
+    )
+    .await
+    .expect("run");
+    assert_eq!(summary.stop, StopReason::Completed);
+    assert_eq!(summary.summary.succeeded, n as u64, "{summary:?}");
+    let attempts = summary.summary.attempts;
+    let rejected = sim.capacity().expect("capacity model").rejected;
+    eprintln!("{RPS}/s: {attempts} attempts, {rejected} turned away");
+    assert!(
+        rejected as f64 <= 0.15 * attempts as f64,
+        "{rejected} of {attempts} attempts turned away"
+    );
+}

@@ -325,7 +325,7 @@ impl Limiter {
 /// 50, 36 of 512: random 429s at 3% pass it in about 1%, 0.5% and none of the windows. A bare
 /// `share > NOISE` was passed by 3% random 429s in a fifth of windows of 50: behind a provider
 /// with room for 50 they were cut, again and again, to about half of it.
-fn beyond_noise(rejected: usize, ended: usize) -> bool {
+pub(crate) fn beyond_noise(rejected: usize, ended: usize) -> bool {
     let expected = NOISE * ended as f64;
     let sd = (expected * (1.0 - NOISE)).sqrt();
     rejected >= MIN_REJECTED && rejected as f64 > expected + 2.0 * sd

@@ -17,6 +17,7 @@ mod credits;
 mod endpoints;
 mod health;
 mod ledger;
+mod pacing;
 mod pricing;
 mod progress;
 mod prompts;
@@ -40,6 +41,7 @@ pub use concurrency::{Limiter, Permit};
 pub use credits::{key_info, parse_key_info, CreditInfo};
 pub use endpoints::EndpointPool;
 pub use health::{Health, DEAD_AFTER};
+pub use pacing::{Pacer, Pacers};
 pub use pricing::{closest_ids, lists_model, model_list, price_in_list, published_price};
 pub use progress::say_above_bar;
 pub use progress::{class_name, Progress, ProgressMode, Stats};
@@ -678,12 +680,14 @@ impl Session {
         );
         let health = Arc::new(Health::new(self.resolved.len()));
         let pinned = pinned_providers(&self.resolved);
+        let pacers = Pacers::new(self.resolved.len());
         let ctx = Arc::new(scheduler::Ctx {
             client: self.client,
             endpoints: EndpointPool::new(self.resolved),
             timeouts: config.timeouts.to_timeouts(),
             retry: RetryPolicy::from(&config.retry),
             limiter,
+            pacers,
             rate: scheduler::rate_limiter(config.concurrency.requests_per_minute),
             budget: budget.clone(),
             budget_settled: tokio::sync::Notify::new(),

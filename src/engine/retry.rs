@@ -12,6 +12,9 @@ use rand::Rng;
 use crate::api::ErrorClass;
 use crate::config::RetryConfig;
 
+/// How long after a `Retry-After` the retries it sent back are spread over (at least).
+pub const SPREAD: Duration = Duration::from_secs(1);
+
 /// The retry policy of a run.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
@@ -72,9 +75,10 @@ impl RetryPolicy {
         let jittered = Duration::from_secs_f64(rng.random::<f64>() * ceiling.as_secs_f64());
         match retry_after {
             // Everyone told "1 s" at once must not come back at 1.00 s together and be turned away
-            // together: spread over one to one and a half times what the server said.
+            // together: spread over the second after what the server said (a provider's bucket
+            // refills over a second), or over half the wait again for a longer one.
             Some(floor) => {
-                let spread = floor.mul_f64(rng.random::<f64>() * 0.5);
+                let spread = SPREAD.max(floor / 2).mul_f64(rng.random::<f64>());
                 jittered.max(floor + spread)
             }
             None => jittered,
@@ -132,6 +136,9 @@ mod tests {
             assert!(d <= bound, "n={n} d={d:?}");
             let ra = Duration::from_secs(3);
             assert!(p.delay(n, Some(ra), &mut rng) >= ra);
+            let one = Duration::from_secs(1);
+            let d = p.delay(n, Some(one), &mut rng);
+            assert!(d >= one && d <= one + SPREAD, "n={n} d={d:?}");
         }
     }
 }

@@ -32,6 +32,7 @@ use super::concurrency::{Limiter, Permit};
 use super::endpoints::EndpointPool;
 use super::health::Health;
 use super::ledger::{Booked, Ledger};
+use super::pacing::{Pacer, Pacers};
 use super::progress::Progress;
 use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
@@ -50,6 +51,8 @@ pub(crate) struct Ctx {
     pub timeouts: Timeouts,
     pub retry: RetryPolicy,
     pub limiter: Arc<Limiter>,
+    /// Each endpoint's start pacing, learned from its 429s.
+    pub pacers: Pacers,
     pub rate: Option<DefaultDirectRateLimiter>,
     pub budget: Arc<Mutex<Budget>>,
     /// Woken whenever an attempt settles its reservation (a request waiting for budget asks again).
@@ -265,6 +268,17 @@ async fn attempt<'a>(
         return None;
     };
     let endpoint = &chosen.endpoint;
+    let pacer = ctx.pacers.get(endpoint_index);
+    let started = match pacer {
+        Some(pacer) => match Box::pin(paced(ctx, pacer)).await {
+            Some(started) => started,
+            None => {
+                settle(ctx, estimate, None, false);
+                return None;
+            }
+        },
+        None => Instant::now(),
+    };
     // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
     let request = request_body(ctx, prompt, body_fields, &endpoint.name, estimate)?;
     let started_at = chrono::Utc::now();
@@ -301,6 +315,9 @@ async fn attempt<'a>(
         estimate,
         latency_ms,
     );
+    if let Some(pacer) = pacer {
+        pacer.ended(started, matches!(&next, Some((err, _)) if is_overload(err)));
+    }
     if ctx.records.send_encoded(record).await.is_err() {
         // The writer is gone only if the journal failed; the engine reports that error.
         ctx.shutdown.stop(StopReason::Interrupted);
@@ -524,6 +541,14 @@ async fn rate_ready(ctx: &Ctx, rate: &DefaultDirectRateLimiter) -> bool {
     tokio::select! {
         _ = rate.until_ready() => true,
         _ = ctx.shutdown.stopping() => false,
+    }
+}
+
+/// Wait for the endpoint's pace; the start time, or `None` if the run is stopping.
+async fn paced(ctx: &Ctx, pacer: &Pacer) -> Option<Instant> {
+    tokio::select! {
+        started = pacer.start() => Some(started),
+        _ = ctx.shutdown.stopping() => None,
     }
 }
 

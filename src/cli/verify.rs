@@ -298,7 +298,7 @@ fn provider_lines(s: &mut String, r: &VerifyReport, colour: bool) {
             let failed = f.by_provider.get(cause).map_or(0, |a| a.failed);
             let _ = writeln!(
                 s,
-                "  failures   {} of {} failed attempt(s) came from {cause}: a resume routed there fails again",
+                "  failures   {} of {} failed attempt(s) came from {cause} (its verdict and the routing line above say whether to route around it)",
                 failed, f.total
             );
         }

@@ -63,12 +63,13 @@ impl Failures {
         }
     }
 
-    /// Name the provider behind at least half of the failures.
+    /// Name the provider behind at least half of the failures (never `(unknown)`: failures no
+    /// provider is named for cannot be routed around).
     pub fn attribute(&mut self) {
         let top = self
             .by_provider
             .iter()
-            .filter(|(_, a)| a.failed > 0)
+            .filter(|(name, a)| a.failed > 0 && *name != UNKNOWN)
             .max_by_key(|(_, a)| a.failed);
         self.caused_by = top
             .filter(|(_, a)| 2 * a.failed >= self.total)
@@ -267,7 +268,10 @@ pub fn table(
         .iter()
         .filter(|(_, n)| **n > 0)
         .map(|(k, _)| k);
-    for name in failures.by_provider.keys().chain(dropped_only) {
+    // Attempts no provider is named for (an endpoint's own 429s and errors) have no row: no
+    // verdict can route around them; the failures' summary counts them by class and endpoint.
+    let failed_only = failures.by_provider.keys().filter(|k| *k != UNKNOWN);
+    for name in failed_only.chain(dropped_only) {
         if !by_provider.contains_key(name) && !names.contains(&name) {
             names.push(name);
         }

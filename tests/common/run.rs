@@ -64,8 +64,9 @@ impl RunDir {
         cmd
     }
 
-    /// `draftgen demo` into the directory (it writes `prompts.jsonl` and `run/` there, then its
-    /// own samples), without a progress display; add the test's options.
+    /// `draftgen demo` into the directory (`draftgen run` on the bundled samples against the sim:
+    /// `draftgen.toml`, `datasets/`, `prompts.jsonl`, `run/`, `build/`, the verify report, the
+    /// exports and `samples.jsonl` there), without a progress display; add the test's options.
     pub fn demo(&self) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.args(["demo", "--progress", "none", "--out"])

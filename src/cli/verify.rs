@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use super::model_args::ModelArgs;
 use super::{finished, print_json, UsageError};
 use crate::reconstruct::FidelityClass;
+use crate::verify::trust::counted;
 use crate::verify::{self, GroupFigures, Verdict, VerifyConfig, VerifyError, VerifyReport};
 
 #[derive(clap::Args)]
@@ -178,16 +179,6 @@ pub fn summary(r: &VerifyReport, colour: bool) -> String {
     provider_lines(&mut s, r, colour);
     findings(&mut s, r, colour);
     s
-}
-
-/// "usage_disagrees 3 · no_usage 1", most frequent first.
-fn counted<'a>(items: impl IntoIterator<Item = (&'a String, &'a u64)>) -> String {
-    let mut v: Vec<(&String, &u64)> = items.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    v.iter()
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect::<Vec<_>>()
-        .join(" · ")
 }
 
 /// Inconsistent samples listed by name in the terminal (verify.json has the first 100).

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::svg::esc;
-use super::trust::GLOSSARY;
+use super::trust::{counted, GLOSSARY};
 use super::{Verdict, VerifyReport};
 use crate::reconstruct::FidelityClass;
 
@@ -16,16 +16,6 @@ fn pct(n: u64, of: u64) -> String {
     } else {
         format!("{:.1}%", 100.0 * n as f64 / of as f64)
     }
-}
-
-/// "usage_disagrees 3 · no_usage 1", most frequent first.
-fn counted<'a>(items: impl IntoIterator<Item = (&'a String, &'a u64)>) -> String {
-    let mut v: Vec<(&String, &u64)> = items.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    v.iter()
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect::<Vec<_>>()
-        .join(" · ")
 }
 
 /// Every class with its share and its reasons, what build drops, the inconsistent samples.

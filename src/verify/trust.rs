@@ -119,3 +119,14 @@ pub const GLOSSARY: [(FidelityClass, &str); 6] = [
         "No token stream consistent with the answer was found (its usage disagrees with every rebuild): the ids are not to be trusted, and build drops the sample by default.",
     ),
 ];
+
+/// Counts as the terminal and the report print them: "usage_disagrees 3 · no_usage 1",
+/// most frequent first.
+pub fn counted<'a>(items: impl IntoIterator<Item = (&'a String, &'a u64)>) -> String {
+    let mut v: Vec<(&String, &u64)> = items.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}

@@ -310,3 +310,35 @@ async fn a_providers_429_is_rate_limited_with_the_provider_named() {
         );
     }
 }
+
+/// OpenRouter writes the 200 and its padding before the provider answers; a provider's 429 then
+/// comes as the same error object in that 200. It is the same rate limit: classed so, the
+/// provider named (the pacing slows down on it as on a 429 status).
+#[tokio::test]
+async fn a_providers_429_after_padding_in_a_200_is_rate_limited() {
+    let body = json!({"error": {"message": "Provider returned error", "code": 429,
+        "metadata": {"raw": RATE_LIMITED_RAW, "provider_name": "WandB"}},
+        "user_id": "user_2zLtpQz8xample"});
+    let writes = vec![
+        head("200 OK", "application/json"),
+        b"\n         \n\n".to_vec(),
+        body.to_string().into_bytes(),
+    ];
+    let err = chat(writes, false).await.unwrap_err();
+    assert_eq!(err.class, ErrorClass::RateLimited, "{}", err.message);
+    assert_eq!(err.http_status, Some(200));
+    assert!(err.message.contains("[provider WandB]"), "{}", err.message);
+    let kept = err.body.as_ref().unwrap();
+    assert_eq!(kept, &body);
+    assert_eq!(
+        ResponseFacts::of_value(kept).provider.as_deref(),
+        Some("WandB")
+    );
+
+    // Streamed, the same object comes as the first event after the comments.
+    let mut writes = vec![head("200 OK", "text/event-stream"), PROCESSING.into()];
+    writes.push(format!("data: {body}\n\n").into_bytes());
+    let err = chat(writes, true).await.unwrap_err();
+    assert_eq!(err.class, ErrorClass::RateLimited, "{}", err.message);
+    assert!(err.message.contains("[provider WandB]"), "{}", err.message);
+}

@@ -223,12 +223,26 @@ pub fn error_in_answer(holder: &Value, answer: Option<&Value>) -> ApiError {
             ErrorClass::MidStream,
             format!("error in the stream: {message}"),
         )
+    } else if error_code(holder) == Some(429) {
+        // OpenRouter sends the 200 (and padding) before the provider answers, so a provider's
+        // rate limit comes as this object; it is the same 429 and the pacing must slow for it.
+        ApiError::new(
+            ErrorClass::RateLimited,
+            format!("rate limited (in a 200 response): {message}"),
+        )
     } else {
         ApiError::new(
             ErrorClass::ErrorIn200,
             format!("error object in a 200 response: {message}"),
         )
     }
+}
+
+/// `error.code` as a number, whether sent as one or as its digits.
+fn error_code(holder: &Value) -> Option<u64> {
+    let code = holder.get("error")?.get("code")?;
+    code.as_u64()
+        .or_else(|| code.as_str().and_then(|s| s.parse().ok()))
 }
 
 fn is_empty_answer(message: &Value) -> bool {
@@ -460,6 +474,24 @@ mod tests {
             ErrorClass::ErrorIn200
         );
         assert_eq!(mid_stream_error(&chunk, None).class, ErrorClass::ErrorIn200);
+    }
+
+    #[test]
+    fn a_429_object_in_a_200_is_a_rate_limit_unless_output_came() {
+        for code in [json!(429), json!("429")] {
+            let error = json!({"code": code, "message": "Provider returned error",
+                "metadata": {"provider_name": "WandB"}});
+            let bare = json!({"error": error});
+            let err = check_completion(&bare).unwrap_err();
+            assert_eq!(err.class, ErrorClass::RateLimited, "{code}");
+            assert!(err.message.contains("[provider WandB]"), "{}", err.message);
+            assert_eq!(mid_stream_error(&bare, None).class, ErrorClass::RateLimited);
+            let partial = completion(json!({"role": "assistant", "content": "Half"}), "error");
+            assert_eq!(
+                mid_stream_error(&bare, Some(&partial)).class,
+                ErrorClass::MidStream
+            );
+        }
     }
 
     #[test]

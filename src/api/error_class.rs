@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub enum ErrorClass {
     /// 408
     Timeout,
-    /// 429
+    /// 429, or an `error` object with code 429 in a 200 before any output
     RateLimited,
     /// 5xx
     ServerError,
@@ -17,7 +17,7 @@ pub enum ErrorClass {
     Network,
     /// an `error` chunk in the middle of a stream
     MidStream,
-    /// an `error` object inside an HTTP 200 body
+    /// an `error` object inside an HTTP 200 body (other than a 429)
     ErrorIn200,
     /// no reasoning, no content, no tool calls
     EmptyAnswer,

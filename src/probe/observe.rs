@@ -161,13 +161,20 @@ impl Clue {
                     }
             }
             Clue::ReasoningDetails(d) => shape.reasoning_details == d,
-            Clue::IdsOpenRouter => shape.kind == ServerKind::OpenRouter,
-            Clue::IdsOther => shape.kind != ServerKind::OpenRouter,
+            // OpenRouter passes the upstream's ids through (any form), and other upstreams
+            // send `call_…` too: the id form says nothing for or against OpenRouter.
+            Clue::IdsOpenRouter => true,
+            Clue::IdsOther => true,
             Clue::LlamaCppDress(d) => (shape.kind == ServerKind::LlamaCpp) == d,
             Clue::OpenRouterDress(d) => (shape.kind == ServerKind::OpenRouter) == d,
             Clue::Quirk { quirk, with, .. } => {
+                let names = shape.quirks.names();
+                // Ids passed through from an upstream may be of any form, minted ones included.
+                if quirk == "mints_call_ids" && names.contains(&"passes_upstream_call_ids") {
+                    return true;
+                }
                 // An unknown shape assumes nothing of a quirk it does not list.
-                let listed = shape.quirks.names().contains(&quirk);
+                let listed = names.contains(&quirk);
                 listed == with || (!shape.known && !listed)
             }
         }

@@ -207,4 +207,27 @@ mod tests {
         assert_eq!(sglang.shape, "sglang 0.5");
         assert!(sglang.contradicted_by.is_empty());
     }
+
+    #[test]
+    fn openrouter_is_recognized_whatever_form_its_upstream_gives_the_ids() {
+        let dressed = [
+            Clue::Parses(true),
+            Clue::LlamaCppDress(false),
+            Clue::OpenRouterDress(true),
+        ];
+        // `call_…` (OpenAI-style upstreams), `"0"` / `NAME:N` (minted upstream), native.
+        let forms: [&[Clue]; 4] = [
+            &[Clue::IdsOpenRouter],
+            &MINTED,
+            &[Clue::IdsOther],
+            &[quirk("mints_call_ids", false)],
+        ];
+        for ids in forms {
+            let mut clues = dressed.to_vec();
+            clues.extend_from_slice(ids);
+            let r = best(&clues);
+            assert_eq!(r.declare, "--kind openrouter", "{ids:?}");
+            assert!(r.contradicted_by.is_empty(), "{ids:?}: {r:?}");
+        }
+    }
 }

@@ -118,9 +118,10 @@ pub enum Clue {
     Parses(bool),
     ReasoningIn(ReasoningFieldName),
     ReasoningDetails(bool),
+    /// Call ids `call_<24 hex>`: OpenAI-style; OpenRouter passes such an upstream's on.
     IdsOpenRouter,
-    /// Call ids in neither the family's nor OpenRouter's form (which server minted them is
-    /// the `mints_call_ids` quirk's evidence).
+    /// Call ids in neither the family's nor the `call_<24 hex>` form (which server minted them
+    /// is the `mints_call_ids` quirk's evidence; OpenRouter passes an upstream's through).
     IdsOther,
     LlamaCppDress(bool),
     OpenRouterDress(bool),
@@ -192,7 +193,7 @@ impl Clue {
                 "reasoning in `reasoning_content`, mirrored in `reasoning`".into()
             }
             Clue::ReasoningDetails(d) => format!("reasoning_details {}", present(d)),
-            Clue::IdsOpenRouter => "call ids call_<24 hex> (OpenRouter)".into(),
+            Clue::IdsOpenRouter => "call ids call_<24 hex>".into(),
             Clue::IdsOther => "call ids minted by the server".into(),
             Clue::LlamaCppDress(d) => format!("llama.cpp timings/fingerprint {}", present(d)),
             Clue::OpenRouterDress(d) => format!("OpenRouter provider/cost {}", present(d)),
@@ -408,7 +409,7 @@ fn calls_seen(
 ) -> Option<CallIdForm> {
     let id = first["id"].as_str().unwrap_or_default();
     // A family whose token stream carries no ids (Qwen3, DeepSeek-V3) gets ids from every
-    // server: then only OpenRouter's own format tells anything.
+    // server: then only the `call_<24 hex>` form is told apart.
     let ids_in_stream = expect.is_none_or(|e| {
         e.profile
             .family

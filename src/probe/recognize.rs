@@ -135,7 +135,7 @@ mod tests {
         }
     }
 
-    /// Call ids the server minted (not OpenRouter's form).
+    /// Call ids the server minted (neither native nor `call_<24 hex>`).
     const MINTED: [Clue; 2] = [
         Clue::IdsOther,
         Clue::Quirk {

@@ -82,7 +82,8 @@ pub struct Observation {
     /// `structured` (`tool_calls`), `raw` (markers in `content`), `none`.
     pub tool_calls: &'static str,
     pub tool_call_count: usize,
-    /// Call ids: `native` (`functions.NAME:N`), `openrouter` (`call_` + 24 hex; a label only, any upstream may send it), `other`.
+    /// Call ids: `native` (`functions.NAME:N`), `openrouter` (`call_` + 24 hex; a label only,
+    /// any upstream may send it), `other`.
     pub call_ids: Option<&'static str>,
     /// Argument text: `json.dumps` (`", "`/`": "` separators: re-serialized by Python),
     /// `compact`, `padded` (whitespace around it kept), `object` (not a string).

@@ -409,3 +409,48 @@ fn probe_gives_a_verdict_per_provider_and_a_routing_line() {
         "{table}"
     );
 }
+
+/// OpenRouter passes its upstreams' tool-call ids through (`functions.NAME:N`, `NAME:N`, `"0"`,
+/// `call_…` by provider, src/sim/conventions/ids.rs): whichever form a provider's ids take,
+/// its answers are recognized as OpenRouter's and no clue contradicts that.
+#[test]
+fn openrouter_is_recognized_whatever_form_the_upstream_ids_take() {
+    let forms = ["native", "no_prefix", "index", "minted"];
+    let base_url = start_sim(SimConfig {
+        flavor: Flavor::OpenRouter,
+        providers: forms
+            .iter()
+            .map(|f| {
+                format!("P{f}:openrouter:ids={f}")
+                    .parse()
+                    .expect("provider spec")
+            })
+            .collect(),
+        ..SimConfig::default()
+    });
+    let out = probe(&[
+        "--model",
+        "moonshotai/kimi-k2.5",
+        "--base-url",
+        &base_url,
+        "--openrouter",
+        "--timeout",
+        "30",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("probe --json");
+    let targets = report["targets"].as_array().expect("targets");
+    assert_eq!(targets.len(), forms.len(), "{}", text(&out));
+    for target in targets {
+        assert_eq!(target["answered"], 4, "{target:#}");
+        let recognized = &target["recognized"];
+        assert_eq!(recognized["shape"], "openrouter", "{recognized:#}");
+        assert_eq!(recognized["declare"], "--kind openrouter", "{recognized:#}");
+        assert_eq!(
+            recognized["contradicted_by"],
+            serde_json::json!([]),
+            "{recognized:#}"
+        );
+    }
+}

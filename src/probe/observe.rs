@@ -82,7 +82,8 @@ pub struct Observation {
     /// `structured` (`tool_calls`), `raw` (markers in `content`), `none`.
     pub tool_calls: &'static str,
     pub tool_call_count: usize,
-    /// Call ids: `native` (`functions.NAME:N`), `openrouter` (`call_` + 24 hex), `other`.
+    /// Call ids: `native` (`functions.NAME:N`), `openrouter` (`call_` + 24 hex; a label only,
+    /// any upstream may send it), `other`.
     pub call_ids: Option<&'static str>,
     /// Argument text: `json.dumps` (`", "`/`": "` separators: re-serialized by Python),
     /// `compact`, `padded` (whitespace around it kept), `object` (not a string).
@@ -118,9 +119,10 @@ pub enum Clue {
     Parses(bool),
     ReasoningIn(ReasoningFieldName),
     ReasoningDetails(bool),
+    /// Call ids `call_<24 hex>`: OpenAI-style; OpenRouter passes such an upstream's on.
     IdsOpenRouter,
-    /// Call ids in neither the family's nor OpenRouter's form (which server minted them is
-    /// the `mints_call_ids` quirk's evidence).
+    /// Call ids in neither the family's nor the `call_<24 hex>` form (which server minted them
+    /// is the `mints_call_ids` quirk's evidence; OpenRouter passes an upstream's through).
     IdsOther,
     LlamaCppDress(bool),
     OpenRouterDress(bool),
@@ -161,13 +163,20 @@ impl Clue {
                     }
             }
             Clue::ReasoningDetails(d) => shape.reasoning_details == d,
-            Clue::IdsOpenRouter => shape.kind == ServerKind::OpenRouter,
-            Clue::IdsOther => shape.kind != ServerKind::OpenRouter,
+            // OpenRouter passes the upstream's ids through (any form), and other upstreams
+            // send `call_…` too: the id form says nothing for or against OpenRouter.
+            Clue::IdsOpenRouter => true,
+            Clue::IdsOther => true,
             Clue::LlamaCppDress(d) => (shape.kind == ServerKind::LlamaCpp) == d,
             Clue::OpenRouterDress(d) => (shape.kind == ServerKind::OpenRouter) == d,
             Clue::Quirk { quirk, with, .. } => {
+                let names = shape.quirks.names();
+                // Ids passed through from an upstream may be of any form, minted ones included.
+                if quirk == "mints_call_ids" && names.contains(&"passes_upstream_call_ids") {
+                    return true;
+                }
                 // An unknown shape assumes nothing of a quirk it does not list.
-                let listed = shape.quirks.names().contains(&quirk);
+                let listed = names.contains(&quirk);
                 listed == with || (!shape.known && !listed)
             }
         }
@@ -185,7 +194,7 @@ impl Clue {
                 "reasoning in `reasoning_content`, mirrored in `reasoning`".into()
             }
             Clue::ReasoningDetails(d) => format!("reasoning_details {}", present(d)),
-            Clue::IdsOpenRouter => "call ids call_<24 hex> (OpenRouter)".into(),
+            Clue::IdsOpenRouter => "call ids call_<24 hex>".into(),
             Clue::IdsOther => "call ids minted by the server".into(),
             Clue::LlamaCppDress(d) => format!("llama.cpp timings/fingerprint {}", present(d)),
             Clue::OpenRouterDress(d) => format!("OpenRouter provider/cost {}", present(d)),
@@ -401,7 +410,7 @@ fn calls_seen(
 ) -> Option<CallIdForm> {
     let id = first["id"].as_str().unwrap_or_default();
     // A family whose token stream carries no ids (Qwen3, DeepSeek-V3) gets ids from every
-    // server: then only OpenRouter's own format tells anything.
+    // server: then only the `call_<24 hex>` form is told apart.
     let ids_in_stream = expect.is_none_or(|e| {
         e.profile
             .family

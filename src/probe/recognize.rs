@@ -135,7 +135,7 @@ mod tests {
         }
     }
 
-    /// Call ids the server minted (not OpenRouter's form).
+    /// Call ids the server minted (neither native nor `call_<24 hex>`).
     const MINTED: [Clue; 2] = [
         Clue::IdsOther,
         Clue::Quirk {
@@ -206,5 +206,28 @@ mod tests {
         ]);
         assert_eq!(sglang.shape, "sglang 0.5");
         assert!(sglang.contradicted_by.is_empty());
+    }
+
+    #[test]
+    fn openrouter_is_recognized_whatever_form_its_upstream_gives_the_ids() {
+        let dressed = [
+            Clue::Parses(true),
+            Clue::LlamaCppDress(false),
+            Clue::OpenRouterDress(true),
+        ];
+        // `call_…` (OpenAI-style upstreams), `"0"` / `NAME:N` (minted upstream), native.
+        let forms: [&[Clue]; 4] = [
+            &[Clue::IdsOpenRouter],
+            &MINTED,
+            &[Clue::IdsOther],
+            &[quirk("mints_call_ids", false)],
+        ];
+        for ids in forms {
+            let mut clues = dressed.to_vec();
+            clues.extend_from_slice(ids);
+            let r = best(&clues);
+            assert_eq!(r.declare, "--kind openrouter", "{ids:?}");
+            assert!(r.contradicted_by.is_empty(), "{ids:?}: {r:?}");
+        }
     }
 }

@@ -3,6 +3,8 @@
 use crate::completion::Completion;
 use crate::model::Profile;
 
+use super::literal::Literals;
+
 pub(super) struct Chosen {
     pub ids: Vec<u32>,
     pub ambiguous: bool,
@@ -11,18 +13,22 @@ pub(super) struct Chosen {
 /// `texts[0]` is the most likely form (the one the family's template writes, or for a `length`
 /// stop the unfinished reasoning); the others are alternatives the same response could have come
 /// from. The one whose length equals `usage.completion_tokens` wins; without a usable count the
-/// first is taken and the sample marked ambiguous.
+/// first is taken and the sample marked ambiguous. Special-token texts the answer shows are
+/// tried as their ids and as plain pieces ([`Literals`]).
 pub(super) fn by_usage(
     profile: &Profile,
     texts: &[String],
     completion: &Completion,
+    literals: Option<&Literals>,
     warnings: &mut Vec<String>,
 ) -> Chosen {
     let mut candidates: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
     for text in texts {
-        let ids = profile.tokenizer.encode(text);
-        if !candidates.contains(&ids) {
-            candidates.push(ids);
+        let plain = literals.map(|l| l.encode(&profile.tokenizer, text));
+        for ids in std::iter::once(profile.tokenizer.encode(text)).chain(plain) {
+            if !candidates.contains(&ids) {
+                candidates.push(ids);
+            }
         }
     }
     let reported = completion

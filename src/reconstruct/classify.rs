@@ -14,6 +14,39 @@ use crate::server::{parser_traits, ParserTraits, ReadBackRules, ServerShape, Syn
 use super::fidelity::{Fidelity, FidelityClass, Reason};
 use super::synth::Synthesis;
 
+/// A finished answer with tool calls: the model may have ended its turn inside the last call
+/// (K2 writes the end-of-turn token before `<|tool_call_end|>`, and generation stops there), so
+/// the markers after the last call's text may never have been written. Each candidate also
+/// without them, one more each time, back to the call's opener; the shape and the count decide.
+pub(super) fn with_unclosed_last_call(
+    texts: Vec<String>,
+    grammar: &ToolGrammar,
+    end_of_turn: &str,
+) -> Vec<String> {
+    let mut out = texts.clone();
+    for text in &texts {
+        let Some(mut open) = text
+            .strip_suffix(end_of_turn)
+            .filter(|_| !end_of_turn.is_empty())
+        else {
+            continue;
+        };
+        let stops = [grammar.call_begin(), grammar.section_begin];
+        while let Some(marker) = grammar
+            .markers
+            .iter()
+            .find(|m| !m.is_empty() && open.ends_with(**m) && !stops.contains(*m))
+        {
+            open = &open[..open.len() - marker.len()];
+            let unclosed = format!("{open}{end_of_turn}");
+            if !out.contains(&unclosed) {
+                out.push(unclosed);
+            }
+        }
+    }
+    out
+}
+
 /// For a `length` cut with tools declared: where in the tool section the cut may have fallen
 /// (after the last call — on the section's end, or the next call's begin —, inside the last
 /// call's arguments — a streamed answer shows what was sent —, right after the section opener).

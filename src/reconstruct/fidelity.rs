@@ -93,8 +93,12 @@ pub enum Reason {
     CutAfterToolCall,
     /// The provider returned no reasoning although thinking is on (hidden or dropped).
     ReasoningMissing,
-    /// Text spells a special token: encoded as the special id, as the serving tokenizer does.
+    /// Text spells a special token, and the count cannot tell the special id from the plain
+    /// pieces that spell it (`reconstruct/literal.rs`).
     SpecialTokenLiteral,
+    /// The reasoning ended where a tool section opened: the answer cannot show whether the
+    /// model wrote the reasoning's close before it, and the count does not decide.
+    ReasoningCloseNotShown,
     /// The answer contains another model family's markers.
     ForeignMarkers,
     /// The server's ids differ from the text's rebuild; the server's were used.

@@ -13,6 +13,7 @@ pub mod fidelity;
 mod from_run;
 pub mod infer;
 mod leak;
+mod literal;
 mod spellings;
 mod synth;
 mod turn;
@@ -531,6 +532,7 @@ fn synthesize(
 ) -> (Vec<u32>, Fidelity) {
     let (profile, request, completion, shape) = (x.profile, x.request, x.completion, x.shape);
     let syntax = profile.family.syntax();
+    let literals = literal::Literals::shown(profile, completion);
     let cx = synth::Context {
         profile,
         shape,
@@ -560,8 +562,24 @@ fn synthesize(
             (true, true, 0) => None,
             (true, true, n) => Some(Some(n)),
         },
+        literals: literals.as_ref(),
     };
-    let found = synth::synthesize(&cx, texts);
+    let mut found = synth::synthesize(&cx, texts);
+    let grammar = profile.family.spec().tool_grammar;
+    if let (0, false, false, Some(grammar)) = (
+        found.consistent,
+        cut,
+        completion.tool_calls.is_empty(),
+        grammar,
+    ) {
+        // No closed call fits: the model may have ended its turn inside the last one.
+        let unclosed =
+            classify::with_unclosed_last_call(texts.to_vec(), &grammar, profile.end_of_turn());
+        let again = synth::synthesize(&cx, &unclosed[texts.len()..]);
+        if again.consistent > 0 {
+            found = again;
+        }
+    }
     classify::classify(profile, texts, completion, found, shape, &x.rules, warnings)
 }
 
@@ -572,7 +590,8 @@ fn choose_by_usage(
     warnings: &mut Vec<String>,
 ) -> (Vec<u32>, Fidelity) {
     let (profile, completion) = (x.profile, x.completion);
-    let chosen = choose::by_usage(profile, texts, completion, warnings);
+    let literals = literal::Literals::shown(profile, completion);
+    let chosen = choose::by_usage(profile, texts, completion, literals.as_ref(), warnings);
     let mut fidelity = Fidelity::new(if chosen.ambiguous {
         FidelityClass::Ambiguous
     } else {

@@ -20,6 +20,7 @@ use crate::server::{
 };
 
 use super::fidelity::Reason;
+use super::literal::Literals;
 use super::spellings::hermes_alternatives;
 
 /// Whitespace a server may have stripped at one site: what is tried in its place.
@@ -41,6 +42,26 @@ pub(super) struct Context<'a> {
     /// buffer never leaked), `Some(Some(n))` before the first `n` calls' arguments only (what
     /// is left of a cut buffer shows their ends and the later calls whole).
     pub arguments_hidden: Option<Option<usize>>,
+    /// Special-token texts the answer shows: each candidate is also tried with them as plain
+    /// pieces ([`Literals`]).
+    pub literals: Option<&'a Literals>,
+}
+
+/// How a candidate text becomes ids: special-token texts as their ids (what `encode` does), or
+/// the texts the answer shows as plain pieces.
+#[derive(Clone, Copy)]
+enum Encoding<'a> {
+    Special,
+    Plain(&'a Literals),
+}
+
+impl Encoding<'_> {
+    fn encode(self, cx: &Context, text: &str) -> Vec<u32> {
+        match self {
+            Encoding::Special => cx.profile.tokenizer.encode(text),
+            Encoding::Plain(literals) => literals.encode(&cx.profile.tokenizer, text),
+        }
+    }
 }
 
 /// The outcome over all candidates.
@@ -125,15 +146,35 @@ impl Context<'_> {
 
     /// The `usage` counts beside `completion_tokens` that the shape's quirks define
     /// ([`Quirk::usage_agrees`](crate::server::Quirk::usage_agrees)).
-    fn usage_counts_agree(&self, text: &str) -> Result<(), String> {
-        let tokenizer = &self.profile.tokenizer;
+    fn usage_counts_agree(&self, text: &str, encoding: Encoding) -> Result<(), String> {
         let input = UsageInput {
             thinking: self.asked.thinking,
             usage: self.completion.usage.as_ref(),
             reasoning_close: self.profile.reasoning_close(),
-            count: &|t: &str| tokenizer.encode(t).len(),
+            count: &|t: &str| match encoding {
+                Encoding::Special => self.profile.tokenizer.encode(t).len(),
+                // A prefix of `text`: its tokens in the whole text's plain encoding (which
+                // occurrences are plain is decided on the whole).
+                Encoding::Plain(_) => self.tokens_through(encoding, text, t.len()),
+            },
         };
         self.shape.quirks.usage_agrees(text, &input)
+    }
+
+    /// How many of `text`'s ids (encoded as `encoding` says) it takes to cover its first
+    /// `bytes` bytes.
+    fn tokens_through(&self, encoding: Encoding, text: &str, bytes: usize) -> usize {
+        let tokenizer = &self.profile.tokenizer;
+        let mut covered = 0;
+        let mut count = 0;
+        for id in encoding.encode(self, text) {
+            if covered >= bytes {
+                break;
+            }
+            covered += tokenizer.decode_bytes(&[id]).map_or(0, |b| b.len());
+            count += 1;
+        }
+        count
     }
 
     /// The sites of `text` where the shape's quirks destroyed whitespace the answer cannot
@@ -185,11 +226,13 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         },
         gaps: Gaps::default(),
         partial_candidates: Vec::new(),
+        closes_fit: [false; 2],
     };
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for text in texts {
         if seen.insert(text.as_str()) {
-            search.try_text(cx, text);
+            search.try_text(cx, text, Encoding::Special);
+            search.try_plain(cx, text);
         }
     }
     search.finish(cx)
@@ -204,20 +247,46 @@ struct Search {
     /// Texts that agree with the fields and are up to three tokens short of a cut's count (a
     /// partial character the detokenizer held back): their ids.
     partial_candidates: Vec<Vec<u32>>,
+    /// Some consistent text holds no reasoning close / holds one.
+    closes_fit: [bool; 2],
 }
 
 impl Search {
+    /// The candidate again with the special-token texts the answer shows as plain pieces, where
+    /// that is another stream; both fitting the count leaves the sample open.
+    fn try_plain(&mut self, cx: &Context, text: &str) {
+        let Some(literals) = cx.literals else {
+            return;
+        };
+        let plain = Encoding::Plain(literals);
+        if plain.encode(cx, text) == cx.profile.tokenizer.encode(text) {
+            return;
+        }
+        let before = self.out.consistent;
+        let special_fit = self.out.ids.is_some();
+        self.try_text(cx, text, plain);
+        if special_fit
+            && self.out.consistent > before
+            && !self.out.open.contains(&Reason::SpecialTokenLiteral)
+        {
+            self.out.open.push(Reason::SpecialTokenLiteral);
+        }
+    }
+
     /// One candidate text: its fields and counts, then its whitespace variants against the count.
-    fn try_text(&mut self, cx: &Context, text: &str) {
-        if let Err(m) = cx.agrees(text).and_then(|()| cx.usage_counts_agree(text)) {
+    fn try_text(&mut self, cx: &Context, text: &str, encoding: Encoding) {
+        if let Err(m) = cx
+            .agrees(text)
+            .and_then(|()| cx.usage_counts_agree(text, encoding))
+        {
             self.out.mismatch.get_or_insert(m);
             return;
         }
         self.out.fields_agree = true;
         let mut sites = cx.sites(text);
         sites.sort_by_key(|s| s.at);
-        let base = cx.profile.tokenizer.encode(text);
-        let deltas = site_deltas(cx, text, &sites, base.len());
+        let base = encoding.encode(cx, text);
+        let deltas = site_deltas(cx, encoding, text, &sites, base.len());
         let (count, choice) = match self.reported {
             Some(n) => {
                 let target = n as i64 - base.len() as i64;
@@ -244,10 +313,29 @@ impl Search {
             return;
         }
         self.out.consistent = self.out.consistent.saturating_add(count);
+        self.note_close(cx, text);
         if self.out.ids.is_none() {
             if let Some(choice) = choice {
-                self.out.ids = checked_variant(cx, text, &sites, &choice, base, self.reported);
+                let variant = Variant {
+                    text,
+                    sites: &sites,
+                    choice: &choice,
+                };
+                self.out.ids = checked_variant(cx, encoding, &variant, base, self.reported);
             }
+        }
+    }
+
+    /// A consistent text with the reasoning's close beside one without: the answer cannot show
+    /// which the model wrote (a tool section opened from the reasoning ends it too).
+    fn note_close(&mut self, cx: &Context, text: &str) {
+        let Some(close) = cx.profile.reasoning_close() else {
+            return;
+        };
+        self.closes_fit[usize::from(text.contains(close))] = true;
+        let reason = Reason::ReasoningCloseNotShown;
+        if self.closes_fit == [true, true] && !self.out.open.contains(&reason) {
+            self.out.open.push(reason);
         }
     }
 
@@ -316,8 +404,13 @@ impl Gaps {
 }
 
 /// Per site, the token delta of each whitespace option (the first, nothing, is 0).
-fn site_deltas(cx: &Context, text: &str, sites: &[Site], base_len: usize) -> Vec<Vec<i64>> {
-    let tokenizer = &cx.profile.tokenizer;
+fn site_deltas(
+    cx: &Context,
+    encoding: Encoding,
+    text: &str,
+    sites: &[Site],
+    base_len: usize,
+) -> Vec<Vec<i64>> {
     sites
         .iter()
         .enumerate()
@@ -329,7 +422,9 @@ fn site_deltas(cx: &Context, text: &str, sites: &[Site], base_len: usize) -> Vec
                     }
                     let mut choice = vec![0; sites.len()];
                     choice[i] = o;
-                    tokenizer.encode(&with_inserts(text, sites, &choice)).len() as i64
+                    encoding
+                        .encode(cx, &with_inserts(text, sites, &choice))
+                        .len() as i64
                         - base_len as i64
                 })
                 .collect()
@@ -360,21 +455,32 @@ fn variants_reaching(
     }
 }
 
-/// The ids of the variant `choice` of `text`, if they have the reported length and the variant
-/// gives the answer (never trusted from the arithmetic alone).
+/// One whitespace variant of a candidate text: an option per site.
+struct Variant<'a> {
+    text: &'a str,
+    sites: &'a [Site],
+    choice: &'a [usize],
+}
+
+/// The ids of the variant, if they have the reported length and the variant gives the answer
+/// (never trusted from the arithmetic alone).
 fn checked_variant(
     cx: &Context,
-    text: &str,
-    sites: &[Site],
-    choice: &[usize],
+    encoding: Encoding,
+    variant: &Variant,
     base: Vec<u32>,
     reported: Option<usize>,
 ) -> Option<Vec<u32>> {
+    let Variant {
+        text,
+        sites,
+        choice,
+    } = *variant;
     let variant = with_inserts(text, sites, choice);
     let ids = if choice.iter().all(|&o| o == 0) {
         base
     } else {
-        cx.profile.tokenizer.encode(&variant)
+        encoding.encode(cx, &variant)
     };
     let counted = reported.is_none_or(|n| n == ids.len());
     (counted && cx.agrees(&variant).is_ok()).then_some(ids)

@@ -276,7 +276,7 @@ fn structural_free(content: &str, profile: &Profile) -> String {
 fn flag_literals(text: &str, field: &str, markers: &[String], warnings: &mut Vec<String>) {
     for marker in markers_in(text, markers) {
         warnings.push(format!(
-            "special-token literal {marker} in {field}: encoded as the special token, as the serving tokenizer does"
+            "special-token literal {marker} in {field}: tried as the special token and as plain text, the count decides"
         ));
     }
 }
@@ -285,7 +285,7 @@ fn flag_literals(text: &str, field: &str, markers: &[String], warnings: &mut Vec
 /// each gives). One pass over the text: a marker can only start at a byte some marker starts
 /// with, and only the markers starting with that byte are tried there. (Kimi has 256 special
 /// tokens: a `contains` per marker was a quarter of `build`'s CPU on long answers.)
-fn markers_in<'m>(text: &str, markers: &'m [String]) -> Vec<&'m str> {
+pub(super) fn markers_in<'m>(text: &str, markers: &'m [String]) -> Vec<&'m str> {
     // The markers' indices grouped by first byte (a counting sort): `order[start[b]..start[b + 1]]`.
     let mut start = [0usize; 257];
     for m in markers.iter().filter_map(|m| m.as_bytes().first()) {

@@ -2,7 +2,7 @@
 //! a stream too), measured on vLLM's Kimi parser (tests/data/server_shapes/kimi_k25.jsonl); the qwen3 and deepseek parsers
 //! strip nothing (qwen3.jsonl, deepseek_v3.jsonl).
 
-use crate::model::family::kimi::{CALL_BEGIN, SECTION_BEGIN, THINK_END};
+use crate::model::family::kimi::{CALL_BEGIN, END_OF_TURN, SECTION_BEGIN, THINK_END};
 use crate::server::quirk::{Evidence, Quirk, Seen};
 use crate::server::{parser_traits, ForwardInput, Parsed, ServerShape, Site, SiteInput};
 
@@ -24,25 +24,28 @@ impl Quirk for StripsReasoningTrailingWhitespace {
     }
 
     /// The reasoning ends at the first `</think>`, section opener or call opener: its trailing
-    /// whitespace was right before it.
+    /// whitespace was right before it. With none of them the whole stream is reasoning (a
+    /// `length` cut inside it, or an answer that never closed it): its end is the site, before
+    /// the end-of-turn token if there is one (`.\n\n` and `.` are one token each, so only the
+    /// count can tell, and often it cannot).
     fn sites(&self, _shape: &ServerShape, input: &SiteInput, text: &str) -> Vec<Site> {
         if !parser_traits(input.syntax).strips_reasoning_trailing_whitespace || !input.thinking {
             return Vec::new();
         }
-        [
+        let marker = [
             text.find(THINK_END),
             text.find(SECTION_BEGIN),
             text.find(CALL_BEGIN),
         ]
         .into_iter()
         .flatten()
-        .min()
-        .map(|at| Site {
+        .min();
+        let end = || text.strip_suffix(END_OF_TURN).unwrap_or(text).len();
+        let at = marker.unwrap_or_else(end);
+        vec![Site {
             at,
             reason: "server_strips_reasoning_trailing_whitespace",
-        })
-        .into_iter()
-        .collect()
+        }]
     }
 
     /// A reasoning that ends in whitespace was not stripped (by the Kimi parser: with the

@@ -404,7 +404,7 @@ def kimi_cut_index(case: KCase, ids: list[int], sid: dict) -> int:
         return special_positions(ids, sid[SEC_E])[0] + 1
     if kind == "before_im_end":
         return special_positions(ids, sid[IM_END])[0]
-    if kind == "mid_character":
+    if kind in ("mid_character", "reasoning_at"):
         return n   # precomputed by the case builder
     raise ValueError(kind)
 
@@ -644,7 +644,7 @@ CUT_REASON = {
 
 CUT_FORMAT = {  # the format file's cut vocabulary
     "after_call_begin": "call_id", "after_arg_begin": "arguments", "before_section_end": "after_call_end",
-    "after_section_end": "after_call_end", "before_im_end": "content",
+    "after_section_end": "after_call_end", "before_im_end": "content", "reasoning_at": "reasoning",
 }
 
 
@@ -812,7 +812,8 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None, cases=Non
     counter: dict[str, int] = {}
 
     def completion(case: KCase):
-        full = kimi_encode(case.text())
+        # a case may spell its stream's ids itself (special-token text written as plain pieces)
+        full = case.ids() if hasattr(case, "ids") else kimi_encode(case.text())
         if case.cut is None:
             return full, 4096
         if case.cut == "mid_character":
@@ -869,7 +870,9 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None, cases=Non
                 twin_sets.append(("partial_character", t, max_tokens))
         if extra_twins is not None:
             for t in extra_twins(case, truth_ids, specials, alt_ids, sid):
-                twin_sets.append(("section_buffer_cut", t, max_tokens))
+                # a twin is its ids, or (reason, ids)
+                reason, t = t if isinstance(t, tuple) else ("section_buffer_cut", t)
+                twin_sets.append((reason, t, max_tokens))
         seen = {tuple(truth_ids)}
         uniq = []
         for reason, t_ids, t_max in twin_sets:

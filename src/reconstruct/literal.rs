@@ -28,10 +28,28 @@ impl Literals {
             completion.reasoning.as_deref(),
             completion.content.as_deref(),
         ];
+        // Reasoning a server left in `content`: its opener and first close are structure
+        // (what `turn::candidates` reads them as), not text the model spelled.
+        let close = profile.reasoning_close().unwrap_or_default();
+        let open = close.replacen("</", "<", 1);
+        let left_in_content = completion.reasoning.is_none()
+            && !close.is_empty()
+            && completion
+                .content
+                .as_deref()
+                .is_some_and(|c| c.contains(close));
         let mut shown: Vec<(String, usize)> = Vec::new();
         for field in fields.into_iter().flatten() {
             for marker in markers_in(field, markers) {
-                let n = field.matches(marker).count();
+                let mut n = field.matches(marker).count();
+                if left_in_content
+                    && (marker == close || (marker == open && field.starts_with(&open)))
+                {
+                    n -= 1;
+                }
+                if n == 0 {
+                    continue;
+                }
                 match shown.iter_mut().find(|(m, _)| m == marker) {
                     Some((_, count)) => *count += n,
                     None => shown.push((marker.to_string(), n)),

@@ -796,7 +796,7 @@ def build_kimi(runner: Runner, base_shapes=None, token_id_shapes=None, cases=Non
                extra_twins=None, not_destroyed=frozenset()) -> list[dict]:
     """Fixtures for `cases` (default `kimi_cases()`) through every shape; `tools_declared` replaces
     TOOLS, `extra_twins(case, ids, specials, alt_ids, sid)` adds twin id streams (reason
-    `section_buffer_cut`), and a twin reason in `not_destroyed` is not reported as destroyed
+    `section_buffer_cut`, or `(reason, ids)`), and a twin reason in `not_destroyed` is not reported as destroyed
     (make_long_leak.py uses all four)."""
     from reference import kimi_encode, kimi_encoding
 

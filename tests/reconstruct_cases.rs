@@ -134,7 +134,7 @@ fn is_sglang(case: &Case) -> bool {
     case.fixture.server.kind == ServerKind::Sglang
 }
 
-/// 1. The tool section opened straight from the reasoning: no `</think>` is put in unless the
+/// Case 1: The tool section opened straight from the reasoning: no `</think>` is put in unless the
 /// count decides it; where it cannot, the sample says so.
 #[test]
 fn tool_section_opened_from_reasoning_gets_no_close_the_count_does_not_decide() {
@@ -157,7 +157,7 @@ fn tool_section_opened_from_reasoning_gets_no_close_the_count_does_not_decide() 
     }
 }
 
-/// 2. `<|im_end|>` generated inside a call (before `<|tool_call_end|>`): neither server's answer
+/// Case 2: `<|im_end|>` generated inside a call (before `<|tool_call_end|>`): neither server's answer
 /// pins such a stream down (vLLM 0.33 closes the call in its answer, SGLang drops it unstreamed
 /// and rewrites its id streamed; twins in the fixtures), so every sample is flagged — never
 /// classed exact — and says why.
@@ -181,7 +181,7 @@ fn end_token_inside_a_call_is_flagged_never_exact() {
     }
 }
 
-/// 3. A `length` cut inside the reasoning: vLLM 0.33 strips the reasoning's trailing whitespace
+/// Case 3: A `length` cut inside the reasoning: vLLM 0.33 strips the reasoning's trailing whitespace
 /// and `.\n\n` is one token as `.` is, so the answer is ambiguous; SGLang keeps it, exact.
 #[test]
 fn cut_in_reasoning_whitespace_is_ambiguous_under_vllm_0_33() {
@@ -209,7 +209,7 @@ fn cut_in_reasoning_whitespace_is_ambiguous_under_vllm_0_33() {
     }
 }
 
-/// 4. Special-token text the model spelled with ordinary tokens: SGLang shows it verbatim and
+/// Case 4: Special-token text the model spelled with ordinary tokens: SGLang shows it verbatim and
 /// the count says it is plain pieces; vLLM 0.33 drops it from a non-streamed answer (flagged).
 #[test]
 fn spelled_special_token_text_is_rebuilt_as_plain_pieces() {

@@ -149,6 +149,10 @@ pub enum Reason {
     /// `"\n"` and SGLang with `" "` before the template (`model/client_messages.rs`): the prompt
     /// is rendered as vLLM does and may not be the server's.
     ContentPartsJoinDiffers,
+    /// The server's kind was not declared and a known server shape the answer does not rule out
+    /// would have sent it for other ids too; the shape's own reasons follow
+    /// (`reconstruct/undeclared.rs`).
+    GenericCouldHide,
 }
 
 impl Reason {

@@ -16,6 +16,7 @@ mod leak;
 mod spellings;
 mod synth;
 mod turn;
+mod undeclared;
 mod upstream;
 
 pub use fidelity::{Fidelity, FidelityClass, Reason};
@@ -211,6 +212,18 @@ pub fn reconstruct_parsed(
     }
     if completion.completion_token_ids.is_none() {
         upstream::flag_unnamed_upstream(&x, prompt_count, &mut fidelity, &mut warnings);
+    }
+    if !shape.known {
+        let (f, w) = (&mut fidelity, &mut warnings);
+        undeclared::flag_hidden_by_known_shapes(
+            profile,
+            request,
+            completion,
+            options,
+            &completion_ids,
+            f,
+            w,
+        );
     }
     flag_content_parts(&x, completion, &mut fidelity, &mut warnings);
     Ok(Reconstruction {

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use draftgen::api::assemble::ChunkAssembler;
 use draftgen::api::ServerKind;
+use draftgen::completion::Completion;
 use draftgen::model::{assets, LoadOptions, Profile};
+use draftgen::reconstruct::infer::{self, Answer, GroupEvidence};
 use draftgen::reconstruct::{reconstruct, ExchangeRequest, FidelityClass, ReconstructOptions};
 use serde::Deserialize;
 use serde_json::Value;
@@ -138,6 +140,36 @@ fn fixtures() -> Vec<Fixture> {
     all
 }
 
+/// The shape convention (`reconstruct/infer/shape.rs`) that names the fixture's own server.
+fn own_shape(server: &Server, spaced_family: bool) -> String {
+    let kind = match server.kind {
+        ServerKind::Vllm
+            if server
+                .version
+                .as_deref()
+                .is_some_and(|v| v.starts_with("0.11")) =>
+        {
+            "vllm_0_11"
+        }
+        ServerKind::Vllm => "vllm",
+        ServerKind::Sglang => "sglang",
+        _ => "llamacpp",
+    };
+    let spaced = server.spaces_between_special_tokens && spaced_family;
+    format!("shape_{kind}{}", if spaced { "_spaced" } else { "" })
+}
+
+fn group_key(fixture: &Fixture) -> String {
+    let family = fixture.name.split('/').next().unwrap_or_default();
+    format!(
+        "{family} {:?} {} stream={} spaces={}",
+        fixture.server.kind,
+        fixture.server.version.as_deref().unwrap_or("-"),
+        fixture.server.stream,
+        fixture.server.spaces_between_special_tokens
+    )
+}
+
 #[test]
 fn an_undeclared_server_leaves_no_wrong_sample_unflagged() {
     let root =
@@ -200,6 +232,12 @@ fn an_undeclared_server_leaves_no_wrong_sample_unflagged() {
     let generic = &tallies["generic"];
     let declared = &tallies["declared"];
     assert!(
+        generic.wrong_unflagged.is_empty(),
+        "under generic {} answers are wrong without a flag:\n{}",
+        generic.wrong_unflagged.len(),
+        generic.wrong_unflagged.join("\n")
+    );
+    assert!(
         generic.wrong_unflagged.len() <= declared.wrong_unflagged.len()
             && generic
                 .wrong_unflagged
@@ -214,5 +252,97 @@ fn an_undeclared_server_leaves_no_wrong_sample_unflagged() {
             .cloned()
             .collect::<Vec<_>>()
             .join("\n")
+    );
+}
+
+/// Each server's answers as one undeclared provider's (one group per family, server, version,
+/// stream and spacing, as `build` groups a run's answers by endpoint): the shape inferred from
+/// them is the server's own or none, and no answer rebuilt under it is wrong without a flag.
+#[test]
+fn the_shape_found_from_a_groups_answers_is_its_servers_and_leaves_nothing_wrong_unflagged() {
+    let root =
+        assets::assets_root().expect("reference assets (DRAFTGEN_ASSETS or ../shared/assets)");
+    let mut profiles: HashMap<(String, String, Option<String>), Profile> = HashMap::new();
+    let mut groups: BTreeMap<String, Vec<Fixture>> = BTreeMap::new();
+    for fixture in fixtures() {
+        groups.entry(group_key(&fixture)).or_default().push(fixture);
+    }
+    let mut inferred = Tally::default();
+    let mut wrong_shapes = Vec::new();
+    println!("\n| group | answers | shape inferred |");
+    println!("|---|---|---|");
+    for (key, fixtures) in &groups {
+        let first = &fixtures[0];
+        let profile_key = (
+            first.model.clone(),
+            first.profile.clone(),
+            first.chat_template.clone(),
+        );
+        let profile = profiles.entry(profile_key).or_insert_with(|| {
+            let options = LoadOptions {
+                profile: Some(first.profile.clone()),
+                chat_template: fixture_template(&root, first.chat_template.as_deref()),
+            };
+            Profile::load(&root.join(&first.model), &options).expect("profile")
+        });
+        let options = ReconstructOptions {
+            stream: Some(first.server.stream),
+            ..ReconstructOptions::default()
+        };
+        let completions: Vec<Completion> = fixtures
+            .iter()
+            .map(|f| Completion::from_response(&answer(f)).expect("an answer"))
+            .collect();
+        let mut evidence = GroupEvidence::default();
+        for (fixture, completion) in fixtures.iter().zip(&completions) {
+            let a = Answer {
+                profile,
+                request: &fixture.request,
+                completion,
+                options: &options,
+            };
+            evidence.add(&infer::evidence_of(&a).expect("evidence"));
+        }
+        let adopted = evidence.adopted();
+        let shapes: Vec<&str> = adopted
+            .iter()
+            .map(|c| c.name())
+            .filter(|n| n.starts_with("shape_"))
+            .collect();
+        let own = own_shape(&first.server, profile.family.spec().detokenizer_spaces);
+        if shapes.iter().any(|s| *s != own) {
+            wrong_shapes.push(format!("{key}: {shapes:?}, the server's is {own}"));
+        }
+        println!("| {key} | {} | {} |", fixtures.len(), shapes.join(", "));
+        for (fixture, completion) in fixtures.iter().zip(&completions) {
+            let a = Answer {
+                profile,
+                request: &fixture.request,
+                completion,
+                options: &options,
+            };
+            let (got, _) = infer::rebuild(&a, &adopted).expect("rebuild");
+            let right = got.completion_ids == fixture.truth.completion_ids;
+            inferred.add(
+                &fixture.name,
+                got.fidelity.class,
+                right,
+                !got.warnings.is_empty(),
+            );
+        }
+    }
+    println!("\n| server kind | answers | exact | ambiguous | lossy | dropped (inconsistent) | truncated | wrong without a flag |");
+    println!("|---|---|---|---|---|---|---|---|");
+    println!("{}", inferred.row("generic, shape inferred per group"));
+    assert!(
+        wrong_shapes.is_empty(),
+        "wrong shapes inferred:\n{}",
+        wrong_shapes.join("\n")
+    );
+    assert!(
+        inferred.wrong_unflagged.is_empty(),
+        "{} answers wrong without a flag after inference:\n{}",
+        inferred.wrong_unflagged.len(),
+        inferred.wrong_unflagged.join("\n")
     );
 }

@@ -153,6 +153,21 @@ pub enum Reason {
     /// would have sent it for other ids too; the shape's own reasons follow
     /// (`reconstruct/undeclared.rs`).
     GenericCouldHide,
+    /// Rebuilt as vLLM 0.33's answer: the undeclared server's other answers rule out every
+    /// other known shape (`reconstruct/infer/shape.rs`).
+    ProviderShapeVllm,
+    /// As [`Reason::ProviderShapeVllm`], with spaces around added tokens.
+    ProviderShapeVllmSpaced,
+    /// Rebuilt as vLLM 0.11's answer (`reconstruct/infer/shape.rs`).
+    #[serde(rename = "provider_shape_vllm_0_11")]
+    ProviderShapeVllm011,
+    /// As [`Reason::ProviderShapeVllm011`], with spaces around added tokens.
+    #[serde(rename = "provider_shape_vllm_0_11_spaced")]
+    ProviderShapeVllm011Spaced,
+    /// Rebuilt as SGLang 0.5's answer (`reconstruct/infer/shape.rs`).
+    ProviderShapeSglang,
+    /// Rebuilt as llama.cpp's answer (`reconstruct/infer/shape.rs`).
+    ProviderShapeLlamacpp,
 }
 
 impl Reason {

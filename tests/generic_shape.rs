@@ -314,6 +314,11 @@ fn the_shape_found_from_a_groups_answers_is_its_servers_and_leaves_nothing_wrong
             wrong_shapes.push(format!("{key}: {shapes:?}, the server's is {own}"));
         }
         println!("| {key} | {} | {} |", fixtures.len(), shapes.join(", "));
+        if std::env::var_os("DRAFTGEN_SHAPES_VERBOSE").is_some() {
+            for (i, c) in infer::CONVENTIONS.iter().enumerate() {
+                println!("    {}: {}", c.name(), evidence.describe(i));
+            }
+        }
         for (fixture, completion) in fixtures.iter().zip(&completions) {
             let a = Answer {
                 profile,

@@ -303,14 +303,14 @@ impl GroupEvidence {
 
     /// The conventions the evidence adopts.
     pub fn adopted(&self) -> Vec<&'static dyn Convention> {
-        let adopted = CONVENTIONS
-            .into_iter()
-            .zip(&self.tallies)
-            .filter(|(_, t)| t.adopts())
-            .map(|(c, _)| c)
-            .collect();
         let tallies: Vec<_> = CONVENTIONS.into_iter().zip(self.tallies).collect();
-        shape::exclusive(adopted, &tallies)
+        let mut adopted: Vec<_> = tallies
+            .iter()
+            .filter(|(c, t)| !shape::is_shape(*c) && t.adopts())
+            .map(|(c, _)| *c)
+            .collect();
+        adopted.extend(shape::chosen(&tallies));
+        adopted
     }
 
     /// `"completion count = rebuilt − 1 in 12 of 12"` for convention `index`.

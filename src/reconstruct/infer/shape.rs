@@ -6,17 +6,15 @@
 //! `ambiguous`. Each known shape is one [`Convention`] here: rebuilt under it, an answer reads
 //! with less doubt than under `generic` (explains), with more (contradicts: that shape would not
 //! have sent it, or reads it as lossy where `generic` does not), or the same (silent when the ids
-//! agree). A shape is adopted by the usual rule ([`super::Tally::adopts`]: at least
-//! [`super::MIN_ANSWERS`] answers it makes a difference to, nearly all explained, none
-//! contradicted), and only when it is the one shape adopted ([`exclusive`]): answers two shapes
-//! explain alike do not tell which server it is.
+//! agree). A shape is adopted only when it is the one known shape that fits the group's answers
+//! ([`chosen`]); below [`MIN_ANSWERS`] nothing is inferred and `generic` stays cautious.
 
 use crate::api::ServerKind;
 use crate::reconstruct::fidelity::{FidelityClass, Reason};
 use crate::reconstruct::Reconstruction;
 use crate::server::{llamacpp, sglang, vllm, ServerShape};
 
-use super::{Answer, Convention, Evidence, Inverted, Tally};
+use super::{Answer, Convention, Evidence, Inverted, Tally, MIN_ANSWERS, SHARE};
 
 /// A known server shape (with vLLM's detokenizer spacing on or off) taken for an undeclared one.
 pub struct KnownShape {
@@ -90,22 +88,22 @@ pub fn is_shape(convention: &dyn Convention) -> bool {
     NAMES.contains(&convention.name())
 }
 
-/// The adopted conventions, a shape among them only where every other known shape is ruled out
-/// (contradicted by at least one of the group's answers: that shape cannot have sent it). Two
-/// shapes that both could have sent every answer do not say which server it is.
-pub fn exclusive(
-    adopted: Vec<&'static dyn Convention>,
-    tallies: &[(&'static dyn Convention, Tally)],
-) -> Vec<&'static dyn Convention> {
-    let open = |c: &dyn Convention| {
-        tallies
-            .iter()
-            .any(|(other, t)| is_shape(*other) && other.name() != c.name() && t.contradicts == 0)
-    };
-    adopted
-        .into_iter()
-        .filter(|c| !is_shape(*c) || !open(*c))
-        .collect()
+/// The one shape that fits a group's answers, if exactly one does. A shape fits when at least
+/// [`MIN_ANSWERS`] answers it reads otherwise than `generic` does, and at least [`SHARE`] of
+/// them, are explained (read consistently), the rest contradicting it: answers a shape cannot
+/// rebuild are not all another server's (tests/data/server_shapes/ holds answers even the
+/// declared server's shape rebuilds as inconsistent: another family's markers, a history the
+/// template re-renders), so one such answer does not rule the shape out, but a tenth does. Two
+/// shapes that both fit do not say which server it is: none is chosen.
+pub fn chosen(tallies: &[(&'static dyn Convention, Tally)]) -> Option<&'static dyn Convention> {
+    let fits =
+        |t: &Tally| t.explains >= MIN_ANSWERS && t.explains as f64 >= SHARE * t.differs() as f64;
+    let mut fitting = tallies
+        .iter()
+        .filter(|(c, t)| is_shape(*c) && fits(t))
+        .map(|(c, _)| *c);
+    let first = fitting.next()?;
+    fitting.next().is_none().then_some(first)
 }
 
 impl Convention for KnownShape {
@@ -131,9 +129,9 @@ impl Convention for KnownShape {
         a.options.spaces_around_special_tokens = self.spaces;
         a.shape = self.shape;
     }
-    /// An answer the shape cannot have sent (no token stream it would have answered so)
-    /// contradicts it; one it reads otherwise than `generic` does (other ids, or another class)
-    /// shows it; one it reads alike says nothing.
+    /// An answer the shape cannot have sent (no token stream it would have answered so) while
+    /// `generic` reads it contradicts it; one it reads otherwise than `generic` does (other ids,
+    /// or another class) shows it; one it reads alike, or neither can read, says nothing.
     fn evidence(
         &self,
         _answer: &Answer,
@@ -142,8 +140,10 @@ impl Convention for KnownShape {
     ) -> Evidence {
         let same = conventional.completion_ids == default.completion_ids
             && conventional.fidelity.class == default.fidelity.class;
-        match conventional.fidelity.class {
-            FidelityClass::Inconsistent => Evidence::Contradicts,
+        let unread = |r: &Reconstruction| r.fidelity.class == FidelityClass::Inconsistent;
+        match (unread(conventional), unread(default)) {
+            (true, true) => Evidence::Silent,
+            (true, false) => Evidence::Contradicts,
             _ if same => Evidence::Silent,
             _ => Evidence::Explains,
         }

@@ -213,18 +213,7 @@ pub fn reconstruct_parsed(
     if completion.completion_token_ids.is_none() {
         upstream::flag_unnamed_upstream(&x, prompt_count, &mut fidelity, &mut warnings);
     }
-    if !shape.known {
-        let (f, w) = (&mut fidelity, &mut warnings);
-        undeclared::flag_hidden_by_known_shapes(
-            profile,
-            request,
-            completion,
-            options,
-            &completion_ids,
-            f,
-            w,
-        );
-    }
+    undeclared::flag_hidden_by_known_shapes(&x, &completion_ids, &mut fidelity, &mut warnings);
     flag_content_parts(&x, completion, &mut fidelity, &mut warnings);
     Ok(Reconstruction {
         prompt_ids,

@@ -10,12 +10,10 @@
 //! sample is `ambiguous`, its reasons `generic_could_hide` and what that shape left open.
 
 use crate::api::ServerKind;
-use crate::completion::Completion;
-use crate::model::Profile;
 use crate::server::{self, ServerShape};
 
 use super::fidelity::{Fidelity, FidelityClass, Reason};
-use super::{reconstruct_parsed, ExchangeRequest, ReconstructOptions};
+use super::{reconstruct_parsed, Exchange, ReconstructOptions};
 
 /// A known shape, and whether its detokenizer spaced added tokens, that an undeclared server
 /// could be.
@@ -59,15 +57,13 @@ impl Suspect {
 /// Lower an exact `generic` rebuild (`ids`, `fidelity`) to `ambiguous` where a known shape,
 /// not ruled out by the answer, reads it otherwise or leaves it open.
 pub(super) fn flag_hidden_by_known_shapes(
-    profile: &Profile,
-    request: &ExchangeRequest,
-    completion: &Completion,
-    options: &ReconstructOptions,
+    x: &Exchange,
     ids: &[u32],
     fidelity: &mut Fidelity,
     warnings: &mut Vec<String>,
 ) {
-    if !fidelity.class.is_exact() || completion.completion_token_ids.is_some() {
+    let (profile, request, completion, options) = (x.profile, x.request, x.completion, x.options);
+    if x.shape.known || !fidelity.class.is_exact() || completion.completion_token_ids.is_some() {
         return;
     }
     let mut open = Vec::new();

@@ -149,3 +149,47 @@ impl Convention for KnownShape {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconstruct::infer::UsageExcludesEndToken;
+
+    fn tally(explains: u64, contradicts: u64) -> Tally {
+        Tally {
+            explains,
+            unexplained: 0,
+            contradicts,
+        }
+    }
+
+    // The tallies are those tests/generic_shape.rs prints for the server-shape corpus.
+    #[test]
+    fn the_one_shape_that_fits_is_chosen() {
+        // SGLang's streamed answers: SGLang explains 160 of 165, vLLM 51 of 96.
+        let sglang = [
+            (&SHAPE_SGLANG as &dyn Convention, tally(160, 5)),
+            (&SHAPE_VLLM as &dyn Convention, tally(51, 45)),
+            (&UsageExcludesEndToken as &dyn Convention, tally(100, 0)),
+        ];
+        assert_eq!(chosen(&sglang).map(|c| c.name()), Some("shape_sglang"));
+    }
+
+    #[test]
+    fn two_shapes_that_fit_choose_none() {
+        // vLLM 0.33 non-streamed with spaces: spaced 195 of 198, unspaced 85 of 90.
+        let both = [
+            (&SHAPE_VLLM_SPACED as &dyn Convention, tally(195, 3)),
+            (&SHAPE_VLLM as &dyn Convention, tally(85, 5)),
+        ];
+        assert!(chosen(&both).is_none());
+    }
+
+    #[test]
+    fn too_few_answers_or_too_many_contradictions_choose_none() {
+        assert!(chosen(&[(&SHAPE_VLLM as &dyn Convention, tally(7, 0))]).is_none());
+        // vLLM 0.11 non-streamed: 105 of 118 explained is below nine in ten.
+        assert!(chosen(&[(&SHAPE_VLLM_0_11 as &dyn Convention, tally(105, 13))]).is_none());
+        assert!(chosen(&[(&UsageExcludesEndToken as &dyn Convention, tally(50, 0))]).is_none());
+    }
+}

@@ -28,7 +28,7 @@ pub struct KnownShape {
 pub const SHAPE_VLLM: KnownShape = KnownShape {
     name: "shape_vllm",
     reason: Reason::ProviderShapeVllm,
-    describe: "read with less doubt as vLLM 0.33's answer than as an unknown server's",
+    describe: "read consistently as vLLM 0.33's answer, otherwise than as an unknown server's",
     shape: &vllm::SHAPE,
     spaces: false,
 };
@@ -36,7 +36,7 @@ pub const SHAPE_VLLM: KnownShape = KnownShape {
 pub const SHAPE_VLLM_SPACED: KnownShape = KnownShape {
     name: "shape_vllm_spaced",
     reason: Reason::ProviderShapeVllmSpaced,
-    describe: "read with less doubt as vLLM 0.33's answer with spaces around added tokens than as an unknown server's",
+    describe: "read consistently as vLLM 0.33's answer with spaces around added tokens, otherwise than as an unknown server's",
     shape: &vllm::SHAPE,
     spaces: true,
 };
@@ -44,7 +44,7 @@ pub const SHAPE_VLLM_SPACED: KnownShape = KnownShape {
 pub const SHAPE_VLLM_0_11: KnownShape = KnownShape {
     name: "shape_vllm_0_11",
     reason: Reason::ProviderShapeVllm011,
-    describe: "read with less doubt as vLLM 0.11's answer than as an unknown server's",
+    describe: "read consistently as vLLM 0.11's answer, otherwise than as an unknown server's",
     shape: &vllm::SHAPE_0_11,
     spaces: false,
 };
@@ -52,7 +52,7 @@ pub const SHAPE_VLLM_0_11: KnownShape = KnownShape {
 pub const SHAPE_VLLM_0_11_SPACED: KnownShape = KnownShape {
     name: "shape_vllm_0_11_spaced",
     reason: Reason::ProviderShapeVllm011Spaced,
-    describe: "read with less doubt as vLLM 0.11's answer with spaces around added tokens than as an unknown server's",
+    describe: "read consistently as vLLM 0.11's answer with spaces around added tokens, otherwise than as an unknown server's",
     shape: &vllm::SHAPE_0_11,
     spaces: true,
 };
@@ -60,7 +60,7 @@ pub const SHAPE_VLLM_0_11_SPACED: KnownShape = KnownShape {
 pub const SHAPE_SGLANG: KnownShape = KnownShape {
     name: "shape_sglang",
     reason: Reason::ProviderShapeSglang,
-    describe: "read with less doubt as SGLang 0.5's answer than as an unknown server's",
+    describe: "read consistently as SGLang 0.5's answer, otherwise than as an unknown server's",
     shape: &sglang::SHAPE,
     spaces: false,
 };
@@ -68,7 +68,7 @@ pub const SHAPE_SGLANG: KnownShape = KnownShape {
 pub const SHAPE_LLAMACPP: KnownShape = KnownShape {
     name: "shape_llamacpp",
     reason: Reason::ProviderShapeLlamacpp,
-    describe: "read with less doubt as llama.cpp's answer than as an unknown server's",
+    describe: "read consistently as llama.cpp's answer, otherwise than as an unknown server's",
     shape: &llamacpp::SHAPE,
     spaces: false,
 };

@@ -23,15 +23,15 @@ struct Suspect {
 }
 
 /// Every known shape, vLLM's with and without `spaces_between_special_tokens` (its default is on,
-/// and it is a per-request setting).
-fn suspects() -> Vec<Suspect> {
+/// and it is a per-request setting) where the family's detokenizer puts them (`spaced`).
+fn suspects(spaced: bool) -> Vec<Suspect> {
     let mut all = Vec::new();
     for shape in server::SHAPES.iter().copied().filter(|s| s.known) {
         all.push(Suspect {
             shape,
             spaces: false,
         });
-        if shape.kind == ServerKind::Vllm {
+        if spaced && shape.kind == ServerKind::Vllm {
             all.push(Suspect {
                 shape,
                 spaces: true,
@@ -68,7 +68,7 @@ pub(super) fn flag_hidden_by_known_shapes(
     }
     let mut open = Vec::new();
     let mut reasons = Vec::new();
-    for suspect in suspects() {
+    for suspect in suspects(profile.family.spec().detokenizer_spaces) {
         let as_known = ReconstructOptions {
             spaces_around_special_tokens: suspect.spaces,
             kind: suspect.shape.kind,

@@ -177,6 +177,8 @@ fn an_undeclared_server_leaves_no_wrong_sample_unflagged() {
     let mut profiles: HashMap<(String, String, Option<String>), Profile> = HashMap::new();
     let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
     let verbose = std::env::var_os("DRAFTGEN_SHAPES_VERBOSE").is_some();
+    // Under generic, what the samples `generic_could_hide` flags name beside it.
+    let mut hidden: BTreeMap<String, usize> = BTreeMap::new();
     for fixture in fixtures() {
         let key = (
             fixture.model.clone(),
@@ -207,6 +209,21 @@ fn an_undeclared_server_leaves_no_wrong_sample_unflagged() {
                 .unwrap_or_else(|e| panic!("{}: {label}: {e}", fixture.name));
             let right = got.completion_ids == fixture.truth.completion_ids;
             let class = got.fidelity.class;
+            let reasons = serde_json::to_value(&got.fidelity.reasons).unwrap();
+            let names: Vec<&str> = reasons
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            if names.contains(&"generic_could_hide") {
+                let beside: Vec<&str> = names
+                    .iter()
+                    .copied()
+                    .filter(|n| *n != "generic_could_hide")
+                    .collect();
+                *hidden.entry(beside.join(" ")).or_default() += 1;
+            }
             if verbose && !right && class.is_exact() {
                 eprintln!(
                     "{label} wrong unflagged {}: {:?}\n   got  {:?}\n   want {:?}",
@@ -228,6 +245,10 @@ fn an_undeclared_server_leaves_no_wrong_sample_unflagged() {
     println!("|---|---|---|---|---|---|---|---|");
     for (label, tally) in &tallies {
         println!("{}", tally.row(label));
+    }
+    println!("\nunder generic, `generic_could_hide` beside:");
+    for (beside, n) in &hidden {
+        println!("  {n:5}  {beside}");
     }
     let generic = &tallies["generic"];
     let declared = &tallies["declared"];

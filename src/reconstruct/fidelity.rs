@@ -153,6 +153,25 @@ pub enum Reason {
     /// `"\n"` and SGLang with `" "` before the template (`model/client_messages.rs`): the prompt
     /// is rendered as vLLM does and may not be the server's.
     ContentPartsJoinDiffers,
+    /// The server's kind was not declared and a known server shape the answer does not rule out
+    /// would have sent it for other ids too; the shape's own reasons follow
+    /// (`reconstruct/undeclared.rs`).
+    GenericCouldHide,
+    /// Rebuilt as vLLM 0.33's answer: the undeclared server's other answers rule out every
+    /// other known shape (`reconstruct/infer/shape.rs`).
+    ProviderShapeVllm,
+    /// As [`Reason::ProviderShapeVllm`], with spaces around added tokens.
+    ProviderShapeVllmSpaced,
+    /// Rebuilt as vLLM 0.11's answer (`reconstruct/infer/shape.rs`).
+    #[serde(rename = "provider_shape_vllm_0_11")]
+    ProviderShapeVllm011,
+    /// As [`Reason::ProviderShapeVllm011`], with spaces around added tokens.
+    #[serde(rename = "provider_shape_vllm_0_11_spaced")]
+    ProviderShapeVllm011Spaced,
+    /// Rebuilt as SGLang 0.5's answer (`reconstruct/infer/shape.rs`).
+    ProviderShapeSglang,
+    /// Rebuilt as llama.cpp's answer (`reconstruct/infer/shape.rs`).
+    ProviderShapeLlamacpp,
 }
 
 impl Reason {

@@ -17,6 +17,7 @@ mod literal;
 mod spellings;
 mod synth;
 mod turn;
+mod undeclared;
 mod upstream;
 
 pub use fidelity::{Fidelity, FidelityClass, Reason};
@@ -213,6 +214,7 @@ pub fn reconstruct_parsed(
     if completion.completion_token_ids.is_none() {
         upstream::flag_unnamed_upstream(&x, prompt_count, &mut fidelity, &mut warnings);
     }
+    undeclared::flag_hidden_by_known_shapes(&x, &completion_ids, &mut fidelity, &mut warnings);
     flag_content_parts(&x, completion, &mut fidelity, &mut warnings);
     Ok(Reconstruction {
         prompt_ids,

@@ -29,6 +29,7 @@ use super::{reconstruct_parsed, ExchangeRequest, ReconstructError, Reconstructio
 mod arguments;
 mod ids;
 mod negative;
+mod shape;
 mod spacing;
 mod think;
 mod usage;
@@ -36,6 +37,10 @@ mod usage;
 pub use arguments::CompactsArguments;
 pub use ids::{id_form, IdsIndexOnly, IdsMinted, IdsWithoutPrefix};
 pub use negative::{NoSpacesSpecialTokens, PromptsThink};
+pub use shape::{
+    KnownShape, SHAPE_LLAMACPP, SHAPE_SGLANG, SHAPE_VLLM, SHAPE_VLLM_0_11, SHAPE_VLLM_0_11_SPACED,
+    SHAPE_VLLM_SPACED,
+};
 pub use spacing::SpacesSpecialTokens;
 pub use think::GeneratesThink;
 pub use usage::UsageExcludesEndToken;
@@ -163,7 +168,7 @@ pub(super) fn counted(c: &Completion) -> Option<u64> {
 }
 
 /// Every convention inference considers, in the order their inverses apply.
-pub const CONVENTIONS: [&dyn Convention; 9] = [
+pub const CONVENTIONS: [&dyn Convention; 15] = [
     &UsageExcludesEndToken,
     &GeneratesThink,
     &PromptsThink,
@@ -173,6 +178,12 @@ pub const CONVENTIONS: [&dyn Convention; 9] = [
     &IdsIndexOnly,
     &IdsMinted,
     &CompactsArguments,
+    &SHAPE_VLLM,
+    &SHAPE_VLLM_SPACED,
+    &SHAPE_VLLM_0_11,
+    &SHAPE_VLLM_0_11_SPACED,
+    &SHAPE_SGLANG,
+    &SHAPE_LLAMACPP,
 ];
 
 /// The convention named `name`.
@@ -292,12 +303,14 @@ impl GroupEvidence {
 
     /// The conventions the evidence adopts.
     pub fn adopted(&self) -> Vec<&'static dyn Convention> {
-        CONVENTIONS
-            .into_iter()
-            .zip(&self.tallies)
-            .filter(|(_, t)| t.adopts())
-            .map(|(c, _)| c)
-            .collect()
+        let tallies: Vec<_> = CONVENTIONS.into_iter().zip(self.tallies).collect();
+        let mut adopted: Vec<_> = tallies
+            .iter()
+            .filter(|(c, t)| !shape::is_shape(*c) && t.adopts())
+            .map(|(c, _)| *c)
+            .collect();
+        adopted.extend(shape::chosen(&tallies));
+        adopted
     }
 
     /// `"completion count = rebuilt − 1 in 12 of 12"` for convention `index`.

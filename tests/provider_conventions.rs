@@ -401,6 +401,15 @@ fn run_editing(
             .map(|(form, _)| form.as_str())
             .collect();
         assert_eq!(forms, Vec::from_iter(made), "{provider}: call_id_forms");
+        // OpenRouter carries every answer's reasoning in `reasoning` (the data's answers with
+        // thinking on all reason; with it off none do).
+        let evaluated = p["evidence_answers"].as_u64().unwrap_or_default();
+        let want = if thinking && evaluated > 0 {
+            json!({ "reasoning": evaluated })
+        } else {
+            Value::Null
+        };
+        assert_eq!(p["reasoning_fields"], want, "{provider}: reasoning_fields");
         adopted.insert(provider, names);
     }
     // prompt id -> the answer that was served for it (its own `id`, from the journal).
@@ -742,6 +751,65 @@ fn a_conversations_turns_are_rebuilt_under_their_providers_conventions() {
     ]
     .concat();
     assert_eq!(ids, want, "the last turn's true ids");
+}
+
+/// A conversation's turns count as their provider's answers for inference: seven finished
+/// DeepInfra answers alone are below the minimum and settle nothing; two of them journaled
+/// again as the two turns of a conversation (as in the test above) bring the provider's
+/// evidence to nine, and its count without the end token is adopted.
+#[test]
+fn a_conversations_turns_are_evidence_of_their_provider() {
+    let answers = answers();
+    let turn_labels = ["news_call", "final_answer_after_tool"];
+    let is_turn = |a: &Answer| {
+        turn_labels
+            .iter()
+            .any(|l| a.name.ends_with(&format!("/{l}")))
+    };
+    let deepinfra = || {
+        answers
+            .iter()
+            .filter(|a| a.thinking() && !a.stream() && a.provider == "DeepInfra")
+    };
+    let mut finished: Vec<&Answer> = deepinfra().filter(|a| is_turn(a)).collect();
+    finished.extend(
+        deepinfra()
+            .filter(|a| !is_turn(a))
+            .filter(|a| {
+                a.response
+                    .as_ref()
+                    .and_then(|r| r.pointer("/choices/0/finish_reason"))
+                    .and_then(Value::as_str)
+                    != Some("length")
+            })
+            .take(5),
+    );
+    assert_eq!(finished.len(), 7);
+    let (_, alone) = run(&finished, true, false);
+    assert!(alone["DeepInfra"].is_empty(), "{alone:?}");
+    let served: Vec<String> = finished[..2]
+        .iter()
+        .map(|a| a.answer_id().to_string())
+        .collect();
+    let (_, adopted) = run_editing(&finished, true, false, |journal| {
+        served
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let mut record = journal
+                    .iter()
+                    .find(|r| r["response"]["id"].as_str() == Some(id))
+                    .expect("the served answer's record")
+                    .clone();
+                record["id"] = Value::from(format!("conv:turn{}/{}", i + 1, served.len()));
+                record
+            })
+            .collect()
+    });
+    assert!(
+        adopted["DeepInfra"].contains("usage_excludes_end_token"),
+        "{adopted:?}"
+    );
 }
 
 /// Ids numbered per answer where the conversation has earlier calls (`"0"` for the model's

@@ -5,9 +5,10 @@
 //! (tests/data/provider_conventions): `usage` without the end token (`usage.rs`), a template
 //! that lets the model generate `<think>` (`think.rs`), spaces around added tokens
 //! (`spacing.rs`), tool-call ids in another form (`ids.rs`), arguments re-serialized compactly
-//! (`arguments.rs`); and what a stack shows it does not do (no spaces, the opener prompted:
-//! `negative.rs`), which lifts the doubts `upstream.rs` raises for any unnamed stack. Each such
-//! [`Convention`] is one type: its name, its inverse (applied around [`reconstruct_parsed`],
+//! (`arguments.rs`), the field that carries the reasoning (`reasoning.rs`: recorded, nothing
+//! to invert, the answer is read whichever it is); and what a stack shows it does not do (no
+//! spaces, the opener prompted: `negative.rs`), which lifts the doubts `upstream.rs` raises
+//! for any unnamed stack. Each such [`Convention`] is one type: its name, its inverse (applied around [`reconstruct_parsed`],
 //! which stays a black box), what one answer shows of it ([`Evidence`]) and the fidelity reason
 //! a sample rebuilt under it carries.
 //!
@@ -29,6 +30,7 @@ use super::{reconstruct_parsed, ExchangeRequest, ReconstructError, Reconstructio
 mod arguments;
 mod ids;
 mod negative;
+mod reasoning;
 mod spacing;
 mod think;
 mod usage;
@@ -36,6 +38,7 @@ mod usage;
 pub use arguments::CompactsArguments;
 pub use ids::{id_form, IdsIndexOnly, IdsMinted, IdsWithoutPrefix};
 pub use negative::{NoSpacesSpecialTokens, PromptsThink};
+pub use reasoning::reasoning_field;
 pub use spacing::SpacesSpecialTokens;
 pub use think::GeneratesThink;
 pub use usage::UsageExcludesEndToken;
@@ -279,6 +282,8 @@ pub struct GroupEvidence {
     pub tallies: [Tally; CONVENTIONS.len()],
     /// Answers with tool calls, by the form of their ids ([`id_form`]).
     pub id_forms: std::collections::BTreeMap<&'static str, u64>,
+    /// Answers with reasoning, by the field that carried it ([`reasoning_field`]).
+    pub reasoning_fields: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl GroupEvidence {

@@ -467,10 +467,13 @@ fn probe_shows_the_conventions_builds_inference_finds_below_the_minimum() {
         flavor: Flavor::OpenRouter,
         model_dir: Some(model_dir.clone()),
         profile: Some("kimi-k2.5".into()),
-        providers: ["Short:openrouter:usage_excludes_end_token", "Plain:openrouter"]
-            .iter()
-            .map(|p| p.parse().expect("provider spec"))
-            .collect(),
+        providers: [
+            "Short:openrouter:usage_excludes_end_token",
+            "Plain:openrouter",
+        ]
+        .iter()
+        .map(|p| p.parse().expect("provider spec"))
+        .collect(),
         ..SimConfig::default()
     });
     let out = probe(&[
@@ -516,5 +519,8 @@ fn probe_shows_the_conventions_builds_inference_finds_below_the_minimum() {
         table.contains("conventions inferred from 4 answer(s): none"),
         "{table}"
     );
-    assert!(table.contains("below the minimum: 4 answer(s) read"), "{table}");
+    assert!(
+        table.contains("below the minimum: 4 answer(s) read"),
+        "{table}"
+    );
 }

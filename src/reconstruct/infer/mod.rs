@@ -5,12 +5,13 @@
 //! (tests/data/provider_conventions): `usage` without the end token (`usage.rs`), a template
 //! that lets the model generate `<think>` (`think.rs`), spaces around added tokens
 //! (`spacing.rs`), tool-call ids in another form (`ids.rs`), arguments re-serialized compactly
-//! (`arguments.rs`), the field that carries the reasoning (`reasoning.rs`: recorded, nothing
-//! to invert, the answer is read whichever it is); and what a stack shows it does not do (no
-//! spaces, the opener prompted: `negative.rs`), which lifts the doubts `upstream.rs` raises
-//! for any unnamed stack. Each such [`Convention`] is one type: its name, its inverse (applied around [`reconstruct_parsed`],
-//! which stays a black box), what one answer shows of it ([`Evidence`]) and the fidelity reason
-//! a sample rebuilt under it carries.
+//! (`arguments.rs`), whitespace stripped at a boundary of the text fields (`strips.rs`); the
+//! field that carries the reasoning (`reasoning.rs`: recorded, nothing to invert, the answer is
+//! read whichever it is); and what a stack shows it does not do (no spaces, the opener
+//! prompted: `negative.rs`), which lifts the doubts `upstream.rs` raises for any unnamed stack.
+//! Each such [`Convention`] is one type: its name, its inverse (applied around
+//! [`reconstruct_parsed`], which stays a black box), what one answer shows of it ([`Evidence`])
+//! and the fidelity reason a sample rebuilt under it carries.
 //!
 //! [`GroupEvidence`] tallies the evidence of one provider's answers; [`GroupEvidence::adopted`]
 //! adopts a convention only when it explains at least [`SHARE`] of the answers where it makes a
@@ -32,6 +33,7 @@ mod ids;
 mod negative;
 mod reasoning;
 mod spacing;
+mod strips;
 mod think;
 mod usage;
 
@@ -40,6 +42,10 @@ pub use ids::{id_form, IdsIndexOnly, IdsMinted, IdsWithoutPrefix};
 pub use negative::{NoSpacesSpecialTokens, PromptsThink};
 pub use reasoning::reasoning_field;
 pub use spacing::SpacesSpecialTokens;
+pub use strips::{
+    StripsWhitespace, STRIPS_CONTENT_END, STRIPS_CONTENT_END_BEFORE_CALLS, STRIPS_CONTENT_START,
+    STRIPS_REASONING_END, STRIPS_REASONING_START,
+};
 pub use think::GeneratesThink;
 pub use usage::UsageExcludesEndToken;
 
@@ -166,7 +172,9 @@ pub(super) fn counted(c: &Completion) -> Option<u64> {
 }
 
 /// Every convention inference considers, in the order their inverses apply.
-pub const CONVENTIONS: [&dyn Convention; 9] = [
+/// The whitespace conventions come last: their inverse adds a quirk to whatever shape the
+/// others chose.
+pub const CONVENTIONS: [&dyn Convention; 14] = [
     &UsageExcludesEndToken,
     &GeneratesThink,
     &PromptsThink,
@@ -176,6 +184,11 @@ pub const CONVENTIONS: [&dyn Convention; 9] = [
     &IdsIndexOnly,
     &IdsMinted,
     &CompactsArguments,
+    &STRIPS_REASONING_START,
+    &STRIPS_REASONING_END,
+    &STRIPS_CONTENT_START,
+    &STRIPS_CONTENT_END_BEFORE_CALLS,
+    &STRIPS_CONTENT_END,
 ];
 
 /// The convention named `name`.

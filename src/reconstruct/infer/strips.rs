@@ -10,15 +10,11 @@
 //! (`" "`, `"\n"` and `"\n\n"` are one token each): such a sample stays `ambiguous`, naming the
 //! boundary (`provider_strips_content_end`, …).
 
-use std::sync::{Mutex, OnceLock};
-
 use crate::completion::Completion;
 use crate::model::family::Syntax;
 use crate::reconstruct::fidelity::Reason;
 use crate::reconstruct::Reconstruction;
-use crate::server::quirk::{Quirk, Quirks};
-use crate::server::quirks::{Boundary, STRIPS};
-use crate::server::ServerShape;
+use crate::server::quirks::{with_stripped, Boundary};
 
 use super::{doubt, Answer, Convention, Evidence, Inverted};
 
@@ -106,7 +102,7 @@ impl Convention for StripsWhitespace {
         kept.then_some(Evidence::Contradicts)
     }
     fn inverse(&self, a: &mut Inverted) {
-        a.shape = with_quirk(a.shape, STRIPS[self.boundary as usize]);
+        a.shape = with_stripped(a.shape, self.boundary);
     }
     /// Where the rebuild under it equals the default one, the answer says nothing of it (the
     /// model wrote no whitespace there); a prompt count the default reading disagrees with
@@ -133,28 +129,4 @@ impl Convention for StripsWhitespace {
             std::cmp::Ordering::Equal => Evidence::Unexplained,
         }
     }
-}
-
-/// `base` with `quirk` added: built once per pair and kept for the process (a handful of
-/// shapes: each known shape a provider is read under, times the five boundaries and their
-/// combinations adopted together).
-fn with_quirk(base: &'static ServerShape, quirk: &'static dyn Quirk) -> &'static ServerShape {
-    type Key = (usize, &'static str);
-    static SHAPES: OnceLock<Mutex<Vec<(Key, &'static ServerShape)>>> = OnceLock::new();
-    let key = (base as *const ServerShape as usize, quirk.name());
-    let shapes = SHAPES.get_or_init(|| Mutex::new(Vec::new()));
-    let mut shapes = match shapes.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    if let Some((_, shape)) = shapes.iter().find(|(k, _)| *k == key) {
-        return shape;
-    }
-    let plus: &'static [&'static dyn Quirk] = Box::leak(Box::new([quirk]));
-    let shape: &'static ServerShape = Box::leak(Box::new(ServerShape {
-        quirks: Quirks::on(&base.quirks).plus(plus),
-        ..*base
-    }));
-    shapes.push((key, shape));
-    shape
 }

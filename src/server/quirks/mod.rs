@@ -65,7 +65,7 @@ pub use streams_token_deltas::StreamsTokenDeltas;
 pub use streams_verbatim_call_ids::StreamsVerbatimCallIds;
 pub use streams_whitespace_content::StreamsWhitespaceContent;
 pub use strips_arguments::StripsArguments;
-pub use strips_boundary_whitespace::{Boundary, StripsAt, STRIPS};
+pub use strips_boundary_whitespace::{with_stripped, Boundary, StripsAt, STRIPS};
 pub use strips_reasoning_trailing_whitespace::StripsReasoningTrailingWhitespace;
 pub use strips_streamed_arguments::StripsStreamedArguments;
 pub use vllm011_stepwise::Vllm011Stepwise;

@@ -8,7 +8,9 @@
 
 use crate::model::family::kimi::{CALL_BEGIN, END_OF_TURN, SECTION_BEGIN, THINK_BEGIN, THINK_END};
 use crate::model::family::Syntax;
-use crate::server::quirk::Quirk;
+use std::sync::{Mutex, OnceLock};
+
+use crate::server::quirk::{Quirk, Quirks};
 use crate::server::{ForwardInput, Parsed, ServerShape, Site, SiteInput};
 
 /// One boundary of the answer's text fields.
@@ -176,6 +178,34 @@ pub const STRIPS: [&dyn Quirk; 5] = [
     &StripsAt::<3>,
     &StripsAt::<4>,
 ];
+
+/// `base` with the quirk of `boundary` added (as its last): built once per pair and kept for
+/// the process (a handful: each shape a provider is read or simulated under, by the boundaries
+/// its conventions strip).
+pub fn with_stripped(base: &'static ServerShape, boundary: Boundary) -> &'static ServerShape {
+    type Key = (usize, Boundary);
+    static SHAPES: OnceLock<Mutex<Vec<(Key, &'static ServerShape)>>> = OnceLock::new();
+    let quirk = STRIPS[boundary as usize];
+    if base.quirks.names().contains(&quirk.name()) {
+        return base;
+    }
+    let key = (base as *const ServerShape as usize, boundary);
+    let shapes = SHAPES.get_or_init(|| Mutex::new(Vec::new()));
+    let mut shapes = match shapes.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some((_, shape)) = shapes.iter().find(|(k, _)| *k == key) {
+        return shape;
+    }
+    let plus: &'static [&'static dyn Quirk] = Box::leak(Box::new([quirk]));
+    let shape: &'static ServerShape = Box::leak(Box::new(ServerShape {
+        quirks: Quirks::on(&base.quirks).plus(plus),
+        ..*base
+    }));
+    shapes.push((key, shape));
+    shape
+}
 
 #[cfg(test)]
 mod tests {

@@ -124,6 +124,12 @@ pub trait Convention: Send + Sync {
     fn names(&self, _answer: &Answer, _rebuilt: &Reconstruction) -> bool {
         true
     }
+    /// Whether an answer the default reading rebuilds exactly, meeting all its figures, says
+    /// nothing of it (so it is not rebuilt for evidence): a convention that only adds readings
+    /// the count decides between.
+    fn silent_where_default_is_exact(&self) -> bool {
+        false
+    }
     /// Undo it on the rebuilt ids; `false`: the rebuild does not fit the convention.
     fn after(&self, _profile: &Profile, _rebuilt: &mut Reconstruction) -> bool {
         true
@@ -365,8 +371,12 @@ pub fn evidence_of(answer: &Answer) -> Result<[Evidence; CONVENTIONS.len()], Rec
     // The length of the answer's most likely reading, rebuilt without its count (computed once,
     // when a count convention's two readings tie).
     let mut natural: Option<usize> = None;
+    let default_exact = default.fidelity.class.is_exact() && doubt(&default).1 == 0;
     for i in applicable {
         let convention = CONVENTIONS[i];
+        if default_exact && convention.silent_where_default_is_exact() {
+            continue;
+        }
         let (conventional, applied) = rebuild(answer, &[convention])?;
         out[i] = if applied.is_empty() {
             Evidence::Silent

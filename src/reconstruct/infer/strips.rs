@@ -101,6 +101,11 @@ impl Convention for StripsWhitespace {
             self.readable(a) && edge(a.completion, self.boundary).is_some_and(char::is_whitespace);
         kept.then_some(Evidence::Contradicts)
     }
+    /// The default reading met the count with no whitespace at the boundary: a stripping stack
+    /// would have sent the same, so the answer cannot tell.
+    fn silent_where_default_is_exact(&self) -> bool {
+        true
+    }
     fn inverse(&self, a: &mut Inverted) {
         a.shape = with_stripped(a.shape, self.boundary);
     }

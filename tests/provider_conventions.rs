@@ -1,6 +1,7 @@
 //! OpenRouter answers under each provider convention measured on real traffic (`usage` without
 //! the end token, a generated `<think>`, spaces around special tokens, compact re-serialized
-//! arguments, the provider's own tool-call id forms), with the ids the model really
+//! arguments, the provider's own tool-call id forms, whitespace stripped at the text fields'
+//! boundaries), with the ids the model really
 //! saw and wrote: `tests/data/provider_conventions/answers.jsonl`, made by
 //! `tests/data/gen/make_provider_conventions.py` from the reference encoder (format:
 //! `tests/data/README.md`).

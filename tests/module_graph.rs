@@ -71,6 +71,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "engine",
             "model",
             "pyjson",
+            "reconstruct",
             "server",
         ],
     ),

@@ -454,3 +454,73 @@ fn openrouter_is_recognized_whatever_form_the_upstream_ids_take() {
         );
     }
 }
+
+/// `probe` reads its scenario answers with `build`'s own inference (`reconstruct/infer/`):
+/// a provider whose count leaves out the end token (the simulator's
+/// `usage_excludes_end_token`, src/sim/conventions/) shows it in every finished answer, one
+/// that counts it shows nothing of the kind; four answers are below the minimum, so neither
+/// adopts anything and the probe says why, per provider, in `--json` and in the table.
+#[test]
+fn probe_shows_the_conventions_builds_inference_finds_below_the_minimum() {
+    let model_dir = common::assets().join("kimi-k2.5");
+    let base_url = start_sim(SimConfig {
+        flavor: Flavor::OpenRouter,
+        model_dir: Some(model_dir.clone()),
+        profile: Some("kimi-k2.5".into()),
+        providers: [
+            "Short:openrouter:usage_excludes_end_token",
+            "Plain:openrouter",
+        ]
+        .iter()
+        .map(|p| p.parse().expect("provider spec"))
+        .collect(),
+        ..SimConfig::default()
+    });
+    let out = probe(&[
+        "--model",
+        "moonshotai/kimi-k2.5",
+        "--base-url",
+        &base_url,
+        "--openrouter",
+        "--tokenizer",
+        model_dir.to_str().expect("utf-8 path"),
+        "--profile",
+        "kimi-k2.5",
+        "--timeout",
+        "60",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("probe --json");
+    let verdicts = report["verdicts"].as_array().expect("verdicts");
+    assert_eq!(verdicts.len(), 2, "{}", text(&out));
+    let shows_short_count = |v: &Value| {
+        v["conventions"]["shown"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .any(|line| {
+                line.starts_with("usage_excludes_end_token: ") && !line.contains("contradicted")
+            })
+    };
+    for v in verdicts {
+        let found = &v["conventions"];
+        assert_eq!(found["evidence_answers"], 4, "{v:#}");
+        assert_eq!(found["adopted"], serde_json::json!([]), "{v:#}");
+        assert!(found["below_minimum"].is_string(), "{v:#}");
+        assert_eq!(found["reasoning_fields"]["reasoning"], 4, "{v:#}");
+    }
+    assert!(shows_short_count(&verdicts[0]), "{:#}", verdicts[0]);
+    assert!(!shows_short_count(&verdicts[1]), "{:#}", verdicts[1]);
+    let table = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{table}");
+    assert!(
+        table.contains("conventions inferred from 4 answer(s): none"),
+        "{table}"
+    );
+    assert!(
+        table.contains("below the minimum: 4 answer(s) read"),
+        "{table}"
+    );
+}

@@ -35,13 +35,24 @@ const PROVIDERS: &[(&str, &[&str])] = &[
     ),
     ("Groq:openrouter:compacts_arguments=ascii", &[]),
     ("Together:openrouter:compacts_arguments,ids=minted", &[]),
+    // The simulated model writes no whitespace at these boundaries: nothing for the count to
+    // show, so nothing is adopted, and no sample may be exact with other ids.
+    (
+        "Trimmer:openrouter:strips=reasoning_start+content_start+content_end_before_calls+content_end",
+        &[],
+    ),
 ];
 
 /// The conventions inference decides on (others it may add are not this test's).
-const INFERRED: [&str; 3] = [
+const INFERRED: [&str; 8] = [
     "usage_excludes_end_token",
     "generates_think",
     "spaces_special_tokens",
+    "strips_reasoning_start",
+    "strips_reasoning_end",
+    "strips_content_start",
+    "strips_content_end_before_calls",
+    "strips_content_end",
 ];
 
 /// Answers per provider: above inference's minimum (8), with room for answers a convention

@@ -694,6 +694,9 @@ struct ConventionFlags {
     spaces_around_special_tokens: bool,
     arguments: String,
     ids: String,
+    /// Boundaries whose whitespace the stack strips.
+    #[serde(default)]
+    strips: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -704,7 +707,7 @@ struct ConventionTruth {
 
 impl ConventionFlags {
     /// The simulator's `--provider` items for these flags (`draftgen::sim::conventions`).
-    fn items(&self) -> Vec<&'static str> {
+    fn items(&self) -> Vec<String> {
         let mut items = Vec::new();
         if !self.usage_counts_end_token {
             items.push("usage_excludes_end_token");
@@ -726,6 +729,10 @@ impl ConventionFlags {
             "call_random" => "ids=minted",
             _ => "ids=native",
         });
+        let mut items: Vec<String> = items.into_iter().map(str::to_string).collect();
+        if !self.strips.is_empty() {
+            items.push(format!("strips={}", self.strips.join("+")));
+        }
         items
     }
 }

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::api::ServerKind;
-use crate::journal::record::{parse_turn_id, Origin};
+use crate::journal::record::Origin;
 use crate::journal::{Manifest, Record, Status};
 use crate::model::Profile;
 use crate::reconstruct::infer::{self, Convention, Evidence, GroupEvidence, Tally, CONVENTIONS};
@@ -64,7 +64,6 @@ pub struct Providers {
 /// The small fields of a journal line that name its group.
 #[derive(Deserialize)]
 struct Head {
-    id: String,
     status: Status,
     #[serde(default)]
     endpoint: String,
@@ -197,9 +196,9 @@ impl Providers {
                 let g = self.group_mut(&head.endpoint, head.provider);
                 let group = &mut self.groups[g];
                 group.answers += 1;
-                let single_turn = parse_turn_id(&head.id).is_none();
+                // A conversation's turns count too: each turn record is the answer its
+                // group's provider gave to that turn's request.
                 if group.infers
-                    && single_turn
                     && head.origin == Origin::Generated
                     && group.scheduled < EVIDENCE_ANSWERS
                 {
@@ -213,11 +212,14 @@ impl Providers {
                 .map(|&(g, bytes)| (g, evidence_of_line(profile, &groups[g].options, bytes)))
                 .collect();
             for (g, read) in evidence {
-                if let Some((e, form)) = read {
+                if let Some((e, form, reasoning)) = read {
                     let evidence = &mut self.groups[g].evidence;
                     evidence.add(&e);
                     if let Some(form) = form {
                         *evidence.id_forms.entry(form).or_default() += 1;
+                    }
+                    if let Some(field) = reasoning {
+                        *evidence.reasoning_fields.entry(field).or_default() += 1;
                     }
                 }
             }
@@ -229,8 +231,13 @@ impl Providers {
     }
 }
 
-/// What one answer shows: each convention's evidence, and the form of its tool-call ids.
-type LineEvidence = ([Evidence; CONVENTIONS.len()], Option<&'static str>);
+/// What one answer shows: each convention's evidence, the form of its tool-call ids and the
+/// field that carried its reasoning.
+type LineEvidence = (
+    [Evidence; CONVENTIONS.len()],
+    Option<&'static str>,
+    Option<&'static str>,
+);
 
 /// One journal line's evidence (`None`: it cannot be read or rebuilt; such a line says nothing).
 fn evidence_of_line(
@@ -248,7 +255,12 @@ fn evidence_of_line(
         options,
     };
     let form = infer::id_form(profile, &read.completion);
-    infer::evidence_of(&answer).ok().map(|e| (e, form))
+    let reasoning = record.response.as_ref().and_then(|response| {
+        infer::reasoning_field(profile.family.spec().reasoning_close, response)
+    });
+    infer::evidence_of(&answer)
+        .ok()
+        .map(|e| (e, form, reasoning))
 }
 
 /// One group in `build.json`: who answered, the conventions adopted with their evidence, and
@@ -270,6 +282,10 @@ pub struct ProviderReport {
     /// `NAME:N`, `N`, `other`: minted by the provider, the model's id not readable).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub call_id_forms: BTreeMap<String, u64>,
+    /// The evidence answers with reasoning, by the field that carried it
+    /// (`reconstruct/infer/reasoning.rs`: `reasoning`, `reasoning_content`, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasoning_fields: BTreeMap<String, u64>,
     /// Conventions some answers showed but the rule did not adopt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_adopted: Vec<ConventionReport>,
@@ -337,6 +353,12 @@ impl Providers {
                         .iter()
                         .map(|(form, n)| (form.to_string(), *n))
                         .collect(),
+                    reasoning_fields: g
+                        .evidence
+                        .reasoning_fields
+                        .iter()
+                        .map(|(field, n)| (field.to_string(), *n))
+                        .collect(),
                     not_adopted,
                     samples: c.samples,
                     dropped: c.dropped,
@@ -355,7 +377,6 @@ mod tests {
     fn a_lines_group_is_read_from_its_small_fields() {
         let line = br#"{"id":"p","attempt":1,"status":"success","error":"x,\"request\":{}","endpoint":"or","provider":"Chutes","started_at":"t","latency_ms":1,"request":{"provider":"Other"},"response":{"provider":"Other"}}"#;
         let head = Head::of(line).expect("a head");
-        assert_eq!(head.id, "p");
         assert_eq!(head.endpoint, "or");
         assert_eq!(head.provider.as_deref(), Some("Chutes"));
         assert_eq!(head.status, Status::Success);

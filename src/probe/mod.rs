@@ -4,11 +4,13 @@
 //! scenario what came back — answered or the error class, latency, cost, where the reasoning
 //! went, how tool calls came back, whether `usage.prompt_tokens` equals our render — and which
 //! server shape ([`crate::server`]) explains the answers, so the user knows which `--kind` to
-//! declare.
+//! declare, and which provider conventions they show, read by `build`'s own inference
+//! ([`conventions`]).
 //!
 //! Requests are built by the run's own code ([`crate::api::build_body`]) and sent by the run's
 //! own client, so the probe sees what `generate` would; errors are the client's, key scrubbed.
 
+pub mod conventions;
 pub mod observe;
 pub mod providers;
 pub mod recognize;
@@ -76,6 +78,9 @@ pub struct Probe {
     /// What the answer says about the server's shape (for [`recognize`]).
     #[serde(skip)]
     pub clues: Vec<observe::Clue>,
+    /// What the answer shows of each provider convention (with `--tokenizer`).
+    #[serde(skip)]
+    pub conventions: Option<conventions::AnswerEvidence>,
 }
 
 /// Every probe of one target and the shape that explains them.
@@ -178,6 +183,7 @@ async fn one(
         prompt_tokens_equal: None,
         observed: None,
         clues: Vec::new(),
+        conventions: None,
     };
     let raw = match serde_json::value::to_raw_value(&body) {
         Ok(raw) => raw,
@@ -194,6 +200,9 @@ async fn one(
             probe.latency_ms = Some(outcome.latency_ms);
             let (observed, clues) = observe::observe(&outcome.response, expect.as_ref(), false);
             probe.clues = clues;
+            probe.conventions = opts.profile.and_then(|profile| {
+                conventions::of_answer(profile, target.openrouter, &body, &outcome.response)
+            });
             probe.prompt_tokens_equal = our
                 .zip(observed.prompt_tokens)
                 .map(|(ours, theirs)| ours as u64 == theirs);

@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::conventions::ConventionsFound;
 use super::{Probe, ProbeReport};
 
 const COLUMNS: [&str; 11] = [
@@ -126,8 +127,40 @@ fn verdict_lines(out: &mut String, report: &ProbeReport) {
         if !v.call_ids.is_empty() {
             let _ = writeln!(out, "        tool-call ids: {}", v.call_ids.join(", "));
         }
+        convention_lines(out, &v.conventions);
     }
     if let Some(line) = &report.routing {
         let _ = writeln!(out, "routing: paste into the run config: {line}");
+    }
+}
+
+/// What `build`'s inference finds in a target's answers.
+fn convention_lines(out: &mut String, found: &ConventionsFound) {
+    if found.evidence_answers == 0 {
+        return;
+    }
+    let adopted = if found.adopted.is_empty() {
+        "none".to_string()
+    } else {
+        found.adopted.join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "        conventions inferred from {} answer(s): {adopted}",
+        found.evidence_answers
+    );
+    for line in &found.shown {
+        let _ = writeln!(out, "          {line}");
+    }
+    if let Some(why) = &found.below_minimum {
+        let _ = writeln!(out, "          below the minimum: {why}");
+    }
+    if !found.reasoning_fields.is_empty() {
+        let fields: Vec<String> = found
+            .reasoning_fields
+            .iter()
+            .map(|(field, n)| format!("{field} in {n}"))
+            .collect();
+        let _ = writeln!(out, "          reasoning field: {}", fields.join(", "));
     }
 }

@@ -15,13 +15,15 @@
 //! 5. otherwise **use**.
 //!
 //! What a few answers show of each convention (spaces around special tokens, the count one
-//! short, argument style, id form) is listed as evidence: `build` adopts a convention only from
-//! a run's own answers (at least eight), so the probe names it without deciding on it.
+//! short, argument style, id form) is listed as evidence, and with `--tokenizer` read by
+//! `build`'s own inference (`conventions.rs`): `build` adopts a convention only from at least
+//! eight answers, so below that the probe names it and says so, without deciding on it.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::conventions::{self, ConventionsFound};
 use super::TargetReport;
 
 /// Scenarios that may fail before a target is avoided (as `verify/verdict.rs`).
@@ -43,6 +45,8 @@ pub struct TargetVerdict {
     /// The tool-call id forms seen (`native`, `openrouter`, `other`, `minted`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub call_ids: Vec<&'static str>,
+    /// The conventions `build`'s inference finds in the answers (with `--tokenizer`).
+    pub conventions: ConventionsFound,
 }
 
 /// What the answers of one target show.
@@ -196,6 +200,9 @@ pub fn verdicts(targets: &[TargetReport]) -> Vec<TargetVerdict> {
                 failures_by_class: s.failures.clone(),
                 evidence: evidence(&s),
                 call_ids: s.call_ids.clone(),
+                conventions: conventions::found(
+                    t.probes.iter().filter_map(|p| p.conventions.as_ref()),
+                ),
             }
         })
         .collect()
@@ -258,6 +265,7 @@ mod tests {
                 ..Observation::default()
             }),
             clues: Vec::new(),
+            conventions: None,
         }
     }
 

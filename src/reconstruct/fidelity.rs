@@ -149,6 +149,18 @@ pub enum Reason {
     /// The doubt that the model generated the reasoning opener lifted: the provider's other
     /// answers show its template prompts it (`reconstruct/infer/negative.rs`).
     ProviderPromptsThink,
+    /// The provider strips the whitespace at the reasoning's start, as its other answers show
+    /// (`reconstruct/infer/strips.rs`): what the model wrote there is settled by the count, or
+    /// open.
+    ProviderStripsReasoningStart,
+    /// … at the reasoning's end.
+    ProviderStripsReasoningEnd,
+    /// … at the content's start.
+    ProviderStripsContentStart,
+    /// … at the content's end before the tool calls.
+    ProviderStripsContentEndBeforeCalls,
+    /// … at the content's end, the answer's last field.
+    ProviderStripsContentEnd,
     /// A request message's content is a list of several text parts, which vLLM joins with
     /// `"\n"` and SGLang with `" "` before the template (`model/client_messages.rs`): the prompt
     /// is rendered as vLLM does and may not be the server's.

@@ -5,11 +5,13 @@
 //! (tests/data/provider_conventions): `usage` without the end token (`usage.rs`), a template
 //! that lets the model generate `<think>` (`think.rs`), spaces around added tokens
 //! (`spacing.rs`), tool-call ids in another form (`ids.rs`), arguments re-serialized compactly
-//! (`arguments.rs`); and what a stack shows it does not do (no spaces, the opener prompted:
-//! `negative.rs`), which lifts the doubts `upstream.rs` raises for any unnamed stack. Each such
-//! [`Convention`] is one type: its name, its inverse (applied around [`reconstruct_parsed`],
-//! which stays a black box), what one answer shows of it ([`Evidence`]) and the fidelity reason
-//! a sample rebuilt under it carries.
+//! (`arguments.rs`), whitespace stripped at a boundary of the text fields (`strips.rs`); the
+//! field that carries the reasoning (`reasoning.rs`: recorded, nothing to invert, the answer is
+//! read whichever it is); and what a stack shows it does not do (no spaces, the opener
+//! prompted: `negative.rs`), which lifts the doubts `upstream.rs` raises for any unnamed stack.
+//! Each such [`Convention`] is one type: its name, its inverse (applied around
+//! [`reconstruct_parsed`], which stays a black box), what one answer shows of it ([`Evidence`])
+//! and the fidelity reason a sample rebuilt under it carries.
 //!
 //! [`GroupEvidence`] tallies the evidence of one provider's answers; [`GroupEvidence::adopted`]
 //! adopts a convention only when it explains at least [`SHARE`] of the answers where it makes a
@@ -30,7 +32,9 @@ mod arguments;
 mod ids;
 mod negative;
 mod shape;
+mod reasoning;
 mod spacing;
+mod strips;
 mod think;
 mod usage;
 
@@ -41,7 +45,12 @@ pub use shape::{
     KnownShape, SHAPE_LLAMACPP, SHAPE_SGLANG, SHAPE_VLLM, SHAPE_VLLM_0_11, SHAPE_VLLM_0_11_SPACED,
     SHAPE_VLLM_SPACED,
 };
+pub use reasoning::reasoning_field;
 pub use spacing::SpacesSpecialTokens;
+pub use strips::{
+    StripsWhitespace, STRIPS_CONTENT_END, STRIPS_CONTENT_END_BEFORE_CALLS, STRIPS_CONTENT_START,
+    STRIPS_REASONING_END, STRIPS_REASONING_START,
+};
 pub use think::GeneratesThink;
 pub use usage::UsageExcludesEndToken;
 
@@ -120,6 +129,12 @@ pub trait Convention: Send + Sync {
     fn names(&self, _answer: &Answer, _rebuilt: &Reconstruction) -> bool {
         true
     }
+    /// Whether an answer the default reading rebuilds exactly, meeting all its figures, says
+    /// nothing of it (so it is not rebuilt for evidence): a convention that only adds readings
+    /// the count decides between.
+    fn silent_where_default_is_exact(&self) -> bool {
+        false
+    }
     /// Undo it on the rebuilt ids; `false`: the rebuild does not fit the convention.
     fn after(&self, _profile: &Profile, _rebuilt: &mut Reconstruction) -> bool {
         true
@@ -168,7 +183,9 @@ pub(super) fn counted(c: &Completion) -> Option<u64> {
 }
 
 /// Every convention inference considers, in the order their inverses apply.
-pub const CONVENTIONS: [&dyn Convention; 15] = [
+/// The whitespace conventions come last: their inverse adds a quirk to whatever shape the
+/// others chose.
+pub const CONVENTIONS: [&dyn Convention; 20] = [
     &UsageExcludesEndToken,
     &GeneratesThink,
     &PromptsThink,
@@ -184,6 +201,11 @@ pub const CONVENTIONS: [&dyn Convention; 15] = [
     &SHAPE_VLLM_0_11_SPACED,
     &SHAPE_SGLANG,
     &SHAPE_LLAMACPP,
+    &STRIPS_REASONING_START,
+    &STRIPS_REASONING_END,
+    &STRIPS_CONTENT_START,
+    &STRIPS_CONTENT_END_BEFORE_CALLS,
+    &STRIPS_CONTENT_END,
 ];
 
 /// The convention named `name`.
@@ -290,6 +312,8 @@ pub struct GroupEvidence {
     pub tallies: [Tally; CONVENTIONS.len()],
     /// Answers with tool calls, by the form of their ids ([`id_form`]).
     pub id_forms: std::collections::BTreeMap<&'static str, u64>,
+    /// Answers with reasoning, by the field that carried it ([`reasoning_field`]).
+    pub reasoning_fields: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl GroupEvidence {
@@ -360,8 +384,12 @@ pub fn evidence_of(answer: &Answer) -> Result<[Evidence; CONVENTIONS.len()], Rec
     // The length of the answer's most likely reading, rebuilt without its count (computed once,
     // when a count convention's two readings tie).
     let mut natural: Option<usize> = None;
+    let default_exact = default.fidelity.class.is_exact() && doubt(&default).1 == 0;
     for i in applicable {
         let convention = CONVENTIONS[i];
+        if default_exact && convention.silent_where_default_is_exact() {
+            continue;
+        }
         let (conventional, applied) = rebuild(answer, &[convention])?;
         out[i] = if applied.is_empty() {
             Evidence::Silent

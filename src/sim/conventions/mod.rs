@@ -11,25 +11,29 @@
 //! | `spaces_special_tokens` | [`spaces_special_tokens`] | a space on each side of every added token |
 //! | `compacts_arguments[=ascii]` | [`compacts_arguments`] | arguments re-serialized as compact JSON |
 //! | `ids=native\|no_prefix\|index\|minted` | [`ids`] | the form of its tool-call ids |
+//! | `strips=BOUNDARY+…` | [`strips`] | the whitespace at those boundaries of the text fields stripped |
 
 pub mod compacts_arguments;
 pub mod generates_think;
 pub mod ids;
 pub mod spaces_special_tokens;
+pub mod strips;
 pub mod usage_excludes_end_token;
 
 pub use compacts_arguments::Compaction;
 pub use ids::IdForm;
+pub use strips::Strips;
 
 use crate::server::{Parsed, ServerShape};
 
 /// Every convention a provider spec may name (for error messages).
-pub const NAMES: [&str; 5] = [
+pub const NAMES: [&str; 6] = [
     "usage_excludes_end_token",
     "generates_think",
     "spaces_special_tokens",
     "compacts_arguments[=ascii]",
     "ids=native|no_prefix|index|minted",
+    "strips=reasoning_start+reasoning_end+content_start+content_end_before_calls+content_end",
 ];
 
 /// One provider's conventions; the default is none (the model's own answer as the shape sends
@@ -41,6 +45,7 @@ pub struct Conventions {
     pub spaces_special_tokens: bool,
     pub compacts_arguments: Option<Compaction>,
     pub ids: IdForm,
+    pub strips: Strips,
 }
 
 impl Conventions {
@@ -63,6 +68,7 @@ impl Conventions {
             "ids" => {
                 self.ids = IdForm::parse(value.unwrap_or_default())?;
             }
+            "strips" => self.strips.add(value.unwrap_or_default())?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -86,17 +92,21 @@ impl Conventions {
         if self.ids != IdForm::Native {
             out.push(format!("ids={}", self.ids.name()));
         }
+        if self.strips.any() {
+            out.push(self.strips.name());
+        }
         out
     }
 
     /// The server shape a provider of flavour shape `shape` answers with under these
     /// conventions (`Err`: a convention the shape cannot carry).
     pub fn shape(&self, shape: &'static ServerShape) -> Result<&'static ServerShape, String> {
-        if self.spaces_special_tokens {
-            spaces_special_tokens::shape(shape)
+        let shape = if self.spaces_special_tokens {
+            spaces_special_tokens::shape(shape)?
         } else {
-            Ok(shape)
-        }
+            shape
+        };
+        Ok(self.strips.shape(shape))
     }
 
     /// What the provider does to the parsed calls: their arguments re-serialized, their ids in

@@ -21,6 +21,12 @@ convention applied:
 | Chutes | spaces_around_special_tokens | text detokenized with vLLM's `spaces_between_special_tokens` (below) |
 | Groq | compact_arguments | arguments `json.dumps(json.loads(a), separators=(",", ":"))` (ASCII-escaped) |
 | Together | compact_arguments | the same with `ensure_ascii=False`; ids `call_<24 random alnum>` |
+| Trimmer | strips_whitespace | not measured: the reasoning's and the content's leading whitespace and the content's trailing whitespace stripped |
+
+Each thinking scenario also has variants with whitespace the model wrote at one boundary (before
+the reasoning, before the content, after the content before the calls: `whitespace_variants`),
+answered by Fireworks (which keeps it, as vLLM's view does) and Trimmer (which strips it); each
+line's `whitespace` names the boundary.
 
 Each line's `convention` spells these out as flags, so a test can tell what inference should
 find; `truth` holds the ids the model saw (`prompt_ids`) and produced (`completion_ids`). What
@@ -70,7 +76,7 @@ import os
 import random
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -145,6 +151,7 @@ class Scenario:
     calls: list = field(default_factory=list)   # [(name, arguments text as the model wrote it)]
     thinking: bool = True
     cut_tokens: int | None = None   # max_tokens that cuts the answer (None: finished)
+    whitespace: str | None = None   # the boundary where this variant's model wrote whitespace
 
     def calls_history(self, messages: list) -> int:
         return sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
@@ -236,6 +243,33 @@ def scenarios() -> list[Scenario]:
                  content="Sure, switching to pop.",
                  calls=[("play_music", '{"genre": "pop", "artist": "Michael Jackson"}')]),
     ]
+
+
+# Whitespace at one boundary of the model's text, one boundary per variant (a stack that strips
+# several leaves each variant's count explained by its own boundary alone): the model's text as
+# above with `"\n"` or `"\n\n"` before the reasoning, `"\n\n"` before the content after `</think>`, or
+# `"\n\n"` after the content before the tool calls (a call scenario without content gets a
+# short one). Answered by WHITESPACE_PROVIDERS only.
+WHITESPACE_BOUNDARIES = ("reasoning_start", "content_start", "content_end_before_calls")
+
+
+def whitespace_variants(base: list[Scenario]) -> list[Scenario]:
+    out = []
+    for sc in base:
+        if not sc.thinking or sc.cut_tokens is not None or sc.label.startswith("cut_"):
+            continue
+        for boundary in WHITESPACE_BOUNDARIES:
+            variants = []
+            if boundary == "reasoning_start":
+                variants = [replace(sc, reasoning=ws + sc.reasoning) for ws in ("\n", "\n\n")]
+            elif boundary == "content_start" and sc.content and not sc.content[0].isspace():
+                variants = [replace(sc, content="\n\n" + sc.content)]
+            elif boundary == "content_end_before_calls" and sc.calls:
+                variants = [replace(sc, content=(sc.content or "Let me check that.") + "\n\n")]
+            for i, v in enumerate(variants):
+                suffix = f"_{i + 1}" if i else ""
+                out.append(replace(v, label=f"{sc.label}+ws_{boundary}{suffix}", whitespace=boundary))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -365,6 +399,7 @@ class Convention:
     spaces_around_special_tokens: bool = False
     arguments: str = "model"          # model | compact_ascii | compact
     ids: str = "functions.NAME:N"     # functions.NAME:N | NAME:N | index | call_random
+    strips: tuple = ()                # boundaries whose whitespace the stack strips (below)
 
 
 PROVIDERS = [
@@ -376,7 +411,33 @@ PROVIDERS = [
     ("Chutes", Convention("spaces_around_special_tokens", spaces_around_special_tokens=True)),
     ("Groq", Convention("compact_arguments", arguments="compact_ascii")),
     ("Together", Convention("compact_arguments", arguments="compact", ids="call_random")),
+    # Not measured: a stack that trims the text fields (the leading whitespace of the reasoning
+    # and the content, the content's trailing whitespace), so that inference is tested on it.
+    ("Trimmer", Convention("strips_whitespace", strips=("reasoning_start", "content_start",
+                                                        "content_end_before_calls", "content_end"))),
 ]
+# The providers that answer the whitespace variants: one that keeps the whitespace (vLLM's view
+# keeps it at these boundaries) and the one that strips it.
+WHITESPACE_PROVIDERS = ("Fireworks", "Trimmer")
+
+
+def strip_boundaries(conv: Convention, view: dict) -> dict:
+    """The provider's stack strips the whitespace at each boundary of `conv.strips`, after the
+    parser (an empty field stays as the parser left it: `null` or `""`)."""
+    view = dict(view)
+    if "reasoning_start" in conv.strips and view["reasoning"]:
+        view["reasoning"] = view["reasoning"].lstrip()
+    if "reasoning_end" in conv.strips and view["reasoning"]:
+        view["reasoning"] = view["reasoning"].rstrip()
+    content = view["content"]
+    if content:
+        if "content_start" in conv.strips:
+            content = content.lstrip()
+        end = "content_end_before_calls" if view["calls"] else "content_end"
+        if end in conv.strips:
+            content = content.rstrip()
+        view["content"] = content
+    return view
 
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
@@ -485,9 +546,12 @@ def answers(rows: list) -> list[dict]:
     out, serial = [], 0
     for provider, conv in PROVIDERS:
         rng = random.Random(f"provider-conventions/{provider}")
-        for sc, stream in [(sc, stream) for stream in (False, True) for sc in scenarios()]:
+        every = scenarios() + whitespace_variants(scenarios())
+        for sc, stream in [(sc, stream) for stream in (False, True) for sc in every]:
             if conv.think_generated and not sc.thinking:
                 continue   # measured on thinking answers only (see the module docstring)
+            if sc.whitespace and provider not in WHITESPACE_PROVIDERS:
+                continue
             messages, tools = glaive_prompt(rows, sc.glaive, sc.turns)
             kwargs = {} if sc.thinking else {"thinking": False}
             render = kimi_encode(kimi_render_k25(messages, tools, kwargs))
@@ -505,7 +569,8 @@ def answers(rows: list) -> list[dict]:
             cut = max_tokens is not None and max_tokens < len(completion_ids)
             if cut:
                 completion_ids = completion_ids[:max_tokens]
-            view = vllm_view(prompt_ids, completion_ids, sc.thinking, conv.spaces_around_special_tokens, cut, stream)
+            view = strip_boundaries(conv, vllm_view(prompt_ids, completion_ids, sc.thinking,
+                                                    conv.spaces_around_special_tokens, cut, stream))
             counts = (len(prompt_ids), len(completion_ids) - (0 if conv.usage_counts_end_token or cut else 1))
             serial += 1
             request = {"model": MODEL, "messages": messages, "tools": tools,
@@ -521,7 +586,8 @@ def answers(rows: list) -> list[dict]:
                 "convention": {"name": conv.name, "usage_counts_end_token": conv.usage_counts_end_token,
                                "think_generated": conv.think_generated,
                                "spaces_around_special_tokens": conv.spaces_around_special_tokens,
-                               "arguments": conv.arguments, "ids": conv.ids},
+                               "arguments": conv.arguments, "ids": conv.ids, "strips": list(conv.strips)},
+                "whitespace": sc.whitespace,
                 "profile": "kimi-k2.5", "model": "kimi-k2.5", "chat_template": K25_TEMPLATE,
                 "request": request,
                 **answer,

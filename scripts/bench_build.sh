@@ -10,7 +10,9 @@
 # 3), under `/usr/bin/time`. Each run's wall and CPU (user + sys) seconds, peak RSS and the load
 # average before it are printed, then the per-sample ratios (best run of each side), and every
 # draftgen output is checked equal to the first with `bench_build.py compare` (pyarrow, every
-# column). Set BASE_OUT to an earlier build's output directory to compare against it too.
+# column). Set BASE_OUT to an earlier build's output directory to compare against it too, and
+# BASE_BIN to an earlier draftgen binary to run it after draftgen in each round (before / after).
+# SKIP_CARGO=1 uses the binary already built.
 # Python needs DRAFTGEN_ASSETS (the Kimi tokenizer and templates; default ../shared/assets).
 set -euo pipefail
 
@@ -57,6 +59,11 @@ for round in $(seq "$ROUNDS"); do
   rs="$(timed "$BIN" build --run "$RUN_DIR" --model kimi-k2.5 --out "$OUT-$round")"
   echo "draftgen round $round: wall ${rs%% *} s, $(cut -d' ' -f2 <<< "$rs") CPU s, $(cut -d' ' -f3 <<< "$rs") MB, load $(cut -d' ' -f4 <<< "$rs") ($N samples)"
   rs_runs+=("$rs")
+  if [[ -n "${BASE_BIN:-}" ]]; then
+    rm -rf "$OUT-base"
+    base="$(timed "$BASE_BIN" build --run "$RUN_DIR" --model kimi-k2.5 --out "$OUT-base")"
+    echo "BASE_BIN round $round: wall ${base%% *} s, $(cut -d' ' -f2 <<< "$base") CPU s, $(cut -d' ' -f3 <<< "$base") MB, load $(cut -d' ' -f4 <<< "$base") ($N samples)"
+  fi
 done
 
 best() { sort -g -k"$1" | head -n1 | cut -d' ' -f"$1"; }
@@ -74,4 +81,7 @@ for round in $(seq 2 "$ROUNDS"); do
 done
 if [[ -n "${BASE_OUT:-}" ]]; then
   python3 scripts/bench_build.py compare "$BASE_OUT" "$OUT-1" | cut -c1-40
+fi
+if [[ -n "${BASE_BIN:-}" ]]; then
+  python3 scripts/bench_build.py compare "$OUT-base" "$OUT-1" | cut -c1-40
 fi

@@ -5,6 +5,10 @@
 //! the SpecForge conversation export, which keeps only where a line is, and verify's tool-call
 //! audit, which parses successes only). The rules are the journal's: segments `NNNNNN.jsonl` in
 //! number order, a torn last line (no final newline) is never a record.
+//!
+//! [`map_segment`] and [`line_chunks`] serve a pass that reads only a prefix of most lines (the
+//! provider scan in `providers.rs`): the segment is mapped rather than copied out of the page
+//! cache line by line, and cut into newline-aligned chunks that are scanned on all cores.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -62,6 +66,11 @@ impl JournalLines {
         })
     }
 
+    /// Every segment's path, in journal order.
+    pub fn segment_paths(&self) -> &[PathBuf] {
+        &self.segments
+    }
+
     /// The path of segment `index` (for locations in messages).
     pub fn segment_path(&self, index: usize) -> &Path {
         &self.segments[index]
@@ -109,5 +118,75 @@ impl JournalLines {
             });
         }
         Ok(batch)
+    }
+}
+
+/// Map the segment at `path` read-only, as long as it is now (`None` when empty).
+pub fn map_segment(path: &Path) -> std::io::Result<Option<memmap2::Mmap>> {
+    let file = File::open(path)?;
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the bytes must not change while the mapping is borrowed. Segments are append-only
+    // and the map covers only the length the file has now, so an append (a run still being
+    // written) does not touch it; the one rewrite of existing bytes, the resume scan cutting a
+    // torn tail, belongs to a writer, and a build beside a writer reads as journal/index.rs does.
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
+    Ok(Some(map))
+}
+
+/// The complete lines of a mapped segment (everything up to its last newline; a torn tail is
+/// never a line) cut into chunks of about `bytes`, each ending on a newline.
+pub fn line_chunks(segment: &[u8], bytes: usize) -> Vec<&[u8]> {
+    let complete = memchr::memrchr(b'\n', segment).map_or(0, |i| i + 1);
+    let mut rest = &segment[..complete];
+    let mut chunks = Vec::new();
+    while !rest.is_empty() {
+        let cut = match rest.get(bytes.max(1)..) {
+            Some(after) => {
+                memchr::memchr(b'\n', after).map_or(rest.len(), |i| bytes.max(1) + i + 1)
+            }
+            None => rest.len(),
+        };
+        let (chunk, after) = rest.split_at(cut);
+        chunks.push(chunk);
+        rest = after;
+    }
+    chunks
+}
+
+/// The lines of a chunk from [`line_chunks`], without their newlines.
+pub fn lines_of(chunk: &[u8]) -> impl Iterator<Item = &[u8]> {
+    // memchr, not `split`: a closure split steps byte by byte through each 12 KB answer.
+    let mut rest = Some(chunk.strip_suffix(b"\n").unwrap_or(chunk));
+    std::iter::from_fn(move || {
+        let text = rest?;
+        match memchr::memchr(b'\n', text) {
+            Some(i) => {
+                rest = Some(&text[i + 1..]);
+                Some(&text[..i])
+            }
+            None => {
+                rest = None;
+                Some(text)
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_end_on_newlines_and_drop_a_torn_tail() {
+        let segment = b"aaaa\nbb\n\ncccccc\ntorn";
+        for size in [1, 3, 5, 100] {
+            let chunks = line_chunks(segment, size);
+            assert!(chunks.iter().all(|c| c.ends_with(b"\n")), "size {size}");
+            let lines: Vec<&[u8]> = chunks.iter().flat_map(|c| lines_of(c)).collect();
+            assert_eq!(lines, [&b"aaaa"[..], b"bb", b"", b"cccccc"], "size {size}");
+        }
+        assert!(line_chunks(b"no newline", 4).is_empty());
     }
 }

@@ -242,15 +242,20 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
         providers: &providers,
         sources: &sources,
     };
+    let segments = lines.segment_paths().to_vec();
     let result = (|| -> Result<(), BuildError> {
+        let mut batch = lines.next_batch(config.batch.max(1));
         loop {
-            let batch = lines
-                .next_batch(config.batch.max(1))
-                .map_err(|e| BuildError::io(&journal_dir, e))?;
-            if batch.is_empty() {
+            let current = batch.map_err(|e| BuildError::io(&journal_dir, e))?;
+            if current.is_empty() {
                 break;
             }
-            let rows = progress.batch(&inputs, &lines, batch);
+            // The next batch is read while this one is built: reading is one thread's work.
+            let rows;
+            (batch, rows) = rayon::join(
+                || lines.next_batch(config.batch.max(1)),
+                || progress.batch(&inputs, &segments, current),
+            );
             if !rows.is_empty() && to_writer.send(rows).is_err() {
                 break;
             }
@@ -295,7 +300,7 @@ impl Progress {
     fn batch(
         &mut self,
         inputs: &BatchInputs,
-        lines: &lines::JournalLines,
+        segments: &[PathBuf],
         batch: Vec<lines::RawLine>,
     ) -> Vec<Row> {
         let BatchInputs {
@@ -306,8 +311,7 @@ impl Progress {
         let outcomes: Vec<(String, Outcome)> = batch
             .par_iter()
             .map(|raw| {
-                let location =
-                    format!("{}:{}", lines.segment_path(raw.segment).display(), raw.line);
+                let location = format!("{}:{}", segments[raw.segment].display(), raw.line);
                 let outcome = outcome_of(config.profile, providers, sources, &raw.bytes, &location);
                 (location, outcome)
             })

@@ -27,7 +27,7 @@ use crate::model::Profile;
 use crate::reconstruct::infer::{self, Convention, Evidence, GroupEvidence, Tally, CONVENTIONS};
 use crate::reconstruct::ReconstructOptions;
 
-use super::lines::JournalLines;
+use super::lines::{self, JournalLines};
 use super::{BuildError, ReadRecord};
 
 /// Answers of one group rebuilt for evidence, at most. 256: far above
@@ -169,65 +169,87 @@ impl Providers {
     }
 
     /// Read the whole journal once: every group's answers, and the evidence of each inferring
-    /// group's first answers; then adopt what each group's evidence settles.
+    /// group's first answers; then adopt what each group's evidence settles. Each segment is
+    /// mapped and its lines' heads read on all cores ([`lines::line_chunks`]): only the lines
+    /// picked for evidence are parsed whole.
     pub fn learn(
         &mut self,
         profile: &Profile,
         journal_dir: &Path,
         batch: usize,
     ) -> Result<(), BuildError> {
-        let mut lines =
-            JournalLines::open(journal_dir).map_err(|e| BuildError::io(journal_dir, e))?;
-        loop {
-            let raw = lines
-                .next_batch(batch.max(1))
-                .map_err(|e| BuildError::io(journal_dir, e))?;
-            if raw.is_empty() {
-                break;
-            }
-            let heads: Vec<Option<Head>> =
-                raw.par_iter().map(|line| Head::of(&line.bytes)).collect();
-            let mut picked = Vec::new();
-            for (line, head) in raw.iter().zip(heads) {
-                let Some(head) = head else { continue };
-                if head.status != Status::Success {
-                    continue;
-                }
-                let g = self.group_mut(&head.endpoint, head.provider);
-                let group = &mut self.groups[g];
-                group.answers += 1;
-                // A conversation's turns count too: each turn record is the answer its
-                // group's provider gave to that turn's request.
-                if group.infers
-                    && head.origin == Origin::Generated
-                    && group.scheduled < EVIDENCE_ANSWERS
-                {
-                    group.scheduled += 1;
-                    picked.push((g, &line.bytes));
-                }
-            }
-            let groups = &self.groups;
-            let evidence: Vec<(usize, Option<LineEvidence>)> = picked
-                .par_iter()
-                .map(|&(g, bytes)| (g, evidence_of_line(profile, &groups[g].options, bytes)))
-                .collect();
-            for (g, read) in evidence {
-                if let Some((e, form, reasoning)) = read {
-                    let evidence = &mut self.groups[g].evidence;
-                    evidence.add(&e);
-                    if let Some(form) = form {
-                        *evidence.id_forms.entry(form).or_default() += 1;
-                    }
-                    if let Some(field) = reasoning {
-                        *evidence.reasoning_fields.entry(field).or_default() += 1;
-                    }
-                }
+        let lines = JournalLines::open(journal_dir).map_err(|e| BuildError::io(journal_dir, e))?;
+        // Chunks per window: the heads held at once stay a few thousand lines' worth.
+        let window = rayon::current_num_threads().max(1) * 4;
+        for path in lines.segment_paths() {
+            let Some(map) = lines::map_segment(path).map_err(|e| BuildError::io(path, e))? else {
+                continue;
+            };
+            let chunk_bytes = (batch.max(1) * 1024).clamp(1 << 16, 4 << 20);
+            for chunks in lines::line_chunks(&map, chunk_bytes).chunks(window) {
+                let heads: Vec<Vec<(Head, &[u8])>> = chunks
+                    .par_iter()
+                    .map(|chunk| {
+                        lines::lines_of(chunk)
+                            .filter_map(|line| Head::of(line).map(|head| (head, line)))
+                            .collect()
+                    })
+                    .collect();
+                let picked = self.count(heads.into_iter().flatten());
+                self.add_evidence(profile, &picked);
             }
         }
         for group in &mut self.groups {
             group.adopted = group.evidence.adopted();
         }
         Ok(())
+    }
+
+    /// Count each successful line in its group; the lines picked for evidence, with their group.
+    fn count<'a>(
+        &mut self,
+        heads: impl Iterator<Item = (Head, &'a [u8])>,
+    ) -> Vec<(usize, &'a [u8])> {
+        let mut picked = Vec::new();
+        for (head, line) in heads {
+            if head.status != Status::Success {
+                continue;
+            }
+            let g = self.group_mut(&head.endpoint, head.provider);
+            let group = &mut self.groups[g];
+            group.answers += 1;
+            // A conversation's turns count too: each turn record is the answer its
+            // group's provider gave to that turn's request.
+            if group.infers
+                && head.origin == Origin::Generated
+                && group.scheduled < EVIDENCE_ANSWERS
+            {
+                group.scheduled += 1;
+                picked.push((g, line));
+            }
+        }
+        picked
+    }
+
+    /// Rebuild the picked lines for evidence (on all cores) and tally it in their groups.
+    fn add_evidence(&mut self, profile: &Profile, picked: &[(usize, &[u8])]) {
+        let groups = &self.groups;
+        let evidence: Vec<(usize, Option<LineEvidence>)> = picked
+            .par_iter()
+            .map(|&(g, bytes)| (g, evidence_of_line(profile, &groups[g].options, bytes)))
+            .collect();
+        for (g, read) in evidence {
+            if let Some((e, form, reasoning)) = read {
+                let evidence = &mut self.groups[g].evidence;
+                evidence.add(&e);
+                if let Some(form) = form {
+                    *evidence.id_forms.entry(form).or_default() += 1;
+                }
+                if let Some(field) = reasoning {
+                    *evidence.reasoning_fields.entry(field).or_default() += 1;
+                }
+            }
+        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod assets;
 mod bpe;
 pub mod client_messages;
 pub mod family;
+mod kimi_ascii;
 pub mod native;
 pub mod profile;
 mod split;

@@ -106,6 +106,8 @@ pub(crate) struct FastSplitter {
     /// Pattern index of `\s+\s`, whose matches give their last char back; `None` when the
     /// pattern has no `\s+(?!\S)` alternative (and is then compiled as is).
     lookahead: Option<usize>,
+    /// The pattern is Kimi's: pieces of ASCII text are found without the DFA (`kimi_ascii.rs`).
+    kimi_ascii: bool,
 }
 
 impl FastSplitter {
@@ -142,6 +144,7 @@ impl FastSplitter {
             dfa,
             regex,
             lookahead,
+            kimi_ascii: pattern == KIMI_PATTERN,
         })
     }
 
@@ -191,6 +194,12 @@ impl FastSplitter {
 
     /// The leftmost-first match at or after `start`: (start, end, pattern index).
     fn next_match(&self, text: &str, start: usize) -> Option<(usize, usize, usize)> {
+        if self.kimi_ascii {
+            // Pattern 0 (the alternatives before the look-ahead): the end is the piece's own.
+            if let Some(end) = super::kimi_ascii::piece_end(text.as_bytes(), start) {
+                return Some((start, end, 0));
+            }
+        }
         if let Some(dfa) = &self.dfa {
             if let Some((end, pattern)) = anchored_match(dfa, text.as_bytes(), start) {
                 return Some((start, end, pattern));
@@ -320,6 +329,27 @@ mod tests {
                 "[\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}]{1,4}",
                 prop::sample::select(vec!["'s", "'T", "'re", "'LL", "中文", "123", "?!", "😀"])
                     .prop_map(str::to_string),
+            ], 0..24)
+        ) {
+            check(&parts.concat());
+        }
+
+        /// Mostly ASCII (the Kimi pattern's ASCII path), with the non-ASCII chars that continue
+        /// its runs (letters, digits, spaces, symbols, `ſ` that `(?i)s` matches) at its edges.
+        #[test]
+        fn mostly_ascii_splits_as_fancy_regex(
+            parts in prop::collection::vec(prop_oneof![
+                "[ -~]{1,6}",
+                "[ \t\r\n\x0b\x0c]{1,4}",
+                "[a-zA-Z]{1,5}",
+                "[0-9]{1,5}",
+                "[\x00-\x1f\x7f]",
+                prop::sample::select(vec![
+                    "'s", "'S", "'t", "'re", "'rE", "'ve", "'VE", "'m", "'ll", "'Ll", "'d", "'",
+                    "'r", "'l", "'ſ", "é", "É", "²", "٣", "\u{a0}", "\u{85}", "\u{2028}", "—",
+                    "中", "K", " ", "  ", "\n", "\r\n",
+                ])
+                .prop_map(str::to_string),
             ], 0..24)
         ) {
             check(&parts.concat());

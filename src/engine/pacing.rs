@@ -48,8 +48,11 @@ pub const MAX_PLATEAU_DOUBLINGS: u32 = 4;
 /// Growth of the rate in the first window after the plateau; it doubles each window that keeps
 /// the pace binding, up to [`MAX_GROWTH`], so a rate measured low is left in a few seconds.
 pub const GROWTH: f64 = 0.01;
-/// The fastest growth per window.
-pub const MAX_GROWTH: f64 = 0.04;
+/// The fastest growth per window near the rate last found (a probe past it costs a window of
+/// rejections at this share, hidden by the provider's bucket until it is empty).
+pub const MAX_GROWTH: f64 = 0.02;
+/// The fastest growth per window far below it.
+pub const MAX_FAST_GROWTH: f64 = 0.25;
 /// The lowest rate (starts per second).
 pub const MIN_RATE: f64 = 0.2;
 /// The first starts' rate (a second's worth is the in-flight window's first wave).
@@ -75,15 +78,22 @@ struct State {
     origin: Option<Instant>,
     started_total: usize,
     step: Option<(Instant, usize)>,
-    step_bound: bool,
+    /// The last step's starts per second; the rate before the last doubling.
+    step_rate: f64,
+    before_doubling: Option<f64>,
+    /// Whether the first 429's estimate was made.
+    estimated: bool,
+    /// The last cut: a 429 of a start before it says nothing about the rate since.
+    cut_at: Option<Instant>,
     /// The window being counted: since when, its starts, and how many of them were turned away.
     since: Option<Instant>,
     starts: usize,
     rejected: usize,
     /// The share of attempts random 429s turn away here (learned from undone cuts).
     noise: f64,
-    /// The last cut, to undo if the next window shows it was noise: the rate before, the share.
-    undo: Option<(f64, f64)>,
+    /// The last cuts, to undo if they prove to be noise: the rate before, the share turned away
+    /// that made the first, and how many cuts since failed to lower it.
+    undo: Option<(f64, f64, u32)>,
     settle_until: Option<Instant>,
     /// Growth per window now.
     growth: f64,
@@ -119,7 +129,10 @@ impl Pacer {
                 origin: None,
                 started_total: 0,
                 step: None,
-                step_bound: false,
+                step_rate: 0.0,
+                before_doubling: None,
+                estimated: false,
+                cut_at: None,
                 since: None,
                 starts: 0,
                 rejected: 0,
@@ -191,7 +204,7 @@ impl Pacer {
         };
         if s.slow_start {
             if rejected {
-                s.end_slow_start(started, now);
+                s.slow_start_rejection(started, now);
             }
             return;
         }
@@ -202,7 +215,10 @@ impl Pacer {
             s.rejected += 1;
         }
         let span = now.saturating_duration_since(since);
-        if span >= WINDOW && s.starts >= MIN_STARTS.min(4 * span.as_secs() as usize + 1) {
+        // Rejections enough to judge end the window early: a quarter second of them is enough
+        // to measure the rate, and each further one is a prompt waiting out its `Retry-After`.
+        let early = rejected && span >= WINDOW / 4 && congested(s.rejected, s.starts, s.noise);
+        if early || span >= WINDOW && s.starts >= MIN_STARTS.min(4 * span.as_secs() as usize + 1) {
             s.close_window(span, now);
         }
     }
@@ -231,38 +247,76 @@ impl State {
         self.started_total += 1;
         let (since, starts) = self.step.get_or_insert((now, 0));
         *starts += 1;
-        let span = now.saturating_duration_since(*since);
-        if span >= STEP {
-            let bound = *starts as f64 >= BINDING * self.rate * span.as_secs_f64();
+        let span = now.saturating_duration_since(*since).as_secs_f64();
+        if span >= STEP.as_secs_f64() {
+            self.step_rate = *starts as f64 / span;
             self.step = Some((now, 0));
-            self.step_bound = bound;
-            if bound {
+            if self.step_rate >= BINDING * self.rate {
+                self.before_doubling = Some(self.rate);
                 self.rate *= 2.0;
             }
         }
     }
 
-    /// The first 429: the provider's bucket is empty, what it admitted so far is its burst plus
-    /// its rate over the time taken (when the pace was what held the starts back).
-    fn end_slow_start(&mut self, started: Instant, now: Instant) {
-        self.slow_start = false;
-        let origin = self.origin.unwrap_or(started);
-        // The starts after the rejected one were sent into an empty bucket too.
-        let after = self.rate * now.saturating_duration_since(started).as_secs_f64();
-        let admitted = (self.started_total as f64 - 1.0 - after).max(0.0);
-        let elapsed = started.saturating_duration_since(origin).as_secs_f64();
-        let current = self.step.map_or(0.0, |(since, n)| {
-            let span = now.saturating_duration_since(since).as_secs_f64();
-            n as f64 / span.max(interval(self.rate).as_secs_f64())
-        });
-        if self.step_bound || current >= BINDING * self.rate {
-            let found = admitted / (elapsed + BURST) * MARGIN;
-            self.cut(found.max(MIN_RATE), now);
+    /// Starts per second lately (the current step, or the last one while it is young).
+    fn recent_rate(&self, now: Instant) -> f64 {
+        match self.step {
+            Some((since, n)) if now.saturating_duration_since(since) >= STEP / 2 => {
+                n as f64 / now.saturating_duration_since(since).as_secs_f64()
+            }
+            _ => self.step_rate,
         }
+    }
+
+    /// A 429 in slow start. The first: the provider's bucket is empty, what it admitted so far
+    /// is its burst plus its rate over the time taken; slow start goes on from that estimate (a
+    /// slot limit is not a bucket: the estimate is low, and doubling leaves it in a few steps).
+    /// The next: the rate before the last doubling held, and slow start ends there.
+    fn slow_start_rejection(&mut self, started: Instant, now: Instant) {
+        if self.cut_at.is_some_and(|t| started < t) {
+            return; // sent before the last cut
+        }
+        let binding = self.recent_rate(now) >= BINDING * self.rate;
+        if !self.estimated {
+            self.estimated = true;
+            let origin = self.origin.unwrap_or(started);
+            // The starts after the rejected one were sent into an empty bucket too.
+            let after = self.rate * now.saturating_duration_since(started).as_secs_f64();
+            let admitted = (self.started_total as f64 - 1.0 - after).max(1.0);
+            let elapsed = started.saturating_duration_since(origin).as_secs_f64();
+            let estimate = admitted / (elapsed + BURST) * MARGIN;
+            self.rate = estimate.min(self.rate).max(MIN_RATE);
+            self.before_doubling = None;
+            self.step = Some((now, 0));
+            self.cut_at = Some(now);
+            self.cuts += 1;
+            return;
+        }
+        self.slow_start = false;
+        let held = match self.before_doubling {
+            // The in-flight window held the starts back, at what the provider took.
+            Some(held) if !binding => held.max(self.recent_rate(now)),
+            Some(held) => held,
+            None => self.rate * MARGIN,
+        };
+        self.cut(held.max(MIN_RATE), now);
         self.open_window(now);
     }
 
     fn open_window(&mut self, now: Instant) {
+        if std::env::var_os("PACE_TRACE").is_some() {
+            eprintln!(
+                "TRACE {:?} rate {:.1} starts {} rej {} noise {:.3} ss {} undo {:?} growth {:.3}",
+                now,
+                self.rate,
+                self.starts,
+                self.rejected,
+                self.noise,
+                self.slow_start,
+                self.undo,
+                self.growth
+            );
+        }
         self.since = Some(now);
         self.starts = 0;
         self.rejected = 0;
@@ -274,23 +328,33 @@ impl State {
         let share = k as f64 / n.max(1) as f64;
         let per_second = |count: usize| count as f64 / span.as_secs_f64();
         let undo = self.undo.take();
-        if let Some((before, _)) = undo.filter(|(_, s0)| k >= 2 && share >= s0 / 2.0) {
-            // The cut did not lower the share turned away: random 429s, not the rate.
-            self.noise = self.noise.max(share.min(MAX_NOISE));
-            self.rate = self.rate.max(before);
-            self.found = None;
-        } else if congested(k, n, self.noise) {
+        if congested(k, n, self.noise) {
             let before = self.rate;
-            self.cut((per_second(n - k) * MARGIN).max(MIN_RATE), now);
-            if share < MAX_UNDO_SHARE {
-                self.undo = Some((before, share));
+            let admitted = (per_second(n - k) * MARGIN).max(MIN_RATE);
+            match undo {
+                // Two cuts in a row did not lower the share turned away: random 429s, not the
+                // rate (a cut that measured the rate low is followed by one that finds it).
+                Some((rate, first, 1)) if share >= first / 2.0 => {
+                    self.noise = self.noise.max(share.min(MAX_NOISE));
+                    self.rate = self.rate.max(rate);
+                    self.found = None;
+                }
+                Some((rate, first, _)) if share >= first / 2.0 => {
+                    self.cut(admitted, now);
+                    self.undo = Some((rate, first, 1));
+                }
+                _ => {
+                    self.cut(admitted, now);
+                    self.undo = (share < MAX_UNDO_SHARE).then_some((before, share, 0));
+                }
             }
         } else {
             let settled = self.settle_until.is_none_or(|t| now >= t);
             if settled && per_second(n) >= BINDING * self.pace(now) {
                 self.rate *= 1.0 + self.growth;
-                // Before a rate was found twice, growth may go fast (a first estimate was low).
-                let max = if self.plateau == 0 { MAX_FIRST_GROWTH } else { MAX_GROWTH };
+                // Far below the rate last found (or none found), growth may go fast.
+                let near = self.found.is_some_and(|f| self.rate >= 0.9 * f);
+                let max = if near { MAX_GROWTH } else { MAX_FAST_GROWTH };
                 self.growth = (self.growth * 2.0).min(max);
             }
         }
@@ -307,6 +371,7 @@ impl State {
         self.found = Some(new);
         self.rate = new;
         self.cuts += 1;
+        self.cut_at = Some(now);
         self.settle_until = Some(now + SETTLE * (1 << self.plateau));
         self.growth = GROWTH;
     }
@@ -316,8 +381,6 @@ impl State {
 const MAX_NOISE: f64 = 0.1;
 /// A cut over a larger share turned away is never undone as noise.
 const MAX_UNDO_SHARE: f64 = 0.15;
-/// Growth per window before a rate was found twice.
-const MAX_FIRST_GROWTH: f64 = 0.25;
 
 /// Whether `rejected` of `started` is more than the endpoint's `noise` explains: above it by two
 /// standard deviations of the count (and at least two).
@@ -381,7 +444,8 @@ impl Advertised {
     }
 
     fn holds(&self) -> Duration {
-        self.reset.map_or(ADVERTISED_HOLDS, |r| r.max(ADVERTISED_HOLDS))
+        self.reset
+            .map_or(ADVERTISED_HOLDS, |r| r.max(ADVERTISED_HOLDS))
     }
 }
 

@@ -63,6 +63,8 @@ pub const STEP: Duration = Duration::from_millis(250);
 pub const BURST: f64 = 1.0;
 /// A pace binds when a span's starts reach this share of it.
 const BINDING: f64 = 0.8;
+/// How far above the starts a pace that did not bind is kept when its window was congested.
+const UNBOUND: f64 = 1.3;
 /// The lowest share of random 429s assumed (before any is seen).
 const MIN_NOISE: f64 = 0.005;
 
@@ -293,30 +295,15 @@ impl State {
             return;
         }
         self.slow_start = false;
-        let held = match self.before_doubling {
-            // The in-flight window held the starts back, at what the provider took.
-            Some(held) if !binding => held.max(self.recent_rate(now)),
-            Some(held) => held,
-            None => self.rate * MARGIN,
-        };
-        self.cut(held.max(MIN_RATE), now);
+        if binding {
+            let held = self.before_doubling.unwrap_or(self.rate * MARGIN);
+            self.cut(held.max(MIN_RATE), now);
+        }
+        // Else the in-flight window held the starts back (a slot limit): it is the one to cut.
         self.open_window(now);
     }
 
     fn open_window(&mut self, now: Instant) {
-        if std::env::var_os("PACE_TRACE").is_some() {
-            eprintln!(
-                "TRACE {:?} rate {:.1} starts {} rej {} noise {:.3} ss {} undo {:?} growth {:.3}",
-                now,
-                self.rate,
-                self.starts,
-                self.rejected,
-                self.noise,
-                self.slow_start,
-                self.undo,
-                self.growth
-            );
-        }
         self.since = Some(now);
         self.starts = 0;
         self.rejected = 0;
@@ -328,7 +315,12 @@ impl State {
         let share = k as f64 / n.max(1) as f64;
         let per_second = |count: usize| count as f64 / span.as_secs_f64();
         let undo = self.undo.take();
-        if congested(k, n, self.noise) {
+        let binding = per_second(n) >= BINDING * self.pace(now);
+        if congested(k, n, self.noise) && !binding {
+            // The in-flight window, not the pace, held the starts back: it cuts itself. The pace
+            // stays a little above the starts (so it binds again if they burst).
+            self.rate = self.rate.min(per_second(n) * UNBOUND).max(MIN_RATE);
+        } else if congested(k, n, self.noise) {
             let before = self.rate;
             let admitted = (per_second(n - k) * MARGIN).max(MIN_RATE);
             match undo {
@@ -350,7 +342,7 @@ impl State {
             }
         } else {
             let settled = self.settle_until.is_none_or(|t| now >= t);
-            if settled && per_second(n) >= BINDING * self.pace(now) {
+            if settled && binding {
                 self.rate *= 1.0 + self.growth;
                 // Far below the rate last found (or none found), growth may go fast.
                 let near = self.found.is_some_and(|f| self.rate >= 0.9 * f);

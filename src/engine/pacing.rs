@@ -617,4 +617,40 @@ mod tests {
             "a turn taken late is made up by the next"
         );
     }
+
+    #[test]
+    fn advertised_limits_are_read_in_both_spellings_and_cap_the_pace() {
+        let unix_now = Duration::from_secs(1_700_000_000);
+        // OpenRouter's: the reset a Unix timestamp in milliseconds.
+        let openrouter = [
+            ("X-RateLimit-Limit", "20"),
+            ("X-RateLimit-Remaining", "10"),
+            ("X-RateLimit-Reset", "1700000002000"),
+        ];
+        let a = Advertised::from_headers(openrouter, unix_now).expect("headers");
+        assert_eq!(a.reset, Some(Duration::from_secs(2)));
+        assert_eq!(a.rate(), Some(5.0), "10 used come back over 2 s");
+        // OpenAI's: a duration with units.
+        let openai = [
+            ("x-ratelimit-limit-requests", "500"),
+            ("x-ratelimit-remaining-requests", "499"),
+            ("x-ratelimit-reset-requests", "120ms"),
+        ];
+        let a = Advertised::from_headers(openai, unix_now).expect("headers");
+        assert_eq!(a.reset, Some(Duration::from_millis(120)));
+        assert_eq!(
+            parse_reset("6m0s", unix_now),
+            Some(Duration::from_secs(360))
+        );
+        assert_eq!(parse_reset("soon", unix_now), None);
+        assert_eq!(Advertised::from_headers([("x-other", "1")], unix_now), None);
+
+        let pacer = Pacer::new();
+        pacer.advertised(&Advertised {
+            limit: Some(20.0),
+            remaining: Some(10.0),
+            reset: Some(Duration::from_secs(2)),
+        });
+        assert_eq!(pacer.rate(), Some(5.0));
+    }
 }

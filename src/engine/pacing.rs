@@ -19,10 +19,14 @@
 //!   (the provider's bucket is empty then: what it admits is its rate), so it refills a little
 //!   instead of sitting empty at the edge. Otherwise, after a plateau, the rate grows by
 //!   [`GROWTH`] a window, doubling up to [`MAX_GROWTH`], while the pace binds.
-//! - **Noise.** A cut that does not lower the share turned away (the next judged window still
-//!   holds at least half of it) was not about the rate: random 429s. The cut is undone and that
-//!   share becomes the endpoint's noise, which later windows must exceed. So fault-injected 429s
-//!   never pin the rate at [`MIN_RATE`].
+//!   Growth is faster ([`MAX_FAST_GROWTH`]) far below the rate last found, or with none found.
+//! - **Noise.** Two cuts in a row that do not lower the share turned away (each next judged
+//!   window still holds at least half of it) were not about the rate: random 429s. They are
+//!   undone and that share becomes the endpoint's noise, which later windows must exceed. So
+//!   fault-injected 429s never pin the rate at [`MIN_RATE`].
+//! - A congested window in which the pace did not bind (the in-flight window held the starts
+//!   back: a slot limit) leaves the cut to the in-flight window; the pace is only brought down
+//!   to a little above the starts.
 //! - **Advertised limits.** An answer's `X-RateLimit-*` headers (see [`Advertised`]) cap the rate
 //!   at what they allow: the remaining requests over the time to the reset, or the limit a second.
 //!

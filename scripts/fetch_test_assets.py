@@ -95,6 +95,11 @@ FILES = {
         "d9f5f351b276cf9e81d009db08830db7d38e94927aecd09a7beb43e2aafee94e",
         ("repo", "tests/assets/templates/deepseek-v3.1.jinja"),
     ),
+    # Qwen3-Coder (issue 21): llama.cpp's template as vendored in PyPI llama-cpp-python 0.3.36.
+    "assets/templates/qwen3-coder.jinja": (
+        "d287fb2edf144207f868ae1b282755dc19db2a3f1c5b3a3d57e9e5abffa98392",
+        ("repo", "tests/assets/templates/qwen3-coder.jinja"),
+    ),
     "assets/golden/kimi.json": (
         "c9b70b1dd6a0abd9d464696c2efe6867db6a0dad199b4759eae5f9341c3699bd",
         ("repo", "tests/assets/golden/kimi.json"),

@@ -404,9 +404,9 @@ fn coerced_alike(mine: &str, theirs: &Arguments) -> bool {
                 .iter()
                 .zip(y)
                 .try_fold(false, |changed, (v, w)| Some(changed | alike(v, w)?)),
-            (Value::String(s), other) | (other, Value::String(s))
-                if !other.is_string() && !other.is_array() && !other.is_object() =>
-            {
+            // A string the server parsed into an object or array counts too (qwen3_coder reads
+            // every value as text and converts it by the schema).
+            (Value::String(s), other) | (other, Value::String(s)) if !other.is_string() => {
                 (serde_json::from_str::<Value>(s).ok().as_ref() == Some(other)).then_some(true)
             }
             _ => (a == b).then_some(false),
@@ -487,6 +487,10 @@ mod tests {
         assert!(!coerced_alike("{\"count\": \"3", &answered));
         // No type changed: the server would have sent the model's own text.
         assert!(!coerced_alike("{\"count\":3}", &answered));
+        // qwen3_coder: an object or array value written as text, parsed by the schema.
+        let object = Arguments::Raw("{\"o\": {\"a\": [1]}}".into());
+        assert!(coerced_alike("{\"o\": \"{\\\"a\\\": [1]}\"}", &object));
+        assert!(!coerced_alike("{\"o\": \"{\\\"a\\\": [2]}\"}", &object));
     }
 
     /// vLLM 0.11.2's own streamed answers (tests/data/server_shapes/kimi_k25_vllm011.jsonl).

@@ -100,6 +100,16 @@ FILES = {
         "d287fb2edf144207f868ae1b282755dc19db2a3f1c5b3a3d57e9e5abffa98392",
         ("repo", "tests/assets/templates/qwen3-coder.jinja"),
     ),
+    # Qwen3-2507 (issue 21): the `chat_template` of PyPI xinference 4.1.0's Qwen3-Instruct /
+    # Qwen3-Thinking entries (`xinference/model/llm/models/*.json`).
+    "assets/templates/qwen3-2507-instruct.jinja": (
+        "40c21f34cf67d8c760ef72f8ad3ae5afad514299d4b06e91dd9a8d705af7b541",
+        ("repo", "tests/assets/templates/qwen3-2507-instruct.jinja"),
+    ),
+    "assets/templates/qwen3-2507-thinking.jinja": (
+        "3802169b2a02b81e6adb7ab4f64f91ff02db753c8c3a64a01c35192d3a61d8d7",
+        ("repo", "tests/assets/templates/qwen3-2507-thinking.jinja"),
+    ),
     "assets/golden/kimi.json": (
         "c9b70b1dd6a0abd9d464696c2efe6867db6a0dad199b4759eae5f9341c3699bd",
         ("repo", "tests/assets/golden/kimi.json"),

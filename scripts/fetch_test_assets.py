@@ -100,6 +100,12 @@ FILES = {
         "d287fb2edf144207f868ae1b282755dc19db2a3f1c5b3a3d57e9e5abffa98392",
         ("repo", "tests/assets/templates/qwen3-coder.jinja"),
     ),
+    # Qwen3-Coder-30B-A3B-Instruct's own template (its tokenizer_config.json's `chat_template`, as
+    # vendored in ztxz16/fastllm @ f8f04c33).
+    "assets/templates/qwen3-coder-30b-a3b.jinja": (
+        "672e747c77e990320152343b0a4951222e40de5645297905d89afba05586d827",
+        ("repo", "tests/assets/templates/qwen3-coder-30b-a3b.jinja"),
+    ),
     # Qwen3-2507 (issue 21): the `chat_template` of PyPI xinference 4.1.0's Qwen3-Instruct /
     # Qwen3-Thinking entries (`xinference/model/llm/models/*.json`).
     "assets/templates/qwen3-2507-instruct.jinja": (

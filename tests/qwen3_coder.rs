@@ -1,9 +1,9 @@
 //! Qwen3-Coder, proven against references nobody here wrote:
 //!
 //! - render parity: transformers' `render_jinja_template` with llama.cpp's `Qwen3-Coder.jinja`
-//!   (`tests/data/parity/render_qwen3_coder.jsonl`, made by
-//!   `tests/data/gen/make_parity_qwen3_coder.py`) — the text, the Qwen3 tokenizer's ids, and
-//!   the same render from the messages as clients send them (arguments as JSON strings);
+//!   and with Qwen3-Coder-30B-A3B-Instruct's own template (`tests/data/parity/render_qwen3_coder*.jsonl`,
+//!   made by `tests/data/gen/make_parity_qwen3_coder.py`) — the text, the Qwen3 tokenizer's ids,
+//!   and the same render from the messages as clients send them (arguments as JSON strings);
 //! - the server shape: what vLLM 0.33.0's own `qwen3_coder` parser returns for known model texts
 //!   (`tests/data/qwen3_coder/parser_shapes.jsonl`, made by
 //!   `tests/data/gen/make_qwen3_coder_shapes.py` running the wheel's code), against
@@ -25,9 +25,13 @@ use std::path::Path;
 const TEMPLATE: &str = "templates/qwen3-coder.jinja";
 
 fn profile() -> Profile {
+    profile_with(TEMPLATE)
+}
+
+fn profile_with(template: &str) -> Profile {
     let options = LoadOptions {
         profile: Some("qwen3-coder".into()),
-        chat_template: Some(assets().join(TEMPLATE)),
+        chat_template: Some(assets().join(template)),
     };
     Profile::load(&assets().join("qwen3"), &options).unwrap()
 }
@@ -58,9 +62,23 @@ fn client_messages(messages: &[Value]) -> Vec<Value> {
 
 #[test]
 fn parity_qwen3_coder() {
-    let p = profile();
+    check_parity(TEMPLATE, "render_qwen3_coder.jsonl");
+}
+
+/// The template Qwen3-Coder-30B-A3B-Instruct's `tokenizer_config.json` carries (what a model
+/// directory downloaded from the hub renders with).
+#[test]
+fn parity_qwen3_coder_30b_a3b() {
+    check_parity(
+        "templates/qwen3-coder-30b-a3b.jinja",
+        "render_qwen3_coder_30b_a3b.jsonl",
+    );
+}
+
+fn check_parity(template: &str, corpus: &str) {
+    let p = profile_with(template);
     assert_eq!(p.family, Family::QWEN3_CODER);
-    let rows = jsonl("tests/data/parity/render_qwen3_coder.jsonl");
+    let rows = jsonl(&format!("tests/data/parity/{corpus}"));
     assert!(rows.len() >= 200);
     let mut failures = Vec::new();
     for (i, case) in rows.iter().enumerate() {

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Render parity corpus for Qwen3-Coder: tests/data/parity/render_qwen3_coder.jsonl.
+"""Render parity corpora for Qwen3-Coder: tests/data/parity/render_qwen3_coder.jsonl and
+render_qwen3_coder_30b_a3b.jsonl.
 
 Conversations from make_parity.py's generator (tools, multi-turn, tool rounds), rendered by
-transformers (`render_jinja_template`, as `apply_chat_template` does) with llama.cpp's
-`models/templates/Qwen3-Coder.jinja` as vendored in PyPI `llama-cpp-python` 0.3.36
-(tests/assets/templates/qwen3-coder.jinja, MIT) and the Qwen3 tokenizer's special tokens.
+transformers (`render_jinja_template`, as `apply_chat_template` does) with the Qwen3 tokenizer's
+special tokens and each of two templates: llama.cpp's `models/templates/Qwen3-Coder.jinja` as
+vendored in PyPI `llama-cpp-python` 0.3.36 (tests/assets/templates/qwen3-coder.jinja, MIT), and
+the `chat_template` of Qwen/Qwen3-Coder-30B-A3B-Instruct's `tokenizer_config.json` as vendored in
+ztxz16/fastllm @ f8f04c33 (tests/assets/templates/qwen3-coder-30b-a3b.jinja, Apache-2.0).
 
 The messages are first made what the servers hand the template (see make_client_messages.py):
 missing/`None` content is "", a list of text parts is their texts joined by "\\n", and tool-call
@@ -25,8 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_parity import Conversation, seeded, write_jsonl  # noqa: E402
 from reference import ASSETS, REPO_ROOT, hf_tokenizer  # noqa: E402
 
-TEMPLATE = "templates/qwen3-coder.jinja"
-OUT = REPO_ROOT / "tests" / "data" / "parity" / "render_qwen3_coder.jsonl"
+CORPORA = {
+    "templates/qwen3-coder.jinja": "render_qwen3_coder.jsonl",
+    "templates/qwen3-coder-30b-a3b.jinja": "render_qwen3_coder_30b_a3b.jsonl",
+}
 TARGET = 240
 
 
@@ -47,14 +52,14 @@ def server_messages(messages: list[dict]) -> list[dict]:
     return out
 
 
-def render(messages, tools, add_generation_prompt, kwargs) -> tuple[str, list[int]]:
+def render(template_file, messages, tools, add_generation_prompt, kwargs) -> tuple[str, list[int]]:
     from transformers.utils.chat_template_utils import (
         _normalize_chat_messages,
         render_jinja_template,
     )
 
     tok = hf_tokenizer("qwen3")
-    template = (ASSETS / TEMPLATE).read_text(encoding="utf-8")
+    template = (ASSETS / template_file).read_text(encoding="utf-8")
     rendered, _ = render_jinja_template(
         conversations=[_normalize_chat_messages(copy.deepcopy(messages))],
         tools=tools,
@@ -67,24 +72,26 @@ def render(messages, tools, add_generation_prompt, kwargs) -> tuple[str, list[in
 
 
 def main() -> None:
-    rng = seeded("render:qwen3_coder")
-    rows, dropped, attempts = [], 0, 0
-    while len(rows) < TARGET and attempts < 4000:
-        attempts += 1
-        case = Conversation(rng, kimi_ids=False).build()
-        case["messages"] = server_messages(case["messages"])
-        try:
-            text, ids = render(case["messages"], case.get("tools"), case["add_generation_prompt"],
-                               case.get("chat_template_kwargs", {}))
-        except Exception as error:  # the reference refused this case: drop it, count it
-            if isinstance(error, AssertionError):
-                raise
-            dropped += 1
-            continue
-        rows.append({"template": TEMPLATE, **case, "text": text, "ids": ids})
-    assert len(rows) >= 200, f"only {len(rows)} renders after {attempts} attempts"
-    write_jsonl(OUT, rows)
-    print(f"{OUT}: {len(rows)} rows (reference raised on {dropped} dropped candidates)")
+    for template, name in CORPORA.items():
+        out = REPO_ROOT / "tests" / "data" / "parity" / name
+        rng = seeded("render:qwen3_coder")
+        rows, dropped, attempts = [], 0, 0
+        while len(rows) < TARGET and attempts < 4000:
+            attempts += 1
+            case = Conversation(rng, kimi_ids=False).build()
+            case["messages"] = server_messages(case["messages"])
+            try:
+                text, ids = render(template, case["messages"], case.get("tools"),
+                                   case["add_generation_prompt"], {})
+            except Exception as error:  # the reference refused this case: drop it, count it
+                if isinstance(error, AssertionError):
+                    raise
+                dropped += 1
+                continue
+            rows.append({"template": template, **case, "text": text, "ids": ids})
+        assert len(rows) >= 200, f"only {len(rows)} renders after {attempts} attempts"
+        write_jsonl(out, rows)
+        print(f"{out}: {len(rows)} rows (reference raised on {dropped} dropped candidates)")
 
 
 if __name__ == "__main__":

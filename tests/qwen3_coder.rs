@@ -132,7 +132,11 @@ fn shapes() -> (Vec<Value>, Vec<Value>) {
 }
 
 fn calls(row: &Value) -> Vec<(String, String)> {
-    row["calls"]
+    calls_in(row, "calls")
+}
+
+fn calls_in(row: &Value, key: &str) -> Vec<(String, String)> {
+    row[key]
         .as_array()
         .unwrap()
         .iter()
@@ -146,8 +150,9 @@ fn calls(row: &Value) -> Vec<(String, String)> {
 #[test]
 fn parse_returns_what_vllms_parser_returns() {
     let (tools, rows) = shapes();
-    assert_eq!(rows.len(), 20);
+    assert_eq!(rows.len(), 23);
     let p = profile();
+    let mut streams = 0;
     for row in &rows {
         let text = row["text"].as_str().unwrap();
         let want_ids: Vec<u32> = serde_json::from_value(row["ids"].clone()).unwrap();
@@ -165,7 +170,24 @@ fn parse_returns_what_vllms_parser_returns() {
             .map(|c| (c.name.clone(), c.arguments.clone()))
             .collect();
         assert_eq!(got, calls(row), "{text:?}");
+        // Streamed: where the parse models the stream, what the wheel's stream assembles to.
+        let streamed = parse(text, true, true, Some(&tools));
+        if streamed.unmodelled.is_none() {
+            assert_eq!(
+                streamed.content.as_deref(),
+                row["stream_content"].as_str(),
+                "stream {text:?}"
+            );
+            let got: Vec<(String, String)> = streamed
+                .calls
+                .iter()
+                .map(|c| (c.name.clone(), c.arguments.clone()))
+                .collect();
+            assert_eq!(got, calls_in(row, "stream_calls"), "stream {text:?}");
+            streams += 1;
+        }
     }
+    assert!(streams >= 18, "only {streams} streams modelled");
 }
 
 /// Every finished answer whose values are all strings and whose text is laid out as the
@@ -200,18 +222,22 @@ fn completion_text_inverts_the_parser() {
             ..AssistantTurn::default()
         };
         let want = format!("{text}<|im_end|>");
-        assert_eq!(qwen3_coder::completion_text(&turn).unwrap(), want);
+        assert_eq!(qwen3_coder::completion_text(&turn), want);
         checked += 1;
     }
     assert!(checked >= 6, "only {checked} answers checked");
 }
 
-/// The answer vLLM 0.33 sends for one row (non-streamed), with its usage.
-fn answer(row: &Value, prompt_tokens: usize) -> Value {
+/// The answer vLLM 0.33 sends for one row (assembled, when streamed), with its usage.
+fn answer(row: &Value, prompt_tokens: usize, stream: bool) -> Value {
+    let (content_key, calls_key) = match stream {
+        true => ("stream_content", "stream_calls"),
+        false => ("content", "calls"),
+    };
     let text = row["text"].as_str().unwrap();
     let ids = row["ids"].as_array().unwrap().len();
     let cut = text.ends_with("\nls");
-    let calls: Vec<Value> = calls(row)
+    let calls: Vec<Value> = calls_in(row, calls_key)
         .into_iter()
         .enumerate()
         .map(|(i, (name, arguments))| {
@@ -224,7 +250,7 @@ fn answer(row: &Value, prompt_tokens: usize) -> Value {
         (false, false) => "tool_calls",
         (false, true) => "stop",
     };
-    let mut message = json!({"role": "assistant", "content": row["content"]});
+    let mut message = json!({"role": "assistant", "content": row[content_key]});
     if !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls);
     }
@@ -243,11 +269,17 @@ fn answer(row: &Value, prompt_tokens: usize) -> Value {
 fn reconstruction_is_never_wrong_without_a_flag() {
     let (tools, rows) = shapes();
     let p = profile();
+    for stream in [false, true] {
+        check_reconstruction(&p, &tools, &rows, stream);
+    }
+}
+
+fn check_reconstruction(p: &Profile, tools: &[Value], rows: &[Value], stream: bool) {
     let request = ExchangeRequest {
         messages: vec![json!({"role": "user", "content": "Weather in Paris?"})],
-        tools: Some(tools),
+        tools: Some(tools.to_vec()),
         chat_template_kwargs: None,
-        stream: Some(false),
+        stream: Some(stream),
         max_tokens: None,
     };
     let prompt_tokens = p.render_ids(&request.render_input()).unwrap().len();
@@ -258,17 +290,18 @@ fn reconstruction_is_never_wrong_without_a_flag() {
     };
     let mut exact = 0;
     let mut failures = Vec::new();
-    for row in &rows {
+    for row in rows {
         let text = row["text"].as_str().unwrap();
         let mut want: Vec<u32> = serde_json::from_value(row["ids"].clone()).unwrap();
         if !text.ends_with("\nls") {
             want.extend(&end);
         }
-        let got = reconstruct(&p, &request, &answer(row, prompt_tokens), &options).unwrap();
+        let answer = answer(row, prompt_tokens, stream);
+        let got = reconstruct(p, &request, &answer, &options).unwrap();
         let certain = got.fidelity.class.is_exact();
         if certain && got.completion_ids != want {
             failures.push(format!(
-                "{text:?}: {:?} but rebuilt {:?}",
+                "{text:?} (stream: {stream}): {:?} but rebuilt {:?}",
                 got.fidelity.class,
                 p.tokenizer.decode(&got.completion_ids)
             ));
@@ -279,5 +312,9 @@ fn reconstruction_is_never_wrong_without_a_flag() {
         exact += usize::from(certain && got.completion_ids == want);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(exact >= 8, "only {exact} of {} rebuilt exactly", rows.len());
+    assert!(
+        exact >= 8,
+        "stream {stream}: only {exact} of {} rebuilt exactly",
+        rows.len()
+    );
 }

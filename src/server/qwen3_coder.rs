@@ -12,8 +12,12 @@
 //!   request's schema (`_fix_arg_types`, ported in `quirks/coerces_arguments.rs`): a typed
 //!   value's spelling is lost (`05`, `5.0`, `True`).
 //! - A call cut after its `<function=NAME>` is sent with its finished parameters.
-//! - Anything else (text between calls, a header cut before its `>`) and streamed answers are
-//!   [`Parsed::unmodelled`]. Ids are random, not in the token stream.
+//! - Streamed (the wheel's `extract_tool_calls_streaming` fed token by token): the same calls
+//!   when every one is closed; the content is the text before the first call as it is, followed
+//!   by the whitespace between and after the calls, or nothing when that text is whitespace.
+//! - Anything else (text between calls, a header cut before its `>`, a stream cut inside a call
+//!   or with text after its calls) is [`Parsed::unmodelled`]. Ids are random, not in the token
+//!   stream.
 
 use serde_json::{Map, Value};
 
@@ -49,16 +53,21 @@ pub fn parse(text: &str, tools_declared: bool, stream: bool, tools: Option<&[Val
     let Some(start) = start.filter(|_| tools_declared) else {
         return parsed;
     };
-    if stream {
-        parsed.unmodelled = Some("vLLM's qwen3_coder streamed tool calls");
-        return parsed;
-    }
     let Some(calls) = calls(&text[start..]) else {
         parsed.unmodelled = Some(UNMODELLED);
         return parsed;
     };
-    let content = text[..start].trim();
-    parsed.content = (!content.is_empty()).then(|| content.to_string());
+    let prefix = &text[..start];
+    parsed.content = if stream {
+        let Some(gaps) = streamed_gaps(&text[start..]) else {
+            parsed.unmodelled = Some("vLLM's qwen3_coder stream on this text");
+            return parsed;
+        };
+        (!prefix.trim().is_empty()).then(|| format!("{prefix}{gaps}"))
+    } else {
+        let content = prefix.trim();
+        (!content.is_empty()).then(|| content.to_string())
+    };
     parsed.calls = calls
         .into_iter()
         .map(|(name, arguments)| ParsedCall {
@@ -112,6 +121,26 @@ fn calls(mut text: &str) -> Option<Vec<(String, String)>> {
     }
 }
 
+/// The whitespace between and after the calls of `text` (which starts at the first call), where
+/// every call is closed (`</function>` then `</tool_call>`) and nothing else follows; `None`
+/// otherwise.
+fn streamed_gaps(mut text: &str) -> Option<String> {
+    let mut gaps = String::new();
+    loop {
+        let rest = text.trim_start();
+        gaps.push_str(&text[..text.len() - rest.len()]);
+        if rest.is_empty() {
+            return Some(gaps);
+        }
+        let body = rest.strip_prefix(CALL_OPEN)?;
+        let (_, after) = body.split_once(FUNCTION_CLOSE)?;
+        text = after.trim_start().strip_prefix(CALL_CLOSE)?;
+        if after[..after.len() - after.trim_start().len()].contains(|c: char| c != '\n') {
+            return None;
+        }
+    }
+}
+
 /// `_qwen3_arg_converter` (not partial): every `<parameter=KEY>` whose value ends, by
 /// `</parameter>` or the next `<parameter=`.
 fn parameters(body: &str) -> Map<String, Value> {
@@ -152,7 +181,17 @@ mod tests {
         assert_eq!(p.calls.len(), 1);
         assert_eq!(p.calls[0].arguments, "{\"city\": \"Paris\"}");
         assert!(parse(PARIS, false, false, None).calls.is_empty());
-        assert!(parse(PARIS, true, true, None).unmodelled.is_some());
+        // Streamed: the text before the calls as it is, then the whitespace between them.
+        let two = format!("Checking.\n\n{PARIS}\n{PARIS}\n");
+        let p = parse(&two, true, true, None);
+        assert_eq!(p.content.as_deref(), Some("Checking.\n\n\n\n"));
+        assert_eq!(p.calls.len(), 2);
+        assert_eq!(
+            parse(&format!(" \n{PARIS}"), true, true, None).content,
+            None
+        );
+        let cut = &PARIS[..PARIS.len() - 3];
+        assert!(parse(cut, true, true, None).unmodelled.is_some());
     }
 
     #[test]

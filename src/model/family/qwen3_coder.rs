@@ -101,16 +101,17 @@ impl FamilyRules for Qwen3Coder {
         _thinking: bool,
         turn: &AssistantTurn,
     ) -> Option<Result<String, ModelError>> {
-        Some(completion_text(turn))
+        Some(Ok(completion_text(turn)))
     }
 }
 
 /// The text a Qwen3-Coder model generated for one turn after the generation prompt
 /// (`<|im_start|>assistant\n`), laid out as the template writes an assistant message with
 /// tool calls: the content trimmed and `\n\n` before the first call (none without content),
-/// `\n` between calls. An error when a call's arguments are not a JSON object (the syntax
-/// cannot write them).
-pub fn completion_text(turn: &AssistantTurn) -> Result<String, ModelError> {
+/// `\n` between calls. Arguments that are not a JSON object (a stream cut inside the call sends
+/// the part it had) are written as they are after the call's header, left open: never the
+/// model's text, which the forward check and the count then say.
+pub fn completion_text(turn: &AssistantTurn) -> String {
     let mut out = String::new();
     if turn.tool_calls.is_empty() {
         out.push_str(&turn.content);
@@ -124,39 +125,36 @@ pub fn completion_text(turn: &AssistantTurn) -> Result<String, ModelError> {
             if i > 0 {
                 out.push('\n');
             }
-            write_call(&mut out, &call.name, &call.arguments)?;
+            write_call(&mut out, &call.name, &call.arguments);
         }
     }
     if turn.end_of_turn {
         out.push_str(END_OF_TURN);
     }
-    Ok(out)
+    out
 }
 
 /// One call, as the template writes it.
-fn write_call(out: &mut String, name: &str, arguments: &Arguments) -> Result<(), ModelError> {
-    let parsed;
-    let value = match arguments {
-        Arguments::Object(value) => value,
-        Arguments::Raw(text) => {
-            parsed = serde_json::from_str::<Value>(text).map_err(|e| {
-                ModelError::Other(format!(
-                    "qwen3-coder: the arguments of a call of {name} are not JSON ({e})"
-                ))
-            })?;
-            &parsed
-        }
-    };
-    let Value::Object(parameters) = value else {
-        return Err(ModelError::Other(format!(
-            "qwen3-coder: the arguments of a call of {name} are not a JSON object"
-        )));
-    };
+fn write_call(out: &mut String, name: &str, arguments: &Arguments) {
     out.push_str(CALL_OPEN);
     out.push('\n');
     out.push_str(FUNCTION_OPEN);
     out.push_str(name);
     out.push_str(">\n");
+    let parsed;
+    let parameters = match arguments {
+        Arguments::Object(Value::Object(parameters)) => parameters,
+        Arguments::Raw(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(parameters)) => {
+                parsed = parameters;
+                &parsed
+            }
+            _ => return out.push_str(text),
+        },
+        Arguments::Object(other) => {
+            return out.push_str(&dumps_json(other, &DumpOptions::default()))
+        }
+    };
     for (key, value) in parameters {
         out.push_str(PARAMETER_OPEN);
         out.push_str(key);
@@ -169,7 +167,6 @@ fn write_call(out: &mut String, name: &str, arguments: &Arguments) -> Result<(),
     out.push_str(FUNCTION_CLOSE);
     out.push('\n');
     out.push_str(CALL_CLOSE);
-    Ok(())
 }
 
 /// A parameter's value as the model writes it: a string as it is, anything else as JSON (the
@@ -233,7 +230,7 @@ mod tests {
             ..AssistantTurn::default()
         };
         assert_eq!(
-            completion_text(&turn).unwrap(),
+            completion_text(&turn),
             "Checking.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n\
              <parameter=days>\n3\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=f>\n\
              </function>\n</tool_call><|im_end|>"
@@ -244,13 +241,17 @@ mod tests {
             ..AssistantTurn::default()
         };
         assert_eq!(
-            completion_text(&bare).unwrap(),
+            completion_text(&bare),
             "<tool_call>\n<function=f>\n<parameter=o>\n{\"a\": [1, \"x\"]}\n</parameter>\n</function>\n</tool_call>"
         );
-        assert!(completion_text(&AssistantTurn {
-            tool_calls: vec![call("f", "[1]")],
+        // A stream cut inside the call: its partial arguments, after the header.
+        let cut = AssistantTurn {
+            tool_calls: vec![call("f", r#"{"q": "l"#)],
             ..AssistantTurn::default()
-        })
-        .is_err());
+        };
+        assert_eq!(
+            completion_text(&cut),
+            "<tool_call>\n<function=f>\n{\"q\": \"l"
+        );
     }
 }

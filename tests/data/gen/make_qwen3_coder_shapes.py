@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""What vLLM 0.33.0's own `qwen3_coder` tool parser returns for known Qwen3-Coder texts
-(non-streamed): tests/data/qwen3_coder/parser_shapes.jsonl, read by tests/qwen3_coder.rs.
+"""What vLLM 0.33.0's own `qwen3_coder` tool parser returns for known Qwen3-Coder texts, not
+streamed and streamed: tests/data/qwen3_coder/parser_shapes.jsonl, read by tests/qwen3_coder.rs.
 
 Runs `Qwen3EngineToolParser.extract_tool_calls` (`tool_parsers/qwen3_engine_tool_parser.py`, the
 engine grammar of `parser/qwen3.py`, values converted by the request's schema in
@@ -8,7 +8,11 @@ engine grammar of `parser/qwen3.py`, values converted by the request's schema in
 sha256-checked by make_server_corpus.py's `fetch_wheel`; heavy dependencies stubbed by
 server_stubs/autostub.py) with the Qwen3 tokenizer (reference.py's `hf_tokenizer`) and a request
 declaring TOOLS. Qwen3-Coder is served without a reasoning parser, so the tool parser reads the
-whole text. Each row also holds the text's Qwen3 token ids (`ids`, without the end-of-turn token).
+whole text. Streamed (`stream_content`, `stream_calls`): `extract_tool_calls_streaming` fed one
+token at a time (the text decoded up to each token, as vLLM's serving feeds it), then
+`finish_streaming`, the deltas assembled as a client does (content concatenated, each call's name
+and argument pieces joined by index). Each row also holds the text's Qwen3 token ids (`ids`,
+without the end-of-turn token).
 Run from the repository root.
 """
 
@@ -53,6 +57,9 @@ RUN = call("run", [("command", "ls -la\ncd /tmp && echo 'x < y'"), ("timeout", "
 
 # Texts as the model wrote them after the generation prompt, without the end-of-turn token.
 TEXTS = [
+    f"{PARIS}\n{RUN}",
+    f"Hi.\n\n{PARIS}\n{RUN}\n{PARIS}",
+    f"Hi.\n\n{PARIS}\n\n",
     "Hello there.",
     "  Spaced reply.\n",
     PARIS,
@@ -76,6 +83,33 @@ TEXTS = [
 ]
 
 
+def streamed(parser, tok, request, text: str) -> tuple[str, list[dict]]:
+    ids = tok.encode(text, add_special_tokens=False)
+    content, calls = "", {}
+
+    def take(delta) -> None:
+        nonlocal content
+        if delta is None:
+            return
+        content += delta.content or ""
+        for tc in delta.tool_calls or []:
+            call = calls.setdefault(tc.index, {"name": "", "arguments": ""})
+            if tc.function is not None:
+                call["name"] += tc.function.name or ""
+                call["arguments"] += tc.function.arguments or ""
+
+    previous_text, previous_ids = "", []
+    for i in range(len(ids)):
+        current_ids = ids[: i + 1]
+        current_text = tok.decode(current_ids)
+        take(parser.extract_tool_calls_streaming(
+            previous_text, current_text, current_text[len(previous_text):], previous_ids,
+            current_ids, [ids[i]], request))
+        previous_text, previous_ids = current_text, current_ids
+    take(parser.finish_streaming())
+    return content, [calls[k] for k in sorted(calls)]
+
+
 def main() -> None:
     setup_imports()
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
@@ -91,7 +125,10 @@ def main() -> None:
         calls = [{"name": c.function.name, "arguments": c.function.arguments}
                  for c in info.tool_calls] if info.tools_called else []
         content = info.content if info.tools_called else text
+        stream_content, stream_calls = streamed(
+            Qwen3EngineToolParser(tok, tools=request.tools), tok, request, text)
         rows.append({"text": text, "content": content or None, "calls": calls,
+                     "stream_content": stream_content or None, "stream_calls": stream_calls,
                      "ids": tok.encode(text, add_special_tokens=False)})
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with OUT.open("w", encoding="utf-8", newline="\n") as f:

@@ -3,7 +3,8 @@
 //! - render parity: transformers' `render_jinja_template` with the `Qwen3-Instruct` /
 //!   `Qwen3-Thinking` templates of PyPI `xinference` 4.1.0
 //!   (`tests/data/parity/render_qwen3_2507_{instruct,thinking}.jsonl`, made by
-//!   `tests/data/gen/make_parity_qwen3_2507.py`), text and Qwen3 ids;
+//!   `tests/data/gen/make_parity_qwen3_2507.py`), text and Qwen3 ids, also from the messages as
+//!   clients send them (arguments as JSON strings, which the servers parse before rendering);
 //! - the server shape: what vLLM 0.33.0's own `qwen3` reasoning and `hermes` tool parsers return
 //!   for known 2507 texts (`tests/data/qwen3_2507/parser_shapes.jsonl`, made by
 //!   `tests/data/gen/make_qwen3_2507_shapes.py`), against `server::hermes::parse`;
@@ -41,6 +42,21 @@ fn jsonl(path: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The messages as an OpenAI client writes them: tool-call arguments as JSON strings.
+fn client_messages(messages: &[Value]) -> Vec<Value> {
+    let mut out = messages.to_vec();
+    for message in &mut out {
+        let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for call in calls {
+            let arguments = &mut call["function"]["arguments"];
+            *arguments = Value::from(arguments.to_string());
+        }
+    }
+    out
+}
+
 fn check_parity(variant: &str) {
     let p = profile(variant);
     let rows = jsonl(&format!(
@@ -49,35 +65,39 @@ fn check_parity(variant: &str) {
     assert!(rows.len() >= 200);
     let mut failures = Vec::new();
     for (i, case) in rows.iter().enumerate() {
-        let input = RenderInput {
-            messages: case["messages"].as_array().unwrap(),
-            tools: case
-                .get("tools")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice),
-            add_generation_prompt: case["add_generation_prompt"].as_bool().unwrap(),
-            chat_template_kwargs: None,
-        };
+        let messages = case["messages"].as_array().unwrap();
+        let client = client_messages(messages);
         let want = case["text"].as_str().unwrap();
         let want_ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
-        match p.render(&input) {
-            Ok(text) if text == want => {
-                if p.tokenizer.encode(&text) != want_ids {
-                    failures.push(format!("{}: ids differ", i + 1));
+        for (form, messages) in [("server", messages), ("client", &client)] {
+            let input = RenderInput {
+                messages,
+                tools: case
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice),
+                add_generation_prompt: case["add_generation_prompt"].as_bool().unwrap(),
+                chat_template_kwargs: None,
+            };
+            match p.render(&input) {
+                Ok(text) if text == want => {
+                    if p.tokenizer.encode(&text) != want_ids {
+                        failures.push(format!("{}: {form}: ids differ", i + 1));
+                    }
                 }
+                Ok(text) => failures.push(format!(
+                    "{}: {form}: text differs\n  want {want:?}\n  got  {text:?}",
+                    i + 1
+                )),
+                Err(e) => failures.push(format!("{}: {form}: {e}", i + 1)),
             }
-            Ok(text) => failures.push(format!(
-                "{}: text differs\n  want {want:?}\n  got  {text:?}",
-                i + 1
-            )),
-            Err(e) => failures.push(format!("{}: {e}", i + 1)),
         }
     }
     assert!(
         failures.is_empty(),
         "{variant}: {} of {} renders differ:\n{}",
         failures.len(),
-        rows.len(),
+        rows.len() * 2,
         failures[..failures.len().min(4)].join("\n")
     );
 }

@@ -227,9 +227,10 @@ pub trait FamilyRules: Sync {
         None
     }
 
-    /// Whether the template reads a tool call's `arguments` as an object (`arguments | items`):
-    /// a request's JSON-string arguments are then parsed first, as vLLM does before it renders
-    /// (`_postprocess_messages` in `vllm/renderers/chat_utils/chat_message.py`).
+    /// Whether a request's JSON-string tool-call arguments are parsed into objects before the
+    /// template runs, as vLLM does before it renders (`_postprocess_messages` in
+    /// `vllm/renderers/chat_utils/chat_message.py`): for templates that read them as objects
+    /// (`arguments | items`) or write objects anew (`arguments | tojson`).
     fn template_reads_argument_objects(&self) -> bool {
         false
     }

@@ -6,7 +6,8 @@
 //!   `<think>\n`, so the model writes `REASONING\n</think>\n\nCONTENT` without the opener.
 //! - Otherwise Qwen3's format (`qwen3.rs`): ChatML, hermes-style `<tool_call>` JSON calls, no ids
 //!   in the token stream, `<|im_end|>` ending a turn. The templates also take a non-string
-//!   `content` as `""`.
+//!   `content` as `""`, and write history arguments that are objects with `tojson`: a request's
+//!   JSON-string arguments are parsed first, as vLLM does.
 //! - Built-in templates: `templates/qwen3-2507-{instruct,thinking}.jinja`, the `chat_template`
 //!   of the `Qwen3-Instruct` / `Qwen3-Thinking` entries in PyPI `xinference` 4.1.0
 //!   (`xinference/model/llm/models/*.json`, Apache-2.0; source and hashes in
@@ -78,6 +79,10 @@ fn name_2507(model_id: &str) -> Option<String> {
 pub struct Qwen3Instruct2507;
 
 impl FamilyRules for Qwen3Instruct2507 {
+    fn template_reads_argument_objects(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> &'static FamilySpec {
         &INSTRUCT
     }
@@ -103,6 +108,10 @@ impl FamilyRules for Qwen3Instruct2507 {
 pub struct Qwen3Thinking2507;
 
 impl FamilyRules for Qwen3Thinking2507 {
+    fn template_reads_argument_objects(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> &'static FamilySpec {
         &THINKING
     }

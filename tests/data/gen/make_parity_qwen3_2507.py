@@ -10,8 +10,9 @@ tokenizer's special tokens.
 
 The messages' contents are first made what the servers hand the template (see
 make_client_messages.py): missing/`None` content is "", a list of text parts is their texts
-joined by "\\n"; tool-call arguments stay as the generator wrote them (the template writes a
-string as it is). The stored messages are those normalized ones.
+joined by "\\n", and tool-call arguments are objects (vLLM's `_postprocess_messages` parses
+JSON-string arguments into dicts; the template then writes them with `tojson`). The stored
+messages are those normalized ones.
 Run from the repository root.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import sys
+import json
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,6 +40,11 @@ def server_messages(messages: list[dict]) -> list[dict]:
             message["content"] = ""
         elif isinstance(content, list):
             message["content"] = "\n".join(part["text"] for part in content)
+        for call in message.get("tool_calls") or []:
+            arguments = call["function"]["arguments"]
+            if isinstance(arguments, str):
+                parsed = json.loads(arguments)
+                call["function"]["arguments"] = parsed if isinstance(parsed, dict) else {}
         out.append(message)
     return out
 

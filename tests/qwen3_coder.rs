@@ -318,3 +318,27 @@ fn check_reconstruction(p: &Profile, tools: &[Value], rows: &[Value], stream: bo
         rows.len()
     );
 }
+
+/// Without `--profile`, each Qwen template picks its family (Qwen3's tokenizer files, whose own
+/// template is Qwen3's).
+#[test]
+fn templates_pick_their_family() {
+    for (template, family) in [
+        ("templates/qwen3-coder.jinja", Family::QWEN3_CODER),
+        ("templates/qwen3-coder-30b-a3b.jinja", Family::QWEN3_CODER),
+        ("templates/qwen3-2507-instruct.jinja", Family::QWEN3_2507),
+        (
+            "templates/qwen3-2507-thinking.jinja",
+            Family::QWEN3_2507_THINKING,
+        ),
+    ] {
+        let options = LoadOptions {
+            profile: None,
+            chat_template: Some(assets().join(template)),
+        };
+        let p = Profile::load(&assets().join("qwen3"), &options).unwrap();
+        assert_eq!(p.family, family, "{template}");
+    }
+    let own = Profile::load(&assets().join("qwen3"), &LoadOptions::default()).unwrap();
+    assert_eq!(own.family, Family::QWEN3);
+}

@@ -95,6 +95,27 @@ FILES = {
         "d9f5f351b276cf9e81d009db08830db7d38e94927aecd09a7beb43e2aafee94e",
         ("repo", "tests/assets/templates/deepseek-v3.1.jinja"),
     ),
+    # Qwen3-Coder (issue 21): llama.cpp's template as vendored in PyPI llama-cpp-python 0.3.36.
+    "assets/templates/qwen3-coder.jinja": (
+        "d287fb2edf144207f868ae1b282755dc19db2a3f1c5b3a3d57e9e5abffa98392",
+        ("repo", "tests/assets/templates/qwen3-coder.jinja"),
+    ),
+    # Qwen3-Coder-30B-A3B-Instruct's own template (its tokenizer_config.json's `chat_template`, as
+    # vendored in ztxz16/fastllm @ f8f04c33).
+    "assets/templates/qwen3-coder-30b-a3b.jinja": (
+        "672e747c77e990320152343b0a4951222e40de5645297905d89afba05586d827",
+        ("repo", "tests/assets/templates/qwen3-coder-30b-a3b.jinja"),
+    ),
+    # Qwen3-2507 (issue 21): the `chat_template` of PyPI xinference 4.1.0's Qwen3-Instruct /
+    # Qwen3-Thinking entries (`xinference/model/llm/models/*.json`).
+    "assets/templates/qwen3-2507-instruct.jinja": (
+        "40c21f34cf67d8c760ef72f8ad3ae5afad514299d4b06e91dd9a8d705af7b541",
+        ("repo", "tests/assets/templates/qwen3-2507-instruct.jinja"),
+    ),
+    "assets/templates/qwen3-2507-thinking.jinja": (
+        "3802169b2a02b81e6adb7ab4f64f91ff02db753c8c3a64a01c35192d3a61d8d7",
+        ("repo", "tests/assets/templates/qwen3-2507-thinking.jinja"),
+    ),
     "assets/golden/kimi.json": (
         "c9b70b1dd6a0abd9d464696c2efe6867db6a0dad199b4759eae5f9341c3699bd",
         ("repo", "tests/assets/golden/kimi.json"),

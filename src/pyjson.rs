@@ -511,10 +511,53 @@ fn write_str_repr(out: &mut String, s: &str) {
             c if (c as u32) < 0x20 || (0x7f..0xa0).contains(&(c as u32)) => {
                 let _ = write!(out, "\\x{:02x}", c as u32);
             }
+            c if !py_printable(c) => {
+                let _ = match c as u32 {
+                    n if n < 0x100 => write!(out, "\\x{n:02x}"),
+                    n if n < 0x10000 => write!(out, "\\u{n:04x}"),
+                    n => write!(out, "\\U{n:08x}"),
+                };
+            }
             c => out.push(c),
         }
     }
     out.push(quote);
+}
+
+/// Python's `str.isprintable()` above U+009F for assigned characters (Unicode 14, Python 3.11's
+/// `unicodedata`): false for the separators (Zs but the space, Zl, Zp), format characters (Cf)
+/// and private use (Co), which `repr` escapes. Unassigned code points (Cn), which Python escapes
+/// too, are not known here and are written as they are.
+fn py_printable(c: char) -> bool {
+    !matches!(
+        c as u32,
+        0xA0 | 0xAD
+            | 0x600..=0x605
+            | 0x61C
+            | 0x6DD
+            | 0x70F
+            | 0x890..=0x891
+            | 0x8E2
+            | 0x1680
+            | 0x180E
+            | 0x2000..=0x200F
+            | 0x2028..=0x202F
+            | 0x205F..=0x2064
+            | 0x2066..=0x206F
+            | 0x3000
+            | 0xE000..=0xF8FF
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x13438
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+            | 0xF0000..=0xFFFFD
+            | 0x100000..=0x10FFFD
+    )
 }
 
 #[cfg(test)]
@@ -525,6 +568,13 @@ mod tests {
 
     fn d(v: serde_json::Value) -> String {
         dumps_json(&v, &DumpOptions::default())
+    }
+
+    #[test]
+    fn str_repr_escapes_what_python_does_not_print() {
+        // python3 -c "print(repr('a\u200db\u2028\xa0\U000f0000é'))"
+        let value = Value::from("a\u{200d}b\u{2028}\u{a0}\u{f0000}é");
+        assert_eq!(py_repr(&value), r"'a\u200db\u2028\xa0\U000f0000é'");
     }
 
     #[test]

@@ -364,6 +364,9 @@ impl Profile {
         if let (true, Value::Object(map)) = (keep_null_content, &mut normalized) {
             map.insert("content".into(), Value::Null);
         }
+        if self.family.rules().template_reads_argument_objects() {
+            parse_call_arguments(&mut normalized);
+        }
         normalized
     }
 
@@ -492,6 +495,27 @@ fn normalize_message(message: &Value) -> Value {
         out.insert("reasoning_content".into(), reasoning);
     }
     Value::Object(out)
+}
+
+/// An assistant message's JSON-string tool-call arguments parsed into objects, as vLLM does
+/// before it renders (`_postprocess_messages` in `vllm/renderers/chat_utils/chat_message.py`):
+/// a string that is not a JSON object becomes `{}`, as there.
+fn parse_call_arguments(message: &mut Value) {
+    let Some(Value::Array(calls)) = message.get_mut("tool_calls") else {
+        return;
+    };
+    for call in calls {
+        let Some(function) = call.get_mut("function").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        if let Some(Value::String(text)) = function.get("arguments") {
+            let parsed = match serde_json::from_str::<Value>(text) {
+                Ok(object @ Value::Object(_)) => object,
+                _ => Value::Object(serde_json::Map::new()),
+            };
+            function.insert("arguments".into(), parsed);
+        }
+    }
 }
 
 fn read_json(path: &Path) -> Result<Option<Value>, ModelError> {

@@ -119,6 +119,14 @@ fn environment() -> Environment<'static> {
         Some(chars) => value.trim_matches(|c| chars.contains(c)).to_string(),
         None => value.trim_matches(is_py_space).to_string(),
     });
+    // Jinja2's `iterable` is `iter(value)` succeeding: never for `None` (minijinja's says yes,
+    // and a template's `tools is iterable and tools | length > 0` then fails on `None`).
+    env.add_test("iterable", |value: Value| {
+        !matches!(
+            value.kind(),
+            ValueKind::None | ValueKind::Bool | ValueKind::Number
+        ) && value.try_iter().is_ok()
+    });
     env.add_function("raise_exception", raise_exception);
     env.add_function("strftime_now", strftime_now);
     env

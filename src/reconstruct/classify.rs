@@ -322,6 +322,19 @@ pub(super) fn server_losses(
         // call ids (not part of the family's token stream). deepseek_v3 keeps the raw
         // arguments: nothing lost there. Where the forward check and the count confirmed the
         // template's serialization the stream is settled; otherwise the loss is why.
+        // A parser that converts values by the schema (qwen3_coder) settles nothing of a typed
+        // value's spelling (`5.0` and `5` read back alike): never exact with one.
+        let typed = parser(profile).is_some_and(|p| p.converts_values_by_schema)
+            && completion.tool_calls.iter().any(has_typed_value);
+        if typed {
+            fidelity.at_most(FidelityClass::Lossy);
+            fidelity.because(Reason::ArgumentsReserialized);
+            warnings.push(
+                "lossy: the server converted the tool-call values by the schema; a value that is not a string was rebuilt as JSON, the model's own spelling (5.0, 05, True) may differ"
+                    .to_string(),
+            );
+            return;
+        }
         if fidelity.class.is_exact() && shape.known {
             return;
         }
@@ -341,6 +354,25 @@ pub(super) fn server_losses(
                 .to_string(),
         );
     }
+}
+
+/// Whether the call's arguments hold a top-level value that is not a string (or are not an
+/// object at all).
+fn has_typed_value(call: &crate::completion::ToolCall) -> bool {
+    let parsed;
+    let value = match &call.arguments {
+        Arguments::Object(value) => value,
+        Arguments::Raw(text) => match serde_json::from_str::<Value>(text) {
+            Ok(value) => {
+                parsed = value;
+                &parsed
+            }
+            Err(_) => return true,
+        },
+    };
+    value
+        .as_object()
+        .is_none_or(|parameters| parameters.values().any(|v| !v.is_string()))
 }
 
 /// `json.dumps` with its default separators gives back exactly this text.

@@ -24,6 +24,7 @@ pub mod llamacpp;
 pub mod openrouter;
 pub mod quirk;
 pub mod quirks;
+pub mod qwen3_coder;
 pub mod read_back;
 pub mod sglang;
 pub mod vllm;
@@ -181,6 +182,9 @@ pub struct ParserTraits {
     pub streams_call_header_with_arguments: bool,
     /// A streamed tool-call delta carries `content: null` (the simulator's streams).
     pub null_content_in_call_deltas: bool,
+    /// Its tool parser reads every value as text and converts it by the request's schema
+    /// (qwen3_coder): a value that is not a string keeps none of the model's spelling.
+    pub converts_values_by_schema: bool,
 }
 
 impl ParserTraits {
@@ -198,6 +202,7 @@ impl ParserTraits {
         streams_call_separators: false,
         streams_call_header_with_arguments: false,
         null_content_in_call_deltas: false,
+        converts_values_by_schema: false,
     };
 }
 
@@ -208,6 +213,7 @@ pub fn parser_traits(syntax: Syntax) -> &'static ParserTraits {
         Syntax::Hermes => &hermes::TRAITS,
         Syntax::DeepseekV3 => &deepseek::TRAITS,
         Syntax::DeepseekV31 => &deepseek_v31::TRAITS,
+        Syntax::Qwen3Coder => &qwen3_coder::TRAITS,
     }
 }
 
@@ -261,6 +267,9 @@ pub struct Parsed {
     pub unmodelled: Option<&'static str>,
     /// The calls' ids are the model's text (or derived from it): an answer's must be equal.
     pub call_ids_checked: bool,
+    /// The parser converts the calls' values by the request's schema, which [`forward`] may not
+    /// have had: an answer's values may be this text's coerced.
+    pub values_typed_by_schema: bool,
 }
 
 /// The answer `shape` would send for the Kimi-format text in `input` (the Completion view; the
@@ -289,6 +298,9 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         Syntax::DeepseekV3 => deepseek::parse(text, input.tools_declared, input.stream),
         Syntax::DeepseekV31 => {
             deepseek_v31::parse(text, input.thinking, input.tools_declared, input.stream)
+        }
+        Syntax::Qwen3Coder => {
+            qwen3_coder::parse(text, input.tools_declared, input.stream, input.tools)
         }
     };
     if parsed.content.as_deref() == Some("") {
@@ -354,7 +366,8 @@ impl Parsed {
                     serde_json::from_str::<Value>(&mine.arguments).ok().as_ref() == Some(value)
                 }
             };
-            let coerced = shape.quirks.has::<quirks::CoercesArguments>()
+            let coerced = (shape.quirks.has::<quirks::CoercesArguments>()
+                || self.values_typed_by_schema)
                 && coerced_alike(&mine.arguments, &theirs.arguments);
             if !same_args && !coerced {
                 return Err(Mismatch(format!("tool call {i} arguments")));
@@ -391,9 +404,9 @@ fn coerced_alike(mine: &str, theirs: &Arguments) -> bool {
                 .iter()
                 .zip(y)
                 .try_fold(false, |changed, (v, w)| Some(changed | alike(v, w)?)),
-            (Value::String(s), other) | (other, Value::String(s))
-                if !other.is_string() && !other.is_array() && !other.is_object() =>
-            {
+            // A string the server parsed into an object or array counts too (qwen3_coder reads
+            // every value as text and converts it by the schema).
+            (Value::String(s), other) | (other, Value::String(s)) if !other.is_string() => {
                 (serde_json::from_str::<Value>(s).ok().as_ref() == Some(other)).then_some(true)
             }
             _ => (a == b).then_some(false),
@@ -474,6 +487,10 @@ mod tests {
         assert!(!coerced_alike("{\"count\": \"3", &answered));
         // No type changed: the server would have sent the model's own text.
         assert!(!coerced_alike("{\"count\":3}", &answered));
+        // qwen3_coder: an object or array value written as text, parsed by the schema.
+        let object = Arguments::Raw("{\"o\": {\"a\": [1]}}".into());
+        assert!(coerced_alike("{\"o\": \"{\\\"a\\\": [1]}\"}", &object));
+        assert!(!coerced_alike("{\"o\": \"{\\\"a\\\": [2]}\"}", &object));
     }
 
     /// vLLM 0.11.2's own streamed answers (tests/data/server_shapes/kimi_k25_vllm011.jsonl).

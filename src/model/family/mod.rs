@@ -161,6 +161,9 @@ pub enum Syntax {
     DeepseekV3,
     /// DeepSeek-V3.1: `deepseek_v31` tool parser, `deepseek_v3` reasoning parser; ids random.
     DeepseekV31,
+    /// Qwen3-Coder: `qwen3_coder` tool parser (XML calls, values converted by the schema), no
+    /// reasoning; ids random.
+    Qwen3Coder,
 }
 
 impl Syntax {
@@ -222,6 +225,14 @@ pub trait FamilyRules: Sync {
     /// The native id of the conversation's n-th tool call; `None`: the token stream has no ids.
     fn native_tool_call_id(&self, _name: &str, _n: usize) -> Option<String> {
         None
+    }
+
+    /// Whether a request's JSON-string tool-call arguments are parsed into objects before the
+    /// template runs, as vLLM does before it renders (`_postprocess_messages` in
+    /// `vllm/renderers/chat_utils/chat_message.py`): for templates that read them as objects
+    /// (`arguments | items`) or write objects anew (`arguments | tojson`).
+    fn template_reads_argument_objects(&self) -> bool {
+        false
     }
 
     /// Whether `id` has the family's native form (families without ids accept any).

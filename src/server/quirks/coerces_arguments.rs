@@ -51,7 +51,7 @@ impl Quirk for CoercesArguments {
 
 /// The arguments vLLM sends for a call of `name` whose arguments the model wrote as `arguments`,
 /// with the request's `tools`.
-fn fix_arg_types(arguments: &str, name: &str, tools: &[Value]) -> String {
+pub(crate) fn fix_arg_types(arguments: &str, name: &str, tools: &[Value]) -> String {
     let Some(properties) = tool_properties(tools, name) else {
         return arguments.to_string();
     };

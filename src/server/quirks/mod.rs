@@ -36,6 +36,7 @@ mod strips_streamed_arguments;
 mod vllm011_stepwise;
 
 pub use bogus_call_for_cut_id::BogusCallForCutId;
+pub(crate) use coerces_arguments::fix_arg_types;
 pub use coerces_arguments::CoercesArguments;
 pub use completes_empty_last_arguments::CompletesEmptyLastArguments;
 pub use counts_prompt_as_rendered::CountsPromptAsRendered;

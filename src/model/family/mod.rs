@@ -161,6 +161,8 @@ pub enum Syntax {
     DeepseekV3,
     /// DeepSeek-V3.1: `deepseek_v31` tool parser, `deepseek_v3` reasoning parser; ids random.
     DeepseekV31,
+    /// gpt-oss: the harmony parser on the token stream (channels, `to=functions.NAME`); ids random.
+    Harmony,
 }
 
 impl Syntax {

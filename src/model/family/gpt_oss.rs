@@ -41,7 +41,9 @@ pub const SPEC: FamilySpec = FamilySpec {
     reasoning_close: None,
     tool_section_begin: None,
     thinking_switch: None,
-    always_thinks: false,
+    // Every answer goes through the harmony parser: an answer without reasoning is parsed too,
+    // never the raw stream.
+    always_thinks: true,
     syntax: Some(Syntax::Harmony),
     detokenizer_spaces: false,
     keeps_null_content_with_tool_calls: false,

@@ -4,7 +4,8 @@
 //!   `tests/data/gen/make_parity_gpt_oss.py`): system/developer messages, tools, tool rounds,
 //!   reasoning in `thinking`, `reasoning_effort`;
 //! - the server shape: what vLLM 0.33.0's `HarmonyParser` (on OpenAI's `openai_harmony`) returns
-//!   for true gpt-oss token streams (`tests/data/gpt_oss/parser_shapes.jsonl`, made by
+//!   for true gpt-oss token streams, streamed (`parse_delta`) or not
+//!   (`tests/data/gpt_oss/parser_shapes.jsonl`, made by
 //!   `tests/data/gen/make_gpt_oss_shapes.py`), against `server::gpt_oss::parse`;
 //! - the reconstruction of those answers: the true ids, or a flag saying they are not certain.
 
@@ -133,8 +134,9 @@ fn want_fields(row: &Value) -> Fields {
 #[test]
 fn parse_returns_what_vllms_harmony_parser_returns() {
     let rows = lines("tests/data/gpt_oss/parser_shapes.jsonl");
-    assert_eq!(rows.len(), 14);
+    assert_eq!(rows.len(), 28);
     for row in &rows {
+        let stream = row["stream"].as_bool().unwrap();
         let text = row["text"].as_str().unwrap();
         // What `forward` is handed: the text without the end-of-turn `<|return|>`.
         let stop = row["stop"].as_str().unwrap();
@@ -143,7 +145,7 @@ fn parse_returns_what_vllms_harmony_parser_returns() {
         } else {
             text.to_string()
         };
-        let parsed = parse(&given, false);
+        let parsed = parse(&given, stream);
         let calls = parsed.calls.iter();
         let got: Fields = (
             parsed.reasoning.clone(),
@@ -152,7 +154,7 @@ fn parse_returns_what_vllms_harmony_parser_returns() {
                 .map(|c| (c.name.clone(), c.arguments.clone()))
                 .collect(),
         );
-        assert_eq!(got, want_fields(row), "{text}");
+        assert_eq!(got, want_fields(row), "{text} (stream: {stream})");
         assert_eq!(parsed.stopped, stop == "<|call|>", "{text}");
     }
 }
@@ -185,9 +187,10 @@ fn answer(row: &Value, prompt_tokens: usize) -> Value {
     })
 }
 
-/// Each answer of the corpus rebuilt from what vLLM 0.33 sent: the model's true ids whenever the
-/// reconstruction calls them exact, and every answer written in the model's own header form with
-/// one reasoning message exact (7). The others are flagged: what the parser destroyed there (the
+/// Each answer of the corpus rebuilt from what vLLM 0.33 sent, streamed or not: the model's true
+/// ids whenever the reconstruction calls them exact, and every answer written in the model's own
+/// header form with one reasoning message exact (7 unstreamed, 9 streamed: a stream keeps the
+/// arguments as written). The others are flagged: what the parser destroyed there (the
 /// older header, a missing content type, two reasoning messages joined by `\n`, an empty one
 /// dropped, re-serialized numbers, a cut inside a header or the arguments) the answer cannot show.
 #[test]
@@ -197,11 +200,11 @@ fn reconstruction_of_vllms_answers_is_never_wrong_without_a_flag() {
         json!({"type": "function", "function": {"name": name, "description": "A tool.",
                "parameters": {"type": "object", "properties": {}}}})
     };
-    let request = ExchangeRequest {
+    let mut request = ExchangeRequest {
         messages: vec![json!({"role": "user", "content": "What is the weather in Paris?"})],
         tools: Some(vec![tool("get_weather"), tool("run"), tool("f")]),
         chat_template_kwargs: None,
-        stream: Some(false),
+        stream: None,
         max_tokens: None,
     };
     let prompt = p.render(&request.render_input()).unwrap();
@@ -210,20 +213,23 @@ fn reconstruction_of_vllms_answers_is_never_wrong_without_a_flag() {
         kind: ServerKind::Vllm,
         ..ReconstructOptions::default()
     };
-    let (mut exact, mut wrong) = (0, Vec::new());
+    let (mut exact, mut wrong) = ([0, 0], Vec::new());
     let rows = lines("tests/data/gpt_oss/parser_shapes.jsonl");
     for row in &rows {
+        let stream = row["stream"].as_bool().unwrap();
+        request.stream = Some(stream);
         let truth: Vec<u32> = serde_json::from_value(row["ids"].clone()).unwrap();
         let rebuilt = reconstruct(&p, &request, &answer(row, prompt_tokens), &options).unwrap();
         let class = rebuilt.fidelity.class;
         if class.is_exact() {
             if rebuilt.completion_ids == truth {
-                exact += 1;
+                exact[usize::from(stream)] += 1;
             } else {
-                wrong.push(format!("{}: {class:?}", row["text"]));
+                wrong.push(format!("{} (stream: {stream}): {class:?}", row["text"]));
             }
         }
     }
     assert!(wrong.is_empty(), "wrong without a flag: {wrong:#?}");
-    assert!(exact >= 7, "only {exact} of {} exact", rows.len());
+    assert!(exact[0] >= 7, "only {} of the unstreamed exact", exact[0]);
+    assert!(exact[1] >= 7, "only {} of the streamed exact", exact[1]);
 }

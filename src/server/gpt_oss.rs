@@ -15,7 +15,8 @@
 //!   far counts); a cut inside a header leaves the parser mid-header, and vLLM then returns the
 //!   text since the last finished message as content.
 //!
-//! Streamed answers are not modelled yet: such an answer is [`Parsed::unmodelled`].
+//! Streamed (`parse_delta`), the same messages are sent as deltas: reasoning and content are the
+//! messages' texts one after the other (no `\n` between them) and arguments are the model's text.
 
 use super::{Parsed, ParsedCall, ParserTraits};
 
@@ -45,10 +46,8 @@ pub fn parse(text: &str, stream: bool) -> Parsed {
         finish_reason: "stop",
         ..Parsed::default()
     };
-    if stream {
-        parsed.unmodelled = Some("vLLM's streamed harmony answers");
-        return parsed;
-    }
+    // Streamed, each message's deltas are sent as they come: nothing joins two messages.
+    let joiner = if stream { "" } else { "\n" };
     let (messages, rest) = messages(text);
     let (mut reasoning, mut content) = (Vec::new(), Vec::new());
     for message in messages.iter().filter(|m| !m.text.is_empty() || is_call(m)) {
@@ -61,7 +60,7 @@ pub fn parse(text: &str, stream: bool) -> Parsed {
                     .strip_prefix("functions.")
                     .unwrap_or(recipient)
                     .to_string(),
-                arguments: if json {
+                arguments: if json && !stream {
                     reserialized(message.text)
                 } else {
                     message.text.to_string()
@@ -79,8 +78,8 @@ pub fn parse(text: &str, stream: bool) -> Parsed {
         content.push(rest);
     }
     parsed.stopped = text.ends_with(CALL);
-    parsed.reasoning = Some(reasoning.join("\n")).filter(|r| !r.is_empty());
-    parsed.content = Some(content.join("\n")).filter(|c| !c.is_empty());
+    parsed.reasoning = Some(reasoning.join(joiner)).filter(|r| !r.is_empty());
+    parsed.content = Some(content.join(joiner)).filter(|c| !c.is_empty());
     parsed
 }
 
@@ -185,9 +184,10 @@ mod tests {
     }
 
     #[test]
-    fn streamed_answers_are_not_modelled() {
-        assert!(parse("<|channel|>final<|message|>Hi", true)
-            .unmodelled
-            .is_some());
+    fn streamed_messages_are_not_joined() {
+        let text = "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>analysis\
+                    <|message|>b<|end|><|start|>assistant<|channel|>final<|message|>c";
+        assert_eq!(parse(text, true).reasoning.as_deref(), Some("ab"));
+        assert_eq!(parse(text, false).reasoning.as_deref(), Some("a\nb"));
     }
 }

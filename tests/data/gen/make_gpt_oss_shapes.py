@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""What vLLM 0.33.0's own harmony parser returns for known gpt-oss token streams (non-streamed):
+"""What vLLM 0.33.0's own harmony parser returns for known gpt-oss token streams, streamed or not:
 tests/data/gpt_oss/parser_shapes.jsonl, read by tests/gpt_oss.rs.
 
 Runs `HarmonyParser.parse` (`vllm/parser/harmony.py`, with the `GptOssReasoningParser` and
-`GptOssToolParser` it requires, as `ParserManager` sets them up for `model_type: gpt_oss`) from
+`GptOssToolParser` it requires, as `ParserManager` sets them up for `model_type: gpt_oss`), and
+its `parse_delta` token by token for the streamed answer, from
 the pinned wheel (fetched and sha256-checked by make_server_corpus.py's `fetch_wheel`; heavy
 dependencies stubbed by server_stubs/autostub.py) on the true token ids of each model text. The
 harmony parsing itself is OpenAI's `openai_harmony` (PyPI `openai-harmony`), which reads the
@@ -108,6 +109,32 @@ class DecodeOnly:
         return {}
 
 
+class Request:
+    """What `parse_delta` reads of the request: the default `include_reasoning`."""
+
+    include_reasoning = True
+
+
+def streamed(parser, ids: list[int]) -> dict:
+    """The answer a client assembles from `parse_delta` called once per token (the last one
+    `finished`), as OpenAI's SDKs assemble a stream: text fields concatenated, tool calls by
+    `index` with their arguments concatenated."""
+    reasoning, content, calls = "", "", {}
+    for i, token in enumerate(ids):
+        delta = parser.parse_delta("", [token], Request(), finished=i == len(ids) - 1)
+        if delta is None:
+            continue
+        reasoning += delta.reasoning or ""
+        content += delta.content or ""
+        for call in delta.tool_calls or []:
+            slot = calls.setdefault(call.index, {"name": "", "arguments": ""})
+            if call.function is not None:
+                slot["name"] = call.function.name or slot["name"]
+                slot["arguments"] += call.function.arguments or ""
+    return {"reasoning": reasoning or None, "content": content or None,
+            "calls": [calls[i] for i in sorted(calls)]}
+
+
 def main() -> None:
     encodings = Path(tempfile.mkdtemp(prefix="o200k-"))
     write_o200k(encodings)
@@ -129,9 +156,12 @@ def main() -> None:
         parser = HarmonyParser(DecodeOnly(), None)
         reasoning, content, calls = parser.parse(text, None, model_output_token_ids=ids)
         rows.append({
-            "text": text, "stop": stop, "ids": ids, "reasoning": reasoning, "content": content,
+            "text": text, "stop": stop, "stream": False, "ids": ids, "reasoning": reasoning,
+            "content": content,
             "calls": [{"name": c.name, "arguments": c.arguments} for c in calls or []],
         })
+        rows.append({"text": text, "stop": stop, "stream": True, "ids": ids,
+                     **streamed(HarmonyParser(DecodeOnly(), None), ids)})
     with OUT.open("w", encoding="utf-8", newline="\n") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")

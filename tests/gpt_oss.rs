@@ -233,3 +233,39 @@ fn reconstruction_of_vllms_answers_is_never_wrong_without_a_flag() {
     assert!(exact[0] >= 7, "only {} of the unstreamed exact", exact[0]);
     assert!(exact[1] >= 7, "only {} of the streamed exact", exact[1]);
 }
+
+/// The prompt is rebuilt with the day the server rendered it (the answer's `created`), not the
+/// day of the rebuild: transformers' render of a corpus conversation with that day put in.
+#[test]
+fn the_prompt_has_the_day_the_server_answered() {
+    let p = profile();
+    let rows = lines("tests/data/parity/render_gpt_oss.jsonl");
+    let case = rows
+        .iter()
+        .find(|c| c["add_generation_prompt"] == json!(true) && c.get("tools").is_some())
+        .unwrap();
+    let request = ExchangeRequest {
+        messages: case["messages"].as_array().unwrap().clone(),
+        tools: case["tools"].as_array().cloned(),
+        chat_template_kwargs: case
+            .get("chat_template_kwargs")
+            .and_then(Value::as_object)
+            .cloned(),
+        stream: Some(false),
+        max_tokens: None,
+    };
+    // 2025-08-05T23:00:00Z (Python: datetime.fromtimestamp(1754434800, timezone.utc)).
+    let created = 1_754_434_800;
+    let response = json!({
+        "created": created,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                     "reasoning": "Hi.", "content": "Hello!"}}],
+    });
+    let options = ReconstructOptions {
+        kind: ServerKind::Vllm,
+        ..ReconstructOptions::default()
+    };
+    let rebuilt = reconstruct(&p, &request, &response, &options).unwrap();
+    let want = dated(case["text"].as_str().unwrap(), "2025-08-05");
+    assert_eq!(rebuilt.prompt_ids, p.tokenizer.encode(&want));
+}

@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 
 use crate::api::ServerKind;
 use crate::completion::{Completion, CompletionError};
+use crate::model::template::RENDER_TIME;
 use crate::model::{ModelError, Profile, RenderInput};
 use crate::server::{self, ForwardInput, InverseInput, ParserTraits, ReadBackRules, ServerShape};
 
@@ -775,7 +776,15 @@ fn prompt_ids(
     completion: &Completion,
     warnings: &mut Vec<String>,
 ) -> Result<(Vec<u32>, Option<u64>), ModelError> {
-    let rendered = profile.render_ids(&request.render_input())?;
+    // A template that writes the day (`strftime_now`) wrote the server's, when the answer says.
+    let mut kwargs = request.chat_template_kwargs.clone().unwrap_or_default();
+    if let Some(created) = completion.created {
+        kwargs.insert(RENDER_TIME.into(), created.into());
+    }
+    let rendered = profile.render_ids(&RenderInput {
+        chat_template_kwargs: Some(&kwargs).filter(|k| !k.is_empty()),
+        ..request.render_input()
+    })?;
     let mut disagreeing = None;
     if let Some(server) = completion.usage.as_ref().and_then(|u| u.prompt_tokens) {
         if server != rendered.len() as u64 {

@@ -14,7 +14,16 @@
 //!   `reasoning_content` / `reasoning`.
 //! - Built-in template: `templates/openai-gpt-oss-120b.jinja`, llama.cpp's
 //!   `models/templates/openai-gpt-oss-120b.jinja` (MIT, `tests/assets/templates/LICENSE-llama.cpp`).
-//!   It writes the day it renders (`strftime_now`) into the system message.
+//!   It writes the day it renders (`strftime_now`) into the system message: a rebuild writes the
+//!   day of the answer's `created` (in UTC; a server in another time zone may have written
+//!   another).
+//! - vLLM renders gpt-oss prompts with `openai_harmony`, not with the template (measured in
+//!   `tests/gpt_oss.rs`): without tools its developer message has no blank line after the
+//!   instructions, history with tool calls and results is written differently (content before a
+//!   call as `commentary`, results unquoted, every call), reasoning is read from `reasoning`, not
+//!   `thinking`. Most such prompts differ in length (the answer's `prompt_tokens` flags them); the
+//!   missing blank line does not (a known gap: a rebuild of a vLLM answer to a request with a
+//!   system message and no tools is off by that one token).
 //! - Tokenizer: the o200k_harmony vocabulary (`tests/assets/README.md`).
 
 use super::AssistantTurn;

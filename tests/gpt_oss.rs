@@ -275,8 +275,8 @@ fn the_prompt_has_the_day_the_server_answered() {
 /// from the corpus conversations that ask for a generation prompt). Measured: which prompts it
 /// renders as the template does, which differ in their count (the answer's `prompt_tokens` flags
 /// those), and that the only difference of the same count is the developer message's blank line
-/// after the instructions, which harmony does not write (`.\n\n` and `.` are one token each): a
-/// known gap, see the family's file.
+/// after the instructions, which harmony does not write (`.\n\n` and `.` are one token each),
+/// which the reconstruction flags (below).
 #[test]
 fn vllm_renders_prompts_with_harmony_not_the_template() {
     let p = profile();
@@ -302,4 +302,41 @@ fn vllm_renders_prompts_with_harmony_not_the_template() {
         }
     }
     assert_eq!((same, counted, blank_line), (32, 85, 40));
+}
+
+/// The one difference the count cannot show (above) is flagged: a request with a system message
+/// and no tools is `ambiguous` (`prompt_render_differs`) unless the server sent its prompt ids.
+#[test]
+fn a_system_message_without_tools_is_flagged() {
+    let p = profile();
+    let options = ReconstructOptions {
+        kind: ServerKind::Vllm,
+        ..ReconstructOptions::default()
+    };
+    let answer = json!({
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                     "reasoning": "Hi.", "content": "Hello!"}}],
+    });
+    let tool = json!({"type": "function", "function": {"name": "f", "description": "F.",
+                      "parameters": {"type": "object", "properties": {}}}});
+    let system = json!({"role": "system", "content": "Be brief."});
+    let user = json!({"role": "user", "content": "Hi"});
+    for (messages, tools, doubted) in [
+        (vec![system.clone(), user.clone()], None, true),
+        (vec![system, user.clone()], Some(vec![tool]), false),
+        (vec![user], None, false),
+    ] {
+        let request = ExchangeRequest {
+            messages,
+            tools,
+            ..ExchangeRequest::default()
+        };
+        let rebuilt = reconstruct(&p, &request, &answer, &options).unwrap();
+        let flagged = rebuilt
+            .fidelity
+            .reasons
+            .contains(&draftgen::reconstruct::Reason::PromptRenderDiffers);
+        assert_eq!(flagged, doubted, "{:?}", request.messages);
+        assert_eq!(!rebuilt.fidelity.class.is_exact(), doubted);
+    }
 }

@@ -149,6 +149,10 @@ pub enum Reason {
     /// `"\n"` and SGLang with `" "` before the template (`model/client_messages.rs`): the prompt
     /// is rendered as vLLM does and may not be the server's.
     ContentPartsJoinDiffers,
+    /// Some serving stacks render this request's prompt otherwise than the template, in a way
+    /// the token count cannot show (the family's `FamilyRules::prompt_doubt`): rendered as the
+    /// template does, and may not be the server's.
+    PromptRenderDiffers,
 }
 
 impl Reason {

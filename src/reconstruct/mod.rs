@@ -214,6 +214,7 @@ pub fn reconstruct_parsed(
         upstream::flag_unnamed_upstream(&x, prompt_count, &mut fidelity, &mut warnings);
     }
     flag_content_parts(&x, completion, &mut fidelity, &mut warnings);
+    flag_prompt_doubt(&x, completion, &mut fidelity, &mut warnings);
     Ok(Reconstruction {
         prompt_ids,
         completion_ids,
@@ -767,6 +768,22 @@ fn flag_content_parts(
             "ambiguous: a message's content has several text parts, which vLLM joins with a newline and SGLang with a space; rendered as vLLM does"
                 .to_string(),
         );
+    }
+}
+
+/// The family knows serving stacks that render this prompt otherwise, by the same count.
+fn flag_prompt_doubt(
+    x: &Exchange,
+    completion: &Completion,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    let rules = x.profile.family.rules();
+    let doubt = rules.prompt_doubt(&x.request.messages, x.request.tools.as_deref());
+    if let (Some(why), None) = (doubt, &completion.prompt_token_ids) {
+        fidelity.at_most(FidelityClass::Ambiguous);
+        fidelity.because(Reason::PromptRenderDiffers);
+        warnings.push(format!("ambiguous: {why}"));
     }
 }
 

@@ -22,8 +22,8 @@
 //!   instructions, history with tool calls and results is written differently (content before a
 //!   call as `commentary`, results unquoted, every call), reasoning is read from `reasoning`, not
 //!   `thinking`. Most such prompts differ in length (the answer's `prompt_tokens` flags them); the
-//!   missing blank line does not (a known gap: a rebuild of a vLLM answer to a request with a
-//!   system message and no tools is off by that one token).
+//!   missing blank line does not, so a request with a system message and no tools is flagged
+//!   (`FamilyRules::prompt_doubt`: `ambiguous`, `prompt_render_differs`).
 //! - Tokenizer: the o200k_harmony vocabulary (`tests/assets/README.md`).
 
 use super::AssistantTurn;
@@ -31,6 +31,7 @@ use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
 use crate::completion::Arguments;
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, DumpOptions};
+use serde_json::Value;
 
 pub const START: &str = "<|start|>";
 pub const CHANNEL: &str = "<|channel|>";
@@ -87,6 +88,17 @@ impl FamilyRules for GptOss {
         let id = model_id.to_ascii_lowercase();
         let name = id.rsplit('/').next().unwrap_or_default();
         name.starts_with("gpt-oss")
+    }
+
+    /// A first system or developer message and no tools: the template writes a blank line after
+    /// the instructions and vLLM's harmony render does not, and `.\n\n` and `.` are one token each.
+    fn prompt_doubt(&self, messages: &[Value], tools: Option<&[Value]>) -> Option<&'static str> {
+        let role = messages.first().and_then(|m| m.get("role")?.as_str());
+        let instructed = matches!(role, Some("system" | "developer"));
+        let tools = tools.is_some_and(|t| !t.is_empty());
+        (instructed && !tools).then_some(
+            "vLLM renders gpt-oss prompts with openai_harmony, which writes no blank line after the developer instructions where the template (llama.cpp, SGLang) does; the count is the same either way; rendered as the template does",
+        )
     }
 
     fn completion_text(

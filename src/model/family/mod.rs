@@ -230,6 +230,12 @@ pub trait FamilyRules: Sync {
     fn is_native_tool_call_id(&self, _id: &str) -> bool {
         true
     }
+
+    /// Why some serving stacks render this request's prompt otherwise than the template, in a
+    /// way its token count cannot show; `None`: the template's render is every stack's.
+    fn prompt_doubt(&self, _messages: &[Value], _tools: Option<&[Value]>) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A model family: a handle on its rules, compared and hashed by its name. Each family's file

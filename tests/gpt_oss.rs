@@ -340,3 +340,62 @@ fn a_system_message_without_tools_is_flagged() {
         assert_eq!(!rebuilt.fidelity.class.is_exact(), doubted);
     }
 }
+
+/// End to end: `generate` against the simulator serving gpt-oss as vLLM 0.33 (its harmony parser:
+/// arguments re-serialized, ids minted), then `build`: every sample written, each rebuilt exactly.
+#[test]
+fn generate_and_build_against_the_simulator() {
+    use common::run::{jsonl as samples_of, stderr, RunDir};
+    use common::servers::start_sim;
+
+    let dir = RunDir::new();
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "description": "Weather of a city.", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
+    dir.write_prompts((0..6).map(|i| {
+        let mut prompt = json!({"id": format!("p{i}"), "source": "t", "messages": [
+            {"role": "user", "content": format!("Question {i}: the weather in Paris?")}]});
+        if i % 2 == 0 {
+            prompt["tools"] = tools.clone();
+        }
+        prompt
+    }));
+    let sim = start_sim(draftgen::sim::SimConfig {
+        seed: 21,
+        flavor: draftgen::sim::Flavor::Vllm,
+        model_dir: Some(assets().join("gpt-oss")),
+        ..draftgen::sim::SimConfig::default()
+    });
+    let o = dir
+        .generate(&sim.base_url())
+        .args(["--model", "openai/gpt-oss-120b", "--kind", "vllm"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let model = assets().join("gpt-oss");
+    let o = dir
+        .build(model.to_str().unwrap(), "out")
+        .arg("--jsonl")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Each answer rebuilt exactly, as `build` did.
+    let p = profile();
+    let options = ReconstructOptions {
+        kind: ServerKind::Vllm,
+        ..ReconstructOptions::default()
+    };
+    for record in dir.journal() {
+        let request = draftgen::build::read_request(&record["request"]).unwrap();
+        let rebuilt = reconstruct(&p, &request, &record["response"], &options).unwrap();
+        let class = rebuilt.fidelity.class;
+        assert!(
+            class.is_exact(),
+            "{}: {class:?} {:?}",
+            record["id"],
+            rebuilt.warnings
+        );
+    }
+    let samples = samples_of(&dir.join("out").join("samples.jsonl"));
+    assert_eq!(samples.len(), 6, "{}", stderr(&o));
+}

@@ -399,3 +399,48 @@ fn generate_and_build_against_the_simulator() {
     let samples = samples_of(&dir.join("out").join("samples.jsonl"));
     assert_eq!(samples.len(), 6, "{}", stderr(&o));
 }
+
+/// Multi-turn (`generate --turns all`): each earlier answer ends in history with `<|end|>`, not
+/// the end-of-turn `<|return|>`; the build lays the conversation out in one row.
+#[test]
+fn a_regenerated_conversation_builds_one_row() {
+    use common::run::{jsonl as samples_of, stderr, RunDir};
+    use common::servers::start_sim;
+
+    let dir = RunDir::new();
+    dir.write_prompts([json!({"id": "conv", "source": "t", "messages": [
+        {"role": "user", "content": "Name a prime number."},
+        {"role": "assistant", "content": "Seven."},
+        {"role": "user", "content": "And a larger one?"},
+        {"role": "assistant", "content": "Thirteen."}
+    ]})]);
+    let sim = start_sim(draftgen::sim::SimConfig {
+        seed: 5,
+        flavor: draftgen::sim::Flavor::Vllm,
+        model_dir: Some(assets().join("gpt-oss")),
+        ..draftgen::sim::SimConfig::default()
+    });
+    let o = dir
+        .generate(&sim.base_url())
+        .args([
+            "--turns",
+            "all",
+            "--model",
+            "openai/gpt-oss-20b",
+            "--kind",
+            "vllm",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let model = assets().join("gpt-oss");
+    let o = dir
+        .build(model.to_str().unwrap(), "out")
+        .arg("--jsonl")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let samples = samples_of(&dir.join("out").join("samples.jsonl"));
+    assert_eq!(samples.len(), 1, "{}", stderr(&o));
+    assert_eq!(samples[0]["turns"], 2, "{}", samples[0]);
+}

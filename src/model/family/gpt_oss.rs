@@ -90,6 +90,10 @@ impl FamilyRules for GptOss {
         name.starts_with("gpt-oss")
     }
 
+    fn history_turn_ends(&self) -> &'static [&'static str] {
+        &[END, CALL]
+    }
+
     /// A first system or developer message and no tools: the template writes a blank line after
     /// the instructions and vLLM's harmony render does not, and `.\n\n` and `.` are one token each.
     fn prompt_doubt(&self, messages: &[Value], tools: Option<&[Value]>) -> Option<&'static str> {

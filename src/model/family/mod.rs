@@ -231,6 +231,13 @@ pub trait FamilyRules: Sync {
         true
     }
 
+    /// The tokens besides the end-of-turn token that end an earlier assistant turn where the
+    /// template writes it into history (gpt-oss: `<|end|>` after an answer, `<|call|>` after a
+    /// call; its end-of-turn `<|return|>` only ends the last turn).
+    fn history_turn_ends(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Why some serving stacks render this request's prompt otherwise than the template, in a
     /// way its token count cannot show; `None`: the template's render is every stack's.
     fn prompt_doubt(&self, _messages: &[Value], _tools: Option<&[Value]>) -> Option<&'static str> {

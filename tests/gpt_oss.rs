@@ -50,6 +50,15 @@ fn dated(text: &str, date: &str) -> String {
 }
 
 #[test]
+fn known_names_resolve_to_the_gpt_oss_files() {
+    use draftgen::model::assets::known_repo;
+    assert_eq!(known_repo("gpt-oss"), Some("openai/gpt-oss-120b"));
+    assert_eq!(known_repo("openai/gpt-oss-20b"), Some("openai/gpt-oss-20b"));
+    let dir = draftgen::model::assets::resolve_model("gpt-oss-20b").unwrap();
+    assert_eq!(dir, assets().join("gpt-oss"));
+}
+
+#[test]
 fn detected_from_its_directory_with_the_builtin_template() {
     let p = profile();
     assert_eq!(p.family, Family::GPT_OSS);

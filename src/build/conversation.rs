@@ -180,9 +180,13 @@ fn row_with<'a>(
         });
     }
     let last = rebuilt.last().ok_or("a conversation without turns")?;
-    let end_of_turn = profile.tokenizer.token_to_id(profile.end_of_turn());
+    let ends = std::iter::once(profile.end_of_turn())
+        .chain(profile.family.rules().history_turn_ends().iter().copied());
+    let turn_ends: Vec<u32> = ends
+        .filter_map(|end| profile.tokenizer.token_to_id(end))
+        .collect();
     let (input_ids, loss_mask, rerender_differs) =
-        layout(&rebuilt, end_of_turn).map_err(|e| format!("conversation {prompt_id}: {e}"))?;
+        layout(&rebuilt, &turn_ends).map_err(|e| format!("conversation {prompt_id}: {e}"))?;
 
     let mut fidelity = Fidelity::new(last.fidelity.class);
     for turn in &rebuilt {
@@ -221,19 +225,21 @@ fn row_with<'a>(
 }
 
 /// The ids, the mask, and whether any earlier turn is re-rendered differently from what the model
-/// produced.
-fn layout(turns: &[Turn], end_of_turn: Option<u32>) -> Result<(Vec<u32>, Vec<u8>, bool), String> {
+/// produced. An earlier turn ends at the first of `turn_ends` (the end-of-turn token, and the
+/// family's other ends of a turn in history).
+fn layout(turns: &[Turn], turn_ends: &[u32]) -> Result<(Vec<u32>, Vec<u8>, bool), String> {
     let last = turns.last().ok_or("no turns")?;
     let history = &last.prompt;
     let mut mask = vec![0u8; history.len()];
     let mut differs = false;
     for (i, turn) in turns[..turns.len() - 1].iter().enumerate() {
         let start = common_prefix(&turn.prompt, history);
-        let end_token =
-            end_of_turn.ok_or("the profile's end-of-turn token is not in the vocabulary")?;
+        if turn_ends.is_empty() {
+            return Err("the profile's end-of-turn token is not in the vocabulary".into());
+        }
         let end = history[start..]
             .iter()
-            .position(|&id| id == end_token)
+            .position(|id| turn_ends.contains(id))
             .map(|p| start + p)
             .ok_or_else(|| format!("turn {} has no end-of-turn token in the history", i + 1))?;
         mask[start..=end].fill(1);
@@ -275,7 +281,7 @@ mod tests {
             turn(&[1, 2, 3], &[7, 8, END]),
             turn(&[1, 2, 3, 7, 8, END, 4, 3], &[5, END]),
         ];
-        let (ids, mask, differs) = layout(&turns, Some(END)).expect("layout");
+        let (ids, mask, differs) = layout(&turns, &[END]).expect("layout");
         assert_eq!(ids, vec![1, 2, 3, 7, 8, END, 4, 3, 5, END]);
         assert_eq!(mask, vec![0, 0, 0, 1, 1, 1, 0, 0, 1, 1]);
         assert!(!differs);
@@ -284,7 +290,7 @@ mod tests {
             turn(&[1, 2, 3], &[7, 8, END]),
             turn(&[1, 2, 3, 8, END, 4, 3], &[5, END]),
         ];
-        let (_, mask, differs) = layout(&turns, Some(END)).expect("layout");
+        let (_, mask, differs) = layout(&turns, &[END]).expect("layout");
         assert_eq!(mask, vec![0, 0, 0, 1, 1, 0, 0, 1, 1]);
         assert!(differs);
     }

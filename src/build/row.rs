@@ -214,14 +214,59 @@ fn imported_row(
 /// declared to the template), `chat_template_kwargs`, `stream` (a streamed answer is checked
 /// against the server's streaming shape; tests/replay_e2e.rs) and `max_tokens` (a vLLM 0.11 cut
 /// says `tool_calls`, told from a finished answer by the limit) — straight from the body, nothing
-/// else of it copied.
+/// else of it copied — and the reasoning effort (`reasoning_effort`, OpenRouter's
+/// `reasoning.effort`), which servers hand the template as the `reasoning_effort` kwarg where the
+/// request's kwargs do not set it (vLLM's harmony system message, gpt-oss's template:
+/// `Reasoning: high`).
 pub fn read_request(body: &Value) -> Result<ExchangeRequest, String> {
-    ExchangeRequest::deserialize(body).map_err(|e| format!("request: {e}"))
+    let mut request = ExchangeRequest::deserialize(body).map_err(|e| format!("request: {e}"))?;
+    let effort = body
+        .get("reasoning_effort")
+        .or_else(|| body.pointer("/reasoning/effort"))
+        .and_then(Value::as_str)
+        .filter(|e| ["low", "medium", "high"].contains(e));
+    if let Some(effort) = effort {
+        let kwargs = request
+            .chat_template_kwargs
+            .get_or_insert_with(Default::default);
+        kwargs
+            .entry("reasoning_effort")
+            .or_insert_with(|| effort.into());
+    }
+    Ok(request)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reasoning_effort_reaches_the_template() {
+        let body = |extra: Value| {
+            let mut body = serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]});
+            body.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            read_request(&body).unwrap().chat_template_kwargs
+        };
+        let effort = |kwargs: Option<serde_json::Map<String, Value>>| {
+            kwargs.and_then(|k| k.get("reasoning_effort").cloned())
+        };
+        let high = Some(Value::from("high"));
+        assert_eq!(
+            effort(body(serde_json::json!({"reasoning": {"effort": "high"}}))),
+            high
+        );
+        assert_eq!(
+            effort(body(serde_json::json!({"reasoning_effort": "high"}))),
+            high
+        );
+        // The request's own kwarg wins; no effort, no kwarg.
+        let both = serde_json::json!({"reasoning_effort": "high",
+                                      "chat_template_kwargs": {"reasoning_effort": "low"}});
+        assert_eq!(effort(body(both)), Some(Value::from("low")));
+        assert_eq!(body(serde_json::json!({})), None);
+    }
 
     #[test]
     fn cut_truncates_ids_and_mask_together() {

@@ -127,6 +127,17 @@ const KNOWN_MODELS: &[KnownModel] = &[
         asset_dir: "deepseek-v3",
         repo: "deepseek-ai/DeepSeek-V3",
     },
+    // gpt-oss-120b and -20b share the o200k_harmony vocabulary (the family has its template).
+    KnownModel {
+        names: &["gpt-oss", "gpt-oss-120b"],
+        asset_dir: "gpt-oss",
+        repo: "openai/gpt-oss-120b",
+    },
+    KnownModel {
+        names: &["gpt-oss-20b"],
+        asset_dir: "gpt-oss",
+        repo: "openai/gpt-oss-20b",
+    },
     KnownModel {
         names: &["smollm2", "smollm2-135m-instruct"],
         asset_dir: "smollm2-135m-instruct",

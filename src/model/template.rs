@@ -301,11 +301,25 @@ fn raise_exception(message: String) -> Result<Value, Error> {
     Err(Error::new(ErrorKind::InvalidOperation, message))
 }
 
-/// `strftime_now(format)`: the local time, formatted like Python's `strftime`.
-fn strftime_now(format: String) -> Result<Value, Error> {
+/// The context variable that fixes the time `strftime_now` formats (Unix seconds, read as UTC):
+/// the time a server rendered the prompt it answered, when a prompt is rendered again later.
+/// No template names it, so a native twin still renders a context holding it.
+pub const RENDER_TIME: &str = "draftgen_render_time";
+
+/// `strftime_now(format)`: the local time (or [`RENDER_TIME`]'s), formatted like Python's
+/// `strftime`.
+fn strftime_now(state: &State, format: String) -> Result<Value, Error> {
     use std::fmt::Write as _;
+    let fixed = state
+        .lookup(RENDER_TIME)
+        .and_then(|t| i64::try_from(t).ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0));
     let mut out = String::new();
-    write!(out, "{}", chrono::Local::now().format(&format)).map_err(|_| {
+    let written = match fixed {
+        Some(time) => write!(out, "{}", time.format(&format)),
+        None => write!(out, "{}", chrono::Local::now().format(&format)),
+    };
+    written.map_err(|_| {
         Error::new(
             ErrorKind::InvalidOperation,
             format!("strftime_now: unsupported format {format:?}"),
@@ -404,6 +418,15 @@ mod tests {
                 .contains("Conversation roles must alternate"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn strftime_now_at_a_fixed_render_time() {
+        // Python: datetime.fromtimestamp(1754352000 + 23 * 3600, timezone.utc).strftime(…)
+        let at = json!({ RENDER_TIME: 1754352000 + 23 * 3600 });
+        assert_eq!(render("{{ strftime_now('%Y-%m-%d') }}", at), "2025-08-05");
+        let today = chrono::Local::now().format("%Y").to_string();
+        assert!(render("{{ strftime_now('%Y') }}", json!({})).starts_with(&today[..2]));
     }
 
     #[test]

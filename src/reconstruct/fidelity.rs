@@ -184,6 +184,10 @@ pub enum Reason {
     ProviderShapeSglang,
     /// Rebuilt as llama.cpp's answer (`reconstruct/infer/shape.rs`).
     ProviderShapeLlamacpp,
+    /// Some serving stacks render this request's prompt otherwise than the template, in a way
+    /// the token count cannot show (the family's `FamilyRules::prompt_doubt`): rendered as the
+    /// template does, and may not be the server's.
+    PromptRenderDiffers,
 }
 
 impl Reason {

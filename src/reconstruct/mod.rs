@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::api::ServerKind;
 use crate::completion::{Completion, CompletionError};
+use crate::model::template::RENDER_TIME;
 use crate::model::{ModelError, Profile, RenderInput};
 use crate::server::{self, ForwardInput, InverseInput, ParserTraits, ReadBackRules, ServerShape};
 
@@ -216,6 +217,7 @@ pub fn reconstruct_parsed(
     }
     undeclared::flag_hidden_by_known_shapes(&x, &completion_ids, &mut fidelity, &mut warnings);
     flag_content_parts(&x, completion, &mut fidelity, &mut warnings);
+    flag_prompt_doubt(&x, completion, &mut fidelity, &mut warnings);
     Ok(Reconstruction {
         prompt_ids,
         completion_ids,
@@ -790,13 +792,37 @@ fn flag_content_parts(
     }
 }
 
+/// The family knows serving stacks that render this prompt otherwise, by the same count.
+fn flag_prompt_doubt(
+    x: &Exchange,
+    completion: &Completion,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    let rules = x.profile.family.rules();
+    let doubt = rules.prompt_doubt(&x.request.messages, x.request.tools.as_deref());
+    if let (Some(why), None) = (doubt, &completion.prompt_token_ids) {
+        fidelity.at_most(FidelityClass::Ambiguous);
+        fidelity.because(Reason::PromptRenderDiffers);
+        warnings.push(format!("ambiguous: {why}"));
+    }
+}
+
 fn prompt_ids(
     profile: &Profile,
     request: &ExchangeRequest,
     completion: &Completion,
     warnings: &mut Vec<String>,
 ) -> Result<(Vec<u32>, Option<u64>), ModelError> {
-    let rendered = profile.render_ids(&request.render_input())?;
+    // A template that writes the day (`strftime_now`) wrote the server's, when the answer says.
+    let mut kwargs = request.chat_template_kwargs.clone().unwrap_or_default();
+    if let Some(created) = completion.created {
+        kwargs.insert(RENDER_TIME.into(), created.into());
+    }
+    let rendered = profile.render_ids(&RenderInput {
+        chat_template_kwargs: Some(&kwargs).filter(|k| !k.is_empty()),
+        ..request.render_input()
+    })?;
     let mut disagreeing = None;
     if let Some(server) = completion.usage.as_ref().and_then(|u| u.prompt_tokens) {
         if server != rendered.len() as u64 {

@@ -18,6 +18,7 @@
 pub mod deepseek;
 pub mod deepseek_v31;
 pub mod generic;
+pub mod gpt_oss;
 pub mod hermes;
 pub mod kimi;
 pub mod llamacpp;
@@ -214,6 +215,7 @@ pub fn parser_traits(syntax: Syntax) -> &'static ParserTraits {
         Syntax::DeepseekV3 => &deepseek::TRAITS,
         Syntax::DeepseekV31 => &deepseek_v31::TRAITS,
         Syntax::Qwen3Coder => &qwen3_coder::TRAITS,
+        Syntax::Harmony => &gpt_oss::TRAITS,
     }
 }
 
@@ -270,6 +272,9 @@ pub struct Parsed {
     /// The parser converts the calls' values by the request's schema, which [`forward`] may not
     /// have had: an answer's values may be this text's coerced.
     pub values_typed_by_schema: bool,
+    /// The text ends with a token that stops generation other than the family's end-of-turn
+    /// token (harmony's `<|call|>`): the model stopped, nothing cut it.
+    pub stopped: bool,
 }
 
 /// The answer `shape` would send for the Kimi-format text in `input` (the Completion view; the
@@ -302,14 +307,19 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         Syntax::Qwen3Coder => {
             qwen3_coder::parse(text, input.tools_declared, input.stream, input.tools)
         }
+        Syntax::Harmony => gpt_oss::parse(text, input.stream),
     };
     if parsed.content.as_deref() == Some("") {
         parsed.content = None;
     }
     parsed.call_ids_checked = true;
-    parsed.finish_reason = if input.cut { "length" } else { "stop" };
+    let stopped = ForwardInput {
+        cut: input.cut && !parsed.stopped,
+        ..*input
+    };
+    parsed.finish_reason = if stopped.cut { "length" } else { "stop" };
     for quirk in shape.quirks.all() {
-        quirk.forward(shape, input, &mut parsed);
+        quirk.forward(shape, &stopped, &mut parsed);
     }
     parsed
 }

@@ -164,6 +164,8 @@ pub enum Syntax {
     /// Qwen3-Coder: `qwen3_coder` tool parser (XML calls, values converted by the schema), no
     /// reasoning; ids random.
     Qwen3Coder,
+    /// gpt-oss: the harmony parser on the token stream (channels, `to=functions.NAME`); ids random.
+    Harmony,
 }
 
 impl Syntax {
@@ -238,6 +240,19 @@ pub trait FamilyRules: Sync {
     /// Whether `id` has the family's native form (families without ids accept any).
     fn is_native_tool_call_id(&self, _id: &str) -> bool {
         true
+    }
+
+    /// The tokens besides the end-of-turn token that end an earlier assistant turn where the
+    /// template writes it into history (gpt-oss: `<|end|>` after an answer, `<|call|>` after a
+    /// call; its end-of-turn `<|return|>` only ends the last turn).
+    fn history_turn_ends(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Why some serving stacks render this request's prompt otherwise than the template, in a
+    /// way its token count cannot show; `None`: the template's render is every stack's.
+    fn prompt_doubt(&self, _messages: &[Value], _tools: Option<&[Value]>) -> Option<&'static str> {
+        None
     }
 }
 

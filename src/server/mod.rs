@@ -20,6 +20,7 @@ pub mod deepseek_v31;
 pub mod generic;
 pub mod hermes;
 pub mod kimi;
+pub mod llama3;
 pub mod llamacpp;
 pub mod openrouter;
 pub mod quirk;
@@ -208,6 +209,7 @@ pub fn parser_traits(syntax: Syntax) -> &'static ParserTraits {
         Syntax::Hermes => &hermes::TRAITS,
         Syntax::DeepseekV3 => &deepseek::TRAITS,
         Syntax::DeepseekV31 => &deepseek_v31::TRAITS,
+        Syntax::Llama3Json => &llama3::TRAITS,
     }
 }
 
@@ -290,6 +292,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         Syntax::DeepseekV31 => {
             deepseek_v31::parse(text, input.thinking, input.tools_declared, input.stream)
         }
+        Syntax::Llama3Json => llama3::parse(text, input.tools_declared, input.stream),
     };
     if parsed.content.as_deref() == Some("") {
         parsed.content = None;

@@ -161,6 +161,9 @@ pub enum Syntax {
     DeepseekV3,
     /// DeepSeek-V3.1: `deepseek_v31` tool parser, `deepseek_v3` reasoning parser; ids random.
     DeepseekV31,
+    /// Llama 3.1/3.3: vLLM's `llama3_json` tool parser, no reasoning; arguments re-serialized,
+    /// ids random.
+    Llama3Json,
 }
 
 impl Syntax {

@@ -1,0 +1,140 @@
+//! vLLM's `llama3_json` tool parser for Llama 3.1/3.3 (read in vLLM 0.33.0's
+//! `tool_parsers/llama_tool_parser.py`, `Llama3JsonToolParser`). No reasoning parser. The
+//! detokenizer skips special tokens (the parser does not ask otherwise), so `<|python_tag|>`
+//! never reaches it: a built-in tool call comes back as content without its tag.
+//!
+//! Not streamed (`extract_tool_calls`): text without `{` is content. Otherwise every `{` after
+//! the previous call's end (a `{` right at that end is skipped too) starts a `json.raw_decode`;
+//! each object's `name` and its `arguments`, else `parameters`, make a call, the arguments
+//! re-serialized with `json.dumps(…, ensure_ascii=False)`. Any `{` that does not start such an
+//! object (bad JSON, a cut, no `name`) makes the whole text content with no calls. With calls,
+//! content is `None`: text around and between them is dropped. Ids are random.
+//!
+//! Streamed (`extract_tool_calls_streaming`): a text that does not begin with `{` is content,
+//! sent as it comes; one that does is not modelled yet ([`Parsed::unmodelled`]).
+
+use serde_json::Value;
+
+use super::{Parsed, ParsedCall, ParserTraits};
+use crate::pyjson::{dumps_json, DumpOptions};
+
+/// vLLM's `llama3_json`: calls loaded and dumped again, a call that does not load never sent.
+pub const TRAITS: ParserTraits = ParserTraits {
+    drops_unfinished_call: true,
+    rewrites_calls: true,
+    ..ParserTraits::NONE
+};
+
+pub fn parse(text: &str, tools_declared: bool, stream: bool) -> Parsed {
+    let mut parsed = Parsed {
+        content: Some(text.to_string()),
+        finish_reason: "stop",
+        ..Parsed::default()
+    };
+    if !tools_declared || !text.contains('{') {
+        return parsed;
+    }
+    if stream {
+        if text.starts_with('{') {
+            parsed.unmodelled = Some("vLLM's llama3_json streamed tool calls");
+        }
+        return parsed;
+    }
+    if let Some(calls) = extract_calls(text).filter(|calls| !calls.is_empty()) {
+        parsed.calls = calls;
+        parsed.content = None;
+    }
+    parsed
+}
+
+/// The calls `extract_tool_calls` finds; `None`: it gave up (the text is content).
+fn extract_calls(text: &str) -> Option<Vec<ParsedCall>> {
+    let mut calls = Vec::new();
+    let mut end: Option<usize> = None;
+    for (start, _) in text.match_indices('{') {
+        if end.is_some_and(|end| start <= end) {
+            continue;
+        }
+        let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+        let object = values.next()?.ok()?;
+        end = Some(start + values.byte_offset());
+        let name = object.get("name")?.as_str()?;
+        let arguments = object
+            .get("arguments")
+            .or_else(|| object.get("parameters"))?;
+        calls.push(ParsedCall {
+            id: String::new(),
+            name: name.to_string(),
+            arguments: dumps_json(arguments, &DumpOptions::default()),
+        });
+    }
+    Some(calls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(p: &Parsed) -> Vec<(&str, &str)> {
+        p.calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn calls_are_loaded_and_dumped_again() {
+        let p = parse(
+            r#"{"name": "get_weather", "parameters": {"city":"Paris"}}"#,
+            true,
+            false,
+        );
+        assert_eq!(calls(&p), [("get_weather", r#"{"city": "Paris"}"#)]);
+        assert_eq!(p.content, None);
+        // Text around the call is dropped; two calls after `; `.
+        let p = parse(
+            r#"Sure: {"name": "f", "arguments": {}}; {"name": "g", "parameters": {"a": [1]}} ok"#,
+            true,
+            false,
+        );
+        assert_eq!(calls(&p), [("f", "{}"), ("g", r#"{"a": [1]}"#)]);
+        assert_eq!(p.content, None);
+    }
+
+    #[test]
+    fn anything_that_does_not_load_is_content() {
+        for text in [
+            r#"{"name": "f", "parameters": {"a"#,
+            r#"{"parameters": {}}"#,
+            "a {b} c",
+            r#"{"name": "f", "parameters": {}} and {oops}"#,
+            "brave_search.call(query=\"x\")",
+        ] {
+            let p = parse(text, true, false);
+            assert!(p.calls.is_empty(), "{text}");
+            assert_eq!(p.content.as_deref(), Some(text));
+        }
+        // No tools declared: the parser does not run.
+        let p = parse(r#"{"name": "f", "parameters": {}}"#, false, false);
+        assert!(p.calls.is_empty());
+    }
+
+    #[test]
+    fn a_brace_right_at_a_calls_end_is_skipped() {
+        // The second object's `{` is skipped, its arguments' `{}` is read as a call without a
+        // name: the parser gives up.
+        let text = r#"{"name": "f", "parameters": {}}{"name": "g", "parameters": {}}"#;
+        let p = parse(text, true, false);
+        assert!(p.calls.is_empty());
+        assert_eq!(p.content.as_deref(), Some(text));
+    }
+
+    #[test]
+    fn streamed_text_not_opening_with_a_brace_is_content() {
+        let text = r#"Sure: {"name": "f", "parameters": {}}"#;
+        let p = parse(text, true, true);
+        assert_eq!(p.content.as_deref(), Some(text));
+        assert!(p.calls.is_empty() && p.unmodelled.is_none());
+        assert!(parse(r#"{"name": "f""#, true, true).unmodelled.is_some());
+    }
+}

@@ -194,7 +194,7 @@ pub fn reconstruct_parsed(
         fidelity.at_most(FidelityClass::Ambiguous);
         fidelity.because(Reason::ArgumentsReserialized);
         warnings.push(
-            "ambiguous: the server re-serialized the tool-call arguments and not every spelling the model may have written could be tried (too many separators)"
+            "ambiguous: the server re-serialized the tool-call arguments and not every spelling the model may have written could be tried (too many separators, or a float whose digits json.loads normalized)"
                 .to_string(),
         );
     }
@@ -484,6 +484,16 @@ fn candidate_texts(
     let rewritten = traits.is_some_and(|p| p.rewrites_calls) && !stream;
     if synthesized && (rewritten || x.options.arguments_reserialized) {
         spellings_settled = with_argument_spellings(&mut texts, turns);
+    }
+    let family = profile.family.rules();
+    let more: Vec<String> = texts
+        .iter()
+        .flat_map(|t| family.call_spellings(t))
+        .collect();
+    for text in more {
+        if !texts.contains(&text) {
+            texts.push(text);
+        }
     }
     let grammar = profile.family.spec().tool_grammar;
     let ids_in_stream = profile

@@ -28,10 +28,12 @@ use super::fidelity::Reason;
 const MOST_SITES: usize = 10;
 
 /// Every spelling of `value` (the `json.dumps` default first), or `None` when there are too
-/// many to try (the caller must then not claim the spelling is settled).
+/// many to try (the caller must then not claim the spelling is settled): too many separators,
+/// or a float, whose digits `json.loads` normalizes (`2.50`, `2.5` and `25e-1` load alike, and
+/// `\p{N}{1,3}` pre-tokenizers give `2.5` and `2.500` the same count).
 pub(super) fn spellings(value: &Value) -> Option<Vec<String>> {
     let sites = separator_sites(value);
-    if sites > MOST_SITES {
+    if sites > MOST_SITES || has_float(value) {
         return None;
     }
     let asciis: &[bool] = if has_non_ascii(value) {
@@ -72,6 +74,15 @@ fn separator_sites(value: &Value) -> usize {
             items.len().saturating_sub(1) + items.iter().map(separator_sites).sum::<usize>()
         }
         _ => 0,
+    }
+}
+
+fn has_float(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_f64(),
+        Value::Object(map) => map.values().any(has_float),
+        Value::Array(items) => items.iter().any(has_float),
+        _ => false,
     }
 }
 

@@ -16,6 +16,7 @@
 use serde_json::Value;
 
 use super::{Parsed, ParsedCall, ParserTraits};
+use crate::model::family::llama3::PYTHON_TAG;
 use crate::pyjson::{dumps_json, DumpOptions};
 
 /// vLLM's `llama3_json`: calls loaded and dumped again, a call that does not load never sent.
@@ -26,6 +27,14 @@ pub const TRAITS: ParserTraits = ParserTraits {
 };
 
 pub fn parse(text: &str, tools_declared: bool, stream: bool) -> Parsed {
+    // The detokenizer skips special tokens: the tag.
+    let skipped;
+    let text = if text.contains(PYTHON_TAG) {
+        skipped = text.replace(PYTHON_TAG, "");
+        skipped.as_str()
+    } else {
+        text
+    };
     let mut parsed = Parsed {
         content: Some(text.to_string()),
         finish_reason: "stop",

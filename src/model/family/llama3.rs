@@ -91,6 +91,17 @@ impl FamilyRules for Llama3 {
                 .any(|o| id.contains(o))
     }
 
+    fn other_end_of_turn(&self) -> Option<&'static str> {
+        Some(END_OF_MESSAGE)
+    }
+
+    /// A turn with JSON calls as vLLM's `llama3_json` reads it alike: after `<|python_tag|>` or
+    /// not (the detokenizer skips it), the arguments under `"arguments"` or `"parameters"`, ended
+    /// by `<|eom_id|>` (the template's ipython mode) or `<|eot_id|>` (no stop token is shown).
+    fn call_spellings(&self, text: &str) -> Vec<String> {
+        call_spellings(text)
+    }
+
     fn completion_text(
         &self,
         _thinking: bool,
@@ -136,6 +147,31 @@ pub fn completion_text(turn: &AssistantTurn) -> String {
     if turn.end_of_turn {
         out.push_str(end);
     }
+    out
+}
+
+/// The key `llama3_json` also reads a call's arguments under.
+const ARGUMENTS_KEY: &str = "\", \"arguments\": ";
+const PARAMETERS_KEY: &str = "\", \"parameters\": ";
+
+/// See [`Llama3::call_spellings`]: every combination of the tag, the key and the end token but
+/// `text`'s own, for a finished turn of JSON calls as [`completion_text`] writes it.
+pub fn call_spellings(text: &str) -> Vec<String> {
+    let Some(body) = text.strip_suffix(END_OF_TURN) else {
+        return Vec::new();
+    };
+    if !body.starts_with("{\"name\": ") || !body.contains(PARAMETERS_KEY) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for tag in ["", PYTHON_TAG] {
+        for key in [PARAMETERS_KEY, ARGUMENTS_KEY] {
+            for end in [END_OF_TURN, END_OF_MESSAGE] {
+                out.push(format!("{tag}{}{end}", body.replace(PARAMETERS_KEY, key)));
+            }
+        }
+    }
+    out.retain(|alt| alt != text);
     out
 }
 

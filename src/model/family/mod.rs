@@ -227,6 +227,19 @@ pub trait FamilyRules: Sync {
         None
     }
 
+    /// A token besides [`FamilySpec::end_of_turn`] that ends a turn the model finished (the
+    /// server stops on it too, and shows neither).
+    fn other_end_of_turn(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Other texts the model may have written for the turn written as `text` (its completion
+    /// text) that the servers' parser reads alike: the reconstruction tries each too, and the
+    /// count decides between them or leaves the sample ambiguous.
+    fn call_spellings(&self, _text: &str) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether `id` has the family's native form (families without ids accept any).
     fn is_native_tool_call_id(&self, _id: &str) -> bool {
         true

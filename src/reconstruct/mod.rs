@@ -685,6 +685,9 @@ fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -
                 continue 'candidates;
             };
             let value: Option<Value> = value;
+            if value.as_ref().is_some_and(spellings::has_float) {
+                settled = false;
+            }
             match value.as_ref().and_then(spellings::spellings) {
                 Some(options) => per_call.push(options),
                 None => {

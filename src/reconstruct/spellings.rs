@@ -28,12 +28,10 @@ use super::fidelity::Reason;
 const MOST_SITES: usize = 10;
 
 /// Every spelling of `value` (the `json.dumps` default first), or `None` when there are too
-/// many to try (the caller must then not claim the spelling is settled): too many separators,
-/// or a float, whose digits `json.loads` normalizes (`2.50`, `2.5` and `25e-1` load alike, and
-/// `\p{N}{1,3}` pre-tokenizers give `2.5` and `2.500` the same count).
+/// many to try (the caller must then not claim the spelling is settled).
 pub(super) fn spellings(value: &Value) -> Option<Vec<String>> {
     let sites = separator_sites(value);
-    if sites > MOST_SITES || has_float(value) {
+    if sites > MOST_SITES {
         return None;
     }
     let asciis: &[bool] = if has_non_ascii(value) {
@@ -77,7 +75,10 @@ fn separator_sites(value: &Value) -> usize {
     }
 }
 
-fn has_float(value: &Value) -> bool {
+/// Whether `value` holds a float, whose digits `json.loads` normalizes and [`spellings`] does
+/// not enumerate (`2.50`, `2.5` and `25e-1` load alike; `\p{N}{1,3}` pre-tokenizers give `2.5`
+/// and `2.500` the same count): a spelling never settled.
+pub(super) fn has_float(value: &Value) -> bool {
     match value {
         Value::Number(n) => n.is_f64(),
         Value::Object(map) => map.values().any(has_float),

@@ -11,12 +11,13 @@
 //! content is `None`: text around and between them is dropped. Ids are random.
 //!
 //! Streamed (`extract_tool_calls_streaming`): a text that does not begin with `{` is content,
-//! sent as it comes; one that does is not modelled yet ([`Parsed::unmodelled`]).
+//! sent as it comes; one of whole calls separated by `; ` sends them as unstreamed; anything
+//! else that begins with `{` (a cut call) is not modelled yet ([`Parsed::unmodelled`]).
 
 use serde_json::Value;
 
 use super::{Parsed, ParsedCall, ParserTraits};
-use crate::model::family::llama3::PYTHON_TAG;
+use crate::model::family::llama3::{CALL_SEPARATOR, PYTHON_TAG};
 use crate::pyjson::{dumps_json, DumpOptions};
 
 /// vLLM's `llama3_json`: calls loaded and dumped again, a call that does not load never sent.
@@ -45,7 +46,13 @@ pub fn parse(text: &str, tools_declared: bool, stream: bool) -> Parsed {
     }
     if stream {
         if text.starts_with('{') {
-            parsed.unmodelled = Some("vLLM's llama3_json streamed tool calls");
+            match streamed_calls(text) {
+                Some(calls) => {
+                    parsed.calls = calls;
+                    parsed.content = None;
+                }
+                None => parsed.unmodelled = Some("vLLM's llama3_json streamed tool calls"),
+            }
         }
         return parsed;
     }
@@ -54,6 +61,38 @@ pub fn parse(text: &str, tools_declared: bool, stream: bool) -> Parsed {
         parsed.content = None;
     }
     parsed
+}
+
+/// What `extract_tool_calls_streaming` has sent once a text of whole calls went through it: the
+/// objects one after the other, `; ` between them (where its parser looks for the next one), the
+/// text ending with the last; each call's arguments `json.dumps`ed whole by the last delta.
+/// `None`: anything else (a cut call, other text), not modelled.
+fn streamed_calls(text: &str) -> Option<Vec<ParsedCall>> {
+    let mut calls = Vec::new();
+    let mut start = 0;
+    loop {
+        let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+        let object = values.next()?.ok()?;
+        let end = start + values.byte_offset();
+        let name = object.get("name")?.as_str()?;
+        let arguments = match (object.get("arguments"), object.get("parameters")) {
+            (Some(_), Some(_)) => return None,
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => return None,
+        };
+        calls.push(ParsedCall {
+            id: String::new(),
+            name: name.to_string(),
+            arguments: dumps_json(arguments, &DumpOptions::default()),
+        });
+        if end == text.len() {
+            return Some(calls);
+        }
+        start = end + CALL_SEPARATOR.len();
+        if !text[end..].starts_with(CALL_SEPARATOR) || !text[start..].starts_with('{') {
+            return None;
+        }
+    }
 }
 
 /// The calls `extract_tool_calls` finds; `None`: it gave up (the text is content).
@@ -145,5 +184,9 @@ mod tests {
         assert_eq!(p.content.as_deref(), Some(text));
         assert!(p.calls.is_empty() && p.unmodelled.is_none());
         assert!(parse(r#"{"name": "f""#, true, true).unmodelled.is_some());
+        let two = r#"{"name": "f", "parameters": {"a":1}}; {"name": "g", "arguments": {}}"#;
+        let p = parse(two, true, true);
+        assert_eq!(calls(&p), [("f", r#"{"a": 1}"#), ("g", "{}")]);
+        assert_eq!(p.content, None);
     }
 }

@@ -154,11 +154,13 @@ pub fn completion_text(turn: &AssistantTurn) -> String {
 const ARGUMENTS_KEY: &str = "\", \"arguments\": ";
 const PARAMETERS_KEY: &str = "\", \"parameters\": ";
 
-/// See [`Llama3::call_spellings`]: every combination of the tag, the key and the end token but
-/// `text`'s own, for a finished turn of JSON calls as [`completion_text`] writes it.
+/// See [`Llama3::call_spellings`]: every combination of the tag, the key and (for a finished
+/// turn) the end token but `text`'s own, for a turn of JSON calls as [`completion_text`] writes
+/// it.
 pub fn call_spellings(text: &str) -> Vec<String> {
-    let Some(body) = text.strip_suffix(END_OF_TURN) else {
-        return Vec::new();
+    let (body, ends): (&str, &[&str]) = match text.strip_suffix(END_OF_TURN) {
+        Some(body) => (body, &[END_OF_TURN, END_OF_MESSAGE]),
+        None => (text, &[""]),
     };
     if !body.starts_with("{\"name\": ") || !body.contains(PARAMETERS_KEY) {
         return Vec::new();
@@ -166,7 +168,7 @@ pub fn call_spellings(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for tag in ["", PYTHON_TAG] {
         for key in [PARAMETERS_KEY, ARGUMENTS_KEY] {
-            for end in [END_OF_TURN, END_OF_MESSAGE] {
+            for end in ends {
                 out.push(format!("{tag}{}{end}", body.replace(PARAMETERS_KEY, key)));
             }
         }
@@ -189,6 +191,18 @@ pub fn calls_builtin_tool(content: &str) -> bool {
 mod tests {
     use super::*;
     use crate::completion::ToolCall;
+
+    #[test]
+    fn call_spellings_are_the_tag_key_and_end_llama3_json_hides() {
+        let call = r#"{"name": "f", "parameters": {}}"#;
+        let finished = call_spellings(&format!("{call}<|eot_id|>"));
+        assert_eq!(finished.len(), 7);
+        assert!(finished
+            .contains(&r#"<|python_tag|>{"name": "f", "arguments": {}}<|eom_id|>"#.to_string()));
+        // Cut: no end token to swap.
+        assert_eq!(call_spellings(call).len(), 3);
+        assert!(call_spellings("Hello<|eot_id|>").is_empty());
+    }
 
     #[test]
     fn model_ids_as_openrouter_and_hugging_face_write_them() {

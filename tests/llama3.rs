@@ -125,3 +125,23 @@ fn reconstruction_is_never_wrong_without_a_flag() {
     // Plain answers, built-in tool calls after a tool result, and what the parser left as content.
     assert!(exact.len() >= 12, "only {} exact", exact.len());
 }
+
+/// The Llama 3.1 tokenizer's directory is detected as the family (its `<|python_tag|>`), with
+/// `<|eot_id|>` as the end of turn; the built-in template is llama.cpp's 3.1 / 3.3 file.
+#[test]
+fn detected_from_its_tokenizer_with_llama_cpps_template_built_in() {
+    let profile = Profile::load(&assets().join("llama3.1"), &LoadOptions::default()).unwrap();
+    assert_eq!(profile.name, "llama3");
+    assert_eq!(profile.end_of_turn(), "<|eot_id|>");
+    let builtin = draftgen::model::family::Family::LLAMA3
+        .spec()
+        .builtin_template
+        .unwrap();
+    for file in [
+        "llama-3.1-8b-instruct.jinja",
+        "llama-3.3-70b-instruct.jinja",
+    ] {
+        let published = std::fs::read_to_string(assets().join("templates").join(file)).unwrap();
+        assert_eq!(builtin, published, "{file}");
+    }
+}

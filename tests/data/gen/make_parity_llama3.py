@@ -3,7 +3,8 @@
 
 Conversations from make_parity.py's generator (tools, multi-turn, tool rounds with `tool`
 results, which the template renders as `ipython` turns), asked with the template's own switches
-(`date_string` pinned, `builtin_tools`, `tools_in_user_message` false, or none), rendered by
+(`date_string` pinned, `builtin_tools` — with calls of them in history —, `tools_in_user_message`
+false, or none), rendered by
 transformers (`render_jinja_template`, as `apply_chat_template` does) with llama.cpp's
 `models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja` (tests/assets/templates/, MIT; the
 3.3-70B file is the same bytes) and the Llama 3.1 tokenizer's special tokens; ids by that
@@ -55,6 +56,21 @@ def single_calls(rng, messages: list[dict]) -> list[dict]:
             message = {**message, "tool_calls": calls[:1]}
         out.append(message)
     return out
+
+
+QUERIES = ["weather in Paris", "天气 北京", "integrate x^2 from 0 to 1", "what's \"new\" today"]
+
+
+def builtin_calls(rng, messages: list[dict], builtin: list[str]) -> list[dict]:
+    """Half the single calls become calls of a built-in tool the request names (the template
+    writes them after `<|python_tag|>` as `NAME.call(query="…")`)."""
+    callable_tools = [t for t in builtin if t != "code_interpreter"]
+    for message in messages:
+        calls = message.get("tool_calls")
+        if calls and len(calls) == 1 and callable_tools and rng.random() < 0.5:
+            calls[0]["function"] = {"name": rng.choice(callable_tools),
+                                    "arguments": {"query": rng.choice(QUERIES)}}
+    return messages
 
 
 def render(messages, tools, add_generation_prompt, kwargs) -> tuple[str, list[int]]:
@@ -110,6 +126,8 @@ def main() -> None:
         kwargs = rng.choice(KWARGS)
         if kwargs:
             case["chat_template_kwargs"] = copy.deepcopy(kwargs)
+        if "builtin_tools" in kwargs:
+            case["messages"] = builtin_calls(rng, case["messages"], kwargs["builtin_tools"])
         try:
             text, ids = render(case["messages"], case.get("tools"), case["add_generation_prompt"],
                                case.get("chat_template_kwargs", {}))

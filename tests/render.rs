@@ -904,3 +904,11 @@ mod native_matches_template {
         check("kimi-k2.5", "kimi-k2.5", None);
     }
 }
+
+/// Llama 3.1 / 3.3 through llama.cpp's template (`tests/data/gen/make_parity_llama3.py`): tools
+/// in the first user message or the system turn, `ipython` tool results, built-in tools, the
+/// date line.
+#[test]
+fn parity_llama3() {
+    check_parity("render_llama3.jsonl", "llama3.1", Some("llama3"));
+}

@@ -197,7 +197,7 @@ pub fn reconstruct_parsed(
         fidelity.at_most(FidelityClass::Ambiguous);
         fidelity.because(Reason::ArgumentsReserialized);
         warnings.push(
-            "ambiguous: the server re-serialized the tool-call arguments and not every spelling the model may have written could be tried (too many separators)"
+            "ambiguous: the server re-serialized the tool-call arguments and not every spelling the model may have written could be tried (too many separators, or a float whose digits json.loads normalized)"
                 .to_string(),
         );
     }
@@ -490,6 +490,16 @@ fn candidate_texts(
     if synthesized && (rewritten || x.options.arguments_reserialized) {
         spellings_settled = with_argument_spellings(&mut texts, turns);
     }
+    let family = profile.family.rules();
+    let more: Vec<String> = texts
+        .iter()
+        .flat_map(|t| family.call_spellings(t))
+        .collect();
+    for text in more {
+        if !texts.contains(&text) {
+            texts.push(text);
+        }
+    }
     let grammar = profile.family.spec().tool_grammar;
     let ids_in_stream = profile
         .family
@@ -698,6 +708,9 @@ fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -
                 continue 'candidates;
             };
             let value: Option<Value> = value;
+            if value.as_ref().is_some_and(spellings::has_float) {
+                settled = false;
+            }
             match value.as_ref().and_then(spellings::spellings) {
                 Some(options) => per_call.push(options),
                 None => {

@@ -75,6 +75,18 @@ fn separator_sites(value: &Value) -> usize {
     }
 }
 
+/// Whether `value` holds a float, whose digits `json.loads` normalizes and [`spellings`] does
+/// not enumerate (`2.50`, `2.5` and `25e-1` load alike; `\p{N}{1,3}` pre-tokenizers give `2.5`
+/// and `2.500` the same count): a spelling never settled.
+pub(super) fn has_float(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_f64(),
+        Value::Object(map) => map.values().any(has_float),
+        Value::Array(items) => items.iter().any(has_float),
+        _ => false,
+    }
+}
+
 fn has_non_ascii(value: &Value) -> bool {
     match value {
         Value::String(s) => !s.is_ascii(),

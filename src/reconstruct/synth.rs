@@ -91,7 +91,13 @@ impl Context<'_> {
 
     pub(super) fn agrees(&self, text: &str) -> Result<(), String> {
         let eot = self.end_of_turn();
-        let (body, cut) = match text.strip_suffix(eot).filter(|_| !eot.is_empty()) {
+        let other = self.profile.family.rules().other_end_of_turn();
+        let ended = [Some(eot), other]
+            .into_iter()
+            .flatten()
+            .filter(|end| !end.is_empty())
+            .find_map(|end| text.strip_suffix(end));
+        let (body, cut) = match ended {
             Some(body) => (body, false),
             None => (text, true),
         };

@@ -37,7 +37,8 @@ pub(super) fn candidates(
     if reasoning.is_none() && completion.tool_calls.is_empty() {
         let unparsed = unparsed(profile, &content, thinking, end_of_turn, warnings);
         if let Some(candidate) = unparsed {
-            return vec![candidate];
+            let native = native_unparsed(profile, thinking, &candidate);
+            return std::iter::once(candidate).chain(native).collect();
         }
     }
     // Reasoning left in content before `</think>` while tool calls were parsed out.
@@ -83,6 +84,25 @@ pub(super) fn candidates(
         end_of_turn,
     };
     with_unclosed(profile, turn)
+}
+
+/// The family's own text for an unparsed answer's turn where it differs from the content as
+/// received (Llama 3.1 writes a built-in tool call after `<|python_tag|>`, which the detokenizer
+/// skipped, and ends it with `<|eom_id|>`): another candidate, the count decides.
+fn native_unparsed(profile: &Profile, thinking: bool, candidate: &Candidate) -> Option<Candidate> {
+    let verbatim = candidate.verbatim.as_deref()?;
+    if thinking {
+        return None;
+    }
+    let native = profile
+        .family
+        .rules()
+        .completion_text(false, &candidate.turn)?
+        .ok()?;
+    (native != verbatim).then(|| Candidate {
+        turn: candidate.turn.clone(),
+        verbatim: Some(native),
+    })
 }
 
 /// The answer's reasoning and content without the spaces the detokenizer put around added

@@ -21,6 +21,7 @@ pub mod generic;
 pub mod gpt_oss;
 pub mod hermes;
 pub mod kimi;
+pub mod llama3;
 pub mod llamacpp;
 pub mod openrouter;
 pub mod quirk;
@@ -216,6 +217,7 @@ pub fn parser_traits(syntax: Syntax) -> &'static ParserTraits {
         Syntax::DeepseekV31 => &deepseek_v31::TRAITS,
         Syntax::Qwen3Coder => &qwen3_coder::TRAITS,
         Syntax::Harmony => &gpt_oss::TRAITS,
+        Syntax::Llama3Json => &llama3::TRAITS,
     }
 }
 
@@ -308,6 +310,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
             qwen3_coder::parse(text, input.tools_declared, input.stream, input.tools)
         }
         Syntax::Harmony => gpt_oss::parse(text, input.stream),
+        Syntax::Llama3Json => llama3::parse(text, input.tools_declared, input.stream),
     };
     if parsed.content.as_deref() == Some("") {
         parsed.content = None;

@@ -166,6 +166,9 @@ pub enum Syntax {
     Qwen3Coder,
     /// gpt-oss: the harmony parser on the token stream (channels, `to=functions.NAME`); ids random.
     Harmony,
+    /// Llama 3.1/3.3: vLLM's `llama3_json` tool parser, no reasoning; arguments re-serialized,
+    /// ids random.
+    Llama3Json,
 }
 
 impl Syntax {
@@ -235,6 +238,19 @@ pub trait FamilyRules: Sync {
     /// (`arguments | items`) or write objects anew (`arguments | tojson`).
     fn template_reads_argument_objects(&self) -> bool {
         false
+    }
+
+    /// A token besides [`FamilySpec::end_of_turn`] that ends a turn the model finished (the
+    /// server stops on it too, and shows neither).
+    fn other_end_of_turn(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Other texts the model may have written for the turn written as `text` (its completion
+    /// text) that the servers' parser reads alike: the reconstruction tries each too, and the
+    /// count decides between them or leaves the sample ambiguous.
+    fn call_spellings(&self, _text: &str) -> Vec<String> {
+        Vec::new()
     }
 
     /// Whether `id` has the family's native form (families without ids accept any).

@@ -31,8 +31,8 @@ use super::{reconstruct_parsed, ExchangeRequest, ReconstructError, Reconstructio
 mod arguments;
 mod ids;
 mod negative;
-mod shape;
 mod reasoning;
+mod shape;
 mod spacing;
 mod strips;
 mod think;
@@ -41,11 +41,11 @@ mod usage;
 pub use arguments::CompactsArguments;
 pub use ids::{id_form, IdsIndexOnly, IdsMinted, IdsWithoutPrefix};
 pub use negative::{NoSpacesSpecialTokens, PromptsThink};
+pub use reasoning::reasoning_field;
 pub use shape::{
     KnownShape, SHAPE_LLAMACPP, SHAPE_SGLANG, SHAPE_VLLM, SHAPE_VLLM_0_11, SHAPE_VLLM_0_11_SPACED,
     SHAPE_VLLM_SPACED,
 };
-pub use reasoning::reasoning_field;
 pub use spacing::SpacesSpecialTokens;
 pub use strips::{
     StripsWhitespace, STRIPS_CONTENT_END, STRIPS_CONTENT_END_BEFORE_CALLS, STRIPS_CONTENT_START,

@@ -99,6 +99,9 @@ pub enum Reason {
     /// The reasoning ended where a tool section opened: the answer cannot show whether the
     /// model wrote the reasoning's close before it, and the count does not decide.
     ReasoningCloseNotShown,
+    /// No closed tool call met the count; the last call was rebuilt unclosed (the model may
+    /// have ended its turn inside it), which only the count suggests.
+    LastCallLeftUnclosed,
     /// The answer contains another model family's markers.
     ForeignMarkers,
     /// The server's ids differ from the text's rebuild; the server's were used.

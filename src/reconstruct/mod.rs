@@ -591,7 +591,18 @@ fn synthesize(
             classify::with_unclosed_last_call(texts.to_vec(), &grammar, profile.end_of_turn());
         let again = synth::synthesize(&cx, &unclosed[texts.len()..]);
         if again.consistent > 0 {
-            found = again;
+            // Only the count picked this reading, and a closed call the rebuild cannot spell
+            // exactly (re-serialized arguments, a parser that drops whitespace) meets the same
+            // count one marker shorter: never certain.
+            let (ids, mut fidelity) =
+                classify::classify(profile, texts, completion, again, shape, &x.rules, warnings);
+            fidelity.at_most(FidelityClass::Ambiguous);
+            fidelity.because(Reason::LastCallLeftUnclosed);
+            warnings.push(
+                "ambiguous: no closed tool call meets usage.completion_tokens; rebuilt with the last call left unclosed (the model may have ended its turn inside it), which only the count suggests"
+                    .to_string(),
+            );
+            return (ids, fidelity);
         }
     }
     classify::classify(profile, texts, completion, found, shape, &x.rules, warnings)

@@ -578,7 +578,7 @@ fn synthesize(
         },
         literals: literals.as_ref(),
     };
-    let mut found = synth::synthesize(&cx, texts);
+    let found = synth::synthesize(&cx, texts);
     let grammar = profile.family.spec().tool_grammar;
     if let (0, false, false, Some(grammar)) = (
         found.consistent,

@@ -44,10 +44,15 @@
 //! slow start grows them: a few round trips, instead of a whole initial wave turned away by a
 //! provider with less room.
 //!
+//! Once every prompt has been handed a slot ([`Limiter::drained`]), the limit stops growing: the
+//! last answers of a run come back with slots to spare, and growing on them (a slot per answer in
+//! slow start) only inflates the limit the summary reports — `tests/capacity.rs` saw 33 against a
+//! capacity of 16. Cuts still apply (the retries left may still be turned away).
+//!
 //! Shrinking a semaphore cannot take back permits that are held: the ones not available right now
 //! become a debt, paid by forgetting permits as they are returned.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -111,6 +116,8 @@ pub struct Limiter {
     /// Permits to forget when returned (a decrease that could not take them at once).
     debt: AtomicUsize,
     in_flight: AtomicUsize,
+    /// Every prompt has had its first slot: the limit no longer binds, so it no longer grows.
+    drained: AtomicBool,
     min: usize,
     max: usize,
 }
@@ -160,6 +167,7 @@ impl Limiter {
             }),
             debt: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
+            drained: AtomicBool::new(false),
             min,
             max,
         })
@@ -185,6 +193,11 @@ impl Limiter {
     /// Requests holding a slot now.
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// No prompt is waiting for its first slot any more: from now on the limit only shrinks.
+    pub fn drained(&self) {
+        self.drained.store(true, Ordering::Relaxed);
     }
 
     /// How many times the limit was cut for capacity.
@@ -237,8 +250,10 @@ impl Limiter {
             }
             Outcome::Success(None) | Outcome::Failed => {}
         }
+        let grows = !self.drained.load(Ordering::Relaxed);
         let slow_start = !w.found_capacity && w.settle == 0;
-        if slow_start
+        if grows
+            && slow_start
             && matches!(outcome, Outcome::Success(_))
             && !beyond_noise(w.rejected, w.ended)
         {
@@ -279,8 +294,8 @@ impl Limiter {
         } else if w.settle > 0 {
             w.settle -= 1;
             old
-        } else if !w.found_capacity {
-            // Slow start grew it answer by answer.
+        } else if !w.found_capacity || !grows {
+            // Slow start grew it answer by answer; or nothing waits for a slot.
             old
         } else {
             old + (old / 100).max(1)
@@ -556,6 +571,20 @@ mod tests {
         }
         assert_eq!(l.decreases(), 0);
         assert_eq!(l.limit(), 1024);
+    }
+
+    #[test]
+    fn a_drained_run_stops_growing_but_still_cuts() {
+        let l = Limiter::new(64, 1, 1024);
+        assert_eq!(round(&l, 1000), 0);
+        assert_eq!(l.limit(), 32);
+        l.drained();
+        for _ in 0..10 {
+            round(&l, 1000);
+        }
+        assert_eq!(l.limit(), 32, "the tail of a run does not grow the limit");
+        round(&l, 16);
+        assert_eq!(l.limit(), 16, "a capacity found is still cut to");
     }
 
     #[test]

@@ -125,6 +125,7 @@ pub(crate) async fn schedule(ctx: Arc<Ctx>, pending: Vec<Pending>, grace: std::t
         // Reap finished tasks so the set stays as small as the in-flight limit.
         while tasks.try_join_next().is_some() {}
     }
+    ctx.limiter.drained();
 
     loop {
         let deadline = ctx

@@ -5,20 +5,16 @@
 //! `server::deepseek_v31::parse`; and the completion text the family writes for those answers
 //! is the text the model wrote.
 
+mod common;
+
+use common::family::{corpus, parsed_calls, row_calls};
 use draftgen::completion::{Arguments, ToolCall};
 use draftgen::model::family::{deepseek_v31, AssistantTurn};
 use draftgen::server::deepseek_v31::parse;
 use serde_json::Value;
-use std::path::Path;
 
 fn rows() -> Vec<Value> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/deepseek_v31/parser_shapes.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+    corpus("tests/data/deepseek_v31/parser_shapes.jsonl")
 }
 
 #[test]
@@ -37,23 +33,11 @@ fn parse_returns_what_vllms_parsers_return() {
             "{text}"
         );
         assert_eq!(content.as_deref(), row["content"].as_str(), "{text}");
-        let calls: Vec<(&str, &str)> = parsed
-            .calls
-            .iter()
-            .map(|c| (c.name.as_str(), c.arguments.as_str()))
-            .collect();
-        let want: Vec<(&str, &str)> = row["calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                (
-                    c["name"].as_str().unwrap(),
-                    c["arguments"].as_str().unwrap(),
-                )
-            })
-            .collect();
-        assert_eq!(calls, want, "{text}");
+        assert_eq!(
+            parsed_calls(&parsed.calls),
+            row_calls(row, "calls"),
+            "{text}"
+        );
     }
 }
 
@@ -78,14 +62,12 @@ fn completion_text_inverts_the_parsers() {
             reasoning: row["reasoning"].as_str().map(str::to_string),
             reasoning_closed: closed,
             content: row["content"].as_str().unwrap_or_default().to_string(),
-            tool_calls: row["calls"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| ToolCall {
+            tool_calls: row_calls(&row, "calls")
+                .into_iter()
+                .map(|(name, arguments)| ToolCall {
                     id: None,
-                    name: c["name"].as_str().unwrap().to_string(),
-                    arguments: Arguments::Raw(c["arguments"].as_str().unwrap().to_string()),
+                    name,
+                    arguments: Arguments::Raw(arguments),
                 })
                 .collect(),
             end_of_turn: true,

@@ -7,8 +7,7 @@
 
 mod common;
 
-use common::family::{corpus, parsed_calls, row_calls};
-use draftgen::completion::{Arguments, ToolCall};
+use common::family::{assert_parsed_as_row, corpus, row_tool_calls};
 use draftgen::model::family::{deepseek_v31, AssistantTurn};
 use draftgen::server::deepseek_v31::parse;
 use serde_json::Value;
@@ -24,20 +23,7 @@ fn parse_returns_what_vllms_parsers_return() {
     for row in &rows {
         let text = row["text"].as_str().unwrap();
         let thinking = row["thinking"].as_bool().unwrap();
-        let parsed = parse(text, thinking, true, false);
-        // `forward` sends an empty content as none, as vLLM does.
-        let content = parsed.content.filter(|c| !c.is_empty());
-        assert_eq!(
-            parsed.reasoning.as_deref(),
-            row["reasoning"].as_str(),
-            "{text}"
-        );
-        assert_eq!(content.as_deref(), row["content"].as_str(), "{text}");
-        assert_eq!(
-            parsed_calls(&parsed.calls),
-            row_calls(row, "calls"),
-            "{text}"
-        );
+        assert_parsed_as_row(parse(text, thinking, true, false), row);
     }
 }
 
@@ -62,14 +48,7 @@ fn completion_text_inverts_the_parsers() {
             reasoning: row["reasoning"].as_str().map(str::to_string),
             reasoning_closed: closed,
             content: row["content"].as_str().unwrap_or_default().to_string(),
-            tool_calls: row_calls(&row, "calls")
-                .into_iter()
-                .map(|(name, arguments)| ToolCall {
-                    id: None,
-                    name,
-                    arguments: Arguments::Raw(arguments),
-                })
-                .collect(),
+            tool_calls: row_tool_calls(&row),
             end_of_turn: true,
         };
         let want = format!("{text}<｜end▁of▁sentence｜>");

@@ -14,7 +14,7 @@ mod common;
 
 use common::assets;
 use common::family::{
-    check_parity, corpus, parsed_calls, rebuild_all, row_calls, true_ids, vllm_answer,
+    assert_parsed_as_row, check_parity, corpus, rebuild_all, row_calls, true_ids, vllm_answer,
     vllm_options, weather_request, Forms,
 };
 use draftgen::model::family::Family;
@@ -85,19 +85,7 @@ fn parse_returns_what_vllms_parsers_return() {
         let want_ids: Vec<u32> = serde_json::from_value(row["ids"].clone()).unwrap();
         assert_eq!(p.tokenizer.encode(text), want_ids, "{text:?}");
         let thinking = row["thinking"].as_bool().unwrap();
-        let parsed = parse(text, thinking, true, false);
-        let content = parsed.content.filter(|c| !c.is_empty());
-        assert_eq!(
-            parsed.reasoning.as_deref(),
-            row["reasoning"].as_str(),
-            "{text:?}"
-        );
-        assert_eq!(content.as_deref(), row["content"].as_str(), "{text:?}");
-        assert_eq!(
-            parsed_calls(&parsed.calls),
-            row_calls(row, "calls"),
-            "{text:?}"
-        );
+        assert_parsed_as_row(parse(text, thinking, true, false), row);
     }
 }
 

@@ -14,10 +14,9 @@ mod common;
 
 use common::assets;
 use common::family::{
-    check_parity, corpus, parsed_calls, rebuild_all, row_calls, true_ids, vllm_answer,
-    vllm_options, weather_request, Forms,
+    check_parity, corpus, parsed_calls, rebuild_all, row_calls, row_tool_calls, true_ids,
+    vllm_answer, vllm_options, weather_request, Forms,
 };
-use draftgen::completion::{Arguments, ToolCall};
 use draftgen::model::family::{qwen3_coder, AssistantTurn, Family};
 use draftgen::model::{LoadOptions, Profile};
 use draftgen::server::qwen3_coder::parse;
@@ -130,14 +129,7 @@ fn completion_text_inverts_the_parser() {
         }
         let turn = AssistantTurn {
             content: row["content"].as_str().unwrap_or_default().to_string(),
-            tool_calls: row_calls(row, "calls")
-                .into_iter()
-                .map(|(name, arguments)| ToolCall {
-                    id: None,
-                    name,
-                    arguments: Arguments::Raw(arguments),
-                })
-                .collect(),
+            tool_calls: row_tool_calls(row),
             end_of_turn: true,
             ..AssistantTurn::default()
         };

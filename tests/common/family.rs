@@ -6,9 +6,10 @@
 use std::path::Path;
 
 use draftgen::api::ServerKind;
+use draftgen::completion::{Arguments, ToolCall};
 use draftgen::model::{Profile, RenderInput};
 use draftgen::reconstruct::{reconstruct, ExchangeRequest, ReconstructOptions, Reconstruction};
-use draftgen::server::ParsedCall;
+use draftgen::server::{Parsed, ParsedCall};
 use serde_json::{json, Value};
 
 /// A JSONL file of the repository (`tests/data/…`), one value a line.
@@ -112,6 +113,33 @@ pub fn row_calls(row: &Value, key: &str) -> Vec<(String, String)> {
             (field("name"), field("arguments"))
         })
         .collect()
+}
+
+/// A row's `calls` as the model's tool calls (no id, the arguments as written).
+pub fn row_tool_calls(row: &Value) -> Vec<ToolCall> {
+    row_calls(row, "calls")
+        .into_iter()
+        .map(|(name, arguments)| ToolCall {
+            id: None,
+            name,
+            arguments: Arguments::Raw(arguments),
+        })
+        .collect()
+}
+
+/// A parser's answer to the row's `text` is the row's `reasoning`, `content` (an empty one sent
+/// as none, as vLLM does) and `calls`.
+pub fn assert_parsed_as_row(parsed: Parsed, row: &Value) {
+    let text = &row["text"];
+    let content = parsed.content.filter(|c| !c.is_empty());
+    assert_eq!(
+        parsed.reasoning.as_deref(),
+        row["reasoning"].as_str(),
+        "{text}"
+    );
+    assert_eq!(content.as_deref(), row["content"].as_str(), "{text}");
+    let calls = parsed_calls(&parsed.calls);
+    assert_eq!(calls, row_calls(row, "calls"), "{text}");
 }
 
 /// Reconstruction as of a vLLM server, its version left to the newest.

@@ -131,6 +131,17 @@ pub fn kind_name(kind: ServerKind) -> &'static str {
 }
 
 impl ServerShape {
+    /// The detokenizer spacings its answers come in: with and without spaces around added
+    /// tokens where it puts them ([`quirks::SpacesAroundAddedTokens`]: a per-request setting
+    /// in vLLM), else without.
+    pub fn spacings(&self) -> &'static [bool] {
+        if self.quirks.has::<quirks::SpacesAroundAddedTokens>() {
+            &[false, true]
+        } else {
+            &[false]
+        }
+    }
+
     /// `vllm 0.33`, `sglang 0.5`, `openrouter`.
     pub fn describe(&self) -> String {
         if self.version.is_empty() {

@@ -104,6 +104,16 @@ FILES = {
         "d9f5f351b276cf9e81d009db08830db7d38e94927aecd09a7beb43e2aafee94e",
         ("repo", "tests/assets/templates/deepseek-v3.1.jinja"),
     ),
+    # DeepSeek-V3.2 (issue 21): draftgen's rendition of DeepSeek's `encoding_dsv32.py` (the
+    # built-in template), and llama.cpp's template as vendored in PyPI llama-cpp-python 0.3.36.
+    "assets/templates/deepseek-v3.2.jinja": (
+        "148e3e9b28cbdc1f92caf72aec71d2aab9c3dd7aef5f4cc046222e310a606329",
+        ("repo", "tests/assets/templates/deepseek-v3.2.jinja"),
+    ),
+    "assets/templates/deepseek-v3.2-llama.cpp.jinja": (
+        "8e5a13fcc4bdd4d943311fc59064b805770fdeddfccbd7f1c252cc16e8acaf3d",
+        ("repo", "tests/assets/templates/deepseek-v3.2-llama.cpp.jinja"),
+    ),
     # Qwen3-Coder (issue 21): llama.cpp's template as vendored in PyPI llama-cpp-python 0.3.36.
     "assets/templates/qwen3-coder.jinja": (
         "d287fb2edf144207f868ae1b282755dc19db2a3f1c5b3a3d57e9e5abffa98392",

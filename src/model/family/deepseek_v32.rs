@@ -120,6 +120,20 @@ impl FamilyRules for DeepseekV32 {
         true
     }
 
+    /// SGLang hangs the request's tools on a first system prompt of the request's own (its text,
+    /// then the tools block); vLLM puts them in a system message of their own before it: the same
+    /// pieces in another order, which the count need not show.
+    fn prompt_doubt(&self, messages: &[Value], tools: Option<&[Value]>) -> Option<&'static str> {
+        let first = messages.first()?;
+        let system = first.get("role").and_then(Value::as_str) == Some("system");
+        let instructed = first
+            .get("content")
+            .is_some_and(|c| !matches!(c, Value::Null) && c.as_str() != Some(""));
+        (system && instructed && tools.is_some_and(|t| !t.is_empty())).then_some(
+            "DeepSeek-V3.2's tools block goes before the system prompt under vLLM and after it under SGLang (the same encoding, fed otherwise); rendered as vLLM does",
+        )
+    }
+
     fn completion_text(
         &self,
         thinking: bool,
@@ -269,6 +283,21 @@ mod tests {
             Family::DEEPSEEK_V32
         );
         assert_eq!(detect("deepseek_v3", ""), Family::DEEPSEEK_V3);
+    }
+
+    #[test]
+    fn tools_beside_a_system_prompt_are_a_doubt() {
+        let tools = [serde_json::json!({"type": "function", "function": {"name": "f"}})];
+        let system = serde_json::json!({"role": "system", "content": "Be brief."});
+        let user = serde_json::json!({"role": "user", "content": "Hi"});
+        let doubt = |messages: &[Value], tools: Option<&[Value]>| {
+            DeepseekV32.prompt_doubt(messages, tools).is_some()
+        };
+        assert!(doubt(&[system.clone(), user.clone()], Some(&tools)));
+        assert!(!doubt(&[system.clone(), user.clone()], None));
+        assert!(!doubt(&[user.clone()], Some(&tools)));
+        let empty = serde_json::json!({"role": "system", "content": ""});
+        assert!(!doubt(&[empty, user], Some(&tools)));
     }
 
     #[test]

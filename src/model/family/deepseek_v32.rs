@@ -20,7 +20,8 @@
 //! - End of turn: `<｜end▁of▁sentence｜>`. Tokenizer: DeepSeek-V3's (`tests/assets/README.md`);
 //!   V3.2's own (V3.1's) also has `<think>`/`</think>` as tokens, so a model directory with its
 //!   `tokenizer.json` encodes them as such.
-//! - DeepSeek-V3.2-Exp writes the same DSML and is served the same way: it is this family.
+//! - DeepSeek-V3.2-Exp is not: it writes V3.1's tool syntax and ships V3.1's template, so its
+//!   ids and its model directory (a template of its own) are DeepSeek-V3.1's family.
 
 use serde_json::{Map, Value};
 
@@ -93,20 +94,22 @@ impl FamilyRules for DeepseekV32 {
         &SPEC
     }
 
-    /// `config.json`'s `model_type` (`deepseek_v32`), or a template that writes DSML calls.
+    /// A template that writes DSML calls, or `config.json`'s `model_type` (`deepseek_v32`)
+    /// without a template (V3.2 ships none; V3.2-Exp, the same `model_type`, ships V3.1's).
     fn detect(&self, model_type: &str, tokenizer_config: &str, template: &str) -> bool {
         let needle = "<｜begin▁of▁sentence｜>";
-        model_type == "deepseek_v32"
+        (model_type == "deepseek_v32" && template.trim().is_empty())
             || ((tokenizer_config.contains(needle) || template.contains(needle))
                 && template.contains("｜DSML｜"))
     }
 
-    /// `deepseek/deepseek-v3.2`, `deepseek/deepseek-v3.2-exp`, `deepseek-ai/DeepSeek-V3.2-Speciale`,
-    /// `…:free`.
+    /// `deepseek/deepseek-v3.2`, `deepseek-ai/DeepSeek-V3.2-Speciale`, `…:free`; not `…-exp`.
     fn detect_model_id(&self, model_id: &str) -> bool {
         let id = model_id.to_ascii_lowercase();
         let name = id.rsplit('/').next().unwrap_or_default();
-        name.starts_with("deepseek") && (name.contains("v3.2") || name.contains("v3-2"))
+        name.starts_with("deepseek")
+            && (name.contains("v3.2") || name.contains("v3-2"))
+            && !name.contains("exp")
     }
 
     /// vLLM's wrapper: `thinking or enable_thinking`, each as Python tests truth.
@@ -243,10 +246,8 @@ mod tests {
     fn model_ids_as_openrouter_and_hugging_face_write_them() {
         for id in [
             "deepseek/deepseek-v3.2",
-            "deepseek/deepseek-v3.2-exp",
             "deepseek/deepseek-v3.2:free",
             "deepseek-ai/DeepSeek-V3.2",
-            "deepseek-ai/DeepSeek-V3.2-Exp",
             "deepseek-ai/DeepSeek-V3.2-Speciale",
         ] {
             assert_eq!(
@@ -266,6 +267,17 @@ mod tests {
                 "{id}"
             );
         }
+        // V3.2-Exp writes V3.1's syntax.
+        for id in [
+            "deepseek/deepseek-v3.2-exp",
+            "deepseek-ai/DeepSeek-V3.2-Exp",
+        ] {
+            assert_eq!(
+                Family::from_model_id(id),
+                Some(Family::DEEPSEEK_V31),
+                "{id}"
+            );
+        }
     }
 
     #[test]
@@ -278,6 +290,9 @@ mod tests {
             )
         };
         assert_eq!(detect("deepseek_v32", ""), Family::DEEPSEEK_V32);
+        // V3.2-Exp's directory: V3.1's template.
+        let v31 = Family::DEEPSEEK_V31.spec().builtin_template.unwrap();
+        assert_eq!(detect("deepseek_v32", v31), Family::DEEPSEEK_V31);
         assert_eq!(
             detect("deepseek_v3", SPEC.builtin_template.unwrap()),
             Family::DEEPSEEK_V32

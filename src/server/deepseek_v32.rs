@@ -27,7 +27,8 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::quirks::fix_arg_types;
-use super::{deepseek_v31, Parsed, ParsedCall, ParserTraits};
+use super::{deepseek_v31, ForwardInput, Parsed, ParsedCall, ParserTraits};
+use crate::api::ServerKind;
 use crate::model::family::deepseek_v32::{
     FUNCTION_CALLS_CLOSE, FUNCTION_CALLS_OPEN, INVOKE_CLOSE, INVOKE_OPEN, PARAMETER_CLOSE,
     PARAMETER_OPEN,
@@ -53,6 +54,23 @@ static NEXT_HEAD_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"<｜DSML｜parameter\s+name=")
         .unwrap_or_else(|e| panic!("the DSML lookahead regex is a constant and compiles: {e}"))
 });
+
+/// [`parse`] where `kind` serves V3.2 with vLLM's parsers; SGLang's `deepseekv32` detector
+/// (it strips string values and the blank line before the calls) and llama.cpp's parser are
+/// not modelled: their answers agree with no text rather than with a wrong one.
+pub fn parse_by(kind: ServerKind, text: &str, input: &ForwardInput) -> Parsed {
+    let mut parsed = parse(
+        text,
+        input.thinking,
+        input.tools_declared,
+        input.stream,
+        input.tools,
+    );
+    if matches!(kind, ServerKind::Sglang | ServerKind::LlamaCpp) {
+        parsed.unmodelled = Some("this server's DeepSeek-V3.2 parsers (only vLLM's are modelled)");
+    }
+    parsed
+}
 
 pub fn parse(
     text: &str,

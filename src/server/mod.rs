@@ -308,13 +308,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         Syntax::DeepseekV31 => {
             deepseek_v31::parse(text, input.thinking, input.tools_declared, input.stream)
         }
-        Syntax::DeepseekV32 => deepseek_v32::parse(
-            text,
-            input.thinking,
-            input.tools_declared,
-            input.stream,
-            input.tools,
-        ),
+        Syntax::DeepseekV32 => deepseek_v32::parse_by(shape.kind, text, input),
         Syntax::Qwen3Coder => {
             qwen3_coder::parse(text, input.tools_declared, input.stream, input.tools)
         }

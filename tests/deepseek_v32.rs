@@ -5,7 +5,8 @@
 //!   transformers' `render_jinja_template` on llama.cpp's `deepseek-ai-DeepSeek-V3.2.jinja`
 //!   (`render_deepseek_v32_llama_cpp.jsonl`), both made by
 //!   `tests/data/gen/make_parity_deepseek_v32.py` — the text, the DeepSeek-V3 tokenizer's ids, and
-//!   the same render from the messages as clients send them (arguments as JSON strings);
+//!   the same render from the messages as clients send them (arguments as JSON strings; content
+//!   missing, `null` or a list of parts, as the generator wrote them);
 //! - the server shape: what vLLM 0.33.0's own `deepseek_v32` tool parser and `deepseek_v3`
 //!   reasoning parser return for known model texts (`tests/data/deepseek_v32/parser_shapes.jsonl`,
 //!   made by `tests/data/gen/make_deepseek_v32_shapes.py` running the wheel's code), against
@@ -87,7 +88,16 @@ fn check_parity(template: &str, corpus: &str) {
         let want = case["text"].as_str().unwrap();
         let want_ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
         let client = client_messages(messages);
-        for (form, messages) in [("server", messages), ("client", &client)] {
+        let written = case
+            .get("client_messages")
+            .and_then(Value::as_array)
+            .unwrap_or(messages);
+        let forms = [
+            ("server", messages),
+            ("client", &client),
+            ("as written", written),
+        ];
+        for (form, messages) in forms {
             let input = RenderInput {
                 messages,
                 tools: tools.map(Vec::as_slice),
@@ -112,7 +122,7 @@ fn check_parity(template: &str, corpus: &str) {
         failures.is_empty(),
         "{} of {} renders differ:\n{}",
         failures.len(),
-        rows.len() * 2,
+        rows.len() * 3,
         failures[..failures.len().min(4)].join("\n")
     );
 }

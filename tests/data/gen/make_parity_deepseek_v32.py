@@ -23,6 +23,9 @@ encoding (`entrypoints/openai/encoding_dsv32.py`), reading history reasoning fro
    as vendored in PyPI `llama-cpp-python` 0.3.36 (tests/assets/templates/deepseek-v3.2-llama.cpp.jinja,
    MIT), on the same kind of conversations (reasoning under `reasoning_content`, which it reads).
 
+A row whose messages the client wrote otherwise (content missing, null or a list of parts,
+arguments as JSON strings) also holds them as `client_messages`: draftgen must render those alike.
+
 Each row's `python_text` (corpus 2) is what the Python encoding renders for the same request, so
 the corpus also shows where llama.cpp's rendition differs from DeepSeek's encoding.
 Run from the repository root.
@@ -63,6 +66,16 @@ def server_messages(messages: list[dict], reasoning_key: str) -> list[dict]:
         if "reasoning_content" in message and reasoning_key != "reasoning_content":
             message[reasoning_key] = message.pop("reasoning_content")
         out.append(message)
+    return out
+
+
+def client_messages(messages: list[dict], reasoning_key: str) -> list[dict]:
+    """The messages as the client wrote them (content missing, null or a list of parts, arguments
+    as JSON strings or objects), reasoning under the key the reference reads."""
+    out = copy.deepcopy(messages)
+    for message in out:
+        if "reasoning_content" in message and reasoning_key != "reasoning_content":
+            message[reasoning_key] = message.pop("reasoning_content")
     return out
 
 
@@ -110,6 +123,7 @@ def corpus(name: str, template: str, reasoning_key: str, render, extra) -> list[
         kwargs = thinking_kwargs(rng)
         if kwargs:
             case["chat_template_kwargs"] = kwargs
+        client = client_messages(case["messages"], reasoning_key)
         case["messages"] = server_messages(case["messages"], reasoning_key)
         try:
             text = render(case)
@@ -119,6 +133,8 @@ def corpus(name: str, template: str, reasoning_key: str, render, extra) -> list[
             dropped += 1
             continue
         row = {"template": template, **case, "text": text, "ids": PLAIN.encode(text, add_special_tokens=False)}
+        if client != case["messages"]:
+            row["client_messages"] = client
         rows.append({**row, **extra(case, text)})
     assert len(rows) >= 200, f"only {len(rows)} renders after {attempts} attempts"
     write_jsonl(PARITY / f"render_{name}.jsonl", rows)

@@ -310,7 +310,7 @@ mod tests {
         };
         assert!(doubt(&[system.clone(), user.clone()], Some(&tools)));
         assert!(!doubt(&[system.clone(), user.clone()], None));
-        assert!(!doubt(&[user.clone()], Some(&tools)));
+        assert!(!doubt(std::slice::from_ref(&user), Some(&tools)));
         let empty = serde_json::json!({"role": "system", "content": ""});
         assert!(!doubt(&[empty, user], Some(&tools)));
     }

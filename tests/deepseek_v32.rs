@@ -160,6 +160,27 @@ fn llama_cpps_template_is_not_deepseeks_encoding() {
     assert!(differ > 100, "only {differ} differ");
 }
 
+/// SGLang feeds the same encoding otherwise (`sglang_text`): its render differs from vLLM's
+/// exactly on the requests the family names as a prompt doubt (tools beside a system prompt).
+#[test]
+fn sglang_differs_only_where_the_family_doubts() {
+    let rows = jsonl("tests/data/parity/render_deepseek_v32.jsonl");
+    let rules = Family::DEEPSEEK_V32.rules();
+    let mut differ = 0;
+    for row in &rows {
+        let sglang = row["sglang_text"].as_str().unwrap();
+        let messages = row["messages"].as_array().unwrap();
+        let tools = row
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice);
+        let doubt = rules.prompt_doubt(messages, tools).is_some();
+        assert_eq!(sglang != row["text"], doubt, "{:?}", row["text"]);
+        differ += usize::from(doubt);
+    }
+    assert!(differ >= 40, "only {differ} differ");
+}
+
 /// The built-in template is the one the parity corpus was rendered with, byte for byte.
 #[test]
 fn builtin_template_is_the_encodings_rendition() {

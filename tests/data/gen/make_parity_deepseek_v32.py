@@ -26,6 +26,12 @@ encoding (`entrypoints/openai/encoding_dsv32.py`), reading history reasoning fro
 A row whose messages the client wrote otherwise (content missing, null or a list of parts,
 arguments as JSON strings) also holds them as `client_messages`: draftgen must render those alike.
 
+Each row of corpus 1 also holds `sglang_text`: what SGLang 0.5.23's copy of the encoding renders
+for the same request as its `serving_chat.py` feeds it (an empty system message first unless the
+request has one, the tools hung on that first system message, history reasoning under
+`reasoning_content`; the thinking switch as vLLM reads it). tests/deepseek_v32.rs checks that the
+two differ only where the family says so (`FamilyRules::prompt_doubt`).
+
 Each row's `python_text` (corpus 2) is what the Python encoding renders for the same request, so
 the corpus also shows where llama.cpp's rendition differs from DeepSeek's encoding.
 Run from the repository root.
@@ -97,6 +103,35 @@ def python_render(tok, case) -> str:
                                    **case.get("chat_template_kwargs", {}))
 
 
+def sglang_encoding():
+    import importlib.util
+
+    from make_server_corpus import fetch_wheel
+
+    path = fetch_wheel("sglang") / "sglang" / "srt" / "entrypoints" / "openai" / "encoding_dsv32.py"
+    spec = importlib.util.spec_from_file_location("sglang_encoding_dsv32", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sglang_render(encoding, case) -> str | None:
+    messages = copy.deepcopy(case["messages"])
+    for message in messages:
+        if "reasoning" in message:
+            message["reasoning_content"] = message.pop("reasoning")
+    if not messages or messages[0]["role"] != "system":
+        messages.insert(0, {"role": "system", "content": ""})
+    if case.get("tools"):
+        messages[0]["tools"] = case["tools"]
+    kwargs = case.get("chat_template_kwargs", {})
+    thinking = kwargs.get("thinking", False) or kwargs.get("enable_thinking", False)
+    try:
+        return encoding.encode_messages(messages, thinking_mode="thinking" if thinking else "chat")
+    except Exception:  # noqa: BLE001 - SGLang refuses it too
+        return None
+
+
 def jinja_render(tok, case) -> str:
     from transformers.utils.chat_template_utils import (
         _normalize_chat_messages,
@@ -149,7 +184,9 @@ def main() -> None:
 
     PLAIN = hf_tokenizer("deepseek-v3")
     dsv32 = get_deepseek_v32_tokenizer(hf_tokenizer("deepseek-v3"))
-    corpus("deepseek_v32", BUILTIN, "reasoning", lambda case: python_render(dsv32, case), lambda c, t: {})
+    sglang = sglang_encoding()
+    corpus("deepseek_v32", BUILTIN, "reasoning", lambda case: python_render(dsv32, case),
+           lambda case, text: {"sglang_text": sglang_render(sglang, case)})
 
     differ = {"n": 0}  # how many of the llama.cpp renders the encoding writes otherwise
 

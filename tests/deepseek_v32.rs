@@ -11,7 +11,9 @@
 //!   reasoning parser return for known model texts (`tests/data/deepseek_v32/parser_shapes.jsonl`,
 //!   made by `tests/data/gen/make_deepseek_v32_shapes.py` running the wheel's code), against
 //!   `server::deepseek_v32::parse`;
-//! - reconstruction of those answers: the model's true ids, or a non-exact class with a reason.
+//! - reconstruction of those answers: the model's true ids, or a non-exact class with a reason;
+//!   and end to end, `generate` against the simulator answering as vLLM with this family, then
+//!   `build`, streamed and not.
 
 mod common;
 
@@ -440,4 +442,94 @@ fn sglang_tool_answers_are_flagged() {
         checked += 1;
     }
     assert!(checked >= 20, "only {checked}");
+}
+
+/// End to end through the simulator answering as vLLM 0.33 with DeepSeek-V3.2 (the family's
+/// native text through `server::deepseek_v32`): `generate`, then `build`; no sample classed
+/// exact has other ids than the simulated model's, and every other one says why.
+#[test]
+fn simulated_vllm_run_is_never_wrong_without_a_flag() {
+    simulated_run(false);
+}
+
+/// The same, streamed.
+#[test]
+fn simulated_vllm_stream_is_never_wrong_without_a_flag() {
+    simulated_run(true);
+}
+
+fn simulated_run(stream: bool) {
+    use common::run::{output, stderr, RunDir};
+    use common::servers::start_sim;
+    use draftgen::dataset::Prompt;
+    use draftgen::sim::{Flavor, SimConfig, Simulator};
+    use std::collections::{BTreeMap, HashMap};
+
+    let (tools, _) = shapes();
+    let config = SimConfig {
+        seed: 32,
+        flavor: Flavor::Vllm,
+        model_dir: Some(assets().join("deepseek-v3")),
+        profile: Some("deepseek-v3.2".into()),
+        ..SimConfig::default()
+    };
+    let truth = Simulator::new(config.clone()).unwrap();
+    let sim = start_sim(config);
+    let dir = RunDir::new();
+    let cities = ["Paris", "São Paulo", "Tokyo", "Nairobi", "Lima", "Oslo"];
+    dir.write_prompts((0..24).map(|i| {
+        let question = format!("Weather in {} for {} days? ({i})", cities[i % 6], i % 5);
+        let tools = (i % 3 != 0).then(|| tools.clone());
+        let messages = vec![json!({"role": "user", "content": question})];
+        serde_json::to_value(Prompt::new("dsv32", messages, tools, Value::Null)).unwrap()
+    }));
+    let mut generate = dir.generate(&sim.base_url());
+    generate.args(["--kind", "vllm", "--model", "deepseek-ai/DeepSeek-V3.2"]);
+    if stream {
+        generate.arg("--stream");
+    }
+    let out = output(&mut generate);
+    assert!(out.status.success(), "generate: {}", stderr(&out));
+    let model = assets().join("deepseek-v3").display().to_string();
+    let out = output(dir.build(&model, "built").args([
+        "--jsonl",
+        "--drop-class",
+        "none",
+        "--profile",
+        "deepseek-v3.2",
+    ]));
+    assert!(out.status.success(), "build: {}", stderr(&out));
+    let requests: HashMap<String, Value> = dir
+        .journal()
+        .into_iter()
+        .filter(|r| r["response"].is_object())
+        .filter_map(|r| Some((r["id"].as_str()?.to_string(), r["request"].clone())))
+        .collect();
+    let samples = common::run::jsonl(&dir.join("built").join("samples.jsonl"));
+    assert_eq!(samples.len(), 24);
+    let mut classes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for sample in &samples {
+        let id = sample["id"].as_str().unwrap();
+        let class = sample["fidelity_class"].as_str().unwrap_or_default();
+        *classes.entry(class.into()).or_default() += 1;
+        let (prompt, completion) = truth.sampled(&requests[id]).unwrap();
+        let ids: Vec<u32> = serde_json::from_value(sample["input_ids"].clone()).unwrap();
+        let prompt_len = sample["prompt_len"].as_u64().unwrap() as usize;
+        let (p, c) = ids.split_at(prompt_len.min(ids.len()));
+        let exact = matches!(class, "unique" | "exact_by_server_ids");
+        if exact && (p != prompt.as_slice() || c != completion.as_slice()) {
+            failures.push(format!("{id}: classed {class} but other ids"));
+        }
+        let reasons = sample["fidelity_reasons"].as_array().map_or(0, Vec::len);
+        if !exact && reasons == 0 {
+            failures.push(format!("{id}: classed {class} with no reason"));
+        }
+    }
+    eprintln!("stream {stream}: classes {classes:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        classes.get("unique").is_some_and(|&n| n >= 4),
+        "{classes:?}"
+    );
 }

@@ -4,7 +4,7 @@
 //!   it, `tests/data/parity/render_deepseek_v32.jsonl`) for the built-in template, and with
 //!   transformers' `render_jinja_template` on llama.cpp's `deepseek-ai-DeepSeek-V3.2.jinja`
 //!   (`render_deepseek_v32_llama_cpp.jsonl`), both made by
-//!   `tests/data/gen/make_parity_deepseek_v32.py` — the text, the DeepSeek-V3 tokenizer's ids, and
+//!   `tests/data/gen/make_parity_deepseek_v32.py` — the text, DeepSeek-V3.2's tokenizer's ids, and
 //!   the same render from the messages as clients send them (arguments as JSON strings; content
 //!   missing, `null` or a list of parts, as the generator wrote them);
 //! - the server shape: what vLLM 0.33.0's own `deepseek_v32` tool parser and `deepseek_v3`
@@ -36,7 +36,7 @@ fn profile_with(template: &str) -> Profile {
         profile: Some("deepseek-v3.2".into()),
         chat_template: Some(assets().join(template)),
     };
-    Profile::load(&assets().join("deepseek-v3"), &options).unwrap()
+    Profile::load(&assets().join("deepseek-v3.2"), &options).unwrap()
 }
 
 fn jsonl(path: &str) -> Vec<Value> {
@@ -400,7 +400,7 @@ fn check_reconstruction(p: &Profile, tools: &[Value], rows: &[Value], stream: bo
     );
 }
 
-/// Without `--profile`, either template picks the family (the DeepSeek-V3 tokenizer files).
+/// Without `--profile`, either template picks the family (DeepSeek-V3.2's tokenizer files, which carry no template).
 #[test]
 fn templates_pick_their_family() {
     for template in [BUILTIN, LLAMA_CPP] {
@@ -408,7 +408,7 @@ fn templates_pick_their_family() {
             profile: None,
             chat_template: Some(assets().join(template)),
         };
-        let p = Profile::load(&assets().join("deepseek-v3"), &options).unwrap();
+        let p = Profile::load(&assets().join("deepseek-v3.2"), &options).unwrap();
         assert_eq!(p.family, Family::DEEPSEEK_V32, "{template}");
     }
 }
@@ -469,7 +469,7 @@ fn simulated_run(stream: bool) {
     let config = SimConfig {
         seed: 32,
         flavor: Flavor::Vllm,
-        model_dir: Some(assets().join("deepseek-v3")),
+        model_dir: Some(assets().join("deepseek-v3.2")),
         profile: Some("deepseek-v3.2".into()),
         ..SimConfig::default()
     };
@@ -490,7 +490,7 @@ fn simulated_run(stream: bool) {
     }
     let out = output(&mut generate);
     assert!(out.status.success(), "generate: {}", stderr(&out));
-    let model = assets().join("deepseek-v3").display().to_string();
+    let model = assets().join("deepseek-v3.2").display().to_string();
     let out = output(dir.build(&model, "built").args([
         "--jsonl",
         "--drop-class",

@@ -17,9 +17,10 @@
 //!   `string="false"`. Servers read each value back by that attribute and then by the request's
 //!   schema (`server::deepseek_v32`): neither the attribute nor a typed value's spelling survives.
 //!   No ids in the token stream.
-//! - End of turn: `<｜end▁of▁sentence｜>`. Tokenizer: DeepSeek-V3's (`tests/assets/README.md`);
-//!   V3.2's own (V3.1's) also has `<think>`/`</think>` as tokens, so a model directory with its
-//!   `tokenizer.json` encodes them as such.
+//! - End of turn: `<｜end▁of▁sentence｜>`. Tokenizer: DeepSeek-V3's vocabulary, merges and
+//!   pattern with seven more added tokens, among them `｜DSML｜`, `<think>` and `</think>`
+//!   (`tests/assets/README.md`, `assets/deepseek-v3.2/`): with DeepSeek-V3's files each of those
+//!   is several tokens and every count is off.
 //! - DeepSeek-V3.2-Exp is not: it writes V3.1's tool syntax and ships V3.1's template, so its
 //!   ids and its model directory (a template of its own) are DeepSeek-V3.1's family.
 

@@ -9,8 +9,9 @@ run by `parser/engine/parser_engine.py`, values converted by `string="true|false
 `deepseek_v3` reasoning parser (`reasoning/deepseek_v3_reasoning_parser.py`, which vLLM's recipe
 serves V3.2 with: the R1 parser for thinking requests, the identity parser otherwise) from the
 pinned wheel (fetched and sha256-checked by make_server_corpus.py's `fetch_wheel`; heavy
-dependencies stubbed by server_stubs/autostub.py), with the DeepSeek-V3 tokenizer
-(reference.py's `hf_tokenizer`) and a request declaring TOOLS, in the order vLLM's chat serving
+dependencies stubbed by server_stubs/autostub.py), with DeepSeek-V3.2's tokenizer
+(reference.py's `hf_tokenizer` on assets/deepseek-v3.2, where `<think>`, `</think>` and `｜DSML｜`
+are tokens) and a request declaring TOOLS, in the order vLLM's chat serving
 runs them: reasoning first, then the tool parser on the content. Streamed (`stream_content`,
 `stream_calls`): the tool parser's `extract_tool_calls_streaming` fed one token of the content at
 a time (the text decoded up to each token), then `finish_streaming`, the deltas assembled as a
@@ -104,28 +105,19 @@ TEXTS = [
 ]
 
 
-class VocabOnly:
-    """The reasoning parser's tokenizer: it only looks `<think>`/`</think>` up in the vocabulary
-    (V3.2's own tokenizer has them as tokens, the DeepSeek-V3 one does not; their ids are not
-    used on this path)."""
-
-    def get_vocab(self):
-        return {"<think>": 128_798, "</think>": 128_799}
-
-
 def main() -> None:
     setup_imports()
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
     from vllm.reasoning.deepseek_v3_reasoning_parser import DeepSeekV3ReasoningParser
     from vllm.tool_parsers.deepseekv32_engine_tool_parser import DeepSeekV32EngineToolParser
 
-    tok = hf_tokenizer("deepseek-v3")
+    tok = hf_tokenizer("deepseek-v3.2")
     request = ChatCompletionRequest(model="deepseek-v3.2", tools=TOOLS,
                                     messages=[{"role": "user", "content": "hi"}])
     rows = []
     for text, thinking in TEXTS:
         reasoning_parser = DeepSeekV3ReasoningParser(
-            VocabOnly(), chat_template_kwargs={"thinking": thinking})
+            tok, chat_template_kwargs={"thinking": thinking})
         reasoning, content = reasoning_parser.extract_reasoning(text, request=request)
         calls_out, stream_content, stream_calls = [], content, []
         if content is not None:

@@ -11,8 +11,8 @@ encoding (`entrypoints/openai/encoding_dsv32.py`), reading history reasoning fro
 
 1. render_deepseek_v32.jsonl: that wrapper, from the pinned vLLM 0.33.0 wheel (fetched and
    sha256-checked by make_server_corpus.py's `fetch_wheel`; heavy dependencies stubbed by
-   server_stubs/autostub.py), wrapping the DeepSeek-V3 tokenizer (reference.py's
-   `hf_tokenizer`), rendering generated conversations. draftgen's built-in template
+   server_stubs/autostub.py), wrapping DeepSeek-V3.2's tokenizer (reference.py's
+   `hf_tokenizer` on assets/deepseek-v3.2, see tests/assets/README.md), rendering generated conversations. draftgen's built-in template
    (src/model/family/templates/deepseek-v3.2.jinja, a rendition of the encoding) must match it.
    The messages are those vLLM hands the encoding (see make_client_messages.py): content a
    string, tool-call arguments objects, and history reasoning under `reasoning` (vLLM's
@@ -182,8 +182,8 @@ def main() -> None:
     setup_imports()
     from vllm.tokenizers.deepseek_v32 import get_deepseek_v32_tokenizer
 
-    PLAIN = hf_tokenizer("deepseek-v3")
-    dsv32 = get_deepseek_v32_tokenizer(hf_tokenizer("deepseek-v3"))
+    PLAIN = hf_tokenizer("deepseek-v3.2")
+    dsv32 = get_deepseek_v32_tokenizer(hf_tokenizer("deepseek-v3.2"))
     sglang = sglang_encoding()
     corpus("deepseek_v32", BUILTIN, "reasoning", lambda case: python_render(dsv32, case),
            lambda case, text: {"sglang_text": sglang_render(sglang, case)})

@@ -449,16 +449,23 @@ fn sglang_tool_answers_are_flagged() {
 /// exact has other ids than the simulated model's, and every other one says why.
 #[test]
 fn simulated_vllm_run_is_never_wrong_without_a_flag() {
-    simulated_run(false);
+    simulated_run(false, false);
 }
 
 /// The same, streamed.
 #[test]
 fn simulated_vllm_stream_is_never_wrong_without_a_flag() {
-    simulated_run(true);
+    simulated_run(true, false);
 }
 
-fn simulated_run(stream: bool) {
+/// The same, thinking (`chat_template_kwargs = { thinking = true }`), streamed and not.
+#[test]
+fn simulated_vllm_thinking_run_is_never_wrong_without_a_flag() {
+    simulated_run(false, true);
+    simulated_run(true, true);
+}
+
+fn simulated_run(stream: bool, thinking: bool) {
     use common::run::{output, stderr, RunDir};
     use common::servers::start_sim;
     use draftgen::dataset::Prompt;
@@ -488,6 +495,15 @@ fn simulated_run(stream: bool) {
     if stream {
         generate.arg("--stream");
     }
+    if thinking {
+        let config = dir.join("run.toml");
+        std::fs::write(
+            &config,
+            "[request]\nchat_template_kwargs = { thinking = true }\n",
+        )
+        .unwrap();
+        generate.arg("--config").arg(config);
+    }
     let out = output(&mut generate);
     assert!(out.status.success(), "generate: {}", stderr(&out));
     let model = assets().join("deepseek-v3.2").display().to_string();
@@ -499,8 +515,16 @@ fn simulated_run(stream: bool) {
         "deepseek-v3.2",
     ]));
     assert!(out.status.success(), "build: {}", stderr(&out));
-    let requests: HashMap<String, Value> = dir
-        .journal()
+    let journal = dir.journal();
+    let reasoned = journal
+        .iter()
+        .filter(|r| {
+            let message = &r["response"]["choices"][0]["message"];
+            message["reasoning"].as_str().is_some_and(|t| !t.is_empty())
+        })
+        .count();
+    assert_eq!(reasoned > 0, thinking, "{reasoned} answers with reasoning");
+    let requests: HashMap<String, Value> = journal
         .into_iter()
         .filter(|r| r["response"].is_object())
         .filter_map(|r| Some((r["id"].as_str()?.to_string(), r["request"].clone())))
@@ -526,7 +550,7 @@ fn simulated_run(stream: bool) {
             failures.push(format!("{id}: classed {class} with no reason"));
         }
     }
-    eprintln!("stream {stream}: classes {classes:?}");
+    eprintln!("stream {stream}, thinking {thinking}: classes {classes:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
         classes.get("unique").is_some_and(|&n| n >= 4),

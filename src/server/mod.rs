@@ -17,6 +17,7 @@
 
 pub mod deepseek;
 pub mod deepseek_v31;
+pub mod deepseek_v32;
 pub mod generic;
 pub mod gpt_oss;
 pub mod hermes;
@@ -226,6 +227,7 @@ pub fn parser_traits(syntax: Syntax) -> &'static ParserTraits {
         Syntax::Hermes => &hermes::TRAITS,
         Syntax::DeepseekV3 => &deepseek::TRAITS,
         Syntax::DeepseekV31 => &deepseek_v31::TRAITS,
+        Syntax::DeepseekV32 => &deepseek_v32::TRAITS,
         Syntax::Qwen3Coder => &qwen3_coder::TRAITS,
         Syntax::Harmony => &gpt_oss::TRAITS,
         Syntax::Llama3Json => &llama3::TRAITS,
@@ -317,6 +319,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         Syntax::DeepseekV31 => {
             deepseek_v31::parse(text, input.thinking, input.tools_declared, input.stream)
         }
+        Syntax::DeepseekV32 => deepseek_v32::parse_by(shape.kind, text, input),
         Syntax::Qwen3Coder => {
             qwen3_coder::parse(text, input.tools_declared, input.stream, input.tools)
         }

@@ -82,11 +82,13 @@ impl FamilyRules for DeepseekV31 {
                 || tokenizer_config.contains("<｜Assistant｜><think></think>"))
     }
 
-    /// `deepseek-ai/DeepSeek-V3.1`, `deepseek/deepseek-chat-v3.1`, `…-v3.1-terminus`, `…:free`.
+    /// `deepseek-ai/DeepSeek-V3.1`, `deepseek/deepseek-chat-v3.1`, `…-v3.1-terminus`, `…:free`,
+    /// and `deepseek-ai/DeepSeek-V3.2-Exp`, which writes V3.1's syntax (V3.2 does not).
     fn detect_model_id(&self, model_id: &str) -> bool {
         let id = model_id.to_ascii_lowercase();
         let name = id.rsplit('/').next().unwrap_or_default();
-        name.starts_with("deepseek") && (name.contains("v3.1") || name.contains("v3-1"))
+        let v32_exp = (name.contains("v3.2") || name.contains("v3-2")) && name.contains("exp");
+        name.starts_with("deepseek") && (name.contains("v3.1") || name.contains("v3-1") || v32_exp)
     }
 
     /// The template's rule: `thinking` when given (truthy, as Jinja tests it), else

@@ -161,6 +161,9 @@ pub enum Syntax {
     DeepseekV3,
     /// DeepSeek-V3.1: `deepseek_v31` tool parser, `deepseek_v3` reasoning parser; ids random.
     DeepseekV31,
+    /// DeepSeek-V3.2: `deepseek_v32` tool parser (DSML calls, values converted by their `string`
+    /// attribute and the schema), `deepseek_v3` reasoning parser; ids random.
+    DeepseekV32,
     /// Qwen3-Coder: `qwen3_coder` tool parser (XML calls, values converted by the schema), no
     /// reasoning; ids random.
     Qwen3Coder,

@@ -27,7 +27,9 @@
 use serde_json::{Map, Value};
 
 use super::deepseek_v3::END_OF_SENTENCE;
-use super::deepseek_v31::THINK_CLOSE;
+use super::deepseek_v31::{
+    completion_text_with, has_sentence_markers, model_name, names_version, THINK_CLOSE,
+};
 use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
 use crate::completion::Arguments;
@@ -98,19 +100,14 @@ impl FamilyRules for DeepseekV32 {
     /// A template that writes DSML calls, or `config.json`'s `model_type` (`deepseek_v32`)
     /// without a template (V3.2 ships none; V3.2-Exp, the same `model_type`, ships V3.1's).
     fn detect(&self, model_type: &str, tokenizer_config: &str, template: &str) -> bool {
-        let needle = "<｜begin▁of▁sentence｜>";
         (model_type == "deepseek_v32" && template.trim().is_empty())
-            || ((tokenizer_config.contains(needle) || template.contains(needle))
-                && template.contains("｜DSML｜"))
+            || (has_sentence_markers(tokenizer_config, template) && template.contains("｜DSML｜"))
     }
 
     /// `deepseek/deepseek-v3.2`, `deepseek-ai/DeepSeek-V3.2-Speciale`, `…:free`; not `…-exp`.
     fn detect_model_id(&self, model_id: &str) -> bool {
-        let id = model_id.to_ascii_lowercase();
-        let name = id.rsplit('/').next().unwrap_or_default();
-        name.starts_with("deepseek")
-            && (name.contains("v3.2") || name.contains("v3-2"))
-            && !name.contains("exp")
+        let name = model_name(model_id);
+        name.starts_with("deepseek") && names_version(&name, "3.2") && !name.contains("exp")
     }
 
     /// vLLM's wrapper: `thinking or enable_thinking`, each as Python tests truth.
@@ -152,36 +149,23 @@ impl FamilyRules for DeepseekV32 {
 }
 
 /// The text a DeepSeek-V3.2 model generated for one turn after the generation prompt (which
-/// already holds `</think>`, or `<think>` when thinking): reasoning and `</think>` when thinking,
-/// the content, then the calls as the encoding writes them. The servers keep the whitespace
-/// before the calls in the content unless that is all of it: an empty content stands for the
-/// encoding's `\n\n`.
+/// already holds `</think>`, or `<think>` when thinking): V3.1's turn (reasoning, content, end of
+/// sentence) with the calls as the encoding writes them. The servers keep the whitespace before
+/// the calls in the content unless that is all of it: an empty content stands for the encoding's
+/// `\n\n`.
 pub fn completion_text(thinking: bool, turn: &AssistantTurn) -> String {
-    let mut out = String::new();
-    if thinking {
-        out.push_str(turn.reasoning.as_deref().unwrap_or_default());
-        if !turn.reasoning_closed {
-            return out;
-        }
-        out.push_str(THINK_CLOSE);
-    }
-    out.push_str(&turn.content);
-    if !turn.tool_calls.is_empty() {
+    completion_text_with(thinking, turn, |out, turn| {
         if turn.content.trim().is_empty() && !turn.content.ends_with(BEFORE_CALLS) {
             out.push_str(BEFORE_CALLS);
         }
         out.push_str(FUNCTION_CALLS_OPEN);
         for call in &turn.tool_calls {
             out.push('\n');
-            write_call(&mut out, &call.name, &call.arguments);
+            write_call(out, &call.name, &call.arguments);
         }
         out.push('\n');
         out.push_str(FUNCTION_CALLS_CLOSE);
-    }
-    if turn.end_of_turn {
-        out.push_str(END_OF_SENTENCE);
-    }
-    out
+    })
 }
 
 /// One call, as the encoding writes it. Arguments that are not a JSON object (a stream cut inside

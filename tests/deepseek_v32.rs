@@ -20,9 +20,11 @@ mod common;
 use common::assets;
 use draftgen::api::ServerKind;
 use draftgen::completion::{Arguments, ToolCall};
-use draftgen::model::family::{deepseek_v32, AssistantTurn, Family};
+use draftgen::model::family::{deepseek_v32, AssistantTurn, Family, PromptStack};
 use draftgen::model::{LoadOptions, Profile, RenderInput};
-use draftgen::reconstruct::{reconstruct, ExchangeRequest, ReconstructOptions};
+use draftgen::reconstruct::{
+    reconstruct, reconstruct_as, ExchangeRequest, Reason, ReconstructOptions,
+};
 use draftgen::server::deepseek_v32::parse;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -176,11 +178,63 @@ fn sglang_differs_only_where_the_family_doubts() {
             .get("tools")
             .and_then(Value::as_array)
             .map(Vec::as_slice);
-        let doubt = rules.prompt_doubt(messages, tools).is_some();
+        let doubt = rules
+            .prompt_doubt(messages, tools, PromptStack::Sglang)
+            .is_some();
         assert_eq!(sglang != row["text"], doubt, "{:?}", row["text"]);
         differ += usize::from(doubt);
     }
     assert!(differ >= 40, "only {differ} differ");
+}
+
+/// Tools beside a system prompt: under a declared vLLM (or a provider whose answers show vLLM's
+/// shape) the built-in render is the server's, so the answer is exact; where the server could be
+/// SGLang (declared, generic, OpenRouter) it is `ambiguous` with `prompt_render_differs`.
+#[test]
+fn the_system_prompt_doubt_knows_the_server() {
+    let (tools, _) = shapes();
+    let p = profile_with(BUILTIN);
+    let request = ExchangeRequest {
+        messages: vec![
+            json!({"role": "system", "content": "Be brief."}),
+            json!({"role": "user", "content": "Weather in Paris?"}),
+        ],
+        tools: Some(tools),
+        ..ExchangeRequest::default()
+    };
+    let prompt_tokens = p.render_ids(&request.render_input()).unwrap().len();
+    let text = "Sunny.";
+    let completion_tokens = p.tokenizer.encode(&format!("{text}{END}")).len();
+    let answer = json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "deepseek-v3.2",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens}
+    });
+    let doubted = |kind: ServerKind| {
+        let options = ReconstructOptions {
+            kind,
+            ..ReconstructOptions::default()
+        };
+        let got = reconstruct(&p, &request, &answer, &options).unwrap();
+        let flagged = got.fidelity.reasons.contains(&Reason::PromptRenderDiffers);
+        assert_eq!(flagged, !got.fidelity.class.is_exact(), "{kind:?}: {got:?}");
+        flagged
+    };
+    assert!(!doubted(ServerKind::Vllm));
+    for kind in [
+        ServerKind::Sglang,
+        ServerKind::Generic,
+        ServerKind::OpenRouter,
+    ] {
+        assert!(doubted(kind), "{kind:?}");
+    }
+    // A provider whose answers show vLLM's shape: rebuilt as that shape, no doubt.
+    let options = ReconstructOptions::default();
+    let vllm = draftgen::server::shape(ServerKind::Vllm, None);
+    let got = reconstruct_as(&p, &request, &answer, &options, vllm).unwrap();
+    assert!(got.fidelity.class.is_exact(), "{:?}", got.fidelity);
 }
 
 /// The built-in template is the one the parity corpus was rendered with, byte for byte.

@@ -31,7 +31,7 @@ use super::deepseek_v31::{
     completion_text_with, has_sentence_markers, model_name, names_version, THINK_CLOSE,
 };
 use super::AssistantTurn;
-use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
+use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, PromptStack, Syntax, ToolGrammar};
 use crate::completion::Arguments;
 use crate::json::python_truthy;
 use crate::model::ModelError;
@@ -123,8 +123,18 @@ impl FamilyRules for DeepseekV32 {
 
     /// SGLang hangs the request's tools on a first system prompt of the request's own (its text,
     /// then the tools block); vLLM puts them in a system message of their own before it: the same
-    /// pieces in another order, which the count need not show.
-    fn prompt_doubt(&self, messages: &[Value], tools: Option<&[Value]>) -> Option<&'static str> {
+    /// pieces in another order, which the count need not show. The built-in template renders as
+    /// vLLM does, so under vLLM there is no doubt; under llama.cpp the template given is the
+    /// render.
+    fn prompt_doubt(
+        &self,
+        messages: &[Value],
+        tools: Option<&[Value]>,
+        stack: PromptStack,
+    ) -> Option<&'static str> {
+        if matches!(stack, PromptStack::Vllm | PromptStack::LlamaCpp) {
+            return None;
+        }
         let first = messages.first()?;
         let system = first.get("role").and_then(Value::as_str) == Some("system");
         let instructed = first
@@ -291,9 +301,21 @@ mod tests {
         let system = serde_json::json!({"role": "system", "content": "Be brief."});
         let user = serde_json::json!({"role": "user", "content": "Hi"});
         let doubt = |messages: &[Value], tools: Option<&[Value]>| {
-            DeepseekV32.prompt_doubt(messages, tools).is_some()
+            DeepseekV32
+                .prompt_doubt(messages, tools, PromptStack::Unknown)
+                .is_some()
         };
         assert!(doubt(&[system.clone(), user.clone()], Some(&tools)));
+        // Only where the stack could be SGLang: the built-in render is vLLM's.
+        let messages = [system.clone(), user.clone()];
+        for (stack, doubted) in [
+            (PromptStack::Sglang, true),
+            (PromptStack::Vllm, false),
+            (PromptStack::LlamaCpp, false),
+        ] {
+            let doubt = DeepseekV32.prompt_doubt(&messages, Some(&tools), stack);
+            assert_eq!(doubt.is_some(), doubted, "{stack:?}");
+        }
         assert!(!doubt(&[system.clone(), user.clone()], None));
         assert!(!doubt(std::slice::from_ref(&user), Some(&tools)));
         let empty = serde_json::json!({"role": "system", "content": ""});

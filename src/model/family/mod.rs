@@ -268,11 +268,31 @@ pub trait FamilyRules: Sync {
         &[]
     }
 
-    /// Why some serving stacks render this request's prompt otherwise than the template, in a
-    /// way its token count cannot show; `None`: the template's render is every stack's.
-    fn prompt_doubt(&self, _messages: &[Value], _tools: Option<&[Value]>) -> Option<&'static str> {
+    /// Why the serving stack `stack` (as far as the rebuild knows it) may have rendered this
+    /// request's prompt otherwise than the template, in a way its token count cannot show;
+    /// `None`: the template's render is that stack's (or every stack's).
+    fn prompt_doubt(
+        &self,
+        _messages: &[Value],
+        _tools: Option<&[Value]>,
+        _stack: PromptStack,
+    ) -> Option<&'static str> {
         None
     }
+}
+
+/// Which serving stack rendered a request's prompt, as far as the rebuild knows it: a family's
+/// [`FamilyRules::prompt_doubt`] doubts only where the stack could be one that renders otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptStack {
+    /// vLLM: declared, or the shape a provider's answers show.
+    Vllm,
+    /// SGLang: declared, or shown.
+    Sglang,
+    /// llama.cpp, which renders the chat template it was given.
+    LlamaCpp,
+    /// Not known: an undeclared server, or a router whose upstream stacks vary (OpenRouter).
+    Unknown,
 }
 
 /// A model family: a handle on its rules, compared and hashed by its name. Each family's file

@@ -18,6 +18,7 @@
 mod common;
 
 use common::assets;
+use common::family::row_calls;
 use draftgen::api::ServerKind;
 use draftgen::completion::{Arguments, ToolCall};
 use draftgen::model::family::{deepseek_v32, AssistantTurn, Family, PromptStack};
@@ -237,6 +238,41 @@ fn the_system_prompt_doubt_knows_the_server() {
     assert!(got.fidelity.class.is_exact(), "{:?}", got.fidelity);
 }
 
+/// A lost call spelling is named by this family's parser, not another family's.
+#[test]
+fn lossy_calls_name_the_familys_parser() {
+    let (tools, rows) = shapes();
+    let p = profile_with(BUILTIN);
+    let mut named = 0;
+    for kind in [ServerKind::Vllm, ServerKind::Generic] {
+        let options = ReconstructOptions {
+            kind,
+            ..ReconstructOptions::default()
+        };
+        for row in rows.iter().filter(|r| !row_calls(r, "calls").is_empty()) {
+            let thinking = row["thinking"].as_bool().unwrap();
+            let request = ExchangeRequest {
+                messages: vec![json!({"role": "user", "content": "Weather in Paris?"})],
+                tools: Some(tools.clone()),
+                chat_template_kwargs: json!({ "thinking": thinking }).as_object().cloned(),
+                ..ExchangeRequest::default()
+            };
+            let prompt_tokens = p.render_ids(&request.render_input()).unwrap().len();
+            let got =
+                reconstruct(&p, &request, &answer(row, prompt_tokens, false), &options).unwrap();
+            for warning in got
+                .warnings
+                .iter()
+                .filter(|w| w.contains("parsed the tool calls"))
+            {
+                assert!(warning.contains("deepseek_v32 tool parser"), "{warning}");
+                named += 1;
+            }
+        }
+    }
+    assert!(named > 0, "no answer lost its calls' spelling");
+}
+
 /// The built-in template is the one the parity corpus was rendered with, byte for byte.
 #[test]
 fn builtin_template_is_the_encodings_rendition() {
@@ -249,18 +285,6 @@ fn shapes() -> (Vec<Value>, Vec<Value>) {
     let mut rows = jsonl("tests/data/deepseek_v32/parser_shapes.jsonl");
     let header = rows.remove(0);
     (header["tools"].as_array().unwrap().clone(), rows)
-}
-
-fn calls_in(row: &Value, key: &str) -> Vec<(String, String)> {
-    row[key]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            let name = c["name"].as_str().unwrap().to_string();
-            (name, c["arguments"].as_str().unwrap().to_string())
-        })
-        .collect()
 }
 
 fn text_and_thinking(row: &Value) -> (&str, bool) {
@@ -303,7 +327,7 @@ fn parse_returns_what_vllms_parsers_return() {
                 .iter()
                 .map(|c| (c.name.clone(), c.arguments.clone()))
                 .collect();
-            assert_eq!(got, calls_in(row, calls_key), "{stream} {text:?}");
+            assert_eq!(got, row_calls(row, calls_key), "{stream} {text:?}");
         }
     }
     assert!(streams >= 30, "only {streams} streams modelled");
@@ -318,7 +342,7 @@ fn completion_text_inverts_the_parsers() {
     for row in &rows {
         let (text, thinking) = text_and_thinking(row);
         let closed = !thinking || text.contains("</think>");
-        let calls = calls_in(row, "calls");
+        let calls = row_calls(row, "calls");
         let laid_out = calls.is_empty()
             || (text.ends_with("</｜DSML｜invoke>\n</｜DSML｜function_calls>")
                 && text.contains("\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke")
@@ -368,7 +392,7 @@ fn answer(row: &Value, prompt_tokens: usize, stream: bool) -> Value {
     let (text, _) = text_and_thinking(row);
     let ids = row["ids"].as_array().unwrap().len();
     let cut = cut(text);
-    let calls: Vec<Value> = calls_in(row, calls_key)
+    let calls: Vec<Value> = row_calls(row, calls_key)
         .into_iter()
         .enumerate()
         .map(|(i, (name, arguments))| {
@@ -486,7 +510,7 @@ fn sglang_tool_answers_are_flagged() {
     };
     let prompt_tokens = p.render_ids(&request.render_input()).unwrap().len();
     let mut checked = 0;
-    for row in rows.iter().filter(|r| !calls_in(r, "calls").is_empty()) {
+    for row in rows.iter().filter(|r| !row_calls(r, "calls").is_empty()) {
         if row["thinking"].as_bool().unwrap() {
             continue;
         }

@@ -184,6 +184,20 @@ impl Syntax {
     pub fn ids_in_stream(self) -> bool {
         self == Syntax::Kimi
     }
+
+    /// The name of vLLM's tool parser for it (`--tool-call-parser`), which warnings name.
+    pub fn tool_parser(self) -> &'static str {
+        match self {
+            Syntax::Kimi => "kimi_k2",
+            Syntax::Hermes => "hermes",
+            Syntax::DeepseekV3 => "deepseek_v3",
+            Syntax::DeepseekV31 => "deepseek_v31",
+            Syntax::DeepseekV32 => "deepseek_v32",
+            Syntax::Qwen3Coder => "qwen3_coder",
+            Syntax::Harmony => "openai",
+            Syntax::Llama3Json => "llama3_json",
+        }
+    }
 }
 
 /// What one family does differently, as functions (the data is its [`FamilySpec`]). Each

@@ -18,17 +18,18 @@
 mod common;
 
 use common::assets;
-use common::family::row_calls;
+use common::family::{
+    self, corpus, parsed_calls, rebuild_all, row_calls, row_tool_calls, true_ids, vllm_answer,
+    vllm_options, weather_request, Forms,
+};
 use draftgen::api::ServerKind;
-use draftgen::completion::{Arguments, ToolCall};
 use draftgen::model::family::{deepseek_v32, AssistantTurn, Family, PromptStack};
-use draftgen::model::{LoadOptions, Profile, RenderInput};
+use draftgen::model::{LoadOptions, Profile};
 use draftgen::reconstruct::{
     reconstruct, reconstruct_as, ExchangeRequest, Reason, ReconstructOptions,
 };
 use draftgen::server::deepseek_v32::parse;
 use serde_json::{json, Value};
-use std::path::Path;
 
 const BUILTIN: &str = "templates/deepseek-v3.2.jinja";
 const LLAMA_CPP: &str = "templates/deepseek-v3.2-llama.cpp.jinja";
@@ -40,30 +41,6 @@ fn profile_with(template: &str) -> Profile {
         chat_template: Some(assets().join(template)),
     };
     Profile::load(&assets().join("deepseek-v3.2"), &options).unwrap()
-}
-
-fn jsonl(path: &str) -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
-/// The messages as an OpenAI client writes them: tool-call arguments as JSON strings.
-fn client_messages(messages: &[Value]) -> Vec<Value> {
-    let mut out = messages.to_vec();
-    for message in &mut out {
-        let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) else {
-            continue;
-        };
-        for call in calls {
-            let arguments = &mut call["function"]["arguments"];
-            *arguments = Value::from(arguments.to_string());
-        }
-    }
-    out
 }
 
 /// DeepSeek's encoding, as vLLM runs it: tools, multi-turn, tool rounds, reasoning, `thinking`
@@ -80,56 +57,13 @@ fn parity_with_llama_cpps_template() {
     check_parity(LLAMA_CPP, "render_deepseek_v32_llama_cpp.jsonl");
 }
 
-fn check_parity(template: &str, corpus: &str) {
+fn check_parity(template: &str, file: &str) {
     let p = profile_with(template);
     assert_eq!(p.family, Family::DEEPSEEK_V32);
-    let rows = jsonl(&format!("tests/data/parity/{corpus}"));
-    assert!(rows.len() >= 200);
-    let mut failures = Vec::new();
-    for (i, case) in rows.iter().enumerate() {
-        assert_eq!(case["template"].as_str(), Some(template));
-        let messages = case["messages"].as_array().unwrap();
-        let tools = case.get("tools").and_then(Value::as_array);
-        let want = case["text"].as_str().unwrap();
-        let want_ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
-        let client = client_messages(messages);
-        let written = case
-            .get("client_messages")
-            .and_then(Value::as_array)
-            .unwrap_or(messages);
-        let forms = [
-            ("server", messages),
-            ("client", &client),
-            ("as written", written),
-        ];
-        for (form, messages) in forms {
-            let input = RenderInput {
-                messages,
-                tools: tools.map(Vec::as_slice),
-                add_generation_prompt: case["add_generation_prompt"].as_bool().unwrap(),
-                chat_template_kwargs: case.get("chat_template_kwargs").and_then(Value::as_object),
-            };
-            match p.render(&input) {
-                Ok(text) if text == want => {
-                    if p.tokenizer.encode(&text) != want_ids {
-                        failures.push(format!("{}: {form}: ids differ", i + 1));
-                    }
-                }
-                Ok(text) => failures.push(format!(
-                    "{}: {form}: text differs\n  want {want:?}\n  got  {text:?}",
-                    i + 1
-                )),
-                Err(e) => failures.push(format!("{}: {form}: {e}", i + 1)),
-            }
-        }
+    for row in corpus(&format!("tests/data/parity/{file}")) {
+        assert_eq!(row["template"].as_str(), Some(template));
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} renders differ:\n{}",
-        failures.len(),
-        rows.len() * 3,
-        failures[..failures.len().min(4)].join("\n")
-    );
+    family::check_parity(&p, file, Forms::ServerClientAndWritten, |_, text| text);
 }
 
 /// Where llama.cpp's rendition and DeepSeek's encoding differ, on the same requests (the
@@ -138,7 +72,7 @@ fn check_parity(template: &str, corpus: &str) {
 /// non-thinking request and every request with tools renders otherwise.
 #[test]
 fn llama_cpps_template_is_not_deepseeks_encoding() {
-    let rows = jsonl("tests/data/parity/render_deepseek_v32_llama_cpp.jsonl");
+    let rows = corpus("tests/data/parity/render_deepseek_v32_llama_cpp.jsonl");
     let mut differ = 0;
     for row in &rows {
         let Some(python) = row["python_text"].as_str() else {
@@ -169,7 +103,7 @@ fn llama_cpps_template_is_not_deepseeks_encoding() {
 /// exactly on the requests the family names as a prompt doubt (tools beside a system prompt).
 #[test]
 fn sglang_differs_only_where_the_family_doubts() {
-    let rows = jsonl("tests/data/parity/render_deepseek_v32.jsonl");
+    let rows = corpus("tests/data/parity/render_deepseek_v32.jsonl");
     let rules = Family::DEEPSEEK_V32.rules();
     let mut differ = 0;
     for row in &rows {
@@ -250,14 +184,8 @@ fn lossy_calls_name_the_familys_parser() {
             ..ReconstructOptions::default()
         };
         for row in rows.iter().filter(|r| !row_calls(r, "calls").is_empty()) {
-            let thinking = row["thinking"].as_bool().unwrap();
-            let request = ExchangeRequest {
-                messages: vec![json!({"role": "user", "content": "Weather in Paris?"})],
-                tools: Some(tools.clone()),
-                chat_template_kwargs: json!({ "thinking": thinking }).as_object().cloned(),
-                ..ExchangeRequest::default()
-            };
-            let prompt_tokens = p.render_ids(&request.render_input()).unwrap().len();
+            let (request, prompt_tokens) =
+                weather_request_thinking(&p, &tools, text_and_thinking(row).1, false);
             let got =
                 reconstruct(&p, &request, &answer(row, prompt_tokens, false), &options).unwrap();
             for warning in got
@@ -282,9 +210,23 @@ fn builtin_template_is_the_encodings_rendition() {
 }
 
 fn shapes() -> (Vec<Value>, Vec<Value>) {
-    let mut rows = jsonl("tests/data/deepseek_v32/parser_shapes.jsonl");
+    let mut rows = corpus("tests/data/deepseek_v32/parser_shapes.jsonl");
     let header = rows.remove(0);
     (header["tools"].as_array().unwrap().clone(), rows)
+}
+
+/// [`weather_request`] with `chat_template_kwargs` `{"thinking": thinking}`, and its prompt's
+/// length.
+fn weather_request_thinking(
+    p: &Profile,
+    tools: &[Value],
+    thinking: bool,
+    stream: bool,
+) -> (ExchangeRequest, usize) {
+    let (mut request, _) = weather_request(p, tools, stream);
+    request.chat_template_kwargs = json!({ "thinking": thinking }).as_object().cloned();
+    let prompt_tokens = p.render_ids(&request.render_input()).unwrap().len();
+    (request, prompt_tokens)
 }
 
 fn text_and_thinking(row: &Value) -> (&str, bool) {
@@ -322,12 +264,11 @@ fn parse_returns_what_vllms_parsers_return() {
                 "{text:?}"
             );
             assert_eq!(content.as_deref(), row[content_key].as_str(), "{text:?}");
-            let got: Vec<(String, String)> = parsed
-                .calls
-                .iter()
-                .map(|c| (c.name.clone(), c.arguments.clone()))
-                .collect();
-            assert_eq!(got, row_calls(row, calls_key), "{stream} {text:?}");
+            assert_eq!(
+                parsed_calls(&parsed.calls),
+                row_calls(row, calls_key),
+                "{stream} {text:?}"
+            );
         }
     }
     assert!(streams >= 30, "only {streams} streams modelled");
@@ -352,21 +293,14 @@ fn completion_text_inverts_the_parsers() {
             let args: Value = serde_json::from_str(args).unwrap();
             args.as_object().unwrap().values().all(Value::is_string)
         });
-        if !(closed && laid_out && strings_only) || text.contains("Cut") || text.contains("cut") {
+        if !(closed && laid_out && strings_only) || cut(text) {
             continue;
         }
         let turn = AssistantTurn {
             reasoning: row["reasoning"].as_str().map(str::to_string),
             reasoning_closed: closed,
             content: row["content"].as_str().unwrap_or_default().to_string(),
-            tool_calls: calls
-                .into_iter()
-                .map(|(name, arguments)| ToolCall {
-                    id: None,
-                    name,
-                    arguments: Arguments::Raw(arguments),
-                })
-                .collect(),
+            tool_calls: row_tool_calls(row),
             end_of_turn: true,
         };
         assert_eq!(
@@ -392,31 +326,10 @@ fn answer(row: &Value, prompt_tokens: usize, stream: bool) -> Value {
     let (text, _) = text_and_thinking(row);
     let ids = row["ids"].as_array().unwrap().len();
     let cut = cut(text);
-    let calls: Vec<Value> = row_calls(row, calls_key)
-        .into_iter()
-        .enumerate()
-        .map(|(i, (name, arguments))| {
-            json!({"id": format!("chatcmpl-tool-{i:032x}"), "type": "function",
-                   "function": {"name": name, "arguments": arguments}})
-        })
-        .collect();
-    let finish = match (cut, calls.is_empty()) {
-        (true, _) => "length",
-        (false, false) => "tool_calls",
-        (false, true) => "stop",
-    };
-    let mut message = json!({"role": "assistant", "content": row[content_key],
-                             "reasoning": row["reasoning"]});
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
-    }
-    json!({
-        "id": "chatcmpl-1", "object": "chat.completion", "model": "deepseek-v3.2",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt_tokens,
-                  "completion_tokens": ids + usize::from(!cut),
-                  "total_tokens": prompt_tokens + ids + usize::from(!cut)}
-    })
+    let message = json!({"role": "assistant", "content": row[content_key],
+                         "reasoning": row["reasoning"]});
+    let calls = row_calls(row, calls_key);
+    vllm_answer(message, &calls, cut, prompt_tokens, ids + usize::from(!cut))
 }
 
 /// Each answer of the corpus rebuilt from what vLLM sent: the model's own ids (its text and
@@ -431,43 +344,20 @@ fn reconstruction_is_never_wrong_without_a_flag() {
 }
 
 fn check_reconstruction(p: &Profile, tools: &[Value], rows: &[Value], stream: bool) {
-    let end = p.tokenizer.encode(END);
-    let options = ReconstructOptions {
-        kind: ServerKind::Vllm,
-        ..ReconstructOptions::default()
-    };
     let mut exact = 0;
-    let mut failures = Vec::new();
-    for row in rows {
-        let (text, thinking) = text_and_thinking(row);
-        let request = ExchangeRequest {
-            messages: vec![json!({"role": "user", "content": "Weather in Paris?"})],
-            tools: Some(tools.to_vec()),
-            chat_template_kwargs: json!({ "thinking": thinking }).as_object().cloned(),
-            stream: Some(stream),
-            max_tokens: None,
-        };
-        let prompt_tokens = p.render_ids(&request.render_input()).unwrap().len();
-        let mut want: Vec<u32> = serde_json::from_value(row["ids"].clone()).unwrap();
-        if !cut(text) {
-            want.extend(&end);
-        }
-        let answer = answer(row, prompt_tokens, stream);
-        let got = reconstruct(p, &request, &answer, &options).unwrap();
-        let certain = got.fidelity.class.is_exact();
-        if certain && got.completion_ids != want {
-            failures.push(format!(
-                "{text:?} (stream: {stream}): {:?} but rebuilt {:?}",
-                got.fidelity.class,
-                p.tokenizer.decode(&got.completion_ids)
-            ));
-        }
-        if !certain && got.warnings.is_empty() {
-            failures.push(format!("{text:?}: {:?} without a warning", got.fidelity));
-        }
-        exact += usize::from(certain && got.completion_ids == want);
+    for thinking in [false, true] {
+        let (request, prompt_tokens) = weather_request_thinking(p, tools, thinking, stream);
+        let cases = rows
+            .iter()
+            .filter(|row| text_and_thinking(row).1 == thinking)
+            .map(|row| {
+                let text = text_and_thinking(row).0;
+                let truth = true_ids(p, row, cut(text), END);
+                let label = format!("{text:?} (stream: {stream})");
+                (label, answer(row, prompt_tokens, stream), truth)
+            });
+        exact += rebuild_all(p, &request, &vllm_options(), cases);
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
     // Exact: the answers without a parameter (plain text, reasoning, a call without arguments).
     // A string value's `string="true"` could have been `string="false"` (one token either way,
     // read alike) and a typed value's spelling is lost: those are flagged, never guessed.
@@ -501,14 +391,7 @@ fn sglang_tool_answers_are_flagged() {
         kind: ServerKind::Sglang,
         ..ReconstructOptions::default()
     };
-    let request = ExchangeRequest {
-        messages: vec![json!({"role": "user", "content": "Weather in Paris?"})],
-        tools: Some(tools.to_vec()),
-        chat_template_kwargs: None,
-        stream: Some(false),
-        max_tokens: None,
-    };
-    let prompt_tokens = p.render_ids(&request.render_input()).unwrap().len();
+    let (request, prompt_tokens) = weather_request(&p, &tools, false);
     let mut checked = 0;
     for row in rows.iter().filter(|r| !row_calls(r, "calls").is_empty()) {
         if row["thinking"].as_bool().unwrap() {

@@ -39,6 +39,9 @@ pub enum Forms {
     Server,
     /// Also as clients send them ([`client_messages`]), which the servers parse first.
     ServerAndClient,
+    /// Also as the generator wrote them for clients where a row has them (`client_messages`:
+    /// content missing, `null` or a list of parts), else as stored.
+    ServerClientAndWritten,
 }
 
 /// Every row of the parity corpus `tests/data/parity/{file}` rendered by `p`: the text
@@ -57,8 +60,12 @@ pub fn check_parity(
         let messages = case["messages"].as_array().unwrap();
         let client = client_messages(messages);
         let mut all = vec![("server", messages)];
-        if forms == Forms::ServerAndClient {
+        if forms != Forms::Server {
             all.push(("client", &client));
+        }
+        if forms == Forms::ServerClientAndWritten {
+            let written = case.get("client_messages").and_then(Value::as_array);
+            all.push(("as written", written.unwrap_or(messages)));
         }
         let want = case["text"].as_str().unwrap();
         let want_ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();

@@ -40,48 +40,41 @@ Run from the repository root.
 from __future__ import annotations
 
 import copy
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from make_parity import Conversation, seeded, write_jsonl  # noqa: E402
+from make_parity import seeded  # noqa: E402
 from make_server_corpus import setup_imports  # noqa: E402
-from reference import ASSETS, REPO_ROOT, hf_tokenizer  # noqa: E402
+from parity_common import make_corpus, server_messages  # noqa: E402
+from reference import REPO_ROOT, hf_tokenizer  # noqa: E402
 
 BUILTIN = "templates/deepseek-v3.2.jinja"
 LLAMA_CPP = "templates/deepseek-v3.2-llama.cpp.jinja"
 PARITY = REPO_ROOT / "tests" / "data" / "parity"
-TARGET = 240
 
 
-def server_messages(messages: list[dict], reasoning_key: str) -> list[dict]:
-    out = []
-    for message in copy.deepcopy(messages):
-        content = message.get("content")
-        if content is None:
-            message["content"] = ""
-        elif isinstance(content, list):
-            message["content"] = "\n".join(part["text"] for part in content)
-        for call in message.get("tool_calls") or []:
-            arguments = call["function"]["arguments"]
-            if isinstance(arguments, str):
-                parsed = json.loads(arguments)
-                call["function"]["arguments"] = parsed if isinstance(parsed, dict) else {}
+def reasoning_under(reasoning_key: str):
+    """A message edit: history reasoning under the key the reference reads."""
+    def edit(_i: int, message: dict) -> None:
         if "reasoning_content" in message and reasoning_key != "reasoning_content":
             message[reasoning_key] = message.pop("reasoning_content")
-        out.append(message)
-    return out
+    return edit
+
+
+def encoding_messages(messages: list[dict], reasoning_key: str) -> list[dict]:
+    """What the servers hand the encoding: parity_common.py's `server_messages` (arguments that
+    are not an object become `{}`), reasoning under `reasoning_key`."""
+    return server_messages(messages, objects_only=True, edit=reasoning_under(reasoning_key))
 
 
 def client_messages(messages: list[dict], reasoning_key: str) -> list[dict]:
     """The messages as the client wrote them (content missing, null or a list of parts, arguments
     as JSON strings or objects), reasoning under the key the reference reads."""
     out = copy.deepcopy(messages)
-    for message in out:
-        if "reasoning_content" in message and reasoning_key != "reasoning_content":
-            message[reasoning_key] = message.pop("reasoning_content")
+    for i, message in enumerate(out):
+        reasoning_under(reasoning_key)(i, message)
     return out
 
 
@@ -132,57 +125,37 @@ def sglang_render(encoding, case) -> str | None:
         return None
 
 
-def jinja_render(tok, case) -> str:
-    from transformers.utils.chat_template_utils import (
-        _normalize_chat_messages,
-        render_jinja_template,
-    )
-
-    template = (ASSETS / LLAMA_CPP).read_text(encoding="utf-8")
-    rendered, _ = render_jinja_template(
-        conversations=[_normalize_chat_messages(copy.deepcopy(case["messages"]))],
-        tools=case.get("tools"),
-        chat_template=template,
-        add_generation_prompt=case["add_generation_prompt"],
-        **{**tok.special_tokens_map, **case.get("chat_template_kwargs", {})},
-    )
-    return rendered[0]
-
-
-def corpus(name: str, template: str, reasoning_key: str, render, extra) -> list[dict]:
+def corpus(name: str, template: str, reasoning_key: str, render_text, extra) -> list[dict]:
+    """parity_common.py's corpus of `template`'s renders (by `render_text`, else transformers'),
+    each row also holding the client's messages where they differ, then `extra(case, text)`."""
     rng = seeded(f"render:{name}")
-    rows, dropped, attempts = [], 0, 0
-    while len(rows) < TARGET and attempts < 4000:
-        attempts += 1
-        case = Conversation(rng, kimi_ids=False).build()
+    written = {}  # the client's messages of the case being drawn, from `prepare` to `finish`
+
+    def prepare(case: dict) -> None:
         kwargs = thinking_kwargs(rng)
         if kwargs:
             case["chat_template_kwargs"] = kwargs
-        client = client_messages(case["messages"], reasoning_key)
-        case["messages"] = server_messages(case["messages"], reasoning_key)
-        try:
-            text = render(case)
-        except Exception as error:  # the reference refused this case: drop it, count it
-            if isinstance(error, AssertionError):
-                raise
-            dropped += 1
-            continue
-        row = {"template": template, **case, "text": text, "ids": PLAIN.encode(text, add_special_tokens=False)}
-        if client != case["messages"]:
-            row["client_messages"] = client
-        rows.append({**row, **extra(case, text)})
-    assert len(rows) >= 200, f"only {len(rows)} renders after {attempts} attempts"
-    write_jsonl(PARITY / f"render_{name}.jsonl", rows)
-    print(f"render_{name}.jsonl: {len(rows)} rows (reference raised on {dropped} dropped candidates)")
-    return rows
+        written["messages"] = client_messages(case["messages"], reasoning_key)
+        case["messages"] = encoding_messages(case["messages"], reasoning_key)
+
+    def finish(case: dict, text: str, ids: list[int]) -> dict:
+        row = {"text": text, "ids": ids}
+        if written["messages"] != case["messages"]:
+            row["client_messages"] = written["messages"]
+        return {**row, **extra(case, text)}
+
+    def render_case(case: dict) -> tuple[str, list[int]]:
+        text = render_text(case)
+        return text, hf_tokenizer("deepseek-v3.2").encode(text, add_special_tokens=False)
+
+    return make_corpus(PARITY / f"render_{name}.jsonl", rng, "deepseek-v3.2", template, prepare,
+                       finish, render_case=render_case if render_text else None)
 
 
 def main() -> None:
-    global PLAIN
     setup_imports()
     from vllm.tokenizers.deepseek_v32 import get_deepseek_v32_tokenizer
 
-    PLAIN = hf_tokenizer("deepseek-v3.2")
     dsv32 = get_deepseek_v32_tokenizer(hf_tokenizer("deepseek-v3.2"))
     sglang = sglang_encoding()
     corpus("deepseek_v32", BUILTIN, "reasoning", lambda case: python_render(dsv32, case),
@@ -191,7 +164,7 @@ def main() -> None:
     differ = {"n": 0}  # how many of the llama.cpp renders the encoding writes otherwise
 
     def python_text(case, text):
-        python_case = {**case, "messages": server_messages(case["messages"], "reasoning")}
+        python_case = {**case, "messages": encoding_messages(case["messages"], "reasoning")}
         try:
             python = python_render(dsv32, python_case)
         except Exception as error:  # noqa: BLE001 - the encoding refuses it: say so
@@ -199,8 +172,7 @@ def main() -> None:
         differ["n"] += python != text
         return {"python_text": python}
 
-    rows = corpus("deepseek_v32_llama_cpp", LLAMA_CPP, "reasoning_content",
-           lambda case: jinja_render(PLAIN, case), python_text)
+    rows = corpus("deepseek_v32_llama_cpp", LLAMA_CPP, "reasoning_content", None, python_text)
     print(f"llama.cpp's template differs from the Python encoding on {differ['n']} of {len(rows)}")
 
 

@@ -73,19 +73,26 @@ def render(tokenizer: str, template_file: str, messages, tools, add_generation_p
 def make_corpus(out: Path, rng, tokenizer: str, template: str,
                 prepare: Callable[[dict], None],
                 finish: Callable[[dict, str, list[int]], dict | None] | None = None,
-                note: str = "") -> None:
+                note: str = "",
+                render_case: Callable[[dict], tuple[str, list[int]]] | None = None) -> list[dict]:
     """Draw conversations from make_parity.py's generator (`rng`), `prepare` each (its
-    messages, its `chat_template_kwargs`), render it, and write `out` once it has TARGET rows.
-    A case the reference refuses is dropped and counted. `finish(case, text, ids)` gives the
-    fields the row keeps between the case and its text, or None to skip the case."""
+    messages, its `chat_template_kwargs`), render it, and write `out` once it has TARGET rows
+    (also returned). A case the reference refuses is dropped and counted. `finish(case, text,
+    ids)` gives the fields the row keeps between the case and its text (a field it names `text`
+    or `ids` stands there, the rest after it), or None to skip the case. `render_case(case)`:
+    a reference other than transformers' render of `template` (text and ids)."""
     rows, dropped, attempts = [], 0, 0
     while len(rows) < TARGET and attempts < ATTEMPTS:
         attempts += 1
         case = Conversation(rng, kimi_ids=False).build()
         prepare(case)
         try:
-            text, ids = render(tokenizer, template, case["messages"], case.get("tools"),
-                               case["add_generation_prompt"], case.get("chat_template_kwargs", {}))
+            if render_case is not None:
+                text, ids = render_case(case)
+            else:
+                text, ids = render(tokenizer, template, case["messages"], case.get("tools"),
+                                   case["add_generation_prompt"],
+                                   case.get("chat_template_kwargs", {}))
         except Exception as error:  # the reference refused this case: drop it, count it
             if isinstance(error, AssertionError):
                 raise
@@ -98,3 +105,4 @@ def make_corpus(out: Path, rng, tokenizer: str, template: str,
     assert len(rows) >= MINIMUM, f"only {len(rows)} renders after {attempts} attempts"
     write_jsonl(out, rows)
     print(f"{out}: {len(rows)} rows (reference raised on {dropped} dropped candidates){note}")
+    return rows

@@ -21,31 +21,19 @@ Run from the repository root.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from make_qwen3_coder_shapes import streamed  # noqa: E402
 from make_server_corpus import setup_imports  # noqa: E402
 from reference import hf_tokenizer  # noqa: E402
+from shapes_common import (  # noqa: E402
+    REASONING_TEXTS, WEATHER_AND_RUN_TOOLS, read_calls, streamed, write_rows)
 
 OUT = Path(__file__).resolve().parents[1] / "deepseek_v32" / "parser_shapes.jsonl"
 
-TOOLS = [
-    {"type": "function", "function": {
-        "name": "get_weather", "description": "Weather for a city.",
-        "parameters": {"type": "object", "properties": {
-            "city": {"type": "string"}, "days": {"type": "integer"},
-            "threshold": {"type": "number"}, "metric": {"type": "boolean"},
-            "options": {"type": "object"}, "tags": {"type": "array"}},
-            "required": ["city"]}}},
-    {"type": "function", "function": {
-        "name": "run", "description": "Run a shell command.",
-        "parameters": {"type": "object", "properties": {
-            "command": {"type": "string"}, "timeout": {"type": "integer"}}}}},
-]
+TOOLS = WEATHER_AND_RUN_TOOLS
 
 D = "｜DSML｜"
 
@@ -70,11 +58,7 @@ RUN = invoke("run", [("command", "true", "ls -la\ncd /tmp && echo 'x < y'"),
 
 # (text as the model wrote it after the generation prompt, without the end-of-turn token; thinking)
 TEXTS = [
-    ("Hello there.", False),
-    ("Hello there.", True),
-    ("Let me think.</think>Hello there.", True),
-    ("still thinking, cut", True),
-    ("Done.</think>", True),
+    *REASONING_TEXTS,
     (calls(PARIS), False),
     ("Checking." + calls(PARIS), False),
     ("Checking both." + calls(PARIS, RUN), False),
@@ -122,11 +106,7 @@ def main() -> None:
         calls_out, stream_content, stream_calls = [], content, []
         if content is not None:
             parser = DeepSeekV32EngineToolParser(tok, tools=request.tools)
-            info = parser.extract_tool_calls(content, request)
-            if info.tools_called:
-                calls_out = [{"name": c.function.name, "arguments": c.function.arguments}
-                             for c in info.tool_calls]
-                content = info.content
+            content, calls_out = read_calls(parser, content, request)
             stream_content, stream_calls = streamed(
                 DeepSeekV32EngineToolParser(tok, tools=request.tools), tok, request,
                 text[len(text) - len(stream_content):])
@@ -134,12 +114,7 @@ def main() -> None:
                      "content": content or None, "calls": calls_out,
                      "stream_content": stream_content or None, "stream_calls": stream_calls,
                      "ids": tok.encode(text, add_special_tokens=False)})
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    with OUT.open("w", encoding="utf-8", newline="\n") as f:
-        f.write(json.dumps({"tools": TOOLS}, ensure_ascii=False) + "\n")
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{OUT}: {len(rows)} rows")
+    write_rows(OUT, rows, TOOLS)
 
 
 if __name__ == "__main__":

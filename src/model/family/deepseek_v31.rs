@@ -186,29 +186,22 @@ mod tests {
 
     #[test]
     fn model_ids_as_openrouter_and_hugging_face_write_them() {
-        for id in [
+        let ids = [
             "deepseek/deepseek-chat-v3.1",
             "deepseek/deepseek-chat-v3.1:free",
             "deepseek-ai/DeepSeek-V3.1",
             "deepseek-ai/DeepSeek-V3.1-Terminus",
-        ] {
-            assert_eq!(
-                Family::from_model_id(id),
-                Some(Family::DEEPSEEK_V31),
-                "{id}"
-            );
-        }
-        for id in [
+            // V3.2-Exp writes V3.1's syntax.
+            "deepseek/deepseek-v3.2-exp",
+            "deepseek-ai/DeepSeek-V3.2-Exp",
+        ];
+        let others = [
             "deepseek-ai/DeepSeek-V3",
             "deepseek/deepseek-chat",
+            "deepseek-ai/DeepSeek-V3.2",
             "qwen/qwen3-8b",
-        ] {
-            assert_ne!(
-                Family::from_model_id(id),
-                Some(Family::DEEPSEEK_V31),
-                "{id}"
-            );
-        }
+        ];
+        crate::model::family::assert_model_ids(Family::DEEPSEEK_V31, &ids, &others);
     }
 
     #[test]

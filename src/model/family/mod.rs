@@ -436,6 +436,18 @@ impl Family {
     }
 }
 
+/// For the family files' tests: `family` claims each id of `ids` ([`Family::from_model_id`]),
+/// and none of `others`.
+#[cfg(test)]
+fn assert_model_ids(family: Family, ids: &[&str], others: &[&str]) {
+    for id in ids {
+        assert_eq!(Family::from_model_id(id), Some(family), "{id}");
+    }
+    for id in others {
+        assert_ne!(Family::from_model_id(id), Some(family), "{id}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,9 @@
 //!   (the request's tools first, then the system prompt); each user or tool-result turn already
 //!   opens the next assistant turn (`<｜Assistant｜></think>`, `<think>` when thinking), so the
 //!   generation prompt adds nothing. History reasoning is read from `reasoning` (vLLM's key), else
-//!   `reasoning_content` (SGLang's), and written only after the last user turn.
+//!   `reasoning_content` (SGLang's), and written only after the last user turn. SGLang orders
+//!   the tools block after a system prompt: where the server could be SGLang, such a request is
+//!   flagged (`FamilyRules::prompt_doubt`).
 //! - Thinking: `thinking or enable_thinking` (vLLM's wrapper), default off; the model then writes
 //!   `REASONING</think>CONTENT`.
 //! - Tool calls (DSML): `\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="NAME">\n` then one

@@ -23,7 +23,8 @@
 //!   call as `commentary`, results unquoted, every call), reasoning is read from `reasoning`, not
 //!   `thinking`. Most such prompts differ in length (the answer's `prompt_tokens` flags them); the
 //!   missing blank line does not, so a request with a system message and no tools is flagged
-//!   (`FamilyRules::prompt_doubt`: `ambiguous`, `prompt_render_differs`).
+//!   (`FamilyRules::prompt_doubt`: `ambiguous`, `prompt_render_differs`) unless the server is
+//!   llama.cpp, which renders the template.
 //! - Tokenizer: the o200k_harmony vocabulary (`tests/assets/README.md`).
 
 use super::AssistantTurn;

@@ -10,7 +10,7 @@ use super::quirk::Quirks;
 use super::quirks::{
     CompletesEmptyLastArguments, CountsReasoningThroughClose, DropsCutSection, DropsIncompleteCall,
     EmptyContentAsString, FinishToolCalls, IndexesCalls, ResynthesizesCallIds,
-    StreamsSectionTextAsContent, StreamsTokenDeltas, StripsArguments,
+    StreamsSectionTextAsContent, StreamsTokenDeltas, StripsArguments, StripsContentBeforeCalls,
 };
 use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
@@ -25,6 +25,7 @@ pub const SHAPE: ServerShape = ServerShape {
     reasoning_details: false,
     versions: Versions::Newest,
     quirks: Quirks::new(&[
+        &StripsContentBeforeCalls,
         &EmptyContentAsString,
         &ResynthesizesCallIds,
         &StripsArguments,

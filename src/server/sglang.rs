@@ -9,8 +9,9 @@
 use super::quirk::Quirks;
 use super::quirks::{
     CompletesEmptyLastArguments, CountsReasoningThroughClose, DropsCutSection, DropsIncompleteCall,
-    EmptyContentAsString, FinishToolCalls, IndexesCalls, ResynthesizesCallIds,
-    StreamsSectionTextAsContent, StreamsTokenDeltas, StripsArguments, StripsContentBeforeCalls,
+    EmptyContentAsString, FinishToolCalls, IndexesCalls, KeepsContentBeforeCalls,
+    ResynthesizesCallIds, StreamsSectionTextAsContent, StreamsTokenDeltas, StripsArguments,
+    StripsContentBeforeCalls,
 };
 use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
@@ -26,6 +27,7 @@ pub const SHAPE: ServerShape = ServerShape {
     versions: Versions::Newest,
     quirks: Quirks::new(&[
         &StripsContentBeforeCalls,
+        &KeepsContentBeforeCalls,
         &EmptyContentAsString,
         &ResynthesizesCallIds,
         &StripsArguments,

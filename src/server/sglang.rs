@@ -10,8 +10,8 @@ use super::quirk::Quirks;
 use super::quirks::{
     CompletesEmptyLastArguments, CountsReasoningThroughClose, DropsCutSection, DropsIncompleteCall,
     EmptyContentAsString, FinishToolCalls, IndexesCalls, KeepsContentBeforeCalls,
-    ResynthesizesCallIds, StreamsSectionTextAsContent, StreamsTokenDeltas, StripsArguments,
-    StripsContentBeforeCalls,
+    ParsesOnlyALeadingCall, ResynthesizesCallIds, StreamsSectionTextAsContent, StreamsTokenDeltas,
+    StripsArguments, StripsContentBeforeCalls,
 };
 use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
@@ -28,6 +28,7 @@ pub const SHAPE: ServerShape = ServerShape {
     quirks: Quirks::new(&[
         &StripsContentBeforeCalls,
         &KeepsContentBeforeCalls,
+        &ParsesOnlyALeadingCall,
         &EmptyContentAsString,
         &ResynthesizesCallIds,
         &StripsArguments,

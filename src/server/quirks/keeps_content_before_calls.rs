@@ -63,7 +63,11 @@ mod tests {
             }],
             ..Parsed::default()
         };
-        KeepsContentBeforeCalls.forward(&crate::server::sglang::SHAPE, &input, &mut parsed);
+        KeepsContentBeforeCalls.forward(
+            crate::server::shape(crate::api::ServerKind::Sglang, None),
+            &input,
+            &mut parsed,
+        );
         parsed
     }
 

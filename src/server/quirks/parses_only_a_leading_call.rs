@@ -60,7 +60,7 @@ mod tests {
             }],
             ..Parsed::default()
         };
-        let shape = &crate::server::sglang::SHAPE;
+        let shape = crate::server::shape(crate::api::ServerKind::Sglang, None);
         ParsesOnlyALeadingCall.forward(shape, &input, &mut parsed);
         assert_eq!(parsed.content.as_deref(), Some(text));
         assert!(parsed.calls.is_empty());

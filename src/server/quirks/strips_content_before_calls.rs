@@ -114,7 +114,7 @@ mod tests {
                 calls: vec![call.clone()],
                 ..Parsed::default()
             };
-            let shape = &crate::server::sglang::SHAPE;
+            let shape = crate::server::shape(crate::api::ServerKind::Sglang, None);
             StripsContentBeforeCalls.forward(shape, &input(text, stream), &mut parsed);
             assert_eq!(parsed.content.as_deref(), Some(want));
         }

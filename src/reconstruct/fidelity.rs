@@ -81,6 +81,9 @@ pub enum Reason {
     ServerNullsWhitespaceContent,
     /// The server strips whitespace around tool-call arguments (non-streamed).
     ServerStripsArgumentWhitespace,
+    /// The server strips whitespace at both ends of the content before tool calls
+    /// (non-streamed; SGLang's `deepseekv31` and `qwen25` detectors).
+    ServerStripsContentBeforeCalls,
     /// The server re-serializes tool-call arguments (schema coercion, hermes `json.dumps`).
     ArgumentsReserialized,
     /// The server replaces the model's tool-call ids with its own.

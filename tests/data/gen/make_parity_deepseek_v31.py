@@ -4,7 +4,7 @@
 Conversations from make_parity.py's generator (tools, multi-turn, tool rounds, reasoning), asked
 with `thinking` on, off or absent, rendered by transformers (`render_jinja_template`, as
 `apply_chat_template` does) with llama.cpp's `models/templates/deepseek-ai-DeepSeek-V3.1.jinja`
-(tests/assets/templates/deepseek-v3.1.jinja, MIT) and the DeepSeek-V3 tokenizer's special tokens.
+(tests/assets/templates/deepseek-v3.1.jinja, MIT) and DeepSeek-V3.1's own tokenizer (`<think>`, `</think>` single tokens).
 
 The messages are first made what the servers hand the template (parity_common.py; see make_client_messages.py):
 missing/`None` content is "", a list of text parts is their texts joined by "\\n", and tool-call
@@ -39,7 +39,7 @@ def main() -> None:
             case["chat_template_kwargs"] = {"thinking": False}
         case["messages"] = server_messages(case["messages"])
 
-    make_corpus(OUT, rng, "deepseek-v3", TEMPLATE, prepare)
+    make_corpus(OUT, rng, "deepseek-v3.1", TEMPLATE, prepare)
 
 
 if __name__ == "__main__":

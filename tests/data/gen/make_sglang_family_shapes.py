@@ -11,7 +11,7 @@ scheduler's finish checks, the incremental detokenizer, `FunctionCallParser` wit
 detector and `ReasoningParser`), launched as `--tool-call-parser P --reasoning-parser R` would:
 
     family        tool parser    reasoning parser
-    deepseek_v31  deepseekv31    deepseek-v3   (thinking rows ask `chat_template_kwargs.thinking`)
+    deepseek_v31  deepseekv31    deepseek-v3   (V3.1's own tokenizer; thinking rows ask `chat_template_kwargs.thinking`)
     qwen3_coder   qwen3_coder    —
     qwen3_2507    qwen25         qwen3 for the thinking model's rows, none for the instruct's
     gpt_oss       gpt-oss        gpt-oss
@@ -97,7 +97,7 @@ def llama3_rows():
 # family: (tokenizer dir, tool parser, reasoning parser (thinking rows), model_type, end tokens,
 # architecture, rows)
 FAMILIES = {
-    "deepseek_v31": ("deepseek-v3", "deepseekv31", "deepseek-v3", "deepseek_v3",
+    "deepseek_v31": ("deepseek-v3.1", "deepseekv31", "deepseek-v3", "deepseek_v3",
                      ["<｜end▁of▁sentence｜>"], "DeepseekV3ForCausalLM", deepseek_v31_rows),
     "qwen3_coder": ("qwen3", "qwen3_coder", None, "qwen3_moe", ["<|im_end|>", "<|endoftext|>"],
                     "Qwen3MoeForCausalLM", qwen3_coder_rows),

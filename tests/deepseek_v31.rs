@@ -7,8 +7,10 @@
 
 mod common;
 
+use common::assets;
 use common::family::{assert_parsed_as_row, corpus, row_tool_calls};
-use draftgen::model::family::{deepseek_v31, AssistantTurn};
+use draftgen::model::family::{deepseek_v31, AssistantTurn, Family};
+use draftgen::model::{LoadOptions, Profile};
 use draftgen::server::deepseek_v31::parse;
 use serde_json::Value;
 
@@ -56,4 +58,20 @@ fn completion_text_inverts_the_parsers() {
         checked += 1;
     }
     assert!(checked >= 7, "only {checked} answers checked");
+}
+
+/// V3.1's own files (`assets/deepseek-v3.1/`, from a registry package): `<think>` and `</think>`
+/// are single added tokens (ids as the file lists them, `tests/assets/README.md`), and the
+/// directory, whose `tokenizer_config.json` carries DeepSeek's own template, is V3.1's family.
+#[test]
+fn v31s_own_tokenizer_has_single_think_tokens() {
+    let p = Profile::load(&assets().join("deepseek-v3.1"), &LoadOptions::default()).unwrap();
+    assert_eq!(p.family, Family::DEEPSEEK_V31);
+    assert_eq!(p.tokenizer.encode("<think>"), vec![128798]);
+    assert_eq!(p.tokenizer.encode("</think>"), vec![128799]);
+    assert_eq!(p.tokenizer.encode("<｜search▁begin｜>"), vec![128796]);
+    assert_eq!(p.tokenizer.encode("<｜search▁end｜>"), vec![128797]);
+    // DeepSeek-V3's files have place holders there: the markers are several ordinary tokens.
+    let v3 = Profile::load(&assets().join("deepseek-v3"), &LoadOptions::default()).unwrap();
+    assert!(v3.tokenizer.encode("<think>").len() > 1);
 }

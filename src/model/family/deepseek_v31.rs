@@ -2,7 +2,8 @@
 //!
 //! - Thinking mode: the `thinking` template kwarg (default off; the llama.cpp template also reads
 //!   `enable_thinking` when `thinking` is absent). The generation prompt ends with `<think>` when
-//!   thinking, `<think></think>` when not; the model then writes `REASONING</think>CONTENT`.
+//!   thinking, `<think></think>` when not (llama.cpp's template; DeepSeek's own writes `</think>`
+//!   alone); the model then writes `REASONING</think>CONTENT`.
 //! - Tool calls, a new syntax (no `function` type word, no ```` ```json ```` fence, no newline
 //!   between calls): `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`.
 //!   No ids in the token stream.
@@ -11,8 +12,10 @@
 //! - Built-in template: `templates/deepseek-v3.1.jinja`, llama.cpp's
 //!   `models/templates/deepseek-ai-DeepSeek-V3.1.jinja` (MIT, `tests/assets/templates/LICENSE-llama.cpp`),
 //!   which writes call arguments with `tojson` (servers hand the template arguments as objects).
-//! - Tokenizer: DeepSeek-V3's (`tests/assets/README.md`). V3.1's own adds `<think>`/`</think>`
-//!   as tokens: a model directory with V3.1's `tokenizer.json` encodes them as such.
+//! - Tokenizer: V3.1's own (`assets/deepseek-v3.1/`, `tests/assets/README.md`): DeepSeek-V3's
+//!   vocabulary plus `<｜search▁begin｜>` 128796, `<｜search▁end｜>` 128797, `<think>` 128798,
+//!   `</think>` 128799 as added tokens, so every think marker is one token. DeepSeek-V3's files
+//!   (place holders there) would split each into several and miscount every V3.1 prompt.
 
 use super::deepseek_v3::{
     CALL_BEGIN, CALL_END, CALL_SEP, END_OF_SENTENCE, SECTION_BEGIN, SECTION_END,
@@ -28,6 +31,10 @@ use crate::pyjson::{dumps_json, DumpOptions};
 
 pub const THINK_OPEN: &str = "<think>";
 pub const THINK_CLOSE: &str = "</think>";
+
+/// What V3.1's templates write after `<｜Assistant｜>` without thinking: llama.cpp's, DeepSeek's.
+const ASSISTANT_THINK_OPENINGS: &[&str] =
+    &["<｜Assistant｜><think></think>", "<｜Assistant｜></think>"];
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "deepseek-v3.1",
@@ -73,12 +80,17 @@ impl FamilyRules for DeepseekV31 {
         &SPEC
     }
 
-    /// DeepSeek's sentence markers, and a template that writes `<think></think>` after
-    /// `<｜Assistant｜>`.
+    /// DeepSeek's sentence markers, and a template that writes `<think></think>` (llama.cpp's)
+    /// or `</think>` (DeepSeek's own, the V3.1 `tokenizer_config.json` of `tests/assets/README.md`)
+    /// right after `<｜Assistant｜>`.
     fn detect(&self, _model_type: &str, tokenizer_config: &str, template: &str) -> bool {
+        let writes_think = |text: &str| {
+            ASSISTANT_THINK_OPENINGS
+                .iter()
+                .any(|opening| text.contains(opening))
+        };
         has_sentence_markers(tokenizer_config, template)
-            && (template.contains("<｜Assistant｜><think></think>")
-                || tokenizer_config.contains("<｜Assistant｜><think></think>"))
+            && (writes_think(template) || writes_think(tokenizer_config))
     }
 
     /// `deepseek-ai/DeepSeek-V3.1`, `deepseek/deepseek-chat-v3.1`, `…-v3.1-terminus`, `…:free`,

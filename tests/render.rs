@@ -284,6 +284,13 @@ fn parity_deepseek_v31() {
     );
 }
 
+/// DeepSeek-V3.1's own template, from its model directory (`tokenizer_config.json`), detected
+/// without a `--profile` (`tests/data/gen/make_parity_deepseek_v31.py`).
+#[test]
+fn parity_deepseek_v31_own_template() {
+    check_parity("render_deepseek_v31_own.jsonl", "deepseek-v3.1", None);
+}
+
 /// The built-in template is the one the parity corpus was rendered with, byte for byte.
 #[test]
 fn deepseek_v31_builtin_template_is_llama_cpps() {

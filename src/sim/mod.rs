@@ -33,6 +33,7 @@ pub mod config;
 pub mod conventions;
 pub mod counters;
 pub mod endpoints;
+pub mod family_model;
 pub mod faults;
 pub mod flavor;
 pub mod prompt;

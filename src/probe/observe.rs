@@ -503,27 +503,9 @@ fn tool_openers(expect: Option<&Expectation>) -> Vec<String> {
                 .tool_section_begin
                 .map(str::to_string)
                 .into_iter()
-                .chain(call_opener(f))
+                .chain(f.call_opener())
         })
         .collect()
-}
-
-/// What a family writes before a call's name, learned from its own writer (a turn of one call
-/// and nothing else): harmony's `<|channel|>commentary to=functions.`, Llama's `{"name": "`,
-/// Kimi's section and call markers. `None` where the family's writer does not write turns.
-fn call_opener(family: Family) -> Option<String> {
-    const NAME: &str = "probe_tool_name";
-    let turn = AssistantTurn {
-        tool_calls: vec![ToolCall {
-            id: family.rules().native_tool_call_id(NAME, 0),
-            name: NAME.to_string(),
-            arguments: crate::completion::Arguments::Object(Value::Object(Default::default())),
-        }],
-        ..AssistantTurn::default()
-    };
-    let text = family.rules().completion_text(false, &turn)?.ok()?;
-    let opener = text[..text.find(NAME)?].trim();
-    (!opener.is_empty()).then(|| opener.to_string())
 }
 
 /// The text the model wrote, as the answer implies it in the family's own syntax: the raw

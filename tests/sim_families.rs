@@ -244,3 +244,52 @@ fn every_family_builds_exactly_from_the_simulator() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `draftgen sim --model FAMILY` serves that family from its tokenizer files wherever they are
+/// (here: the reference assets), in its own syntax: a parser-less server shows its raw calls.
+#[test]
+fn the_sim_command_serves_a_family_by_name() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let cache = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(common::run::BIN)
+        .args(["sim", "--port", "0", "--flavor", "raw", "--any-model"])
+        .args(["--model", "qwen3-coder"])
+        .env("DRAFTGEN_ASSETS", common::assets())
+        .env("XDG_CACHE_HOME", cache.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("draftgen sim");
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut url)
+        .expect("the URL line");
+    let mut said = String::new();
+    BufReader::new(child.stderr.take().expect("stderr"))
+        .read_line(&mut said)
+        .expect("the sim's line");
+    let body = json!({"model": "m", "tool_choice": "required", "tools": tools(),
+        "messages": [{"role": "user", "content": "The weather in Paris?"}]});
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let answer = runtime.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{}/chat/completions", url.trim()))
+            .json(&body)
+            .send()
+            .await?
+            .json::<Value>()
+            .await
+    });
+    child.kill().expect("kill the sim");
+    child.wait().expect("the sim's exit");
+    assert!(
+        said.contains("model qwen3-coder (tokenizer and template from"),
+        "{said}"
+    );
+    let answer = answer.expect("an answer");
+    let content = answer["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(content.contains("<tool_call>\n<function="), "{answer}");
+}

@@ -139,13 +139,19 @@ impl FamilyModel {
             return Ok(self.dir.clone());
         }
         std::fs::create_dir_all(into)?;
-        for name in ["tokenizer.json", "tiktoken.model", "tokenizer_config.json"]
-            .into_iter()
-            .chain((!self.config_misleads).then_some("config.json"))
-        {
+        // A file of another model made here before is removed, not left beside these.
+        for name in [
+            "tokenizer.json",
+            "tiktoken.model",
+            "tokenizer_config.json",
+            "config.json",
+        ] {
             let from = self.dir.join(name);
-            if from.is_file() {
+            let wanted = name != "config.json" || !self.config_misleads;
+            if wanted && from.is_file() {
                 link_or_copy(&from, &into.join(name))?;
+            } else if into.join(name).is_file() {
+                std::fs::remove_file(into.join(name))?;
             }
         }
         if let Some(template) = self.builtin_template {
@@ -262,6 +268,45 @@ mod tests {
         .to_string();
         assert!(message.contains("/x") && message.contains("DRAFTGEN_ASSETS"));
         assert!(message.contains("huggingface-cli download"));
+    }
+
+    /// A built-in template makes a directory the family's only where the tokenizer has the
+    /// template's added tokens; the made directory holds no file of a model made there before.
+    #[test]
+    fn a_builtin_template_fits_only_its_vocabulary() {
+        let root = std::env::temp_dir().join(format!("draftgen-fits-{}", std::process::id()));
+        let write = |name: &str, config: Value| {
+            let dir = root.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("tokenizer_config.json"), config.to_string()).unwrap();
+            std::fs::write(dir.join("tokenizer.json"), "{}").unwrap();
+            dir
+        };
+        let other = write("other", serde_json::json!({ "added": ["<unrelated>"] }));
+        let mut made_from_builtin = 0;
+        for &family in Family::all() {
+            let Some(template) = family.spec().builtin_template else {
+                continue;
+            };
+            let tokens: Vec<&str> = added_tokens(template).collect();
+            if !tokens.is_empty() {
+                assert!(fits(family, &other).is_none(), "{}", family.name());
+            }
+            let own = write(family.name(), serde_json::json!({ "added": tokens }));
+            let Some(found) = fits(family, &own).filter(|f| f.builtin_template.is_some()) else {
+                continue;
+            };
+            let made = root.join(format!("made-{}", family.name()));
+            std::fs::create_dir_all(&made).unwrap();
+            std::fs::write(made.join("tiktoken.model"), "stale").unwrap();
+            assert_eq!(found.directory(&made).unwrap(), made);
+            assert!(!made.join("tiktoken.model").exists(), "{}", family.name());
+            let written = std::fs::read_to_string(made.join("chat_template.jinja")).unwrap();
+            assert_eq!(written, template);
+            made_from_builtin += 1;
+        }
+        let _ = std::fs::remove_dir_all(&root);
+        assert!(made_from_builtin > 0);
     }
 
     #[test]

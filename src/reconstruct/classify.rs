@@ -349,10 +349,10 @@ pub(super) fn server_losses(
         fidelity.at_most(FidelityClass::Lossy);
         fidelity.because(Reason::ArgumentsReserialized);
         fidelity.because(Reason::ServerRewritesToolCallIds);
-        warnings.push(
-            "lossy: the server parsed the tool calls (hermes: arguments re-serialized with json.dumps unstreamed, the call wrapper's spacing dropped streamed or not); rebuilt as the template writes them, the model's own spacing and escapes may differ"
-                .to_string(),
-        );
+        let syntax = profile.family.syntax().map_or("its", Syntax::tool_parser);
+        warnings.push(format!(
+            "lossy: the server parsed the tool calls ({syntax} tool parser: arguments re-serialized unstreamed, the call wrapper's spacing dropped streamed or not); rebuilt as the template writes them, the model's own spacing and escapes may differ"
+        ));
     }
 }
 

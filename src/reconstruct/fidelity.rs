@@ -187,6 +187,9 @@ pub enum Reason {
     ProviderShapeSglang,
     /// Rebuilt as llama.cpp's answer (`reconstruct/infer/shape.rs`).
     ProviderShapeLlamacpp,
+    /// Rebuilt as the answer of a known server shape that has no reason of its own above
+    /// (`reconstruct/infer/shape.rs`); `build.json`'s providers name the shape.
+    ProviderShape,
     /// Some serving stacks render this request's prompt otherwise than the template, in a way
     /// the token count cannot show (the family's `FamilyRules::prompt_doubt`): rendered as the
     /// template does, and may not be the server's.

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::api::ServerKind;
 use crate::completion::{Completion, CompletionError};
+use crate::model::family::PromptStack;
 use crate::model::template::RENDER_TIME;
 use crate::model::{ModelError, Profile, RenderInput};
 use crate::server::{self, ForwardInput, InverseInput, ParserTraits, ReadBackRules, ServerShape};
@@ -824,11 +825,23 @@ fn flag_prompt_doubt(
     warnings: &mut Vec<String>,
 ) {
     let rules = x.profile.family.rules();
-    let doubt = rules.prompt_doubt(&x.request.messages, x.request.tools.as_deref());
+    let stack = prompt_stack(x.shape);
+    let doubt = rules.prompt_doubt(&x.request.messages, x.request.tools.as_deref(), stack);
     if let (Some(why), None) = (doubt, &completion.prompt_token_ids) {
         fidelity.at_most(FidelityClass::Ambiguous);
         fidelity.because(Reason::PromptRenderDiffers);
         warnings.push(format!("ambiguous: {why}"));
+    }
+}
+
+/// The stack that rendered the prompt, as the shape (declared, or a provider's inferred) says;
+/// a router passes requests to stacks it does not name.
+fn prompt_stack(shape: &ServerShape) -> PromptStack {
+    match shape.kind {
+        ServerKind::Vllm => PromptStack::Vllm,
+        ServerKind::Sglang => PromptStack::Sglang,
+        ServerKind::LlamaCpp => PromptStack::LlamaCpp,
+        ServerKind::OpenRouter | ServerKind::Generic => PromptStack::Unknown,
     }
 }
 

@@ -6,7 +6,7 @@ with `thinking` on, off or absent, rendered by transformers (`render_jinja_templ
 `apply_chat_template` does) with llama.cpp's `models/templates/deepseek-ai-DeepSeek-V3.1.jinja`
 (tests/assets/templates/deepseek-v3.1.jinja, MIT) and the DeepSeek-V3 tokenizer's special tokens.
 
-The messages are first made what the servers hand the template (see make_client_messages.py):
+The messages are first made what the servers hand the template (parity_common.py; see make_client_messages.py):
 missing/`None` content is "", a list of text parts is their texts joined by "\\n", and tool-call
 arguments are objects (vLLM's `_postprocess_messages` parses JSON-string arguments into dicts;
 the template writes them with `tojson`). The stored messages are those normalized ones.
@@ -15,80 +15,31 @@ Run from the repository root.
 
 from __future__ import annotations
 
-import copy
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from make_parity import Conversation, seeded, write_jsonl  # noqa: E402
-from reference import ASSETS, REPO_ROOT, hf_tokenizer  # noqa: E402
+from make_parity import seeded  # noqa: E402
+from parity_common import make_corpus, server_messages  # noqa: E402,F401  (make_parity_llama3.py's too)
+from reference import REPO_ROOT  # noqa: E402
 
 TEMPLATE = "templates/deepseek-v3.1.jinja"
 OUT = REPO_ROOT / "tests" / "data" / "parity" / "render_deepseek_v31.jsonl"
-TARGET = 240
-
-
-def server_messages(messages: list[dict]) -> list[dict]:
-    out = []
-    for message in copy.deepcopy(messages):
-        content = message.get("content")
-        if content is None:
-            message["content"] = ""
-        elif isinstance(content, list):
-            message["content"] = "\n".join(part["text"] for part in content)
-        for call in message.get("tool_calls") or []:
-            arguments = call["function"]["arguments"]
-            if isinstance(arguments, str):
-                call["function"]["arguments"] = json.loads(arguments)
-        out.append(message)
-    return out
-
-
-def render(messages, tools, add_generation_prompt, kwargs) -> tuple[str, list[int]]:
-    from transformers.utils.chat_template_utils import (
-        _normalize_chat_messages,
-        render_jinja_template,
-    )
-
-    tok = hf_tokenizer("deepseek-v3")
-    template = (ASSETS / TEMPLATE).read_text(encoding="utf-8")
-    rendered, _ = render_jinja_template(
-        conversations=[_normalize_chat_messages(copy.deepcopy(messages))],
-        tools=tools,
-        chat_template=template,
-        add_generation_prompt=add_generation_prompt,
-        **{**tok.special_tokens_map, **kwargs},
-    )
-    text = rendered[0]
-    return text, tok.encode(text, add_special_tokens=False)
 
 
 def main() -> None:
     rng = seeded("render:deepseek_v31")
-    rows, dropped, attempts = [], 0, 0
-    while len(rows) < TARGET and attempts < 4000:
-        attempts += 1
-        case = Conversation(rng, kimi_ids=False).build()
+
+    def prepare(case: dict) -> None:
         choice = rng.random()
         if choice < 0.4:
             case["chat_template_kwargs"] = {"thinking": True}
         elif choice < 0.7:
             case["chat_template_kwargs"] = {"thinking": False}
         case["messages"] = server_messages(case["messages"])
-        try:
-            text, ids = render(case["messages"], case.get("tools"), case["add_generation_prompt"],
-                               case.get("chat_template_kwargs", {}))
-        except Exception as error:  # the reference refused this case: drop it, count it
-            if isinstance(error, AssertionError):
-                raise
-            dropped += 1
-            continue
-        rows.append({"template": TEMPLATE, **case, "text": text, "ids": ids})
-    assert len(rows) >= 200, f"only {len(rows)} renders after {attempts} attempts"
-    write_jsonl(OUT, rows)
-    print(f"{OUT}: {len(rows)} rows (reference raised on {dropped} dropped candidates)")
+
+    make_corpus(OUT, rng, "deepseek-v3", TEMPLATE, prepare)
 
 
 if __name__ == "__main__":

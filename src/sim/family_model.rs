@@ -26,6 +26,8 @@ pub struct FamilyModel {
     /// Detection reads `config.json` as another family's (Kimi's one `config.json` says K2.5):
     /// a directory made for the family leaves it out.
     pub config_misleads: bool,
+    /// Added tokens the built-in template writes that the tokenizer files do not list.
+    pub missing_tokens: usize,
 }
 
 /// The family's tokenizer files are nowhere draftgen looks.
@@ -69,8 +71,16 @@ pub fn search_dirs(locations: &Locations) -> (Vec<PathBuf>, Vec<PathBuf>) {
 }
 
 /// The first directory of `dirs` holding `family`'s tokenizer.
+/// Best first: a directory that is the family's with its own template, then one that holds
+/// every added token of the family's built-in template (DeepSeek-V3.2's tokenizer before
+/// V3's, which lacks a few), then any; the first of equals.
 pub fn find_in(family: Family, dirs: &[PathBuf]) -> Option<FamilyModel> {
-    dirs.iter().find_map(|dir| fits(family, dir))
+    let mut found: Vec<FamilyModel> = dirs.iter().filter_map(|dir| fits(family, dir)).collect();
+    let best = (0..found.len()).min_by_key(|&i| {
+        let f = &found[i];
+        (f.builtin_template.is_some(), f.missing_tokens, i)
+    })?;
+    Some(found.swap_remove(best))
 }
 
 /// `family`'s tokenizer files where draftgen looks ([`Locations::from_env`], and the tests'
@@ -100,34 +110,38 @@ pub fn fits(family: Family, dir: &Path) -> Option<FamilyModel> {
     let tokenizer_config = read_json(&dir.join("tokenizer_config.json"));
     let config = read_json(&dir.join("config.json"));
     let own = own_template(dir, tokenizer_config.as_ref());
-    let found = |builtin_template, config_misleads| FamilyModel {
-        family,
-        dir: dir.to_path_buf(),
-        builtin_template,
-        config_misleads,
-    };
     let detect = |config: Option<&Value>, template: Option<&str>| {
         Family::detect(config, tokenizer_config.as_ref(), template) == family
     };
     if detect(config.as_ref(), own.as_deref()) {
-        return Some(found(None, false));
+        return Some(FamilyModel {
+            family,
+            dir: dir.to_path_buf(),
+            builtin_template: None,
+            config_misleads: false,
+            missing_tokens: 0,
+        });
     }
-    let builtin = family
-        .spec()
-        .builtin_template
-        .filter(|template| holds_its_tokens(dir, template))?;
+    let builtin = family.spec().builtin_template?;
+    let missing_tokens = missing_tokens(dir, builtin)?;
+    let found = |config_misleads| FamilyModel {
+        family,
+        dir: dir.to_path_buf(),
+        builtin_template: Some(builtin),
+        config_misleads,
+        missing_tokens,
+    };
     if detect(config.as_ref(), Some(builtin)) {
-        return Some(found(Some(builtin), false));
+        return Some(found(false));
     }
     if config.is_some() && detect(None, Some(builtin)) {
-        return Some(found(Some(builtin), true));
+        return Some(found(true));
     }
     // Files detection gives to a sibling that writes the same markers (Kimi K2's template reads
     // as K2-Thinking's): the same vocabulary, told apart only by the name the user gives.
     let sibling = Family::detect(None, tokenizer_config.as_ref(), Some(builtin));
     let markers = family.spec().distinctive_markers;
-    (!markers.is_empty() && sibling.spec().distinctive_markers == markers)
-        .then(|| found(Some(builtin), true))
+    (!markers.is_empty() && sibling.spec().distinctive_markers == markers).then(|| found(true))
 }
 
 impl FamilyModel {
@@ -161,11 +175,12 @@ impl FamilyModel {
     }
 }
 
-/// Whether the directory's tokenizer has the added tokens `template` writes (`<|…|>`,
-/// `<｜…｜>`): a template that detects as the family alone says nothing of the vocabulary. Nine
-/// in ten suffice: a template may write a token its tokenizer files do not list (Kimi K2's
-/// `<|media_start|>`), while another family's vocabulary has next to none of them.
-fn holds_its_tokens(dir: &Path, template: &str) -> bool {
+/// How many of the added tokens `template` writes (`<|…|>`, `<｜…｜>`) the directory's tokenizer
+/// lacks; `None` when it lacks more than one in ten: a template that detects as the family alone
+/// says nothing of the vocabulary. Nine in ten suffice: a template may write a token its
+/// tokenizer files do not list (Kimi K2's `<|media_start|>`), while another family's vocabulary
+/// has next to none of them.
+fn missing_tokens(dir: &Path, template: &str) -> Option<usize> {
     let vocabulary: String = ["tokenizer_config.json", "tokenizer.json"]
         .iter()
         .filter_map(|name| std::fs::read_to_string(dir.join(name)).ok())
@@ -173,24 +188,26 @@ fn holds_its_tokens(dir: &Path, template: &str) -> bool {
     let mut tokens: Vec<&str> = added_tokens(template).collect();
     tokens.sort_unstable();
     tokens.dedup();
-    let held = tokens.iter().filter(|t| vocabulary.contains(*t)).count();
-    held * 10 >= tokens.len() * 9
+    let missing = tokens.iter().filter(|t| !vocabulary.contains(*t)).count();
+    (missing * 10 <= tokens.len()).then_some(missing)
 }
 
-/// The `<|…|>` and `<｜…｜>` tokens a template writes literally.
+/// The `<|…|>` and `<｜…｜>` tokens a template writes literally, and every `｜…｜` (DeepSeek-V3.2's
+/// `｜DSML｜` inside `<｜DSML｜invoke …>`; inside `<｜User｜>` it is held wherever that is).
 fn added_tokens(template: &str) -> impl Iterator<Item = &str> {
-    ["<|", "<｜"].into_iter().flat_map(move |open| {
-        let close = if open == "<|" { "|>" } else { "｜>" };
-        template.match_indices(open).filter_map(move |(at, _)| {
-            let rest = &template[at + open.len()..];
-            let end = rest.find(close)?;
-            let name = &rest[..end];
-            let plain = !name.is_empty()
-                && name.len() < 40
-                && !name.contains(|c: char| c.is_whitespace() || "\"'{}%<>".contains(c));
-            plain.then(|| &template[at..at + open.len() + end + close.len()])
+    [("<|", "|>"), ("<｜", "｜>"), ("｜", "｜")]
+        .into_iter()
+        .flat_map(move |(open, close)| {
+            template.match_indices(open).filter_map(move |(at, _)| {
+                let rest = &template[at + open.len()..];
+                let end = rest.find(close)?;
+                let name = &rest[..end];
+                let plain = !name.is_empty()
+                    && name.len() < 40
+                    && !name.contains(|c: char| c.is_whitespace() || "\"'{}%<>|｜".contains(c));
+                plain.then(|| &template[at..at + open.len() + end + close.len()])
+            })
         })
-    })
 }
 
 fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -311,8 +328,12 @@ mod tests {
 
     #[test]
     fn a_templates_added_tokens_are_its_literal_markers() {
-        let template = "{{ '<|im_start|>' + role }}<｜tool▁sep｜>{{ '<|' + x + '|>' }}";
+        let template =
+            "{{ '<|im_start|>' + role }}<｜tool▁sep｜>{{ '<|' + x + '|>' }}<｜DSML｜invoke>";
         let found: Vec<&str> = added_tokens(template).collect();
-        assert_eq!(found, ["<|im_start|>", "<｜tool▁sep｜>"]);
+        assert_eq!(
+            found,
+            ["<|im_start|>", "<｜tool▁sep｜>", "｜tool▁sep｜", "｜DSML｜"]
+        );
     }
 }

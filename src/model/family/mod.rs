@@ -415,6 +415,25 @@ impl Family {
             .unwrap_or(Family::GENERIC)
     }
 
+    /// What the family writes before a call's name, learned from its own writer (a turn of one
+    /// call and nothing else): Kimi's section and call markers, harmony's
+    /// `<|channel|>commentary to=functions.`, Llama's `{"name": "`. A call left in a server's
+    /// text starts so. `None` where the family's writer does not write turns.
+    pub fn call_opener(self) -> Option<String> {
+        const NAME: &str = "draftgen_probe_tool";
+        let turn = AssistantTurn {
+            tool_calls: vec![ToolCall {
+                id: self.rules().native_tool_call_id(NAME, 0),
+                name: NAME.to_string(),
+                arguments: crate::completion::Arguments::Object(Value::Object(Map::new())),
+            }],
+            ..AssistantTurn::default()
+        };
+        let text = self.rules().completion_text(false, &turn)?.ok()?;
+        let opener = text[..text.find(NAME)?].trim();
+        (!opener.is_empty()).then(|| opener.to_string())
+    }
+
     /// Whether this request has the model think, from `chat_template_kwargs`.
     pub fn thinking_enabled(self, kwargs: Option<&Map<String, Value>>) -> bool {
         let spec = self.spec();

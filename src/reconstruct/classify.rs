@@ -398,6 +398,27 @@ fn family_markers() -> Vec<&'static str> {
     markers
 }
 
+/// Streamed through a parser that appends the text between and after calls to `content`
+/// (`streams`): where an answer has calls and content, the model may have written part of that
+/// content after the section, the same answer at the same count as the rebuild's all-before.
+pub(super) fn text_after_calls(
+    streams: bool,
+    completion: &Completion,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    let content = completion.content.as_deref().unwrap_or_default();
+    if !streams || completion.tool_calls.is_empty() || content.is_empty() {
+        return;
+    }
+    fidelity.at_most(FidelityClass::Ambiguous);
+    fidelity.because(Reason::StreamedTextAfterCalls);
+    warnings.push(
+        "ambiguous: a streamed answer with tool calls: the server appends text written between or after the calls to content, so which part of content came before them is not shown (rebuilt all before)"
+            .to_string(),
+    );
+}
+
 /// An answer holding another family's markers does not come from the declared model.
 pub(super) fn foreign_markers(
     profile: &Profile,

@@ -84,6 +84,9 @@ pub enum Reason {
     /// The server strips whitespace at both ends of the content before tool calls
     /// (non-streamed; SGLang's `deepseekv31` and `qwen25` detectors).
     ServerStripsContentBeforeCalls,
+    /// Streamed, text the model wrote between or after its tool calls joins `content`: which
+    /// part of it came before the calls the answer cannot show, and the count does not decide.
+    StreamedTextAfterCalls,
     /// The server re-serializes tool-call arguments (schema coercion, hermes `json.dumps`).
     ArgumentsReserialized,
     /// The server replaces the model's tool-call ids with its own.

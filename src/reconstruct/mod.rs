@@ -672,6 +672,8 @@ fn flag(
         warnings,
     );
     classify::foreign_markers(profile, completion, fidelity, warnings);
+    let after_calls = parser(profile).is_some_and(|p| p.streams_text_after_calls);
+    classify::text_after_calls(after_calls && x.stream, completion, fidelity, warnings);
     classify::partial_character(cut, completion, fidelity, warnings);
 }
 

@@ -191,6 +191,9 @@ pub struct ParserTraits {
     pub rewrites_calls: bool,
     /// Streamed, the text between calls (and after the last one at a cut) reaches `content`.
     pub streams_call_separators: bool,
+    /// Streamed, the text the model wrote between or after its calls is appended to `content`:
+    /// the answer cannot show which part of `content` came before the tool section.
+    pub streams_text_after_calls: bool,
     /// Streamed by vLLM 0.33's parser engine, a call's header comes with its first argument
     /// piece (the simulator's streams; vLLM 0.11's parser sends the name alone).
     pub streams_call_header_with_arguments: bool,
@@ -214,6 +217,7 @@ impl ParserTraits {
         drops_unfinished_call: false,
         rewrites_calls: false,
         streams_call_separators: false,
+        streams_text_after_calls: false,
         streams_call_header_with_arguments: false,
         null_content_in_call_deltas: false,
         converts_values_by_schema: false,

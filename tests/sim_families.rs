@@ -22,13 +22,7 @@ const PROMPTS: usize = 8;
 /// Where a server shape (not the simulator) does not yet model what a real server does, so the
 /// answers are flagged rather than exact: (family, flavour, streamed, why). Nothing in them may
 /// be exact but wrong.
-const GAPS: &[(&str, Flavor, bool, &str)] = &[(
-    "deepseek-v3.1",
-    Flavor::OpenRouter,
-    true,
-    "src/server/deepseek_v31.rs leaves vLLM's streamed deepseek_v31 tool calls unmodelled: \
-         the markers stream as content",
-)];
+const GAPS: &[(&str, Flavor, bool, &str)] = &[];
 
 /// The asset folders as the reference set holds them (no hub cache: the test reads only them).
 fn model_dirs() -> Vec<std::path::PathBuf> {

@@ -100,7 +100,7 @@ fn want_fields(row: &Value) -> Fields {
 #[test]
 fn parse_returns_what_vllms_harmony_parser_returns() {
     let rows = lines("tests/data/gpt_oss/parser_shapes.jsonl");
-    assert_eq!(rows.len(), 28);
+    assert_eq!(rows.len(), 30);
     for row in &rows {
         let stream = row["stream"].as_bool().unwrap();
         let text = row["text"].as_str().unwrap();
@@ -170,6 +170,44 @@ fn reconstruction_of_vllms_answers_is_never_wrong_without_a_flag() {
     assert!(wrong.is_empty(), "wrong without a flag: {wrong:#?}");
     assert!(exact[0] >= 7, "only {} of the unstreamed exact", exact[0]);
     assert!(exact[1] >= 7, "only {} of the streamed exact", exact[1]);
+}
+
+/// Three calls in one answer, each re-serialized by vLLM (`json.dumps(json.loads(text))`, seen in
+/// the corpus row its own parser made): all their spellings together are too many to try, so the
+/// sample is never settled, but the stream rebuilt is the model's (compact, as written), not the
+/// answer's spacing.
+#[test]
+fn three_reserialized_calls_rebuild_the_models_compact_text_flagged() {
+    let p = profile();
+    let row = lines("tests/data/gpt_oss/parser_shapes.jsonl")
+        .into_iter()
+        .find(|r| {
+            r["stream"] == json!(false) && r["calls"].as_array().is_some_and(|c| c.len() == 3)
+        })
+        .unwrap();
+    let tool = json!({"type": "function", "function": {"name": "f", "description": "A tool.",
+                      "parameters": {"type": "object", "properties": {}}}});
+    let request = ExchangeRequest {
+        messages: vec![json!({"role": "user", "content": "Set up three buckets."})],
+        tools: Some(vec![tool]),
+        chat_template_kwargs: None,
+        stream: Some(false),
+        max_tokens: None,
+    };
+    let prompt = p.render(&request.render_input()).unwrap();
+    let prompt_tokens = p.tokenizer.encode(&prompt).len();
+    let truth: Vec<u32> = serde_json::from_value(row["ids"].clone()).unwrap();
+    let rebuilt = reconstruct(&p, &request, &answer(&row, prompt_tokens), &vllm_options()).unwrap();
+    assert_eq!(
+        p.tokenizer.decode(&rebuilt.completion_ids),
+        p.tokenizer.decode(&truth)
+    );
+    assert_eq!(rebuilt.completion_ids, truth);
+    assert!(!rebuilt.fidelity.class.is_exact(), "{:?}", rebuilt.fidelity);
+    assert!(rebuilt
+        .fidelity
+        .reasons
+        .contains(&draftgen::reconstruct::Reason::ArgumentsReserialized));
 }
 
 /// The prompt is rebuilt with the day the server rendered it (the answer's `created`), not the

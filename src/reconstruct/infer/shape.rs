@@ -93,7 +93,7 @@ impl KnownShape {
             && self.shape.spacings().contains(&self.spaces);
         Derived {
             describe: format!(
-                "read consistently as {shape}'s answer, otherwise than as an unknown server's"
+                "read consistently as an answer of {shape}, otherwise than as an unknown server's"
             ),
             name,
             reason,

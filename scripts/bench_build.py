@@ -34,24 +34,42 @@ def text(rng, n_words):
     return " ".join(rng.choice(WORDS) for _ in range(n_words)) + "."
 
 
+# `generate` starts a new journal segment past 64 MiB (src/journal/writer.rs), so a build reads a
+# journal a few segments at a time; one 1.3 GB segment would be read, and mapped, whole.
+SEGMENT_MAX_BYTES = 64 * 1024 * 1024
+
+
+def segments(run):
+    return sorted((Path(run) / "journal").glob("[0-9]*.jsonl"))
+
+
 def make(run, n, tokens):
     rng = random.Random(1)
     journal = Path(run) / "journal"
     journal.mkdir(parents=True, exist_ok=True)
-    with open(journal / "000001.jsonl", "w", encoding="utf-8") as f:
-        for i in range(n):
-            prompt = f"Question {i}: " + text(rng, tokens // 20)
-            reasoning = text(rng, tokens * 2 // 5)
-            content = text(rng, tokens * 2 // 5)
-            record = {
-                "id": f"{i:012x}", "attempt": 1, "status": "success", "endpoint": "bench",
-                "started_at": "2026-01-01T00:00:00+00:00", "latency_ms": 1,
-                "request": {"model": "moonshotai/kimi-k2.5", "messages": [{"role": "user", "content": prompt}]},
-                "response": {"id": f"gen-{i}", "object": "chat.completion", "choices": [{
-                    "index": 0, "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": content, "reasoning": reasoning}}]},
-            }
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    number, size, f = 0, SEGMENT_MAX_BYTES, None
+    for i in range(n):
+        prompt = f"Question {i}: " + text(rng, tokens // 20)
+        reasoning = text(rng, tokens * 2 // 5)
+        content = text(rng, tokens * 2 // 5)
+        record = {
+            "id": f"{i:012x}", "attempt": 1, "status": "success", "endpoint": "bench",
+            "started_at": "2026-01-01T00:00:00+00:00", "latency_ms": 1,
+            "request": {"model": "moonshotai/kimi-k2.5", "messages": [{"role": "user", "content": prompt}]},
+            "response": {"id": f"gen-{i}", "object": "chat.completion", "choices": [{
+                "index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content, "reasoning": reasoning}}]},
+        }
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        if size + len(line) > SEGMENT_MAX_BYTES:
+            if f:
+                f.close()
+            number, size = number + 1, 0
+            f = open(journal / f"{number:06d}.jsonl", "wb")
+        f.write(line)
+        size += len(line)
+    if f:
+        f.close()
 
 
 def python(run, out, limit):
@@ -71,21 +89,20 @@ def python(run, out, limit):
         writer.write_table(pa.Table.from_pylist(batch, schema=schema))
         batch.clear()
 
-    with open(Path(run) / "journal" / "000001.jsonl", encoding="utf-8") as f:
-        for line in f:
-            if n == limit:
-                break
-            r = json.loads(line)
-            msg = r["response"]["choices"][0]["message"]
-            prompt = kimi_encode(kimi_render("templates/kimi-k2.5-style.jinja", r["request"]["messages"], None, True))
-            completion = kimi_encode((msg.get("reasoning") or "") + "</think>" + (msg.get("content") or "") + "<|im_end|>")
-            ids = prompt + completion
-            batch.append({"id": r["id"], "input_ids": ids, "loss_mask": [0] * len(prompt) + [1] * len(completion),
-                          "prompt_len": len(prompt), "completion_len": len(completion)})
-            n += 1
-            tokens += len(ids)
-            if len(batch) == 1024:
-                flush()
+    for line in (line for path in segments(run) for line in open(path, encoding="utf-8")):
+        if n == limit:
+            break
+        r = json.loads(line)
+        msg = r["response"]["choices"][0]["message"]
+        prompt = kimi_encode(kimi_render("templates/kimi-k2.5-style.jinja", r["request"]["messages"], None, True))
+        completion = kimi_encode((msg.get("reasoning") or "") + "</think>" + (msg.get("content") or "") + "<|im_end|>")
+        ids = prompt + completion
+        batch.append({"id": r["id"], "input_ids": ids, "loss_mask": [0] * len(prompt) + [1] * len(completion),
+                      "prompt_len": len(prompt), "completion_len": len(completion)})
+        n += 1
+        tokens += len(ids)
+        if len(batch) == 1024:
+            flush()
     if batch:
         flush()
     writer.close()

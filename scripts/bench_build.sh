@@ -31,8 +31,8 @@ if [[ "${SKIP_CARGO:-0}" != 1 ]]; then
   cargo build --release --locked >&2
 fi
 have=0
-if [[ -f "$RUN_DIR/journal/000001.jsonl" ]]; then
-  have=$(wc -l < "$RUN_DIR/journal/000001.jsonl")
+if [[ -f "$RUN_DIR/journal/000002.jsonl" ]]; then # 64 MiB segments, as `generate` writes
+  have=$(cat "$RUN_DIR"/journal/*.jsonl | wc -l)
 fi
 if [[ "$have" != "$N" ]]; then
   rm -rf "$RUN_DIR"

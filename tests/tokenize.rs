@@ -204,6 +204,31 @@ fn kimi_uses_the_fast_path() {
     assert!(kimi().tiktoken().unwrap().has_fast_path());
 }
 
+#[test]
+fn insert_deltas_only_where_stretches_encode_alone() {
+    let text = "reasoning.\n</think>Answer<|im_end|>";
+    let at = text.find("</think>").unwrap();
+    assert_eq!(
+        kimi().insert_deltas(text, at, &["", " "]).map(|d| d.len()),
+        Some(2)
+    );
+    // inside a literal
+    assert_eq!(kimi().insert_deltas(text, at + 2, &[" "]), None);
+    // a Hugging Face tokenizer: an added token may strip the whitespace beside it
+    assert_eq!(load("qwen3").insert_deltas(text, at, &[" "]), None);
+}
+
+/// Prose-like text: words, contractions, digits, punctuation, Han, marks and every kind of
+/// whitespace, where [`Tokenizer::insert_deltas`] narrows to a few pieces.
+fn prose() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "word", "Word", "WORD", "don't", "'s", "'LL", "'", "12", "12345", ".", "...", "?!", "(",
+        "*", "中文", "é", "e\u{301}", "\u{301}", "ⅻ", " ", "  ", "\t", "\n", "\n\n", "\r\n", " \n",
+        "\u{a0}", "\u{3000}", "\u{85}", "\u{2028}", "\u{b}", "😀", "<|", "x",
+    ]);
+    prop::collection::vec(piece, 0..40).prop_map(|parts| parts.concat())
+}
+
 /// Text built from the pieces where split patterns are subtle: whitespace runs before letters,
 /// digits and punctuation, line breaks, case, Han, marks, contractions, literals.
 fn tricky_text() -> impl Strategy<Value = String> {
@@ -270,6 +295,42 @@ proptest! {
             let want = tokenizer.encode_with_hf_crate(&text).unwrap().unwrap();
             prop_assert_eq!(&tokenizer.encode(&text), &want);
             prop_assert_eq!(&tokenizer.encode(&text), &want);
+        }
+    }
+
+    /// Whitespace put into one stretch between literals changes the count as it does for the
+    /// whole text, encoded by tiktoken-rs (`reconstruct/synth.rs` measures its sites so).
+    #[test]
+    fn kimi_insert_deltas_equal_the_whole_texts(text in tricky_text(), at in 0usize..2000) {
+        let model = kimi().tiktoken().unwrap();
+        let mut at = at.min(text.len());
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let inserts = [" ", "\n", "\n\n", "  ", "\t", " \n", "\n "];
+        if let Some(deltas) = kimi().insert_deltas(&text, at, &inserts) {
+            let base = model.encode_with_core_bpe(&text).len() as i64;
+            for (insert, delta) in inserts.iter().zip(deltas) {
+                let with = format!("{}{insert}{}", &text[..at], &text[at..]);
+                prop_assert_eq!(delta, model.encode_with_core_bpe(&with).len() as i64 - base, "{:?}", insert);
+            }
+        }
+    }
+
+    #[test]
+    fn kimi_insert_deltas_in_prose_equal_the_whole_texts(text in prose(), at in 0usize..400) {
+        let model = kimi().tiktoken().unwrap();
+        let mut at = at.min(text.len());
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let inserts = ["", " ", "\n", "\n\n", "  ", "\t", " \n", "\n "];
+        let deltas = kimi().insert_deltas(&text, at, &inserts);
+        prop_assert!(deltas.is_some());
+        let base = model.encode_with_core_bpe(&text).len() as i64;
+        for (insert, delta) in inserts.iter().zip(deltas.unwrap()) {
+            let with = format!("{}{insert}{}", &text[..at], &text[at..]);
+            prop_assert_eq!(delta, model.encode_with_core_bpe(&with).len() as i64 - base, "{:?}", insert);
         }
     }
 

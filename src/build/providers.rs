@@ -170,8 +170,8 @@ impl Providers {
 
     /// Read the whole journal once: every group's answers, and the evidence of each inferring
     /// group's first answers; then adopt what each group's evidence settles. Each segment is
-    /// mapped and its lines' heads read on all cores ([`lines::line_chunks`]): only the lines
-    /// picked for evidence are parsed whole.
+    /// read in blocks and its lines' heads read on all cores ([`lines::line_chunks`]): only the
+    /// lines picked for evidence are parsed whole.
     pub fn learn(
         &mut self,
         profile: &Profile,
@@ -181,12 +181,12 @@ impl Providers {
         let lines = JournalLines::open(journal_dir).map_err(|e| BuildError::io(journal_dir, e))?;
         // Chunks per window: the heads held at once stay a few thousand lines' worth.
         let window = rayon::current_num_threads().max(1) * 4;
+        let chunk_bytes = (batch.max(1) * 1024).clamp(1 << 16, 4 << 20);
         for path in lines.segment_paths() {
-            let Some(map) = lines::map_segment(path).map_err(|e| BuildError::io(path, e))? else {
-                continue;
-            };
-            let chunk_bytes = (batch.max(1) * 1024).clamp(1 << 16, 4 << 20);
-            for chunks in lines::line_chunks(&map, chunk_bytes).chunks(window) {
+            let mut blocks = lines::SegmentBlocks::open(path, window * chunk_bytes)
+                .map_err(|e| BuildError::io(path, e))?;
+            while let Some(block) = blocks.next_block().map_err(|e| BuildError::io(path, e))? {
+                let chunks = lines::line_chunks(block, chunk_bytes);
                 let heads: Vec<Vec<(Head, &[u8])>> = chunks
                     .par_iter()
                     .map(|chunk| {
@@ -201,6 +201,7 @@ impl Providers {
         }
         for group in &mut self.groups {
             group.adopted = group.evidence.adopted();
+            group.options.shapes_ruled_out = group.evidence.shapes_ruled_out();
         }
         Ok(())
     }

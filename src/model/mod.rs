@@ -12,6 +12,7 @@ pub mod family;
 mod kimi_ascii;
 pub mod native;
 pub mod profile;
+mod recent;
 mod split;
 pub mod template;
 pub mod tiktoken;

@@ -277,6 +277,47 @@ impl TiktokenModel {
         ids
     }
 
+    /// Whether a text of `len` bytes is encoded as its stretches between special literals, each
+    /// on its own: always, but for Kimi only below the length at which Python cuts the text
+    /// into chunks first ([`TiktokenModel::for_each_piece`]).
+    pub fn splits_at_literals_first(&self, len: usize) -> bool {
+        !self.kimi_presplit || len <= KIMI_MAX_RUN_CHARS
+    }
+
+    /// The narrowest stretch `[start, end)` of `text` (which holds no special literal) around
+    /// byte `at` whose pieces are all that whitespace inserted at `at` can change: `text` and
+    /// the text with the insert split alike before `start` and after `end`.
+    ///
+    /// Kimi's pattern puts a piece boundary before any whitespace other than a line break that
+    /// follows a non-whitespace character: only its whitespace runs hold whitespace after another
+    /// character, the optional prefix of a word or of punctuation comes first, and punctuation
+    /// runs end in line breaks only. The pieces before such a boundary are decided by the
+    /// character after them at most, so a boundary before `at` keeps everything before it, and
+    /// one after `at` everything after it. Other patterns: the whole text.
+    pub fn insert_window(&self, text: &str, at: usize) -> (usize, usize) {
+        if !self.kimi_presplit {
+            return (0, text.len());
+        }
+        let starts_piece = |r: usize| {
+            let before = text[..r].chars().next_back();
+            let here = text[r..].chars().next();
+            matches!((before, here), (Some(b), Some(h))
+                if !b.is_whitespace() && h.is_whitespace() && h != '\r' && h != '\n')
+        };
+        let start = text[..at]
+            .char_indices()
+            .rev()
+            .map(|(r, _)| r)
+            .find(|&r| r > 0 && starts_piece(r))
+            .unwrap_or(0);
+        let end = text[at..]
+            .char_indices()
+            .map(|(i, _)| at + i)
+            .find(|&e| e > at && starts_piece(e))
+            .unwrap_or(text.len());
+        (start, end)
+    }
+
     /// Whether encoding runs on the fast splitter.
     pub fn has_fast_path(&self) -> bool {
         self.fast.is_some()

@@ -15,6 +15,7 @@
 //! stacks do. "Special" here means every added token matched as a whole literal (Kimi's
 //! `<think>` and Qwen's `<tool_call>` included, though their `special` flag is false).
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
@@ -32,6 +33,25 @@ pub struct Tokenizer {
     backend: Backend,
     /// The file the vocabulary came from, for error messages.
     source: PathBuf,
+    /// The special-token literals as one leftmost-longest searcher, built on first use of
+    /// [`Tokenizer::special_spans`].
+    special_search: OnceLock<SpecialSearch>,
+    /// A number no other tokenizer of this process has: the key of [`super::recent`]'s memo.
+    uid: u64,
+}
+
+/// Every special-token literal in one searcher.
+struct SpecialSearch {
+    /// Leftmost-longest, as encoding matches literals (`None`: it could not be built).
+    searcher: Option<AhoCorasick>,
+    /// Some literal holds whitespace (inserting whitespace could then make or break one).
+    any_whitespace: bool,
+}
+
+/// The next [`Tokenizer::uid`].
+fn next_uid() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 enum Backend {
@@ -106,6 +126,8 @@ impl Tokenizer {
         Ok(Self {
             backend: Backend::Tiktoken(Box::new(model)),
             source: path.to_path_buf(),
+            special_search: OnceLock::new(),
+            uid: next_uid(),
         })
     }
 
@@ -120,6 +142,8 @@ impl Tokenizer {
         Ok(Self {
             backend: Backend::Tiktoken(Box::new(model)),
             source: path.to_path_buf(),
+            special_search: OnceLock::new(),
+            uid: next_uid(),
         })
     }
 
@@ -155,6 +179,8 @@ impl Tokenizer {
                 fast,
             })),
             source: path.to_path_buf(),
+            special_search: OnceLock::new(),
+            uid: next_uid(),
         })
     }
 
@@ -192,8 +218,13 @@ impl Tokenizer {
         })
     }
 
-    /// Encode text; special-token literals become their special ids.
+    /// Encode text; special-token literals become their special ids. A long text encoded
+    /// lately on this thread is not encoded again ([`super::recent`]).
     pub fn try_encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        super::recent::encode(self.uid, text, |text| self.encode_afresh(text))
+    }
+
+    fn encode_afresh(&self, text: &str) -> Result<Vec<u32>, ModelError> {
         match &self.backend {
             Backend::Tiktoken(model) => Ok(model.encode(text)),
             Backend::HuggingFace(hf) => match &hf.fast {
@@ -351,6 +382,82 @@ impl Tokenizer {
             Backend::Tiktoken(model) => model.special_tokens(),
             Backend::HuggingFace(hf) => &hf.added_literals,
         }
+    }
+
+    /// Where special-token literals occur in `text`, left to right, the longest at a position
+    /// (`(start, end)` byte offsets). One automaton over every literal, built once: a scan of all
+    /// of Kimi's 256 literals at each candidate byte was half of `build`'s CPU when the answers
+    /// are despaced under several shapes.
+    pub fn special_spans<'a>(&'a self, text: &'a str) -> impl Iterator<Item = (usize, usize)> + 'a {
+        self.special_search()
+            .searcher
+            .as_ref()
+            .into_iter()
+            .flat_map(move |s| s.find_iter(text))
+            .map(|m| (m.start(), m.end()))
+    }
+
+    fn special_search(&self) -> &SpecialSearch {
+        self.special_search.get_or_init(|| {
+            let literals: Vec<&String> = self
+                .special_tokens()
+                .iter()
+                .filter(|s| !s.is_empty())
+                .collect();
+            SpecialSearch {
+                searcher: AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&literals)
+                    .ok(),
+                any_whitespace: literals.iter().any(|s| s.chars().any(char::is_whitespace)),
+            }
+        })
+    }
+
+    /// How many more tokens `text` encodes to with each of `inserts` (whitespace) put at byte
+    /// `at`, from the stretch between special literals that holds `at` alone. `None` where that
+    /// is not what encoding the whole text gives: a Hugging Face tokenizer (an added token may
+    /// strip the whitespace beside it), a literal holding whitespace, `at` inside a literal, a
+    /// Kimi text long enough to be cut into chunks before its literals are found.
+    ///
+    /// tiktoken finds the literals first and encodes the text between them each on its own, so
+    /// the rest of the text encodes alike with or without the insert; within that stretch only
+    /// the pieces around `at` can change ([`TiktokenModel::insert_window`]). An answer's
+    /// whitespace sites (`reconstruct/synth.rs`) are each measured on a few pieces instead of
+    /// the whole text.
+    pub fn insert_deltas(&self, text: &str, at: usize, inserts: &[&str]) -> Option<Vec<i64>> {
+        let Backend::Tiktoken(model) = &self.backend else {
+            return None;
+        };
+        let longest = inserts.iter().map(|s| s.len()).max().unwrap_or(0);
+        if !model.splits_at_literals_first(text.len() + longest)
+            || self.special_search().any_whitespace
+            || !inserts.iter().all(|s| s.chars().all(char::is_whitespace))
+            || !text.is_char_boundary(at)
+        {
+            return None;
+        }
+        let (mut start, mut end) = (0, text.len());
+        for (from, to) in self.special_spans(text) {
+            if to <= at {
+                start = to;
+            } else if from >= at {
+                end = from;
+                break;
+            } else {
+                return None;
+            }
+        }
+        let (from, to) = model.insert_window(&text[start..end], at - start);
+        let stretch = &text[start + from..start + to];
+        let cut = at - start - from;
+        let base = self.try_encode(stretch).ok()?.len() as i64;
+        let mut deltas = Vec::with_capacity(inserts.len());
+        for insert in inserts {
+            let with = [&stretch[..cut], insert, &stretch[cut..]].concat();
+            deltas.push(self.try_encode(&with).ok()?.len() as i64 - base);
+        }
+        Some(deltas)
     }
 
     /// Whether `id` is a special / added token (matched as a whole literal by `encode`).

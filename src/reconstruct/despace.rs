@@ -7,13 +7,19 @@
 //! single joining space between two adjacent markers. It is only applied when the endpoint is
 //! declared to insert spaces: a space next to a marker is otherwise real model output.
 
-/// Remove the inserted spaces from `text`.
+/// Remove the inserted spaces from `text`, whose added tokens' literals sit at `spans` (byte
+/// ranges, left to right: [`Tokenizer::special_spans`](crate::model::Tokenizer::special_spans)).
 ///
 /// `marker_before`/`marker_after` say whether an added token sat right before/after this text in
 /// the stream but is not part of it (a parser cut it out, like the `</think>` between reasoning
 /// and content).
-pub fn despace(text: &str, markers: &[String], marker_before: bool, marker_after: bool) -> String {
-    let pieces = split_on_markers(text, markers);
+pub fn despace(
+    text: &str,
+    spans: impl IntoIterator<Item = (usize, usize)>,
+    marker_before: bool,
+    marker_after: bool,
+) -> String {
+    let pieces = split_at_spans(text, spans);
     let mut out = String::with_capacity(text.len());
     for (i, piece) in pieces.iter().enumerate() {
         match piece {
@@ -52,30 +58,16 @@ enum Piece<'a> {
     Marker(&'a str),
 }
 
-/// Split at every marker occurrence (longest marker wins at a position).
-fn split_on_markers<'a>(text: &'a str, markers: &[String]) -> Vec<Piece<'a>> {
+/// `text` cut into markers (at `spans`) and the text between them.
+fn split_at_spans(text: &str, spans: impl IntoIterator<Item = (usize, usize)>) -> Vec<Piece<'_>> {
     let mut pieces = Vec::new();
     let mut start = 0;
-    let mut i = 0;
-    let bytes = text.as_bytes();
-    while i < text.len() {
-        if bytes[i] == b'<' || bytes[i] == b'[' || !bytes[i].is_ascii() {
-            let rest = &text[i..];
-            let hit = markers
-                .iter()
-                .filter(|m| !m.is_empty() && rest.starts_with(m.as_str()))
-                .max_by_key(|m| m.len());
-            if let Some(m) = hit {
-                if start < i {
-                    pieces.push(Piece::Text(&text[start..i]));
-                }
-                pieces.push(Piece::Marker(&text[i..i + m.len()]));
-                i += m.len();
-                start = i;
-                continue;
-            }
+    for (from, to) in spans {
+        if start < from {
+            pieces.push(Piece::Text(&text[start..from]));
         }
-        i += text[i..].chars().next().map_or(1, char::len_utf8);
+        pieces.push(Piece::Marker(&text[from..to]));
+        start = to;
     }
     if start < text.len() {
         pieces.push(Piece::Text(&text[start..]));
@@ -100,9 +92,19 @@ mod tests {
         .collect()
     }
 
+    /// `despace` of `text` with the markers found leftmost-longest (as the tokenizer does).
+    fn despace_with(text: &str, before: bool, after: bool) -> String {
+        let searcher = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(markers())
+            .unwrap();
+        let spans = searcher.find_iter(text).map(|m| (m.start(), m.end()));
+        despace(text, spans, before, after)
+    }
+
     /// `despace` of a text with no marker beside it.
     fn inside(text: &str) -> String {
-        despace(text, &markers(), false, false)
+        despace_with(text, false, false)
     }
 
     #[test]
@@ -128,8 +130,8 @@ mod tests {
 
     #[test]
     fn boundaries_cut_by_a_parser() {
-        assert_eq!(despace("reasoning ", &markers(), false, true), "reasoning");
-        assert_eq!(despace(" answer", &markers(), true, false), "answer");
+        assert_eq!(despace_with("reasoning ", false, true), "reasoning");
+        assert_eq!(despace_with(" answer", true, false), "answer");
         assert_eq!(inside("plain text"), "plain text");
     }
 }

@@ -62,6 +62,11 @@ pub struct ReconstructOptions {
     /// (`reconstruct/infer/negative.rs`): the model does not generate it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub upstream_prompts_think: bool,
+    /// Known shapes (`shape_vllm_spaced`, …) the provider's answers rule out as its server
+    /// (`reconstruct/infer/shape.rs`): an undeclared server's answer is not checked against them
+    /// (`reconstruct/undeclared.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shapes_ruled_out: Vec<String>,
 }
 
 impl ReconstructOptions {

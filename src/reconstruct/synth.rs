@@ -410,7 +410,10 @@ impl Gaps {
     }
 }
 
-/// Per site, the token delta of each whitespace option (the first, nothing, is 0).
+/// Per site, the token delta of each whitespace option (the first, nothing, is 0): from the
+/// stretch between special literals that holds the site where the tokenizer encodes stretches
+/// alone ([`Tokenizer::insert_deltas`](crate::model::Tokenizer::insert_deltas)), else from the
+/// whole text with each insert.
 fn site_deltas(
     cx: &Context,
     encoding: Encoding,
@@ -421,7 +424,13 @@ fn site_deltas(
     sites
         .iter()
         .enumerate()
-        .map(|(i, _)| {
+        .map(|(i, site)| {
+            if let Encoding::Special = encoding {
+                let tokenizer = &cx.profile.tokenizer;
+                if let Some(deltas) = tokenizer.insert_deltas(text, site.at, &WHITESPACE) {
+                    return deltas;
+                }
+            }
             (0..WHITESPACE.len())
                 .map(|o| {
                     if o == 0 {

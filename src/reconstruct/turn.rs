@@ -112,7 +112,7 @@ fn despaced(
     completion: &Completion,
     options: &ReconstructOptions,
 ) -> (Option<String>, String) {
-    let markers = profile.tokenizer.special_tokens();
+    let tokenizer = &profile.tokenizer;
     let mut reasoning = completion.reasoning.clone();
     let mut content = completion.content.clone().unwrap_or_default();
     if options.spaces_around_special_tokens {
@@ -121,11 +121,14 @@ fn despaced(
         // parser cut the marker between reasoning and content (or the tool section) out.
         let has_section = !completion.tool_calls.is_empty();
         if let Some(r) = &reasoning {
-            reasoning = Some(despace(r, markers, true, true));
-            content = despace(&content, markers, true, has_section);
-        } else {
-            content = despace(&content, markers, true, has_section);
+            reasoning = Some(despace(r, tokenizer.special_spans(r), true, true));
         }
+        content = despace(
+            &content,
+            tokenizer.special_spans(&content),
+            true,
+            has_section,
+        );
     }
     (reasoning, content)
 }

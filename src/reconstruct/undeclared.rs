@@ -23,12 +23,18 @@ struct Suspect {
 
 /// Every known shape of the server module's list, in each of its spacings
 /// ([`ServerShape::spacings`]: vLLM's with and without `spaces_between_special_tokens`), the
-/// spaced ones only where the family's detokenizer puts spaces (`spaced`).
-fn suspects(spaced: bool) -> Vec<Suspect> {
+/// spaced ones only where the family's detokenizer puts spaces (`spaced`); none the provider's
+/// answers rule out (`options`: a shape its answers contradict, spaces its answers show it
+/// never puts — rebuilding every answer under those found nothing open and cost most of a build).
+fn suspects(spaced: bool, options: &ReconstructOptions) -> Vec<Suspect> {
+    let spaced = spaced && !options.upstream_unspaced;
     let mut all = Vec::new();
     for shape in server::SHAPES.iter().copied().filter(|s| s.known) {
         for &spaces in shape.spacings().iter().filter(|&&s| spaced || !s) {
-            all.push(Suspect { shape, spaces });
+            let name = shape.slot_name(spaces);
+            if !options.shapes_ruled_out.contains(&name) {
+                all.push(Suspect { shape, spaces });
+            }
         }
     }
     all
@@ -48,7 +54,8 @@ impl Suspect {
 }
 
 /// Lower an exact `generic` rebuild (`ids`, `fidelity`) to `ambiguous` where a known shape,
-/// not ruled out by the answer, reads it otherwise or leaves it open.
+/// not ruled out by the answer, reads it otherwise or leaves it open (named with what it leaves
+/// open: the first such shape).
 pub(super) fn flag_hidden_by_known_shapes(
     x: &Exchange,
     ids: &[u32],
@@ -59,9 +66,10 @@ pub(super) fn flag_hidden_by_known_shapes(
     if x.shape.known || !fidelity.class.is_exact() || completion.completion_token_ids.is_some() {
         return;
     }
-    let mut open = Vec::new();
-    let mut reasons = Vec::new();
-    for suspect in suspects(profile.family.spec().detokenizer_spaces) {
+    // The first shape that leaves the answer open settles its class; the rest would only name
+    // more shapes (each a full rebuild: three of them were most of a build's time).
+    let mut open = None;
+    for suspect in suspects(profile.family.spec().detokenizer_spaces, options) {
         let as_known = ReconstructOptions {
             spaces_around_special_tokens: suspect.spaces,
             kind: suspect.shape.kind,
@@ -77,20 +85,20 @@ pub(super) fn flag_hidden_by_known_shapes(
         if ruled_out {
             continue;
         }
-        open.push(suspect.describe());
-        reasons.extend(got.fidelity.reasons.iter().copied().filter(|r| hides(*r)));
+        open = Some((suspect, got.fidelity.reasons));
+        break;
     }
-    if open.is_empty() {
+    let Some((suspect, reasons)) = open else {
         return;
-    }
+    };
     fidelity.at_most(FidelityClass::Ambiguous);
     fidelity.because(Reason::GenericCouldHide);
-    for reason in reasons {
+    for reason in reasons.into_iter().filter(|r| hides(*r)) {
         fidelity.because(reason);
     }
     warnings.push(format!(
         "ambiguous: the server's kind was not declared and nothing in the answer rules out {}, which would have sent the same answer for other ids (declare the server's kind, or let its other answers show it)",
-        open.join(", ")
+        suspect.describe()
     ));
 }
 

@@ -143,6 +143,20 @@ impl ServerShape {
         }
     }
 
+    /// The stable name of the shape with or without `spaces` around added tokens, as inference
+    /// names it (`build.json`): `shape_vllm`, `shape_vllm_0_11_spaced` (the kind, the version
+    /// line where it is not the kind's newest, the spacing).
+    pub fn slot_name(&self, spaces: bool) -> String {
+        let mut name = format!("shape_{}", kind_name(self.kind));
+        if let Versions::Minors { major, first, .. } = self.versions {
+            name.push_str(&format!("_{major}_{first}"));
+        }
+        if spaces {
+            name.push_str("_spaced");
+        }
+        name
+    }
+
     /// `vllm 0.33`, `sglang 0.5`, `openrouter`.
     pub fn describe(&self) -> String {
         if self.version.is_empty() {

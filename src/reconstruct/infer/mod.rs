@@ -358,6 +358,12 @@ impl GroupEvidence {
     }
 
     /// `"completion count = rebuilt − 1 in 12 of 12"` for convention `index`.
+    /// The known shapes this group's answers rule out as its server ([`shape::ruled_out`]).
+    pub fn shapes_ruled_out(&self) -> Vec<String> {
+        let tallies: Vec<_> = CONVENTIONS.into_iter().zip(self.tallies).collect();
+        shape::ruled_out(&tallies)
+    }
+
     pub fn describe(&self, index: usize) -> String {
         let t = &self.tallies[index];
         let mut text = format!(

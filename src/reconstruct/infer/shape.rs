@@ -21,7 +21,7 @@ use crate::api::ServerKind;
 use crate::reconstruct::fidelity::{FidelityClass, Reason};
 use crate::reconstruct::Reconstruction;
 use crate::server::quirks::PassesUpstreamCallIds;
-use crate::server::{self, ServerShape, Versions};
+use crate::server::{self, ServerShape};
 
 use super::{Answer, Convention, Evidence, Inverted, Tally, MIN_ANSWERS, SHARE};
 
@@ -78,13 +78,9 @@ impl KnownShape {
     /// kind's newest, the spacing; its reason `provider_` and the name, or
     /// [`Reason::ProviderShape`] for a shape without one of its own.
     fn derive(&self) -> Derived {
-        let mut name = format!("shape_{}", server::kind_name(self.shape.kind));
-        if let Versions::Minors { major, first, .. } = self.shape.versions {
-            name.push_str(&format!("_{major}_{first}"));
-        }
+        let name = self.shape.slot_name(self.spaces);
         let mut shape = self.shape.describe();
         if self.spaces {
-            name.push_str("_spaced");
             shape.push_str(" with spaces around added tokens");
         }
         let reason = Reason::named(&format!("provider_{name}")).unwrap_or(Reason::ProviderShape);
@@ -123,6 +119,23 @@ pub fn chosen(tallies: &[(&'static dyn Convention, Tally)]) -> Option<&'static d
         .map(|(c, _)| *c);
     let first = fitting.next()?;
     fitting.next().is_none().then_some(first)
+}
+
+/// The shapes a group's answers rule out as its server: at least [`MIN_ANSWERS`] answers, and
+/// [`SHARE`] of those it reads otherwise than `generic` does, are answers it cannot have sent.
+/// The mirror of [`chosen`]'s fit: a shape's own answers that it cannot rebuild are a few (another
+/// family's markers, a re-rendered history), never nine in ten. An answer of such a group is not
+/// checked against the shape one by one (`reconstruct/undeclared.rs`).
+pub fn ruled_out(tallies: &[(&'static dyn Convention, Tally)]) -> Vec<String> {
+    tallies
+        .iter()
+        .filter(|(c, t)| {
+            is_shape(*c)
+                && t.contradicts >= MIN_ANSWERS
+                && t.contradicts as f64 >= SHARE * t.differs() as f64
+        })
+        .map(|(c, _)| c.name().to_string())
+        .collect()
 }
 
 impl Convention for KnownShape {

@@ -4,6 +4,7 @@
     python3 scripts/bench_build.py make RUN_DIR [--n 100000] [--tokens 2000]
     python3 scripts/bench_build.py python RUN_DIR OUT_DIR [--limit N]
     python3 scripts/bench_build.py compare OUT_A OUT_B
+    python3 scripts/bench_build.py declared RUN_DIR DECLARED_DIR KIND
     /usr/bin/time -v target/release/draftgen build --run RUN_DIR --model kimi-k2.5 --out OUT
 
 `make` writes a run directory whose journal holds N successful Kimi K2.5 records (one user
@@ -15,6 +16,10 @@ build the loss mask, and write zstd Parquet with pyarrow in batches of 1,024 row
 samples/s and peak RSS as JSON. `compare` reads the Parquet shards of two `build` outputs with
 pyarrow and checks they hold the same rows, every column, in the same order (for a writer change
 that must not change content), and prints each side's rows, bytes and encodings as JSON.
+`declared` makes DECLARED_DIR the same run with its server declared: the journal linked, a
+`manifest.json` naming the endpoint's kind (`openrouter`: the run a user of OpenRouter makes, whose
+conventions are inferred per provider; without it the endpoint is an undeclared server, whose
+answers are also checked against every known server shape).
 """
 import json
 import random
@@ -150,6 +155,17 @@ def compare(a, b):
     print(json.dumps({"rows_equal": n, "a": left, "b": right}))
 
 
+def declared(run, out, kind):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    link = out / "journal"
+    if not link.exists():
+        link.symlink_to(Path(run).resolve() / "journal")
+    manifest = {"model": "moonshotai/kimi-k2.5", "endpoints": ["bench"], "dataset_hash": "bench",
+                "servers": [{"endpoint": "bench", "kind": kind}]}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     opt = lambda name, default: int(args[args.index(name) + 1]) if name in args else default
@@ -159,3 +175,5 @@ if __name__ == "__main__":
         python(args[1], args[2], opt("--limit", None))
     elif args[0] == "compare":
         compare(args[1], args[2])
+    elif args[0] == "declared":
+        declared(args[1], args[2], args[3])

@@ -6,7 +6,7 @@
 # Writes (once) a 100,000-record Kimi K2.5 journal with `bench_build.py make`, builds the release
 # binary (into $CARGO_TARGET_DIR, default ./target), then runs Python (`--limit $PY_LIMIT`,
 # default 10,000 samples, one thread) and draftgen (all $N samples, inference on: the journal has
-# no manifest, so its one group is undeclared) alternately, P R P R ..., ROUNDS times each (default
+# no manifest, so its one group is undeclared; SERVER_KIND=openrouter declares it) alternately, P R P R ..., ROUNDS times each (default
 # 3), under `/usr/bin/time`. Each run's wall and CPU (user + sys) seconds, peak RSS and the load
 # average before it are printed, then the per-sample ratios (best run of each side), and every
 # draftgen output is checked equal to the first with `bench_build.py compare` (pyarrow, every
@@ -40,6 +40,14 @@ if [[ "$have" != "$N" ]]; then
   python3 scripts/bench_build.py make "$RUN_DIR" --n "$N" --tokens 2000
 fi
 cat "$RUN_DIR"/journal/*.jsonl > /dev/null # both sides read from the page cache
+# SERVER_KIND=openrouter: draftgen builds the same journal with its endpoint declared (see
+# bench_build.py `declared`); unset: an undeclared server (every answer also checked against
+# every known server shape).
+BUILD_RUN="$RUN_DIR"
+if [[ -n "${SERVER_KIND:-}" ]]; then
+  BUILD_RUN="$RUN_DIR-$SERVER_KIND"
+  python3 scripts/bench_build.py declared "$RUN_DIR" "$BUILD_RUN" "$SERVER_KIND"
+fi
 
 # One timed run: prints "wall cpu rss_mb load".
 timed() {
@@ -56,12 +64,12 @@ for round in $(seq "$ROUNDS"); do
   echo "python   round $round: wall ${py%% *} s, $(cut -d' ' -f2 <<< "$py") CPU s, $(cut -d' ' -f3 <<< "$py") MB, load $(cut -d' ' -f4 <<< "$py") ($PY_LIMIT samples)"
   py_runs+=("$py")
   rm -rf "$OUT-$round"
-  rs="$(timed "$BIN" build --run "$RUN_DIR" --model kimi-k2.5 --out "$OUT-$round")"
+  rs="$(timed "$BIN" build --run "$BUILD_RUN" --model kimi-k2.5 --out "$OUT-$round")"
   echo "draftgen round $round: wall ${rs%% *} s, $(cut -d' ' -f2 <<< "$rs") CPU s, $(cut -d' ' -f3 <<< "$rs") MB, load $(cut -d' ' -f4 <<< "$rs") ($N samples)"
   rs_runs+=("$rs")
   if [[ -n "${BASE_BIN:-}" ]]; then
     rm -rf "$OUT-base"
-    base="$(timed "$BASE_BIN" build --run "$RUN_DIR" --model kimi-k2.5 --out "$OUT-base")"
+    base="$(timed "$BASE_BIN" build --run "$BUILD_RUN" --model kimi-k2.5 --out "$OUT-base")"
     echo "BASE_BIN round $round: wall ${base%% *} s, $(cut -d' ' -f2 <<< "$base") CPU s, $(cut -d' ' -f3 <<< "$base") MB, load $(cut -d' ' -f4 <<< "$base") ($N samples)"
   fi
 done

@@ -120,11 +120,8 @@ async fn aimd_converges_to_the_capacity_with_few_rejections() {
         "{} cuts: the plateau did not lengthen",
         summary.concurrency_decreases
     );
-    let limit = summary.concurrency_limit;
-    assert!(
-        (CAPACITY * 3 / 4..=CAPACITY * 3 / 2).contains(&limit),
-        "limit ends at {limit}, capacity {CAPACITY}"
-    );
+    // The in-flight limit need not end near the capacity: the start pace
+    // (src/engine/pacing.rs) may be what holds the starts at it, the window then never cut.
     assert!(capacity.peak_in_flight <= CAPACITY);
 }
 
@@ -170,7 +167,8 @@ async fn random_429s_do_not_pin_concurrency_to_the_floor() {
 
 /// A requests-per-second limit with ample slots (the way OpenRouter's per-key limits behave): the
 /// starts are paced at the rate admitted, every prompt is answered, and the share turned away
-/// stays under a generous bound (the first waves before the rate is known included).
+/// stays under a generous bound (the first waves before the rate is known included; measured
+/// about 2%, BENCHMARKS.md "Pacing").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limit_is_paced_and_every_prompt_answered() {
     const RPS: f64 = 40.0;
@@ -205,7 +203,7 @@ async fn a_rate_limit_is_paced_and_every_prompt_answered() {
     let rejected = sim.capacity().expect("capacity model").rejected;
     eprintln!("{RPS}/s: {attempts} attempts, {rejected} turned away");
     assert!(
-        rejected as f64 <= 0.15 * attempts as f64,
+        rejected as f64 <= 0.10 * attempts as f64,
         "{rejected} of {attempts} attempts turned away"
     );
 }

@@ -97,6 +97,8 @@ pub struct RawChatOutcome {
     /// A streamed answer's SSE `data` payloads as received (key scrubbed), when the client keeps
     /// them ([`ClientConfig::keep_stream_chunks`]); `[DONE]` is not among them.
     pub chunks: Option<Vec<String>>,
+    /// The answer's `X-RateLimit-*` headers, if it sent any.
+    pub rate_limit: Option<super::Advertised>,
 }
 
 /// The client could not be built (bad header value, TLS setup).
@@ -283,6 +285,7 @@ impl Client {
         let status = answer.status;
         let retry_after = answer.retry_after.take();
         let generation_id = answer.generation_id.take();
+        let rate_limit = answer.rate_limit.take();
         let is_stream = answer
             .content_type
             .as_deref()
@@ -296,7 +299,8 @@ impl Client {
             let bytes = read_all(&mut answer, &deadlines, max)
                 .await
                 .unwrap_or_default();
-            let err = classify::http_error(status, retry_after.as_deref(), &bytes);
+            let err = classify::http_error(status, retry_after.as_deref(), &bytes)
+                .with_rate_limit(rate_limit);
             return Err(match route.forwarding_proxy() {
                 Some(proxy) => classify::proxy_refusal(err, status, &bytes, &proxy),
                 None => err,
@@ -321,6 +325,7 @@ impl Client {
             latency_ms: millis(start.elapsed()),
             generation_id,
             chunks: body.chunks,
+            rate_limit,
         })
     }
 

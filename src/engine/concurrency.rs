@@ -116,10 +116,27 @@ pub struct Limiter {
     /// Permits to forget when returned (a decrease that could not take them at once).
     debt: AtomicUsize,
     in_flight: AtomicUsize,
+    /// Requests being sent now (past the pace; a slot held while waiting for the pace is not).
+    sending: AtomicUsize,
     /// Every prompt has had its first slot: the limit no longer binds, so it no longer grows.
     drained: AtomicBool,
     min: usize,
     max: usize,
+}
+
+/// A request on the wire (see [`Limiter::sending`]); dropping it ends it.
+#[derive(Debug)]
+pub struct Sending {
+    limiter: Arc<Limiter>,
+    /// Every slot of the window was sending when this request went out: a 429 to it may be a
+    /// slot signal.
+    pub at_limit: bool,
+}
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        self.limiter.sending.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// One slot of in-flight work; returning it (drop) frees the slot or pays the debt.
@@ -167,6 +184,7 @@ impl Limiter {
             }),
             debt: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
+            sending: AtomicUsize::new(0),
             drained: AtomicBool::new(false),
             min,
             max,
@@ -193,6 +211,17 @@ impl Limiter {
     /// Requests holding a slot now.
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// A request goes on the wire now: counted until the returned guard drops. Slots held by
+    /// requests waiting for the start pace (`src/engine/pacing.rs`) are not sending, so a 429
+    /// that comes while the pace held the starts back is not mistaken for a full window.
+    pub fn sending(self: &Arc<Self>) -> Sending {
+        let now = self.sending.fetch_add(1, Ordering::AcqRel) + 1;
+        Sending {
+            limiter: self.clone(),
+            at_limit: now >= self.limit(),
+        }
     }
 
     /// No prompt is waiting for its first slot any more: from now on the limit only shrinks.

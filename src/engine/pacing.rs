@@ -5,30 +5,36 @@
 //! requests start in bursts, the provider's bucket empties, and the 429s come back together. A
 //! pacer learns the rate from the answers and starts requests one interval apart.
 //!
+//! - **Windows** of [`WINDOW`] (and at least [`MIN_STARTS`] starts, closed early once a quarter
+//!   of one holds more 429s than noise explains): a window whose starts hold more 429s (503s)
+//!   than the endpoint's noise explains (`congested`) is one congestion event, however many. The
+//!   rate becomes what the window admitted per second, over the share noise lets through, times
+//!   [`MARGIN`] (the provider's bucket is empty then: what it admits is its rate), so it refills a
+//!   little instead of sitting empty at the edge. Otherwise, after a plateau, the rate grows by
+//!   [`GROWTH`] a window, doubling up to [`MAX_GROWTH`], while the pace binds; faster
+//!   ([`MAX_FAST_GROWTH`]) far below the rate last found, with none found, or far below what
+//!   was admitted before.
 //! - **Slow start.** The first starts go [`START_RATE`] a second, doubled every [`STEP`] while
-//!   the pace is what holds them back. Nothing is known about the rate before the first 429, and
-//!   a provider's bucket admits everything until it is empty: what was admitted by then is its
-//!   burst plus its rate times the time taken. The first 429 of a binding pace therefore sets the
-//!   rate to `admitted / (elapsed + BURST)` (a burst of [`BURST`] worth of the rate, as the
-//!   bucket of `src/sim/capacity.rs` and most providers hold), times [`MARGIN`]. A first 429 that
-//!   comes while the pace does not bind (the in-flight window holds the starts back: a slot limit)
-//!   ends slow start where the rate is; the windows below judge from there.
-//! - **Windows** of [`WINDOW`] (and at least [`MIN_STARTS`] starts): when a window's starts hold
-//!   more 429s (503s) than the endpoint's noise explains (`congested`) — however many, one
-//!   congestion event — the rate becomes what the window admitted per second times [`MARGIN`]
-//!   (the provider's bucket is empty then: what it admits is its rate), so it refills a little
-//!   instead of sitting empty at the edge. Otherwise, after a plateau, the rate grows by
-//!   [`GROWTH`] a window, doubling up to [`MAX_GROWTH`], while the pace binds.
-//!   Growth is faster ([`MAX_FAST_GROWTH`]) far below the rate last found, or with none found.
-//! - **Noise.** Two cuts in a row that do not lower the share turned away (each next judged
-//!   window still holds at least half of it) were not about the rate: random 429s. They are
-//!   undone and that share becomes the endpoint's noise, which later windows must exceed. So
-//!   fault-injected 429s never pin the rate at [`MIN_RATE`].
-//! - A congested window in which the pace did not bind (the in-flight window held the starts
-//!   back: a slot limit) leaves the cut to the in-flight window; the pace is only brought down
-//!   to a little above the starts.
+//!   the pace binds and the window holds no more 429s than noise explains. A provider's bucket
+//!   admits everything until it is empty: what was admitted by the first congested window is its
+//!   burst plus its rate times the time taken, so that window sets the rate to
+//!   `admitted / (elapsed + BURST)` (a burst of [`BURST`] worth of the rate, as the bucket of
+//!   `src/sim/capacity.rs` and most providers hold), times [`MARGIN`].
+//! - **Noise**, 429s that come whatever the rate (a provider's hiccups, fault injection), must not
+//!   pin the rate at [`MIN_RATE`]. Two signs tell them: (1) two cuts in a row that do not lower
+//!   the share turned away (each next congested window still holds at least half of it) — after a
+//!   rate limit the second cut measures the empty bucket and the share falls — so the cuts are
+//!   undone (slow start resumed if it was cut) and that share becomes the endpoint's noise, which
+//!   later windows must exceed; (2) a congested window paced far below ([`FAR_BELOW`]) what a
+//!   window admitted per second before (a bucket admits at most its rate plus its burst in a
+//!   window): its share is noise, learned at once, with no cut.
+//! - Only **rate signals** reach the pacer: the scheduler leaves a 429 that came while every slot
+//!   of the in-flight window was sending and the pace did not hold the start back to the window
+//!   (see `src/engine/scheduler.rs`). A congested window in which the pace did not bind still
+//!   leaves the cut to the in-flight window; the pace is only brought down to a little above the
+//!   starts.
 //! - **Advertised limits.** An answer's `X-RateLimit-*` headers (see [`Advertised`]) cap the rate
-//!   at what they allow: the remaining requests over the time to the reset, or the limit a second.
+//!   at what they allow: the remaining requests over the time to the reset.
 //!
 //! After a cut, a **plateau** of [`SETTLE`] without growth, doubled each time a cut finds the same
 //! rate again (within 10%), up to `SETTLE · 2^`[`MAX_PLATEAU_DOUBLINGS`].
@@ -39,10 +45,15 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+pub use crate::api::Advertised;
+
 /// Shortest window judged (a provider's bucket holds about one second's worth).
 pub const WINDOW: Duration = Duration::from_secs(1);
-/// Fewest starts in a window judged (at a few requests a second, windows are longer).
+/// Fewest starts in a window judged (at a few requests a second, windows are longer: a window
+/// of five starts cannot tell a 429 of the rate from one at random).
 const MIN_STARTS: usize = 16;
+/// A window is judged after this long whatever its starts.
+const LONGEST_WINDOW: Duration = Duration::from_secs(8);
 /// A cut lands this far below the rate admitted (the provider's bucket refills by 3% a second).
 pub const MARGIN: f64 = 0.97;
 /// Plateau after a cut (the shortest).
@@ -65,12 +76,58 @@ pub const START_RATE: f64 = 16.0;
 pub const STEP: Duration = Duration::from_millis(250);
 /// The burst a provider's bucket holds, in seconds of its rate.
 pub const BURST: f64 = 1.0;
+/// A pace this far below the best rate a window admitted is below any bucket that admitted it
+/// (a window of [`WINDOW`] admits at most twice a bucket's rate: its burst and its refill).
+pub const FAR_BELOW: f64 = 0.4;
+/// The best admitted rate fades by this each judged window (a limit that drops is followed).
+const BEST_FADES: f64 = 0.9;
 /// A pace binds when a span's starts reach this share of it.
 const BINDING: f64 = 0.8;
-/// How far above the starts a pace that did not bind is kept when its window was congested.
-const UNBOUND: f64 = 1.3;
 /// The lowest share of random 429s assumed (before any is seen).
 const MIN_NOISE: f64 = 0.005;
+/// The most noise learned (a provider turning away more at random is treated as at capacity).
+const MAX_NOISE: f64 = 0.5;
+/// How far beyond noise (standard deviations of the count) a window is congested: a window a
+/// second judges hundreds of starts, and at two a window of 3% noise would be cut every half
+/// minute.
+const SDS: f64 = 2.5;
+/// The same for closing a window early: tested at every rejection, so stricter.
+const EARLY_SDS: f64 = 3.5;
+/// Fewest rejections that close a window early (a bucket overflowing turns away many at once; a
+/// couple of random 429s in a quarter second are not enough to judge by).
+const EARLY_REJECTED: f64 = 4.0;
+/// The noise learned is pooled with this many starts' worth of [`MIN_NOISE`]: a stray 429 in a
+/// window of sixteen is not a noise of 6%.
+const NOISE_PRIOR_STARTS: f64 = 100.0;
+/// How many starts' worth a noise proved by undone cuts weighs.
+const NOISE_FOUND_STARTS: f64 = 1000.0;
+/// Starts after a cut that judge it (three windows at 16 a second).
+const PROBATION_STARTS: f64 = 48.0;
+/// Noise learned before counts this much each time a window is learned from (about the last
+/// twenty windows count).
+const NOISE_FADES: f64 = 0.95;
+
+/// One start's turn: when it started and whether the pace held it back (the pace binds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Turn {
+    pub at: Instant,
+    pub waited: bool,
+}
+
+/// A chain of cuts on probation: they may prove to be noise. The rate before the first, the
+/// share that made it, how many cuts, whether the first ended slow start, and what the windows
+/// since the last cut started and had turned away.
+#[derive(Debug, Clone, Copy)]
+struct Probation {
+    rate: f64,
+    share: f64,
+    cuts: u32,
+    slow_start: bool,
+    starts: f64,
+    rejected: f64,
+    /// The noise known before the first cut.
+    noise: f64,
+}
 
 #[derive(Debug)]
 struct State {
@@ -79,27 +136,26 @@ struct State {
     /// Earliest next start.
     next: Option<Instant>,
     slow_start: bool,
-    /// Slow start: its first start, how many started since, and the current step (since when,
-    /// its starts) and whether the last step's pace bound.
+    /// Slow start's current step: since when, its starts.
+    step: Option<(Instant, usize)>,
+    /// Slow start's first start, and the starts and rejections since (its burst estimate).
     origin: Option<Instant>,
     started_total: usize,
-    step: Option<(Instant, usize)>,
-    /// The last step's starts per second; the rate before the last doubling.
-    step_rate: f64,
-    before_doubling: Option<f64>,
-    /// Whether the first 429's estimate was made.
-    estimated: bool,
-    /// The last cut: a 429 of a start before it says nothing about the rate since.
-    cut_at: Option<Instant>,
-    /// The window being counted: since when, its starts, and how many of them were turned away.
+    rejected_total: f64,
+    /// The window being counted: since when, its starts, and how many of them were turned away
+    /// (a 429 naming one provider counts as that provider's share of the endpoint).
     since: Option<Instant>,
     starts: usize,
-    rejected: usize,
-    /// The share of attempts random 429s turn away here (learned from undone cuts).
+    rejected: f64,
+    /// The share of attempts random 429s turn away here, learned from windows known to be below
+    /// the rate (after a cut, or far below what was admitted before): their starts and
+    /// rejections (fading), and the share.
+    noise_starts: f64,
+    noise_rejected: f64,
     noise: f64,
-    /// The last cuts, to undo if they prove to be noise: the rate before, the share turned away
-    /// that made the first, and how many cuts since failed to lower it.
-    undo: Option<(f64, f64, u32)>,
+    /// The best rate a window of at least [`WINDOW`] admitted, fading.
+    best: f64,
+    probation: Option<Probation>,
     settle_until: Option<Instant>,
     /// Growth per window now.
     growth: f64,
@@ -111,13 +167,21 @@ struct State {
     cap: Option<(f64, Instant)>,
 }
 
-/// The start pacing of one endpoint (or of one provider behind it).
+/// The start pacing of one endpoint.
 #[derive(Debug)]
 pub struct Pacer {
     state: Mutex<State>,
     /// The line of starts waiting their turn.
     line: tokio::sync::Mutex<()>,
+    /// Who answered lately, per provider named (fading counts): a 429 that names one provider
+    /// counts as its share of the answers (see [`Pacer::rejection_weight`]).
+    providers: Mutex<Vec<(String, f64)>>,
 }
+
+/// Each answer fades the providers' counts by this (about the last few hundred answers count).
+const PROVIDER_FADES: f64 = 0.995;
+/// The least a provider's 429 counts (a provider that never answered still slows a little).
+const MIN_PROVIDER_WEIGHT: f64 = 0.1;
 
 impl Default for Pacer {
     fn default() -> Self {
@@ -132,18 +196,18 @@ impl Pacer {
                 rate: START_RATE,
                 next: None,
                 slow_start: true,
+                step: None,
                 origin: None,
                 started_total: 0,
-                step: None,
-                step_rate: 0.0,
-                before_doubling: None,
-                estimated: false,
-                cut_at: None,
+                rejected_total: 0.0,
                 since: None,
                 starts: 0,
-                rejected: 0,
+                rejected: 0.0,
+                noise_starts: 0.0,
+                noise_rejected: 0.0,
                 noise: 0.0,
-                undo: None,
+                best: 0.0,
+                probation: None,
                 settle_until: None,
                 growth: GROWTH,
                 found: None,
@@ -152,7 +216,44 @@ impl Pacer {
                 cap: None,
             }),
             line: tokio::sync::Mutex::new(()),
+            providers: Mutex::new(Vec::new()),
         }
+    }
+
+    /// An answer came from `provider` (as the answer names it).
+    pub fn answered_by(&self, provider: &str) {
+        let Ok(mut providers) = self.providers.lock() else {
+            return;
+        };
+        for (_, count) in providers.iter_mut() {
+            *count *= PROVIDER_FADES;
+        }
+        match providers.iter_mut().find(|(name, _)| name == provider) {
+            Some((_, count)) => *count += 1.0,
+            None => providers.push((provider.to_string(), 1.0)),
+        }
+    }
+
+    /// How much a 429 counts against this endpoint's rate: one that names no provider (the
+    /// endpoint's own limit) counts whole; one that names a provider behind it (OpenRouter's
+    /// `metadata.provider_name`) counts as that provider's share of the recent answers — its
+    /// limit slows its share, not all of them — and whole while no provider has answered.
+    pub fn rejection_weight(&self, provider: Option<&str>) -> f64 {
+        let Some(provider) = provider else {
+            return 1.0;
+        };
+        let Ok(providers) = self.providers.lock() else {
+            return 1.0;
+        };
+        let total: f64 = providers.iter().map(|(_, count)| count).sum();
+        if total <= 0.0 {
+            return 1.0;
+        }
+        let own = providers
+            .iter()
+            .find(|(name, _)| name == provider)
+            .map_or(0.0, |(_, count)| *count);
+        (own / total).max(MIN_PROVIDER_WEIGHT)
     }
 
     /// The current rate (starts per second), advertised caps included.
@@ -165,14 +266,29 @@ impl Pacer {
         self.state.lock().map_or(0, |s| s.cuts)
     }
 
-    /// Wait for this start's turn; returns the start time (to hand to [`Pacer::ended`]).
-    pub async fn start(&self) -> Instant {
-        let _line = self.line.lock().await;
+    /// The share of attempts learned to be turned away at random.
+    pub fn noise(&self) -> f64 {
+        self.state.lock().map_or(0.0, |s| s.noise)
+    }
+
+    /// Wait for this start's turn (to hand to [`Pacer::ended`]).
+    pub async fn start(&self) -> Turn {
+        let mut waited = false;
+        let _line = match self.line.try_lock() {
+            Ok(line) => line,
+            Err(_) => {
+                waited = true;
+                self.line.lock().await
+            }
+        };
         loop {
             let now = Instant::now();
             match self.take_turn(now) {
-                Ok(started) => return started,
-                Err(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                Ok(at) => return Turn { at, waited },
+                Err(at) => {
+                    waited = true;
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await
+                }
             }
         }
     }
@@ -199,32 +315,38 @@ impl Pacer {
         Ok(now)
     }
 
-    /// An attempt started at `started` ended; `rejected`: turned away (429, 503).
-    pub fn ended(&self, started: Instant, rejected: bool) {
+    /// An attempt that started at `started` ended; `rejected`: how much it counts as turned away
+    /// by this endpoint's rate (0 answered; 1 a 429 or 503 of the endpoint; a provider's share
+    /// for a 429 that names one provider).
+    pub fn ended(&self, started: Instant, rejected: f64) {
         self.ended_at(started, rejected, Instant::now());
     }
 
-    fn ended_at(&self, started: Instant, rejected: bool, now: Instant) {
+    fn ended_at(&self, started: Instant, rejected: f64, now: Instant) {
         let Ok(mut s) = self.state.lock() else {
             return;
         };
-        if s.slow_start {
-            if rejected {
-                s.slow_start_rejection(started, now);
-            }
-            return;
-        }
         let Some(since) = s.since else {
             return;
         };
-        if rejected && started >= since {
-            s.rejected += 1;
+        // A start of a window already judged says nothing about the rate since.
+        if started < since {
+            return;
+        }
+        let rejected = rejected.clamp(0.0, 1.0);
+        s.rejected += rejected;
+        if s.slow_start {
+            s.rejected_total += rejected;
         }
         let span = now.saturating_duration_since(since);
         // Rejections enough to judge end the window early: a quarter second of them is enough
         // to measure the rate, and each further one is a prompt waiting out its `Retry-After`.
-        let early = rejected && span >= WINDOW / 4 && congested(s.rejected, s.starts, s.noise);
-        if early || span >= WINDOW && s.starts >= MIN_STARTS.min(4 * span.as_secs() as usize + 1) {
+        let early = rejected > 0.0
+            && span >= WINDOW / 4
+            && s.rejected >= EARLY_REJECTED
+            && beyond(s.rejected, s.starts, s.noise, EARLY_SDS);
+        let enough = s.starts >= MIN_STARTS || span >= LONGEST_WINDOW;
+        if early || span >= WINDOW && enough {
             s.close_window(span, now);
         }
     }
@@ -247,7 +369,8 @@ impl State {
         }
     }
 
-    /// Count a slow-start start; double the rate at the end of a step whose pace bound.
+    /// Count a slow-start start; double the rate at the end of a step whose pace bound, unless
+    /// the window so far holds more rejections than noise explains.
     fn slow_start_step(&mut self, now: Instant) {
         self.origin.get_or_insert(now);
         self.started_total += 1;
@@ -255,234 +378,209 @@ impl State {
         *starts += 1;
         let span = now.saturating_duration_since(*since).as_secs_f64();
         if span >= STEP.as_secs_f64() {
-            self.step_rate = *starts as f64 / span;
+            let step_rate = *starts as f64 / span;
             self.step = Some((now, 0));
-            if self.step_rate >= BINDING * self.rate {
-                self.before_doubling = Some(self.rate);
+            if step_rate >= BINDING * self.pace(now)
+                && !congested(self.rejected, self.starts, self.noise)
+            {
                 self.rate *= 2.0;
             }
         }
     }
 
-    /// Starts per second lately (the current step, or the last one while it is young).
-    fn recent_rate(&self, now: Instant) -> f64 {
-        match self.step {
-            Some((since, n)) if now.saturating_duration_since(since) >= STEP / 2 => {
-                n as f64 / now.saturating_duration_since(since).as_secs_f64()
-            }
-            _ => self.step_rate,
-        }
-    }
-
-    /// A 429 in slow start. The first: the provider's bucket is empty, what it admitted so far
-    /// is its burst plus its rate over the time taken; slow start goes on from that estimate (a
-    /// slot limit is not a bucket: the estimate is low, and doubling leaves it in a few steps).
-    /// The next: the rate before the last doubling held, and slow start ends there.
-    fn slow_start_rejection(&mut self, started: Instant, now: Instant) {
-        if self.cut_at.is_some_and(|t| started < t) {
-            return; // sent before the last cut
-        }
-        let binding = self.recent_rate(now) >= BINDING * self.rate;
-        if !self.estimated {
-            self.estimated = true;
-            let origin = self.origin.unwrap_or(started);
-            // The starts after the rejected one were sent into an empty bucket too.
-            let after = self.rate * now.saturating_duration_since(started).as_secs_f64();
-            let admitted = (self.started_total as f64 - 1.0 - after).max(1.0);
-            let elapsed = started.saturating_duration_since(origin).as_secs_f64();
-            let estimate = admitted / (elapsed + BURST) * MARGIN;
-            self.rate = estimate.min(self.rate).max(MIN_RATE);
-            self.before_doubling = None;
-            self.step = Some((now, 0));
-            self.cut_at = Some(now);
-            self.cuts += 1;
-            return;
-        }
-        self.slow_start = false;
-        if binding {
-            let held = self.before_doubling.unwrap_or(self.rate * MARGIN);
-            self.cut(held.max(MIN_RATE), now);
-        }
-        // Else the in-flight window held the starts back (a slot limit): it is the one to cut.
-        self.open_window(now);
-    }
-
     fn open_window(&mut self, now: Instant) {
         self.since = Some(now);
         self.starts = 0;
-        self.rejected = 0;
+        self.rejected = 0.0;
     }
 
     /// Judge the window that ends `now`, `span` long, and open the next.
     fn close_window(&mut self, span: Duration, now: Instant) {
-        let (n, k) = (self.starts, self.rejected.min(self.starts));
-        let share = k as f64 / n.max(1) as f64;
-        let per_second = |count: usize| count as f64 / span.as_secs_f64();
-        let undo = self.undo.take();
-        let binding = per_second(n) >= BINDING * self.pace(now);
-        if congested(k, n, self.noise) && !binding {
-            // The in-flight window, not the pace, held the starts back: it cuts itself. The pace
-            // stays a little above the starts (so it binds again if they burst).
-            self.rate = self.rate.min(per_second(n) * UNBOUND).max(MIN_RATE);
-        } else if congested(k, n, self.noise) {
-            let before = self.rate;
-            let admitted = (per_second(n - k) * MARGIN).max(MIN_RATE);
-            match undo {
-                // Two cuts in a row did not lower the share turned away: random 429s, not the
-                // rate (a cut that measured the rate low is followed by one that finds it).
-                Some((rate, first, 1)) if share >= first / 2.0 => {
-                    self.noise = self.noise.max(share.min(MAX_NOISE));
-                    self.rate = self.rate.max(rate);
-                    self.found = None;
-                }
-                Some((rate, first, _)) if share >= first / 2.0 => {
-                    self.cut(admitted, now);
-                    self.undo = Some((rate, first, 1));
-                }
-                _ => {
-                    self.cut(admitted, now);
-                    self.undo = (share < MAX_UNDO_SHARE).then_some((before, share, 0));
-                }
+        let n = self.starts;
+        let k = self.rejected.min(n as f64);
+        let share = k / n.max(1) as f64;
+        let secs = span.as_secs_f64().max(1e-3);
+        let admitted = (n as f64 - k) / secs;
+        let best_before = self.best;
+        self.best *= BEST_FADES;
+        if span >= WINDOW {
+            self.best = self.best.max(admitted);
+        }
+        let binding = n as f64 / secs >= BINDING * self.pace(now);
+        let probation = self.probation.take();
+        if !congested(k, n, self.noise) {
+            // Within noise at or below the rate a cut found (not while growing past it, where a
+            // rate limit's first few 429s would pass for noise), or with none found after noise
+            // undid the cuts: what it turned away is noise.
+            let below = self.found.is_none_or(|f| self.rate <= f);
+            if below && !self.slow_start {
+                self.learn_noise(n as f64, k);
             }
+            self.probation = probation.and_then(|p| self.on_probation(p, n as f64, k));
+            self.grow(binding, best_before, now);
+        } else if self.pace(now) < FAR_BELOW * best_before {
+            // Far below what was admitted before: no bucket turned these away.
+            self.learn_noise(n as f64, k);
+            self.undo(probation);
         } else {
-            let settled = self.settle_until.is_none_or(|t| now >= t);
-            if settled && binding {
-                self.rate *= 1.0 + self.growth;
-                // Far below the rate last found (or none found), growth may go fast.
-                let near = self.found.is_some_and(|f| self.rate >= 0.9 * f);
-                let max = if near { MAX_GROWTH } else { MAX_FAST_GROWTH };
-                self.growth = (self.growth * 2.0).min(max);
-            }
+            self.congested(probation, share, admitted, now);
         }
         self.open_window(now);
     }
 
+    /// A congested window: a cut, or (the cuts before did not lower the share) noise. Two cuts in
+    /// a row: one that measured a bucket's burst is followed by one that finds its rate, and the
+    /// share falls; random 429s keep it.
+    fn congested(&mut self, probation: Option<Probation>, share: f64, admitted: f64, now: Instant) {
+        match probation {
+            // Cut twice, or to a third, and the share did not fall: noise.
+            Some(p) if share >= p.share / 2.0 && (p.cuts >= 2 || self.rate * 3.0 <= p.rate) => {
+                // The least of the shares seen (the first was picked for being high).
+                let starts = p.starts + self.starts as f64;
+                let since = (p.rejected + self.rejected) / starts.max(1.0);
+                self.noise_found(since.min(p.share));
+                self.undo(Some(p));
+            }
+            Some(p) if share >= p.share / 2.0 => {
+                self.cut(self.target(admitted, now), now);
+                self.probation = Some(Probation {
+                    cuts: p.cuts + 1,
+                    starts: 0.0,
+                    rejected: 0.0,
+                    ..p
+                });
+            }
+            _ => {
+                let first = Probation {
+                    rate: self.rate,
+                    share,
+                    cuts: 1,
+                    slow_start: self.slow_start,
+                    starts: 0.0,
+                    rejected: 0.0,
+                    noise: self.noise,
+                };
+                self.cut(self.target(admitted, now), now);
+                self.probation = Some(first);
+            }
+        }
+    }
+
+    /// A window within noise after a cut: counted; once enough starts are in, the cuts are judged.
+    /// Below the rate the cut found, what is still turned away is noise: if it is more than the
+    /// noise known before the cut explains, the cut was for noise: undone.
+    fn on_probation(&mut self, mut p: Probation, n: f64, k: f64) -> Option<Probation> {
+        p.starts += n;
+        p.rejected += k;
+        if p.starts < PROBATION_STARTS {
+            return Some(p);
+        }
+        if congested(p.rejected, p.starts as usize, p.noise) {
+            self.undo(Some(p));
+        }
+        None
+    }
+
+    /// Not congested: after the plateau, grow while the pace binds (slow start doubles by step).
+    fn grow(&mut self, binding: bool, best_before: f64, now: Instant) {
+        let settled = self.settle_until.is_none_or(|t| now >= t);
+        if self.slow_start || !settled || !binding {
+            return;
+        }
+        self.rate *= 1.0 + self.growth;
+        // Far below the rate last found (or none found, or what was admitted before), growth
+        // may go fast.
+        let near = self.found.is_some_and(|f| self.rate >= 0.9 * f)
+            && self.rate >= FAR_BELOW * best_before;
+        let max = if near { MAX_GROWTH } else { MAX_FAST_GROWTH };
+        self.growth = (self.growth * 2.0).min(max);
+    }
+
+    /// The rate a congested window's `admitted` per second says: what the provider let through
+    /// beside its noise, under [`MARGIN`]; the first cut of slow start counts the bucket's burst.
+    fn target(&self, admitted: f64, now: Instant) -> f64 {
+        let through = 1.0 - self.noise;
+        let window = admitted / through * MARGIN;
+        if !self.slow_start {
+            return window;
+        }
+        let elapsed = self
+            .origin
+            .map_or(0.0, |o| now.saturating_duration_since(o).as_secs_f64());
+        let total = (self.started_total as f64 - self.rejected_total).max(1.0);
+        window.min(total / (elapsed + BURST) / through * MARGIN)
+    }
+
+    /// `rejected` of `starts` were turned away below the rate: noise, pooled with what was
+    /// learned before (fading, so a provider that calms down is followed).
+    fn learn_noise(&mut self, starts: f64, rejected: f64) {
+        self.noise_starts = self.noise_starts * NOISE_FADES + starts;
+        self.noise_rejected = self.noise_rejected * NOISE_FADES + rejected;
+        let prior = NOISE_PRIOR_STARTS * MIN_NOISE;
+        self.noise = ((self.noise_rejected + prior) / (self.noise_starts + NOISE_PRIOR_STARTS))
+            .min(MAX_NOISE);
+    }
+
+    /// Cuts that did not lower the share turned away prove a noise of at least `share`: it
+    /// weighs as much as [`NOISE_FOUND_STARTS`] starts, fading as windows are learned from.
+    fn noise_found(&mut self, share: f64) {
+        let share = share.min(MAX_NOISE);
+        if share > self.noise {
+            self.noise_starts = NOISE_FOUND_STARTS;
+            self.noise_rejected =
+                share * (NOISE_FOUND_STARTS + NOISE_PRIOR_STARTS) - MIN_NOISE * NOISE_PRIOR_STARTS;
+            self.noise = share;
+        }
+    }
+
+    /// Cuts that proved to be noise are undone (slow start resumed if they ended it).
+    fn undo(&mut self, probation: Option<Probation>) {
+        if let Some(p) = probation {
+            self.rate = self.rate.max(p.rate);
+            if p.slow_start {
+                self.slow_start = true;
+                self.step = None;
+            }
+        }
+        self.found = None;
+        self.settle_until = None;
+        self.growth = GROWTH;
+    }
+
     fn cut(&mut self, new: f64, now: Instant) {
+        let new = new.max(MIN_RATE);
         self.plateau = match self.found {
             Some(before) if (before - new).abs() <= 0.1 * before.max(10.0) => {
                 (self.plateau + 1).min(MAX_PLATEAU_DOUBLINGS)
             }
             _ => 0,
         };
+        self.slow_start = false;
         self.found = Some(new);
         self.rate = new;
         self.cuts += 1;
-        self.cut_at = Some(now);
         self.settle_until = Some(now + SETTLE * (1 << self.plateau));
         self.growth = GROWTH;
     }
 }
 
-/// The most noise learned (a provider turning away more at random is treated as at capacity).
-const MAX_NOISE: f64 = 0.1;
-/// A cut over a larger share turned away is never undone as noise.
-const MAX_UNDO_SHARE: f64 = 0.15;
+/// Whether `rejected` of `started` is more than the endpoint's `noise` explains: above it by
+/// [`SDS`] standard deviations of the count (and at least two).
+fn congested(rejected: f64, started: usize, noise: f64) -> bool {
+    beyond(rejected, started, noise, SDS)
+}
 
-/// Whether `rejected` of `started` is more than the endpoint's `noise` explains: above it by two
-/// standard deviations of the count (and at least two).
-fn congested(rejected: usize, started: usize, noise: f64) -> bool {
+/// Whether `rejected` of `started` is above what `noise` explains by `sds` standard deviations.
+fn beyond(rejected: f64, started: usize, noise: f64, sds: f64) -> bool {
     let p = noise.max(MIN_NOISE);
     let expected = p * started as f64;
     let sd = (expected * (1.0 - p)).sqrt();
-    rejected >= 2 && rejected as f64 > expected + 2.0 * sd
+    rejected >= 2.0 && rejected > expected + sds * sd
 }
 
 /// Time between starts at `rate` per second.
 fn interval(rate: f64) -> Duration {
     Duration::from_secs_f64(1.0 / rate.max(MIN_RATE))
-}
-
-/// The rate limits an answer advertises: `X-RateLimit-Limit` / `-Remaining` / `-Reset`
-/// (OpenRouter and others) or OpenAI's `x-ratelimit-limit-requests` / `-remaining-requests` /
-/// `-reset-requests`.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct Advertised {
-    pub limit: Option<f64>,
-    pub remaining: Option<f64>,
-    /// Time until the limit is whole again.
-    pub reset: Option<Duration>,
-}
-
-/// How long a cap from advertised limits holds without a newer answer.
-const ADVERTISED_HOLDS: Duration = Duration::from_secs(2);
-
-impl Advertised {
-    /// Read from a response's headers (names in any case); `unix_now`: the time now since the
-    /// epoch (a reset may be a Unix timestamp). `None` when no rate-limit header is there.
-    pub fn from_headers<'a>(
-        headers: impl IntoIterator<Item = (&'a str, &'a str)>,
-        unix_now: Duration,
-    ) -> Option<Advertised> {
-        let mut a = Advertised::default();
-        for (name, value) in headers {
-            let name = name.to_ascii_lowercase();
-            let value = value.trim();
-            match name.as_str() {
-                "x-ratelimit-limit" | "x-ratelimit-limit-requests" => a.limit = value.parse().ok(),
-                "x-ratelimit-remaining" | "x-ratelimit-remaining-requests" => {
-                    a.remaining = value.parse().ok()
-                }
-                "x-ratelimit-reset" | "x-ratelimit-reset-requests" => {
-                    a.reset = parse_reset(value, unix_now)
-                }
-                _ => {}
-            }
-        }
-        (a != Advertised::default()).then_some(a)
-    }
-
-    /// The rate the limits sustain: the used part of the limit comes back by the reset (a token
-    /// bucket refilling `limit - remaining` over `reset`); `None` when they do not say.
-    pub fn rate(&self) -> Option<f64> {
-        let (limit, remaining, reset) = (self.limit?, self.remaining?, self.reset?);
-        let secs = reset.as_secs_f64();
-        (secs >= 0.01 && limit > remaining).then(|| (limit - remaining) / secs)
-    }
-
-    fn holds(&self) -> Duration {
-        self.reset
-            .map_or(ADVERTISED_HOLDS, |r| r.max(ADVERTISED_HOLDS))
-    }
-}
-
-/// A reset: a duration with units (`1s`, `6m0s`, `20ms`: OpenAI's), a Unix timestamp in
-/// milliseconds (OpenRouter's) or seconds, or seconds from now.
-fn parse_reset(value: &str, unix_now: Duration) -> Option<Duration> {
-    if let Ok(number) = value.parse::<f64>() {
-        if !number.is_finite() || number < 0.0 {
-            return None;
-        }
-        let at = if number >= 1e12 {
-            Duration::from_secs_f64(number / 1000.0)
-        } else if number >= 1e9 {
-            Duration::from_secs_f64(number)
-        } else {
-            return Some(Duration::from_secs_f64(number));
-        };
-        return Some(at.saturating_sub(unix_now));
-    }
-    let mut total = 0.0;
-    let mut rest = value;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let number: f64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += number * scale;
-        rest = &rest[unit_len..];
-    }
-    Some(Duration::from_secs_f64(total))
 }
 
 /// One [`Pacer`] per endpoint of the pool (in its order).
@@ -538,7 +636,7 @@ mod tests {
             match pacer.take_turn(now) {
                 Ok(start) => {
                     let turned_away = !admit(now) || random_draw() < random;
-                    pacer.ended_at(start, turned_away, now);
+                    pacer.ended_at(start, f64::from(u8::from(turned_away)), now);
                     if counting {
                         started += 1;
                         rejected += u64::from(turned_away);
@@ -591,16 +689,65 @@ mod tests {
 
     #[test]
     fn random_429s_do_not_pin_the_rate() {
+        for random in [0.03, 0.3] {
+            let pacer = Pacer::new();
+            // No capacity limit; a share of attempts turned away at random, 200 wanted a second.
+            let (started, _, lowest) = simulate(&pacer, 200.0, 600, 500, random, |_| true);
+            let rate = started as f64 / 500.0;
+            eprintln!(
+                "{random} random 429s: {rate:.1}/s started, lowest pace {lowest:.1}, {} cuts, noise {:.3}",
+                pacer.cuts(),
+                pacer.noise()
+            );
+            assert!(
+                rate >= 0.9 * 200.0,
+                "{random}: {rate:.1}/s started of 200 wanted"
+            );
+            // A dip of a cut or two before they prove to be noise, never a pin.
+            assert!(lowest >= 80.0, "{random}: the pace fell to {lowest:.1}");
+        }
+    }
+
+    #[test]
+    fn random_429s_are_learned_quickly_and_a_rate_limit_behind_them_still_found() {
+        // The first 30 s: with 30% turned away at random, the pace still reaches most of 200.
         let pacer = Pacer::new();
-        // No capacity limit; 3% of attempts turned away at random, 200 wanted a second.
-        let (started, _, lowest) = simulate(&pacer, 200.0, 600, 500, 0.03, |_| true);
-        let rate = started as f64 / 500.0;
+        let (started, _, _) = simulate(&pacer, 200.0, 30, 20, 0.3, |_| true);
+        let rate = started as f64 / 20.0;
+        eprintln!("30% random: {rate:.1}/s in the first 30 s");
+        assert!(rate >= 0.5 * 200.0, "{rate:.1}/s started of 200 wanted");
+        // A bucket of 50/s behind 3% random 429s: found, and its 429s stay few.
+        let pacer = Pacer::new();
+        let (started, rejected, _) = simulate(&pacer, 100.0, 120, 100, 0.03, bucket(50.0));
+        let admitted = (started - rejected) as f64 / 100.0;
+        let share = rejected as f64 / started as f64;
         eprintln!(
-            "3% random 429s: {rate:.1}/s started, lowest pace {lowest:.1}, {} cuts",
-            pacer.cuts()
+            "50/s behind 3% random: {admitted:.1}/s admitted, {:.1}% rejected, noise {:.3}",
+            100.0 * share,
+            pacer.noise()
         );
-        assert!(rate >= 0.9 * 200.0, "{rate:.1}/s started of 200 wanted");
-        assert!(lowest >= 100.0, "the pace fell to {lowest:.1}");
+        assert!(admitted >= 0.85 * 50.0, "{admitted:.1}/s admitted");
+        assert!(share <= 0.15, "{:.1}% rejected", 100.0 * share);
+    }
+
+    #[test]
+    fn a_providers_429_counts_as_its_share_of_the_answers() {
+        let pacer = Pacer::new();
+        assert_eq!(
+            pacer.rejection_weight(Some("A")),
+            1.0,
+            "nobody answered yet"
+        );
+        for i in 0..100 {
+            pacer.answered_by(if i % 10 == 0 { "B" } else { "A" });
+        }
+        let (a, b) = (
+            pacer.rejection_weight(Some("A")),
+            pacer.rejection_weight(Some("B")),
+        );
+        assert!((a - 0.9).abs() < 0.05 && (b - 0.1).abs() < 0.05, "{a} {b}");
+        assert_eq!(pacer.rejection_weight(None), 1.0, "the endpoint's own 429");
+        assert_eq!(pacer.rejection_weight(Some("C")), MIN_PROVIDER_WEIGHT);
     }
 
     #[test]
@@ -623,32 +770,7 @@ mod tests {
     }
 
     #[test]
-    fn advertised_limits_are_read_in_both_spellings_and_cap_the_pace() {
-        let unix_now = Duration::from_secs(1_700_000_000);
-        // OpenRouter's: the reset a Unix timestamp in milliseconds.
-        let openrouter = [
-            ("X-RateLimit-Limit", "20"),
-            ("X-RateLimit-Remaining", "10"),
-            ("X-RateLimit-Reset", "1700000002000"),
-        ];
-        let a = Advertised::from_headers(openrouter, unix_now).expect("headers");
-        assert_eq!(a.reset, Some(Duration::from_secs(2)));
-        assert_eq!(a.rate(), Some(5.0), "10 used come back over 2 s");
-        // OpenAI's: a duration with units.
-        let openai = [
-            ("x-ratelimit-limit-requests", "500"),
-            ("x-ratelimit-remaining-requests", "499"),
-            ("x-ratelimit-reset-requests", "120ms"),
-        ];
-        let a = Advertised::from_headers(openai, unix_now).expect("headers");
-        assert_eq!(a.reset, Some(Duration::from_millis(120)));
-        assert_eq!(
-            parse_reset("6m0s", unix_now),
-            Some(Duration::from_secs(360))
-        );
-        assert_eq!(parse_reset("soon", unix_now), None);
-        assert_eq!(Advertised::from_headers([("x-other", "1")], unix_now), None);
-
+    fn advertised_limits_cap_the_pace() {
         let pacer = Pacer::new();
         pacer.advertised(&Advertised {
             limit: Some(20.0),

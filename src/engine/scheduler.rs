@@ -32,15 +32,15 @@ use super::concurrency::{Limiter, Permit};
 use super::endpoints::EndpointPool;
 use super::health::Health;
 use super::ledger::{Booked, Ledger};
-use super::pacing::{Pacer, Pacers};
+use super::pacing::{Pacer, Pacers, Turn};
 use super::progress::Progress;
 use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
 use crate::api::usage_check::{self, UsageDoubt};
 use crate::api::{
-    ApiError, ApiKey, BodyFields, Client, ErrorClass, RawChatOutcome, ResponseFacts, Timeouts,
-    UsageNumbers,
+    Advertised, ApiError, ApiKey, BodyFields, Client, ErrorClass, RawChatOutcome, ResponseFacts,
+    Timeouts, UsageNumbers,
 };
 use crate::journal::{EncodedRecord, RecordRef, RecordSender, Status};
 
@@ -270,22 +270,32 @@ async fn attempt<'a>(
     };
     let endpoint = &chosen.endpoint;
     let pacer = ctx.pacers.get(endpoint_index);
-    let started = match pacer {
+    let turn = match pacer {
         Some(pacer) => match Box::pin(paced(ctx, pacer)).await {
-            Some(started) => started,
+            Some(turn) => turn,
             None => {
                 settle(ctx, estimate, None, false);
                 return None;
             }
         },
-        None => Instant::now(),
+        None => Turn {
+            at: Instant::now(),
+            waited: false,
+        },
     };
     // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
     let request = request_body(ctx, prompt, body_fields, &endpoint.name, estimate)?;
     let started_at = chrono::Utc::now();
     let t0 = Instant::now();
+    let sending = ctx.limiter.sending();
     let result = ctx.client.chat_raw(endpoint, &request, &ctx.timeouts).await;
+    let at_limit = sending.at_limit;
+    drop(sending);
     let latency_ms = t0.elapsed().as_millis() as u64;
+    let advertised = match &result {
+        Ok(outcome) => outcome.rate_limit,
+        Err(err) => err.rate_limit,
+    };
     let head = Head {
         id: &prompt.id,
         attempt,
@@ -307,6 +317,7 @@ async fn attempt<'a>(
             estimated: served.estimated,
         });
     }
+    let signal = Signal::of(&next, at_limit, turn.waited);
     account(
         ctx,
         endpoint_index,
@@ -315,9 +326,18 @@ async fn attempt<'a>(
         &next,
         estimate,
         latency_ms,
+        signal.slot,
     );
     if let Some(pacer) = pacer {
-        pacer.ended(started, matches!(&next, Some((err, _)) if is_overload(err)));
+        let answered = next.is_none();
+        pace_ended(
+            pacer,
+            turn,
+            signal,
+            advertised,
+            answered,
+            served.provider.as_deref(),
+        );
     }
     if ctx.records.send_encoded(record).await.is_err() {
         // The writer is gone only if the journal failed; the engine reports that error.
@@ -444,8 +464,54 @@ fn stop_unserializable(ctx: &Ctx, endpoint: &str, message: String, estimate: f64
     settle(ctx, estimate, None, false);
 }
 
+/// What a turned-away attempt (429, 503) says, and to whom. A 429 that came while every slot of
+/// the in-flight window was sending and the pace let the start through at once is a **slot**
+/// signal (the window is cut, not the pace); one that came while the pace held the starts back,
+/// or with slots to spare, is a **rate** signal (the pace is cut, not the window); both when
+/// both held.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Signal {
+    slot: bool,
+    rate: bool,
+}
+
+impl Signal {
+    fn of(next: &Option<(ApiError, Next)>, at_limit: bool, paced: bool) -> Signal {
+        let overload = matches!(next, Some((err, _)) if is_overload(err));
+        Signal {
+            slot: overload && at_limit,
+            rate: overload && (paced || !at_limit),
+        }
+    }
+}
+
+/// The endpoint's pace learns from an ended attempt: the limits its answer advertised, a rate
+/// signal (weighed by the provider it names), and who answered.
+fn pace_ended(
+    pacer: &Pacer,
+    turn: Turn,
+    signal: Signal,
+    advertised: Option<Advertised>,
+    answered: bool,
+    provider: Option<&str>,
+) {
+    if let Some(limits) = &advertised {
+        pacer.advertised(limits);
+    }
+    let rejected = if signal.rate {
+        pacer.rejection_weight(provider)
+    } else {
+        0.0
+    };
+    pacer.ended(turn.at, rejected);
+    if let (true, Some(provider)) = (answered, provider) {
+        pacer.answered_by(provider);
+    }
+}
+
 /// Count one ended attempt: the budget settles, the limiter and the endpoint's health learn
-/// from it (a dead endpoint stops the run), progress shows it.
+/// from it (a dead endpoint stops the run), progress shows it. `slot`: a slot signal.
+#[allow(clippy::too_many_arguments)]
 fn account(
     ctx: &Ctx,
     endpoint_index: usize,
@@ -454,6 +520,7 @@ fn account(
     next: &Option<(ApiError, Next)>,
     estimate: f64,
     latency_ms: u64,
+    slot: bool,
 ) {
     settle(ctx, estimate, record.meta.cost_usd, next.is_none());
     let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
@@ -464,7 +531,7 @@ fn account(
             ctx.health.success(endpoint_index);
         }
         Some((err, _)) => {
-            if is_overload(err) {
+            if slot {
                 ctx.limiter.on_overload();
             } else {
                 ctx.limiter.on_failure();
@@ -545,8 +612,8 @@ async fn rate_ready(ctx: &Ctx, rate: &DefaultDirectRateLimiter) -> bool {
     }
 }
 
-/// Wait for the endpoint's pace; the start time, or `None` if the run is stopping.
-async fn paced(ctx: &Ctx, pacer: &Pacer) -> Option<Instant> {
+/// Wait for the endpoint's pace; the start's turn, or `None` if the run is stopping.
+async fn paced(ctx: &Ctx, pacer: &Pacer) -> Option<Turn> {
     tokio::select! {
         started = pacer.start() => Some(started),
         _ = ctx.shutdown.stopping() => None,

@@ -19,7 +19,8 @@
 //! were admitted (prompts waiting out a `Retry-After` at the end).
 //!
 //! Environment: `BENCH_LATENCY_MS` (default 200), `BENCH_PROMPTS_PER_SLOT` (default 100),
-//! `BENCH_CLIENTS` (`both`, `draftgen` or `naive`), `BENCH_SIM_URL` (a sim in its own process,
+//! `BENCH_CLIENTS` (`both`, `draftgen` or `naive`), `BENCH_CAPACITY_HEADERS` (set: the sim
+//! advertises its bucket in `X-RateLimit-*` headers, as with `draftgen sim --capacity-headers`), `BENCH_SIM_URL` (a sim in its own process,
 //! started for one capacity and one client; at thousands in flight one process runs out of file
 //! descriptors).
 
@@ -93,6 +94,7 @@ impl Capacity {
             max_in_flight: self.slots,
             rps: self.rps,
             retry_after_secs: 1,
+            headers: std::env::var_os("BENCH_CAPACITY_HEADERS").is_some(),
         }
     }
 

@@ -17,6 +17,8 @@ pub struct Advertised {
 
 /// How long a cap from advertised limits holds without a newer answer.
 const ADVERTISED_HOLDS: Duration = Duration::from_secs(2);
+/// The longest reset read as a pace.
+const LONGEST_RESET: Duration = Duration::from_secs(60);
 
 impl Advertised {
     /// Read from a response's headers (names in any case); `unix_now`: the time now since the
@@ -65,16 +67,31 @@ impl Advertised {
 
     /// The rate the limits sustain: the used part of the limit comes back by the reset (a token
     /// bucket refilling `limit - remaining` over `reset`); `None` when they do not say.
+    /// A limit over a longer window (a daily quota) is not a pace: `None`, and so is a reset
+    /// read wrong (a timestamp taken for seconds would otherwise hold the pace at nothing), and
+    /// a bucket less than half used (it does not bind).
     pub fn rate(&self) -> Option<f64> {
-        let (limit, remaining, reset) = (self.limit?, self.remaining?, self.reset?);
-        let secs = reset.as_secs_f64();
-        (secs >= 0.01 && limit > remaining).then(|| (limit - remaining) / secs)
+        self.rate_since(Duration::ZERO)
     }
 
-    /// How long a cap from these limits holds without a newer answer.
+    /// [`Advertised::rate`] for limits the server set `age` before they were read: a server
+    /// counts a request when it admits it, and its answer (with the headers) comes a latency
+    /// later, when the reset is that much nearer — read as is, a reset a few tokens away would
+    /// say a rate far above the bucket's.
+    pub fn rate_since(&self, age: Duration) -> Option<f64> {
+        let (limit, remaining, reset) = (self.limit?, self.remaining?, self.reset?);
+        let reset = reset + age;
+        let secs = reset.as_secs_f64();
+        // Only a bucket at least half used says its rate: a few tokens used come back in a few
+        // milliseconds, too few to measure against a latency.
+        (secs >= 0.01 && reset <= LONGEST_RESET && remaining <= limit / 2.0)
+            .then(|| (limit - remaining) / secs)
+    }
+
+    /// How long a cap from these limits holds without a newer answer: briefly, so a wrong one
+    /// lapses by itself (every answer brings fresh ones).
     pub fn holds(&self) -> Duration {
-        self.reset
-            .map_or(ADVERTISED_HOLDS, |r| r.max(ADVERTISED_HOLDS))
+        ADVERTISED_HOLDS
     }
 }
 
@@ -137,17 +154,26 @@ mod tests {
         // OpenAI's: a duration with units.
         let openai = [
             ("x-ratelimit-limit-requests", "500"),
-            ("x-ratelimit-remaining-requests", "499"),
+            ("x-ratelimit-remaining-requests", "440"),
             ("x-ratelimit-reset-requests", "120ms"),
         ];
         let a = Advertised::from_headers(openai, unix_now).expect("headers");
         assert_eq!(a.reset, Some(Duration::from_millis(120)));
+        assert_eq!(a.rate(), None, "a bucket hardly used does not bind");
         assert_eq!(
             parse_reset("6m0s", unix_now),
             Some(Duration::from_secs(360))
         );
         assert_eq!(parse_reset("soon", unix_now), None);
         assert_eq!(Advertised::from_headers([("x-other", "1")], unix_now), None);
+        // A daily quota, or a timestamp in the past read as seconds, is no pace.
+        let daily = [
+            ("X-RateLimit-Limit", "50"),
+            ("X-RateLimit-Remaining", "0"),
+            ("X-RateLimit-Reset", "1000"),
+        ];
+        let a = Advertised::from_headers(daily, unix_now).expect("headers");
+        assert_eq!(a.rate(), None);
         let mut seen = None;
         Advertised::header(&mut seen, "Content-Type", "application/json");
         assert_eq!(seen, None);

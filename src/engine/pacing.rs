@@ -81,6 +81,9 @@ pub const BURST: f64 = 1.0;
 pub const FAR_BELOW: f64 = 0.4;
 /// The best admitted rate fades by this each judged window (a limit that drops is followed).
 const BEST_FADES: f64 = 0.9;
+/// The pace stays this far under an advertised rate (starts a timer's millisecond late are made
+/// up by the next, and a bucket kept at its edge turns those away).
+const ADVERTISED_MARGIN: f64 = 0.98;
 /// A pace binds when a span's starts reach this share of it.
 const BINDING: f64 = 0.8;
 /// The lowest share of random 429s assumed (before any is seen).
@@ -93,6 +96,8 @@ const MAX_NOISE: f64 = 0.5;
 const SDS: f64 = 2.5;
 /// The same for closing a window early: tested at every rejection, so stricter.
 const EARLY_SDS: f64 = 3.5;
+/// The least share turned away in a window that ends slow start.
+const SLOW_START_EXIT: f64 = 0.1;
 /// Fewest rejections that close a window early (a bucket overflowing turns away many at once; a
 /// couple of random 429s in a quarter second are not enough to judge by).
 const EARLY_REJECTED: f64 = 4.0;
@@ -341,8 +346,10 @@ impl Pacer {
         let span = now.saturating_duration_since(since);
         // Rejections enough to judge end the window early: a quarter second of them is enough
         // to measure the rate, and each further one is a prompt waiting out its `Retry-After`.
+        // In slow start at once: the pace doubles past a bucket's rate while its burst lasts,
+        // and every start after it is empty is turned away.
         let early = rejected > 0.0
-            && span >= WINDOW / 4
+            && (span >= WINDOW / 4 || s.slow_start)
             && s.rejected >= EARLY_REJECTED
             && beyond(s.rejected, s.starts, s.noise, EARLY_SDS);
         let enough = s.starts >= MIN_STARTS || span >= LONGEST_WINDOW;
@@ -351,11 +358,15 @@ impl Pacer {
         }
     }
 
-    /// Cap the rate by what an answer's rate-limit headers allow.
-    pub fn advertised(&self, limits: &Advertised) {
+    /// Cap the rate by what an answer's rate-limit headers allow; `age`: how long after the
+    /// request was sent the answer came (the server set them when it admitted the request).
+    pub fn advertised(&self, limits: &Advertised, age: Duration) {
         let now = Instant::now();
-        if let (Some(rate), Ok(mut s)) = (limits.rate(), self.state.lock()) {
-            s.cap = Some((rate.max(MIN_RATE), now + limits.holds()));
+        if let (Some(rate), Ok(mut s)) = (limits.rate_since(age), self.state.lock()) {
+            s.cap = Some((
+                (rate * ADVERTISED_MARGIN).max(MIN_RATE),
+                now + limits.holds(),
+            ));
         }
     }
 }
@@ -380,7 +391,10 @@ impl State {
         if span >= STEP.as_secs_f64() {
             let step_rate = *starts as f64 / span;
             self.step = Some((now, 0));
+            // Not past an advertised cap: the rate would be left far above it when it lapses.
+            let capped = self.pace(now) < self.rate;
             if step_rate >= BINDING * self.pace(now)
+                && !capped
                 && !congested(self.rejected, self.starts, self.noise)
             {
                 self.rate *= 2.0;
@@ -418,6 +432,11 @@ impl State {
             }
             self.probation = probation.and_then(|p| self.on_probation(p, n as f64, k));
             self.grow(binding, best_before, now);
+        } else if self.slow_start && share < SLOW_START_EXIT {
+            // Slow start overflowing a bucket turns away a large share at once (the pace doubles
+            // past its rate); a few percent is noise, or the rate's edge, which the next
+            // doubling makes plain.
+            self.learn_noise(n as f64, k);
         } else if self.pace(now) < FAR_BELOW * best_before {
             // Far below what was admitted before: no bucket turned these away.
             self.learn_noise(n as f64, k);
@@ -484,7 +503,9 @@ impl State {
     /// Not congested: after the plateau, grow while the pace binds (slow start doubles by step).
     fn grow(&mut self, binding: bool, best_before: f64, now: Instant) {
         let settled = self.settle_until.is_none_or(|t| now >= t);
-        if self.slow_start || !settled || !binding {
+        // Capped by advertised limits: the cap binds, not the rate.
+        let capped = self.pace(now) < self.rate;
+        if self.slow_start || !settled || !binding || capped {
             return;
         }
         self.rate *= 1.0 + self.growth;
@@ -772,11 +793,14 @@ mod tests {
     #[test]
     fn advertised_limits_cap_the_pace() {
         let pacer = Pacer::new();
-        pacer.advertised(&Advertised {
-            limit: Some(20.0),
-            remaining: Some(10.0),
-            reset: Some(Duration::from_secs(2)),
-        });
-        assert_eq!(pacer.rate(), Some(5.0));
+        pacer.advertised(
+            &Advertised {
+                limit: Some(20.0),
+                remaining: Some(10.0),
+                reset: Some(Duration::from_millis(1900)),
+            },
+            Duration::from_millis(100),
+        );
+        assert_eq!(pacer.rate(), Some(5.0 * ADVERTISED_MARGIN));
     }
 }

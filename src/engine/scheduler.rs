@@ -291,6 +291,7 @@ async fn attempt<'a>(
     let result = ctx.client.chat_raw(endpoint, &request, &ctx.timeouts).await;
     let at_limit = sending.at_limit;
     drop(sending);
+    let age = t0.elapsed();
     let latency_ms = t0.elapsed().as_millis() as u64;
     let advertised = match &result {
         Ok(outcome) => outcome.rate_limit,
@@ -334,7 +335,7 @@ async fn attempt<'a>(
             pacer,
             turn,
             signal,
-            advertised,
+            advertised.map(|limits| (limits, age)),
             answered,
             served.provider.as_deref(),
         );
@@ -485,18 +486,19 @@ impl Signal {
     }
 }
 
-/// The endpoint's pace learns from an ended attempt: the limits its answer advertised, a rate
+/// The endpoint's pace learns from an ended attempt: the limits its answer advertised (and how
+/// long after the request was sent it came), a rate
 /// signal (weighed by the provider it names), and who answered.
 fn pace_ended(
     pacer: &Pacer,
     turn: Turn,
     signal: Signal,
-    advertised: Option<Advertised>,
+    advertised: Option<(Advertised, Duration)>,
     answered: bool,
     provider: Option<&str>,
 ) {
-    if let Some(limits) = &advertised {
-        pacer.advertised(limits);
+    if let Some((limits, age)) = &advertised {
+        pacer.advertised(limits, *age);
     }
     let rejected = if signal.rate {
         pacer.rejection_weight(provider)

@@ -97,8 +97,6 @@ pub struct RawChatOutcome {
     /// A streamed answer's SSE `data` payloads as received (key scrubbed), when the client keeps
     /// them ([`ClientConfig::keep_stream_chunks`]); `[DONE]` is not among them.
     pub chunks: Option<Vec<String>>,
-    /// The answer's `X-RateLimit-*` headers, if it sent any.
-    pub rate_limit: Option<super::Advertised>,
 }
 
 /// The client could not be built (bad header value, TLS setup).
@@ -190,10 +188,24 @@ impl Client {
         body: &RawValue,
         timeouts: &Timeouts,
     ) -> Result<RawChatOutcome, ApiError> {
+        self.chat_raw_limits(endpoint, body, timeouts).await.0
+    }
+
+    /// [`Client::chat_raw`] and the rate limits the answer advertised (`X-RateLimit-*`), read
+    /// from its head whatever came of it: the engine's pace is capped by them.
+    pub async fn chat_raw_limits(
+        &self,
+        endpoint: &Endpoint,
+        body: &RawValue,
+        timeouts: &Timeouts,
+    ) -> (Result<RawChatOutcome, ApiError>, Option<super::Advertised>) {
         let key = endpoint.api_key.as_ref();
-        self.chat_unscrubbed(endpoint, body, timeouts)
+        let mut limits = None;
+        let result = self
+            .chat_unscrubbed(endpoint, body, timeouts, &mut limits)
             .await
-            .map_err(|err| err.scrubbed(key))
+            .map_err(|err| err.scrubbed(key));
+        (result, limits.map(|limits| *limits))
     }
 
     /// GET `{base_url}/{path}` and parse the JSON body (account endpoints); errors classified and
@@ -269,6 +281,7 @@ impl Client {
         endpoint: &Endpoint,
         body: &RawValue,
         timeouts: &Timeouts,
+        limits: &mut Option<Box<super::Advertised>>,
     ) -> Result<RawChatOutcome, ApiError> {
         let start = Instant::now();
         let mut deadlines = Deadlines {
@@ -285,7 +298,7 @@ impl Client {
         let status = answer.status;
         let retry_after = answer.retry_after.take();
         let generation_id = answer.generation_id.take();
-        let rate_limit = answer.rate_limit.take();
+        *limits = answer.rate_limit.take();
         let is_stream = answer
             .content_type
             .as_deref()
@@ -299,8 +312,7 @@ impl Client {
             let bytes = read_all(&mut answer, &deadlines, max)
                 .await
                 .unwrap_or_default();
-            let err = classify::http_error(status, retry_after.as_deref(), &bytes)
-                .with_rate_limit(rate_limit);
+            let err = classify::http_error(status, retry_after.as_deref(), &bytes);
             return Err(match route.forwarding_proxy() {
                 Some(proxy) => classify::proxy_refusal(err, status, &bytes, &proxy),
                 None => err,
@@ -325,7 +337,6 @@ impl Client {
             latency_ms: millis(start.elapsed()),
             generation_id,
             chunks: body.chunks,
-            rate_limit,
         })
     }
 

@@ -19,8 +19,6 @@ pub struct ApiError {
     pub retry_after: Option<Duration>,
     /// Whatever body we got (the error JSON, or a partial stream assembled so far).
     pub body: Option<serde_json::Value>,
-    /// The answer's `X-RateLimit-*` headers, if it sent any.
-    pub rate_limit: Option<super::Advertised>,
 }
 
 impl ApiError {
@@ -31,7 +29,6 @@ impl ApiError {
             http_status: None,
             retry_after: None,
             body: None,
-            rate_limit: None,
         }
     }
 
@@ -42,11 +39,6 @@ impl ApiError {
 
     pub fn with_retry_after(mut self, retry_after: Option<Duration>) -> Self {
         self.retry_after = retry_after;
-        self
-    }
-
-    pub fn with_rate_limit(mut self, rate_limit: Option<super::Advertised>) -> Self {
-        self.rate_limit = rate_limit;
         self
     }
 

@@ -36,7 +36,7 @@ impl Advertised {
 
     /// Take one header into `advertised` if it is a rate-limit header (the transport calls this
     /// for every header of an answer, the time now read once per answer).
-    pub fn header(advertised: &mut Option<Advertised>, name: &str, value: &str) {
+    pub fn header(advertised: &mut Option<Box<Advertised>>, name: &str, value: &str) {
         if name
             .get(..12)
             .is_some_and(|p| p.eq_ignore_ascii_case("x-ratelimit-"))
@@ -45,7 +45,7 @@ impl Advertised {
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default();
             advertised
-                .get_or_insert_with(Advertised::default)
+                .get_or_insert_with(Box::default)
                 .read(name, value, unix_now);
         }
     }

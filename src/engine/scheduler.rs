@@ -288,15 +288,14 @@ async fn attempt<'a>(
     let started_at = chrono::Utc::now();
     let t0 = Instant::now();
     let sending = ctx.limiter.sending();
-    let result = ctx.client.chat_raw(endpoint, &request, &ctx.timeouts).await;
+    let (result, advertised) = ctx
+        .client
+        .chat_raw_limits(endpoint, &request, &ctx.timeouts)
+        .await;
     let at_limit = sending.at_limit;
     drop(sending);
     let age = t0.elapsed();
     let latency_ms = t0.elapsed().as_millis() as u64;
-    let advertised = match &result {
-        Ok(outcome) => outcome.rate_limit,
-        Err(err) => err.rate_limit,
-    };
     let head = Head {
         id: &prompt.id,
         attempt,

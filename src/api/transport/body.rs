@@ -59,7 +59,7 @@ impl Sent {
                         retry_after: response.head.retry_after.clone(),
                         generation_id: response.head.generation_id.clone(),
                         location: response.head.location.clone(),
-                        rate_limit: response.head.rate_limit,
+                        rate_limit: response.head.rate_limit.clone(),
                         body: Body::H1 {
                             response: Some(response),
                             idle,
@@ -101,7 +101,7 @@ impl Sent {
 }
 
 /// The `X-RateLimit-*` headers of an HTTP/2 answer.
-fn rate_limit(headers: &hyper::HeaderMap) -> Option<crate::api::Advertised> {
+fn rate_limit(headers: &hyper::HeaderMap) -> Option<Box<crate::api::Advertised>> {
     let mut advertised = None;
     for (name, value) in headers {
         if let Ok(value) = value.to_str() {
@@ -121,10 +121,12 @@ pub(crate) struct HttpAnswer {
     /// `Location` (of a 3xx).
     pub location: Option<String>,
     /// `X-RateLimit-*` headers, if any.
-    pub rate_limit: Option<crate::api::Advertised>,
+    pub rate_limit: Option<Box<crate::api::Advertised>>,
     body: Body,
 }
 
+// HTTP/1.1 is the common case: boxing its (larger) variant would allocate for every request.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 enum Body {
     /// Goes back to the route's pool when dropped after a complete, reusable exchange.

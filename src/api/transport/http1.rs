@@ -77,7 +77,7 @@ pub(crate) struct Head {
     pub generation_id: Option<String>,
     pub location: Option<String>,
     /// `X-RateLimit-*` headers, if any.
-    pub rate_limit: Option<crate::api::Advertised>,
+    pub rate_limit: Option<Box<crate::api::Advertised>>,
     framing: Framing,
     /// HTTP/1.1 without `Connection: close`: the connection may carry the next request.
     keep_alive: bool,

@@ -742,3 +742,40 @@ fn failure_record(
     }
     .encode()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_429_with_every_slot_sending_is_a_slot_signal_and_one_the_pace_held_a_rate_signal() {
+        let overload = Some((
+            ApiError::new(ErrorClass::RateLimited, "429"),
+            Next::RetryAfter(Duration::from_secs(1)),
+        ));
+        let slot = Signal {
+            slot: true,
+            rate: false,
+        };
+        let rate = Signal {
+            slot: false,
+            rate: true,
+        };
+        // Every slot sending, the pace let it through at once: the window is cut, not the pace.
+        assert_eq!(Signal::of(&overload, true, false), slot);
+        // The pace held it back, slots to spare: the pace is cut, not the window.
+        assert_eq!(Signal::of(&overload, false, true), rate);
+        // Neither held it: a rate the pace does not know yet.
+        assert_eq!(Signal::of(&overload, false, false), rate);
+        // Both: both.
+        let both = Signal::of(&overload, true, true);
+        assert!(both.slot && both.rate);
+        // An answer, or another failure, is no signal.
+        assert_eq!(Signal::of(&None, true, true), Signal::default());
+        let other = Some((
+            ApiError::new(ErrorClass::ServerError, "500"),
+            Next::RetryAfter(Duration::from_secs(1)),
+        ));
+        assert_eq!(Signal::of(&other, true, true), Signal::default());
+    }
+}

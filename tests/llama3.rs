@@ -6,22 +6,16 @@
 
 mod common;
 
-use draftgen::api::ServerKind;
 use draftgen::model::{LoadOptions, Profile};
 use draftgen::reconstruct::{reconstruct, ExchangeRequest, ReconstructOptions};
 use draftgen::server::llama3::parse;
 use serde_json::Value;
-use std::path::Path;
 
 use common::assets;
+use common::family::{corpus, parsed_calls, verdict, vllm_options, Verdict};
 
 fn rows() -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/llama3/vllm_answers.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+    corpus("tests/data/llama3/vllm_answers.jsonl")
 }
 
 fn profile() -> Profile {
@@ -66,11 +60,7 @@ fn parse_returns_what_vllms_parser_returns() {
                 continue;
             }
             streams += usize::from(stream);
-            let calls: Vec<(String, String)> = parsed
-                .calls
-                .iter()
-                .map(|c| (c.name.clone(), c.arguments.clone()))
-                .collect();
+            let calls = parsed_calls(&parsed.calls);
             let content = parsed.content.filter(|c| !c.is_empty());
             assert_eq!((content, calls), fields(&row[key]), "{key} {seen}");
         }
@@ -94,30 +84,20 @@ fn reconstruction_is_never_wrong_without_a_flag() {
                 continue;
             };
             let options = ReconstructOptions {
-                kind: ServerKind::Vllm,
                 server_version: Some("0.33.0".into()),
                 stream: Some(stream),
-                ..ReconstructOptions::default()
+                ..vllm_options()
             };
             let got = reconstruct(&profile, &request, answer, &options)
                 .unwrap_or_else(|e| panic!("{name} {key}: {e}"));
             assert_eq!(got.prompt_ids, prompt, "{name}: prompt");
-            let class = got.fidelity.class;
-            if class.is_exact() {
-                assert_eq!(
-                    got.completion_ids, truth,
-                    "{name} {key}: {class:?} but not the model's ids"
-                );
-                exact.push(format!("{name} {key}"));
-            } else {
-                assert!(
-                    !got.warnings.is_empty(),
-                    "{name} {key}: {class:?} unexplained"
-                );
-                flagged.push(format!(
+            match verdict(&profile, &got, &truth) {
+                Verdict::Exact => exact.push(format!("{name} {key}")),
+                Verdict::Flagged => flagged.push(format!(
                     "{name} {key}: {:?} {:?}",
                     got.fidelity, got.warnings
-                ));
+                )),
+                Verdict::Wrong(why) => panic!("{name} {key}: {why}"),
             }
         }
     }

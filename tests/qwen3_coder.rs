@@ -13,14 +13,14 @@
 mod common;
 
 use common::assets;
-use draftgen::api::ServerKind;
-use draftgen::completion::{Arguments, ToolCall};
+use common::family::{
+    check_parity, corpus, parsed_calls, rebuild_all, row_calls, row_tool_calls, true_ids,
+    vllm_answer, vllm_options, weather_request, Forms,
+};
 use draftgen::model::family::{qwen3_coder, AssistantTurn, Family};
-use draftgen::model::{LoadOptions, Profile, RenderInput};
-use draftgen::reconstruct::{reconstruct, ExchangeRequest, ReconstructOptions};
+use draftgen::model::{LoadOptions, Profile};
 use draftgen::server::qwen3_coder::parse;
 use serde_json::{json, Value};
-use std::path::Path;
 
 const TEMPLATE: &str = "templates/qwen3-coder.jinja";
 
@@ -36,85 +36,25 @@ fn profile_with(template: &str) -> Profile {
     Profile::load(&assets().join("qwen3"), &options).unwrap()
 }
 
-fn jsonl(path: &str) -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
-/// The messages as an OpenAI client writes them: tool-call arguments as JSON strings.
-fn client_messages(messages: &[Value]) -> Vec<Value> {
-    let mut out = messages.to_vec();
-    for message in &mut out {
-        let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) else {
-            continue;
-        };
-        for call in calls {
-            let arguments = &mut call["function"]["arguments"];
-            *arguments = Value::from(arguments.to_string());
-        }
-    }
-    out
-}
-
 #[test]
 fn parity_qwen3_coder() {
-    check_parity(TEMPLATE, "render_qwen3_coder.jsonl");
+    check_template(TEMPLATE, "render_qwen3_coder.jsonl");
 }
 
 /// The template Qwen3-Coder-30B-A3B-Instruct's `tokenizer_config.json` carries (what a model
 /// directory downloaded from the hub renders with).
 #[test]
 fn parity_qwen3_coder_30b_a3b() {
-    check_parity(
+    check_template(
         "templates/qwen3-coder-30b-a3b.jinja",
         "render_qwen3_coder_30b_a3b.jsonl",
     );
 }
 
-fn check_parity(template: &str, corpus: &str) {
+fn check_template(template: &str, corpus: &str) {
     let p = profile_with(template);
     assert_eq!(p.family, Family::QWEN3_CODER);
-    let rows = jsonl(&format!("tests/data/parity/{corpus}"));
-    assert!(rows.len() >= 200);
-    let mut failures = Vec::new();
-    for (i, case) in rows.iter().enumerate() {
-        let messages = case["messages"].as_array().unwrap();
-        let tools = case.get("tools").and_then(Value::as_array);
-        let want = case["text"].as_str().unwrap();
-        let want_ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
-        let client = client_messages(messages);
-        for (form, messages) in [("server", messages), ("client", &client)] {
-            let input = RenderInput {
-                messages,
-                tools: tools.map(Vec::as_slice),
-                add_generation_prompt: case["add_generation_prompt"].as_bool().unwrap(),
-                chat_template_kwargs: None,
-            };
-            match p.render(&input) {
-                Ok(text) if text == want => {
-                    if p.tokenizer.encode(&text) != want_ids {
-                        failures.push(format!("{}: {form}: ids differ", i + 1));
-                    }
-                }
-                Ok(text) => failures.push(format!(
-                    "{}: {form}: text differs\n  want {want:?}\n  got  {text:?}",
-                    i + 1
-                )),
-                Err(e) => failures.push(format!("{}: {form}: {e}", i + 1)),
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} renders differ:\n{}",
-        failures.len(),
-        rows.len() * 2,
-        failures[..failures.len().min(4)].join("\n")
-    );
+    check_parity(&p, corpus, Forms::ServerAndClient, |_, text| text);
 }
 
 /// The built-in template is the one the parity corpus was rendered with, byte for byte.
@@ -126,25 +66,9 @@ fn builtin_template_is_llama_cpps() {
 }
 
 fn shapes() -> (Vec<Value>, Vec<Value>) {
-    let mut rows = jsonl("tests/data/qwen3_coder/parser_shapes.jsonl");
+    let mut rows = corpus("tests/data/qwen3_coder/parser_shapes.jsonl");
     let header = rows.remove(0);
     (header["tools"].as_array().unwrap().clone(), rows)
-}
-
-fn calls(row: &Value) -> Vec<(String, String)> {
-    calls_in(row, "calls")
-}
-
-fn calls_in(row: &Value, key: &str) -> Vec<(String, String)> {
-    row[key]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            let name = c["name"].as_str().unwrap().to_string();
-            (name, c["arguments"].as_str().unwrap().to_string())
-        })
-        .collect()
 }
 
 #[test]
@@ -164,12 +88,11 @@ fn parse_returns_what_vllms_parser_returns() {
             row["content"].as_str(),
             "{text:?}"
         );
-        let got: Vec<(String, String)> = parsed
-            .calls
-            .iter()
-            .map(|c| (c.name.clone(), c.arguments.clone()))
-            .collect();
-        assert_eq!(got, calls(row), "{text:?}");
+        assert_eq!(
+            parsed_calls(&parsed.calls),
+            row_calls(row, "calls"),
+            "{text:?}"
+        );
         // Streamed: where the parse models the stream, what the wheel's stream assembles to.
         let streamed = parse(text, true, true, Some(&tools));
         if streamed.unmodelled.is_none() {
@@ -178,12 +101,8 @@ fn parse_returns_what_vllms_parser_returns() {
                 row["stream_content"].as_str(),
                 "stream {text:?}"
             );
-            let got: Vec<(String, String)> = streamed
-                .calls
-                .iter()
-                .map(|c| (c.name.clone(), c.arguments.clone()))
-                .collect();
-            assert_eq!(got, calls_in(row, "stream_calls"), "stream {text:?}");
+            let got = parsed_calls(&streamed.calls);
+            assert_eq!(got, row_calls(row, "stream_calls"), "stream {text:?}");
             streams += 1;
         }
     }
@@ -201,7 +120,7 @@ fn completion_text_inverts_the_parser() {
         let laid_out = text.ends_with("</function>\n</tool_call>")
             && (text.starts_with("<tool_call>\n<function=") || text.contains(".\n\n<tool_call>"))
             && text.matches("\n</parameter>\n").count() == text.matches("<parameter=").count();
-        let strings_only = calls(row).iter().all(|(_, args)| {
+        let strings_only = row_calls(row, "calls").iter().all(|(_, args)| {
             let args: Value = serde_json::from_str(args).unwrap();
             args.as_object().unwrap().values().all(Value::is_string)
         });
@@ -210,14 +129,7 @@ fn completion_text_inverts_the_parser() {
         }
         let turn = AssistantTurn {
             content: row["content"].as_str().unwrap_or_default().to_string(),
-            tool_calls: calls(row)
-                .into_iter()
-                .map(|(name, arguments)| ToolCall {
-                    id: None,
-                    name,
-                    arguments: Arguments::Raw(arguments),
-                })
-                .collect(),
+            tool_calls: row_tool_calls(row),
             end_of_turn: true,
             ..AssistantTurn::default()
         };
@@ -228,39 +140,22 @@ fn completion_text_inverts_the_parser() {
     assert!(checked >= 6, "only {checked} answers checked");
 }
 
+/// Whether a row's answer was cut by `max_tokens`.
+fn cut(row: &Value) -> bool {
+    row["text"].as_str().unwrap().ends_with("\nls")
+}
+
 /// The answer vLLM 0.33 sends for one row (assembled, when streamed), with its usage.
 fn answer(row: &Value, prompt_tokens: usize, stream: bool) -> Value {
     let (content_key, calls_key) = match stream {
         true => ("stream_content", "stream_calls"),
         false => ("content", "calls"),
     };
-    let text = row["text"].as_str().unwrap();
+    let message = json!({"role": "assistant", "content": row[content_key]});
     let ids = row["ids"].as_array().unwrap().len();
-    let cut = text.ends_with("\nls");
-    let calls: Vec<Value> = calls_in(row, calls_key)
-        .into_iter()
-        .enumerate()
-        .map(|(i, (name, arguments))| {
-            json!({"id": format!("chatcmpl-tool-{i:032x}"), "type": "function",
-                   "function": {"name": name, "arguments": arguments}})
-        })
-        .collect();
-    let finish = match (cut, calls.is_empty()) {
-        (true, _) => "length",
-        (false, false) => "tool_calls",
-        (false, true) => "stop",
-    };
-    let mut message = json!({"role": "assistant", "content": row[content_key]});
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
-    }
-    json!({
-        "id": "chatcmpl-1", "object": "chat.completion", "model": "qwen3-coder",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt_tokens,
-                  "completion_tokens": ids + usize::from(!cut),
-                  "total_tokens": prompt_tokens + ids + usize::from(!cut)}
-    })
+    let cut = cut(row);
+    let calls = row_calls(row, calls_key);
+    vllm_answer(message, &calls, cut, prompt_tokens, ids + usize::from(!cut))
 }
 
 /// Each answer of the corpus rebuilt from what vLLM sent: the model's own ids (its text and
@@ -270,53 +165,19 @@ fn reconstruction_is_never_wrong_without_a_flag() {
     let (tools, rows) = shapes();
     let p = profile();
     for stream in [false, true] {
-        check_reconstruction(&p, &tools, &rows, stream);
+        let (request, prompt_tokens) = weather_request(&p, &tools, stream);
+        let cases = rows.iter().map(|row| {
+            let truth = true_ids(&p, row, cut(row), "<|im_end|>");
+            let label = format!("{} (stream: {stream})", row["text"]);
+            (label, answer(row, prompt_tokens, stream), truth)
+        });
+        let exact = rebuild_all(&p, &request, &vllm_options(), cases);
+        assert!(
+            exact >= 8,
+            "stream {stream}: only {exact} of {} rebuilt exactly",
+            rows.len()
+        );
     }
-}
-
-fn check_reconstruction(p: &Profile, tools: &[Value], rows: &[Value], stream: bool) {
-    let request = ExchangeRequest {
-        messages: vec![json!({"role": "user", "content": "Weather in Paris?"})],
-        tools: Some(tools.to_vec()),
-        chat_template_kwargs: None,
-        stream: Some(stream),
-        max_tokens: None,
-    };
-    let prompt_tokens = p.render_ids(&request.render_input()).unwrap().len();
-    let end = p.tokenizer.encode("<|im_end|>");
-    let options = ReconstructOptions {
-        kind: ServerKind::Vllm,
-        ..ReconstructOptions::default()
-    };
-    let mut exact = 0;
-    let mut failures = Vec::new();
-    for row in rows {
-        let text = row["text"].as_str().unwrap();
-        let mut want: Vec<u32> = serde_json::from_value(row["ids"].clone()).unwrap();
-        if !text.ends_with("\nls") {
-            want.extend(&end);
-        }
-        let answer = answer(row, prompt_tokens, stream);
-        let got = reconstruct(p, &request, &answer, &options).unwrap();
-        let certain = got.fidelity.class.is_exact();
-        if certain && got.completion_ids != want {
-            failures.push(format!(
-                "{text:?} (stream: {stream}): {:?} but rebuilt {:?}",
-                got.fidelity.class,
-                p.tokenizer.decode(&got.completion_ids)
-            ));
-        }
-        if !certain && got.warnings.is_empty() {
-            failures.push(format!("{text:?}: {:?} without a warning", got.fidelity));
-        }
-        exact += usize::from(certain && got.completion_ids == want);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(
-        exact >= 8,
-        "stream {stream}: only {exact} of {} rebuilt exactly",
-        rows.len()
-    );
 }
 
 /// Without `--profile`, each Qwen template picks its family (Qwen3's tokenizer files, whose own

@@ -273,15 +273,22 @@ fn parity_deepseek_v3() {
     check_parity("render_deepseek_v3.jsonl", "deepseek-v3", None);
 }
 
-/// DeepSeek-V3.1 through llama.cpp's template (`tests/data/gen/make_parity_deepseek_v31.py`):
-/// tools, multi-turn, tool rounds, `thinking` on, off and absent.
+/// DeepSeek-V3.1 through llama.cpp's template and V3.1's own tokenizer
+/// (`tests/data/gen/make_parity_deepseek_v31.py`): tools, multi-turn, tool rounds, `thinking` on, off and absent.
 #[test]
 fn parity_deepseek_v31() {
     check_parity(
         "render_deepseek_v31.jsonl",
-        "deepseek-v3",
+        "deepseek-v3.1",
         Some("deepseek-v3.1"),
     );
+}
+
+/// DeepSeek-V3.1's own template, from its model directory (`tokenizer_config.json`), detected
+/// without a `--profile` (`tests/data/gen/make_parity_deepseek_v31.py`).
+#[test]
+fn parity_deepseek_v31_own_template() {
+    check_parity("render_deepseek_v31_own.jsonl", "deepseek-v3.1", None);
 }
 
 /// The built-in template is the one the parity corpus was rendered with, byte for byte.

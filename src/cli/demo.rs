@@ -6,14 +6,14 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::demo_model;
 use super::init::{job_toml, JobTemplate};
-use super::model_args::{request_model_name, ModelArgs};
+use super::model_args::request_model_name;
 use super::UsageError;
 use crate::api::ServerKind;
 use crate::config::JobFile;
 use crate::dataset;
 use crate::engine::ProgressMode;
-use crate::model::assets;
 use crate::server::{ServerShape, Versions};
 use crate::sim::{self, FaultRates, Flavor, SimConfig};
 
@@ -23,9 +23,15 @@ pub struct Args {
     /// again resumes the same job (nothing is generated twice).
     #[arg(long, default_value = "draftgen-demo")]
     out: PathBuf,
-    /// The simulated target model's tokenizer and template (directory or known name).
+    /// The simulated target model: a directory, a known name, or any family by its profile name
+    /// or a model id of it (`qwen3-coder`, `openai/gpt-oss-120b`), whose tokenizer files are
+    /// looked for in DRAFTGEN_ASSETS, ../shared/assets and the Hugging Face cache.
     #[arg(long, default_value = "kimi-k2.5")]
     model: String,
+    /// A directory holding the tokenizer files of the family `--model` names (used instead of
+    /// looking for them).
+    #[arg(long)]
+    tokenizer: Option<PathBuf>,
     /// Which server shape the simulator answers in.
     #[arg(long, value_enum, default_value = "openrouter")]
     flavor: Flavor,
@@ -42,20 +48,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !(0.0..=0.5).contains(&args.fault_rate) {
         return Err(UsageError("--fault-rate must be between 0 and 0.5".into()).into());
     }
-    // `--model` means one model everywhere: the simulator's tokenizer and template, the model the
-    // requests name, and the tokenizer the samples are rebuilt with.
-    let model_dir = assets::resolve_model(&args.model).map_err(|e| UsageError(e.to_string()))?;
-    let profile = ModelArgs {
-        model: args.model.clone(),
-        profile: None,
-        chat_template: None,
-    }
-    .load_from(&model_dir)?;
-    let model_name = request_model_name(&args.model);
     std::fs::create_dir_all(&args.out)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.out.display()))?;
     // `run` works from the config's directory: every path here is absolute.
     let out = args.out.canonicalize()?;
+    // `--model` means one model everywhere: the simulator's tokenizer and template, the model the
+    // requests name, and the tokenizer the samples are rebuilt with.
+    let model = demo_model::resolve(&args.model, args.tokenizer.as_deref(), &out)?;
+    let (model_dir, profile) = (model.dir, model.profile);
+    let model_name = request_model_name(&args.model);
     dataset::samples::write_bundled(&out.join("datasets"))?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -83,7 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         profile.name
     );
     let config = out.join("draftgen.toml");
-    let text = demo_job_file(&args, &sim.base_url(), &model_name)?;
+    let text = demo_job_file(&args, &model.tokenizer, &sim.base_url(), &model_name)?;
     std::fs::write(&config, text).map_err(|e| anyhow::anyhow!("{}: {e}", config.display()))?;
     eprintln!("job       {}", config.display());
 
@@ -121,12 +122,17 @@ fn keep_samples_beside(out: &Path) -> anyhow::Result<()> {
 
 /// `init`'s job file for the simulator: its URL and server kind, the `--model` everywhere, the
 /// bundled samples, a small budget, and settings that suit a fast local server.
-fn demo_job_file(args: &Args, base_url: &str, model_name: &str) -> anyhow::Result<String> {
+fn demo_job_file(
+    args: &Args,
+    tokenizer: &str,
+    base_url: &str,
+    model_name: &str,
+) -> anyhow::Result<String> {
     let shape = args.flavor.shape();
     let datasets = ["datasets".to_string()];
     let mut text = job_toml(&JobTemplate {
         datasets: &datasets,
-        tokenizer: &args.model,
+        tokenizer,
         out: ".",
         endpoint_name: "sim",
         base_url,
@@ -257,12 +263,18 @@ mod tests {
             let args = Args {
                 out: PathBuf::from("draftgen-demo"),
                 model: "kimi-k2.5".into(),
+                tokenizer: None,
                 flavor,
                 fault_rate: 0.0,
                 progress: ProgressMode::None,
             };
-            let text = demo_job_file(&args, "http://127.0.0.1:9/v1", "moonshotai/kimi-k2.5")
-                .unwrap_or_else(|e| panic!("{flavor:?}: {e}"));
+            let text = demo_job_file(
+                &args,
+                "kimi-k2.5",
+                "http://127.0.0.1:9/v1",
+                "moonshotai/kimi-k2.5",
+            )
+            .unwrap_or_else(|e| panic!("{flavor:?}: {e}"));
             let file = JobFile::from_toml(&text, Path::new("draftgen.toml")).unwrap();
             let endpoint = &file.run.endpoints[0];
             assert!(endpoint.builtin_sim, "{text}");

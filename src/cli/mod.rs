@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod build;
 mod demo;
+mod demo_model;
 mod export;
 mod generate;
 mod import;

@@ -26,8 +26,10 @@ pub struct Args {
     #[arg(long, default_value = "openrouter")]
     flavor: Flavor,
     /// A model directory or a known name such as `kimi-k2.5` (as for every other command: its
-    /// tokenizer counts tokens and gives token ids), or any other model name (counts are then
-    /// whitespace-separated pieces).
+    /// tokenizer counts tokens and gives token ids), a family's profile name or a model id of it
+    /// (`qwen3-coder`, `meta-llama/llama-3.1-70b-instruct`: its tokenizer files are looked for as
+    /// `draftgen demo` does), or any other model name (counts are then whitespace-separated
+    /// pieces).
     #[arg(long)]
     model: Option<String>,
     /// Seed: every answer and fault is a pure function of it and the request.
@@ -163,14 +165,17 @@ impl Args {
                 let dir = assets::resolve_model(model).map_err(|e| UsageError(e.to_string()))?;
                 (Some(dir), request_model_name(model))
             }
-            Some(name) => (None, name.clone()),
+            Some(name) => (family_model_dir(name), name.clone()),
             None => (None, SimConfig::default().model_name),
         };
-        let profile = self
-            .model
-            .as_deref()
-            .and_then(implied_profile)
-            .map(str::to_string);
+        let profile = self.model.as_deref().and_then(|model| {
+            implied_profile(model).map(str::to_string).or_else(|| {
+                model_dir
+                    .as_ref()
+                    .and(named_family(model))
+                    .map(|f| f.name().to_string())
+            })
+        });
         Ok(SimConfig {
             flavor: self.flavor,
             seed: self.seed,
@@ -307,4 +312,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .await?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The family a model name names (its profile name, or a model id of it).
+fn named_family(name: &str) -> Option<crate::model::family::Family> {
+    use crate::model::family::Family;
+    Family::from_name(name).or_else(|| Family::from_model_id(name))
+}
+
+/// A model directory for the family `name` names, made from its tokenizer files wherever they
+/// are found (`sim/family_model.rs`) in draftgen's cache directory; `None` (counts are then
+/// whitespace-separated pieces, as said on stderr) when the name is no family's or its files
+/// are nowhere.
+fn family_model_dir(name: &str) -> Option<PathBuf> {
+    let family = named_family(name)?;
+    let found = match crate::sim::family_model::find(family, name) {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("draftgen sim: {e}; counting whitespace-separated pieces instead");
+            return None;
+        }
+    };
+    let cache = dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("draftgen")
+        .join(format!("family-{}", family.name()));
+    match found.directory(&cache) {
+        Ok(dir) => Some(dir),
+        Err(e) => {
+            eprintln!("draftgen sim: {}: {e}", cache.display());
+            None
+        }
+    }
 }

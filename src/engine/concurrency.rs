@@ -17,8 +17,8 @@
 //!   concurrency): probing every few windows cost ~2.5% of capacity in steady state and put a
 //!   `Retry-After` tail on almost every run. A capacity that drops is still cut at once (cuts are
 //!   never held back); one that rises is found after at most the longest plateau.
-//! - otherwise: growth. Until a window has a fifth of its attempts turned away, **slow start**:
-//!   each answer adds slots as it comes back (as TCP's grows per ACK, not per round trip): one
+//! - otherwise: growth. Until a window has a fifth of its attempts turned away (or a second cut),
+//!   **slow start**: each answer adds slots as it comes back (as TCP's grows per ACK): one
 //!   below [`FAST_START_FROM`] (×2 a round trip), [`SLOW_START_GROWTH`] from there (×4), so a run
 //!   that starts far below a large capacity gets there in about `log4(C / L)` round trips instead
 //!   of `log2`: from a first wave of 16 to 5,000, six round trips instead of nine, which at 100
@@ -308,7 +308,11 @@ impl Limiter {
         w.rejected = 0;
         let old = w.limit;
         let new = if beyond_noise(rejected, ended) {
-            w.found_capacity |= rejected_share > SLOW_START_EXIT;
+            // A second cut ends slow start whatever its share: rejections of the round after a
+            // doubling can fall into the window before it (3 of 16, below the exit share), and
+            // slow start resumed after each plateau then doubled past the capacity again
+            // (`tests/capacity.rs` ended once at 32 against 16).
+            w.found_capacity |= rejected_share > SLOW_START_EXIT || w.decreases > 0;
             w.decreases += 1;
             let found = ((old as f64 * (1.0 - rejected_share)).round() as usize).max(self.min);
             w.plateau = match w.found {

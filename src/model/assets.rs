@@ -127,6 +127,12 @@ const KNOWN_MODELS: &[KnownModel] = &[
         asset_dir: "deepseek-v3",
         repo: "deepseek-ai/DeepSeek-V3",
     },
+    // V3.1's own tokenizer: `<think>` / `</think>` are added tokens (DeepSeek-V3's has place holders).
+    KnownModel {
+        names: &["deepseek-v3.1"],
+        asset_dir: "deepseek-v3.1",
+        repo: "deepseek-ai/DeepSeek-V3.1",
+    },
     // gpt-oss-120b and -20b share the o200k_harmony vocabulary (the family has its template).
     KnownModel {
         names: &["gpt-oss", "gpt-oss-120b"],

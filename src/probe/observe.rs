@@ -28,13 +28,20 @@ pub struct Expectation<'a> {
 }
 
 /// A family's structural markers: they only reach `content` when the server did not parse the
-/// model's text (the reasoning close, the tool-call opener, the end-of-turn token).
-fn spec_markers(spec: &'static FamilySpec) -> [Option<&'static str>; 3] {
+/// model's text (the reasoning close, the tool-call openers, the end-of-turn token, and the
+/// markers only the family writes, such as harmony's `<|channel|>` or Llama's `<|python_tag|>`).
+fn spec_markers(spec: &'static FamilySpec) -> Vec<&'static str> {
+    let openers = spec.tool_grammar.map_or(&[][..], |g| g.openers);
     [
         spec.reasoning_close,
         spec.tool_section_begin,
         spec.end_of_turn,
     ]
+    .into_iter()
+    .flatten()
+    .chain(openers.iter().copied())
+    .chain(spec.distinctive_markers.iter().copied())
+    .collect()
 }
 
 /// The markers that mean "not parsed": the model's family's (and its end-of-turn token when that
@@ -43,15 +50,13 @@ fn raw_markers(expect: Option<&Expectation>) -> Vec<String> {
     let mut markers: Vec<String> = match expect {
         Some(e) => spec_markers(e.profile.family.spec())
             .into_iter()
-            .chain([Some(e.profile.end_of_turn())])
-            .flatten()
+            .chain([e.profile.end_of_turn()])
             .filter(|m| !m.is_empty())
             .map(str::to_string)
             .collect(),
         None => Family::all()
             .iter()
             .flat_map(|f| spec_markers(f.spec()))
-            .flatten()
             .map(str::to_string)
             .collect(),
     };
@@ -220,12 +225,20 @@ fn is_openrouter_id(id: &str) -> bool {
         .is_some_and(|hex| hex.len() == 24 && hex.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
+/// An id in the native form of a family whose token stream carries ids (Kimi's
+/// `functions.NAME:N`), by the families' own rules.
 fn is_native_id(id: &str) -> bool {
-    id.strip_prefix("functions.")
-        .and_then(|rest| rest.rsplit_once(':'))
-        .is_some_and(|(name, n)| {
-            !name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
-        })
+    Family::all().iter().any(|family| {
+        let rules = family.rules();
+        // What the family's ids start with before the name (`functions.`): a server's
+        // `NAME:N` is not the model's.
+        let prefix = rules
+            .native_tool_call_id("NAME", 0)
+            .and_then(|sample| Some(sample[..sample.find("NAME")?].to_string()));
+        family.syntax().is_some_and(|s| s.ids_in_stream())
+            && prefix.is_some_and(|p| id.starts_with(&p))
+            && rules.is_native_tool_call_id(id)
+    })
 }
 
 /// How an argument string was written.
@@ -331,12 +344,18 @@ pub fn observe(
     o.tool_call_count = calls.len();
     o.tool_calls = if !calls.is_empty() {
         "structured"
-    } else if tool_openers(expect).any(|m| content.contains(m)) {
+    } else if tool_openers(expect)
+        .iter()
+        .any(|m| content.contains(m.as_str()))
+    {
         "raw"
     } else {
         "none"
     };
-    if raw {
+    // A call left in the text of a request that declared tools: no parser read it (Llama's
+    // JSON calls carry no marker of their own).
+    let declared = expect.is_none_or(|e| e.input.tools.is_some_and(|t| !t.is_empty()));
+    if raw || (o.tool_calls == "raw" && declared) {
         clues.push(Clue::Parses(false));
     } else if reasoning.is_some() || !calls.is_empty() {
         clues.push(Clue::Parses(true));
@@ -472,14 +491,21 @@ fn dressing_seen(body: &Value, o: &mut Observation, clues: &mut Vec<Clue>) {
 }
 
 /// The tool-call openers: the model's family's, or every known family's.
-fn tool_openers<'a>(expect: Option<&'a Expectation>) -> impl Iterator<Item = &'static str> + 'a {
+fn tool_openers(expect: Option<&Expectation>) -> Vec<String> {
     let families: Vec<Family> = match expect {
         Some(e) => vec![e.profile.family],
         None => Family::all().to_vec(),
     };
     families
         .into_iter()
-        .filter_map(|f| f.spec().tool_section_begin)
+        .flat_map(|f| {
+            f.spec()
+                .tool_section_begin
+                .map(str::to_string)
+                .into_iter()
+                .chain(f.call_opener())
+        })
+        .collect()
 }
 
 /// The text the model wrote, as the answer implies it in the family's own syntax: the raw

@@ -349,10 +349,10 @@ pub(super) fn server_losses(
         fidelity.at_most(FidelityClass::Lossy);
         fidelity.because(Reason::ArgumentsReserialized);
         fidelity.because(Reason::ServerRewritesToolCallIds);
-        warnings.push(
-            "lossy: the server parsed the tool calls (hermes: arguments re-serialized with json.dumps unstreamed, the call wrapper's spacing dropped streamed or not); rebuilt as the template writes them, the model's own spacing and escapes may differ"
-                .to_string(),
-        );
+        let syntax = profile.family.syntax().map_or("its", Syntax::tool_parser);
+        warnings.push(format!(
+            "lossy: the server parsed the tool calls ({syntax} tool parser: arguments re-serialized unstreamed, the call wrapper's spacing dropped streamed or not); rebuilt as the template writes them, the model's own spacing and escapes may differ"
+        ));
     }
 }
 
@@ -396,6 +396,27 @@ fn family_markers() -> Vec<&'static str> {
         }
     }
     markers
+}
+
+/// Streamed through a parser that appends the text between and after calls to `content`
+/// (`streams`): where an answer has calls and content, the model may have written part of that
+/// content after the section, the same answer at the same count as the rebuild's all-before.
+pub(super) fn text_after_calls(
+    streams: bool,
+    completion: &Completion,
+    fidelity: &mut Fidelity,
+    warnings: &mut Vec<String>,
+) {
+    let content = completion.content.as_deref().unwrap_or_default();
+    if !streams || completion.tool_calls.is_empty() || content.is_empty() {
+        return;
+    }
+    fidelity.at_most(FidelityClass::Ambiguous);
+    fidelity.because(Reason::StreamedTextAfterCalls);
+    warnings.push(
+        "ambiguous: a streamed answer with tool calls: the server appends text written between or after the calls to content, so which part of content came before them is not shown (rebuilt all before)"
+            .to_string(),
+    );
 }
 
 /// An answer holding another family's markers does not come from the declared model.

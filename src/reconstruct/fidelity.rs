@@ -81,6 +81,12 @@ pub enum Reason {
     ServerNullsWhitespaceContent,
     /// The server strips whitespace around tool-call arguments (non-streamed).
     ServerStripsArgumentWhitespace,
+    /// The server strips whitespace at both ends of the content before tool calls
+    /// (non-streamed; SGLang's `deepseekv31` and `qwen25` detectors).
+    ServerStripsContentBeforeCalls,
+    /// Streamed, text the model wrote between or after its tool calls joins `content`: which
+    /// part of it came before the calls the answer cannot show, and the count does not decide.
+    StreamedTextAfterCalls,
     /// The server re-serializes tool-call arguments (schema coercion, hermes `json.dumps`).
     ArgumentsReserialized,
     /// The server replaces the model's tool-call ids with its own.
@@ -187,6 +193,9 @@ pub enum Reason {
     ProviderShapeSglang,
     /// Rebuilt as llama.cpp's answer (`reconstruct/infer/shape.rs`).
     ProviderShapeLlamacpp,
+    /// Rebuilt as the answer of a known server shape that has no reason of its own above
+    /// (`reconstruct/infer/shape.rs`); `build.json`'s providers name the shape.
+    ProviderShape,
     /// Some serving stacks render this request's prompt otherwise than the template, in a way
     /// the token count cannot show (the family's `FamilyRules::prompt_doubt`): rendered as the
     /// template does, and may not be the server's.

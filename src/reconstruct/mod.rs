@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::api::ServerKind;
 use crate::completion::{Completion, CompletionError};
+use crate::model::family::PromptStack;
 use crate::model::template::RENDER_TIME;
 use crate::model::{ModelError, Profile, RenderInput};
 use crate::server::{self, ForwardInput, InverseInput, ParserTraits, ReadBackRules, ServerShape};
@@ -671,6 +672,8 @@ fn flag(
         warnings,
     );
     classify::foreign_markers(profile, completion, fidelity, warnings);
+    let after_calls = parser(profile).is_some_and(|p| p.streams_text_after_calls);
+    classify::text_after_calls(after_calls && x.stream, completion, fidelity, warnings);
     classify::partial_character(cut, completion, fidelity, warnings);
 }
 
@@ -695,7 +698,9 @@ const MOST_SPELLINGS: usize = 4096;
 
 /// Add, for each candidate with tool calls, the texts with every spelling of each call's
 /// arguments (spliced where the template wrote them). False when some value had too many
-/// spellings to try: the count then cannot settle the spelling.
+/// spellings to try: the count then cannot settle the spelling. Where the calls' spellings
+/// together are too many, one style for every call ([`spellings::uniform_spellings`]) is still
+/// tried, so the rebuild is the likely stream; it is never settled.
 fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -> bool {
     let mut settled = true;
     let mut added = Vec::new();
@@ -703,6 +708,7 @@ fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -
         let mut spans = Vec::new();
         let mut from = 0;
         let mut per_call = Vec::new();
+        let mut uniform = Vec::new();
         for call in &candidate.turn.tool_calls {
             // As the template wrote them: a string verbatim, an object with `tojson`.
             let (raw, value) = match &call.arguments {
@@ -729,6 +735,11 @@ fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -
                     per_call.push(vec![raw.clone()]);
                 }
             }
+            uniform.push(
+                value
+                    .as_ref()
+                    .map_or_else(|| vec![raw.clone()], spellings::uniform_spellings),
+            );
             spans.push((at, at + raw.len()));
             from = at + raw.len();
         }
@@ -736,21 +747,15 @@ fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -
             .iter()
             .try_fold(1usize, |acc, o| acc.checked_mul(o.len()))
             .filter(|&n| n <= MOST_SPELLINGS);
-        let Some(total) = total.filter(|_| spans.len() == per_call.len()) else {
-            settled = false;
-            continue;
-        };
-        for k in 0..total {
-            let mut rest = k;
-            let mut out = String::with_capacity(text.len() + 16);
-            let mut last = 0;
-            for ((start, end), options) in spans.iter().zip(&per_call) {
-                out.push_str(&text[last..*start]);
-                out.push_str(&options[rest % options.len()]);
-                rest /= options.len();
-                last = *end;
+        let combos = match total {
+            Some(total) => every_combination(&per_call, total),
+            None => {
+                settled = false;
+                one_style_each(&uniform)
             }
-            out.push_str(&text[last..]);
+        };
+        for choice in combos {
+            let out = spliced(text, &spans, &choice);
             if out != *text {
                 added.push(out);
             }
@@ -758,6 +763,49 @@ fn with_argument_spellings(texts: &mut Vec<String>, turns: &[turn::Candidate]) -
     }
     texts.extend(added);
     settled
+}
+
+/// All `total` choices of one spelling per call (mixed radix over the calls' options).
+fn every_combination(per_call: &[Vec<String>], total: usize) -> Vec<Vec<&str>> {
+    (0..total)
+        .map(|k| {
+            let mut rest = k;
+            per_call
+                .iter()
+                .map(|options| {
+                    let pick = options[rest % options.len()].as_str();
+                    rest /= options.len();
+                    pick
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Style `s` for every call (a call with fewer styles keeps its last).
+fn one_style_each(uniform: &[Vec<String>]) -> Vec<Vec<&str>> {
+    let styles = uniform.iter().map(Vec::len).max().unwrap_or(0);
+    (0..styles)
+        .map(|s| {
+            uniform
+                .iter()
+                .filter_map(|options| options.get(s).or(options.last()).map(String::as_str))
+                .collect()
+        })
+        .collect()
+}
+
+/// `text` with each span replaced by the chosen spelling.
+fn spliced(text: &str, spans: &[(usize, usize)], choice: &[&str]) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut last = 0;
+    for ((start, end), pick) in spans.iter().zip(choice) {
+        out.push_str(&text[last..*start]);
+        out.push_str(pick);
+        last = *end;
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 fn usage_count(completion: &Completion) -> Option<u64> {
@@ -824,11 +872,23 @@ fn flag_prompt_doubt(
     warnings: &mut Vec<String>,
 ) {
     let rules = x.profile.family.rules();
-    let doubt = rules.prompt_doubt(&x.request.messages, x.request.tools.as_deref());
+    let stack = prompt_stack(x.shape);
+    let doubt = rules.prompt_doubt(&x.request.messages, x.request.tools.as_deref(), stack);
     if let (Some(why), None) = (doubt, &completion.prompt_token_ids) {
         fidelity.at_most(FidelityClass::Ambiguous);
         fidelity.because(Reason::PromptRenderDiffers);
         warnings.push(format!("ambiguous: {why}"));
+    }
+}
+
+/// The stack that rendered the prompt, as the shape (declared, or a provider's inferred) says;
+/// a router passes requests to stacks it does not name.
+fn prompt_stack(shape: &ServerShape) -> PromptStack {
+    match shape.kind {
+        ServerKind::Vllm => PromptStack::Vllm,
+        ServerKind::Sglang => PromptStack::Sglang,
+        ServerKind::LlamaCpp => PromptStack::LlamaCpp,
+        ServerKind::OpenRouter | ServerKind::Generic => PromptStack::Unknown,
     }
 }
 

@@ -75,6 +75,36 @@ fn separator_sites(value: &Value) -> usize {
     }
 }
 
+/// The spellings that keep one style through the whole value: compact (the way a model
+/// usually writes), `json.dumps`' spaced default, pretty-printed; each as itself and, with
+/// non-ASCII, `ensure_ascii`. Tried alike for every call of an answer whose full set of
+/// spellings is too many to try: one style for all calls is the likely case, never a settled one.
+pub(super) fn uniform_spellings(value: &Value) -> Vec<String> {
+    let asciis: &[bool] = if has_non_ascii(value) {
+        &[false, true]
+    } else {
+        &[false]
+    };
+    let compact = Some((",".to_string(), ":".to_string()));
+    let mut out = Vec::new();
+    for (indent, separators) in [
+        (None, compact),
+        (None, None),
+        (Some("  ".to_string()), None),
+    ] {
+        for &ascii in asciis {
+            let options = DumpOptions {
+                ensure_ascii: ascii,
+                indent: indent.clone(),
+                separators: separators.clone(),
+                ..DumpOptions::default()
+            };
+            out.push(dumps_json(value, &options));
+        }
+    }
+    out
+}
+
 /// Whether `value` holds a float, whose digits `json.loads` normalizes and [`spellings`] does
 /// not enumerate (`2.50`, `2.5` and `25e-1` load alike; `\p{N}{1,3}` pre-tokenizers give `2.5`
 /// and `2.500` the same count): a spelling never settled.

@@ -154,6 +154,7 @@ impl Context<'_> {
     /// ([`Quirk::usage_agrees`](crate::server::Quirk::usage_agrees)).
     fn usage_counts_agree(&self, text: &str, encoding: Encoding) -> Result<(), String> {
         let input = UsageInput {
+            syntax: self.asked.syntax,
             thinking: self.asked.thinking,
             usage: self.completion.usage.as_ref(),
             reasoning_close: self.profile.reasoning_close(),

@@ -9,7 +9,6 @@
 //! inconsistent (the shape cannot have sent it), or it gives the same ids, exact. Otherwise the
 //! sample is `ambiguous`, its reasons `generic_could_hide` and what that shape left open.
 
-use crate::api::ServerKind;
 use crate::server::{self, ServerShape};
 
 use super::fidelity::{Fidelity, FidelityClass, Reason};
@@ -22,20 +21,14 @@ struct Suspect {
     spaces: bool,
 }
 
-/// Every known shape, vLLM's with and without `spaces_between_special_tokens` (its default is on,
-/// and it is a per-request setting) where the family's detokenizer puts them (`spaced`).
+/// Every known shape of the server module's list, in each of its spacings
+/// ([`ServerShape::spacings`]: vLLM's with and without `spaces_between_special_tokens`), the
+/// spaced ones only where the family's detokenizer puts spaces (`spaced`).
 fn suspects(spaced: bool) -> Vec<Suspect> {
     let mut all = Vec::new();
     for shape in server::SHAPES.iter().copied().filter(|s| s.known) {
-        all.push(Suspect {
-            shape,
-            spaces: false,
-        });
-        if spaced && shape.kind == ServerKind::Vllm {
-            all.push(Suspect {
-                shape,
-                spaces: true,
-            });
+        for &spaces in shape.spacings().iter().filter(|&&s| spaced || !s) {
+            all.push(Suspect { shape, spaces });
         }
     }
     all

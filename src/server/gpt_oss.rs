@@ -9,8 +9,9 @@
 //! - `final` messages and `commentary` messages without a recipient are the content, joined by
 //!   `\n`;
 //! - a message to a function recipient (`to=functions.NAME`) is a call of NAME; its arguments are
-//!   `json.dumps(json.loads(TEXT))` (Python's spacing, `ensure_ascii`), or the text as written when
-//!   it is no JSON or its content type (`<|constrain|>TYPE`) says it is not JSON. Ids are minted.
+//!   `json.dumps(json.loads(TEXT))` (Python's spacing, `ensure_ascii`; every call of several
+//!   alike), or the text as written when it is no JSON or its content type (`<|constrain|>TYPE`)
+//!   says it is not JSON. Ids are minted.
 //! - Empty texts are dropped. A `length` cut ends the last message where it stands (its text so
 //!   far counts); a cut inside a header leaves the parser mid-header, and vLLM then returns the
 //!   text since the last finished message as content.

@@ -17,6 +17,7 @@
 
 pub mod deepseek;
 pub mod deepseek_v31;
+pub mod deepseek_v32;
 pub mod generic;
 pub mod gpt_oss;
 pub mod hermes;
@@ -131,6 +132,17 @@ pub fn kind_name(kind: ServerKind) -> &'static str {
 }
 
 impl ServerShape {
+    /// The detokenizer spacings its answers come in: with and without spaces around added
+    /// tokens where it puts them ([`quirks::SpacesAroundAddedTokens`]: a per-request setting
+    /// in vLLM), else without.
+    pub fn spacings(&self) -> &'static [bool] {
+        if self.quirks.has::<quirks::SpacesAroundAddedTokens>() {
+            &[false, true]
+        } else {
+            &[false]
+        }
+    }
+
     /// `vllm 0.33`, `sglang 0.5`, `openrouter`.
     pub fn describe(&self) -> String {
         if self.version.is_empty() {
@@ -179,6 +191,9 @@ pub struct ParserTraits {
     pub rewrites_calls: bool,
     /// Streamed, the text between calls (and after the last one at a cut) reaches `content`.
     pub streams_call_separators: bool,
+    /// Streamed, the text the model wrote between or after its calls is appended to `content`:
+    /// the answer cannot show which part of `content` came before the tool section.
+    pub streams_text_after_calls: bool,
     /// Streamed by vLLM 0.33's parser engine, a call's header comes with its first argument
     /// piece (the simulator's streams; vLLM 0.11's parser sends the name alone).
     pub streams_call_header_with_arguments: bool,
@@ -202,6 +217,7 @@ impl ParserTraits {
         drops_unfinished_call: false,
         rewrites_calls: false,
         streams_call_separators: false,
+        streams_text_after_calls: false,
         streams_call_header_with_arguments: false,
         null_content_in_call_deltas: false,
         converts_values_by_schema: false,
@@ -215,6 +231,7 @@ pub fn parser_traits(syntax: Syntax) -> &'static ParserTraits {
         Syntax::Hermes => &hermes::TRAITS,
         Syntax::DeepseekV3 => &deepseek::TRAITS,
         Syntax::DeepseekV31 => &deepseek_v31::TRAITS,
+        Syntax::DeepseekV32 => &deepseek_v32::TRAITS,
         Syntax::Qwen3Coder => &qwen3_coder::TRAITS,
         Syntax::Harmony => &gpt_oss::TRAITS,
         Syntax::Llama3Json => &llama3::TRAITS,
@@ -306,6 +323,7 @@ pub fn forward(shape: &ServerShape, input: &ForwardInput) -> Parsed {
         Syntax::DeepseekV31 => {
             deepseek_v31::parse(text, input.thinking, input.tools_declared, input.stream)
         }
+        Syntax::DeepseekV32 => deepseek_v32::parse_by(shape.kind, text, input),
         Syntax::Qwen3Coder => {
             qwen3_coder::parse(text, input.tools_declared, input.stream, input.tools)
         }

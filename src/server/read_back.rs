@@ -37,6 +37,7 @@ pub struct Site {
 
 /// What a candidate's `usage` counts are checked with.
 pub struct UsageInput<'a> {
+    pub syntax: Syntax,
     pub thinking: bool,
     pub usage: Option<&'a Usage>,
     /// The family's reasoning close (a special token), if it has one.

@@ -6,11 +6,23 @@
 //! arguments are stripped by the parser's regex and an incomplete (cut) call is dropped; no
 //! spaces around special tokens.
 
+//!
+//! The same shape serves the families whose SGLang detectors were measured on their own
+//! (`deepseekv31` + `deepseek-v3`, `qwen3_coder`, `qwen25` + `qwen3`, `gpt-oss` + `gpt-oss`,
+//! `llama3`: tests/data/<family>/sglang_shapes.jsonl, tests/sglang_families.rs): the family's
+//! parser, then what these detectors do otherwise than vLLM's — not streamed, `deepseekv31` and
+//! `qwen25` strip the content before the calls ([`StripsContentBeforeCalls`]), `qwen3_coder`
+//! keeps it as written ([`KeepsContentBeforeCalls`]), `llama3` finds a call only at the start
+//! ([`ParsesOnlyALeadingCall`]); `usage.reasoning_tokens` ends at harmony's `<|end|>`
+//! ([`CountsReasoningThroughClose`]). Ids are `call_` + random hex for these families. What
+//! is not modelled (their streamed tool calls, re-serialized arguments) makes the answer
+//! `inconsistent` or `lossy`, never exact.
 use super::quirk::Quirks;
 use super::quirks::{
     CompletesEmptyLastArguments, CountsReasoningThroughClose, DropsCutSection, DropsIncompleteCall,
-    EmptyContentAsString, FinishToolCalls, IndexesCalls, ResynthesizesCallIds,
-    StreamsSectionTextAsContent, StreamsTokenDeltas, StripsArguments,
+    EmptyContentAsString, FinishToolCalls, IndexesCalls, KeepsContentBeforeCalls,
+    ParsesOnlyALeadingCall, ResynthesizesCallIds, StreamsSectionTextAsContent, StreamsTokenDeltas,
+    StripsArguments, StripsContentBeforeCalls,
 };
 use super::{ReasoningField, ServerShape, Versions};
 use crate::api::ServerKind;
@@ -25,6 +37,9 @@ pub const SHAPE: ServerShape = ServerShape {
     reasoning_details: false,
     versions: Versions::Newest,
     quirks: Quirks::new(&[
+        &StripsContentBeforeCalls,
+        &KeepsContentBeforeCalls,
+        &ParsesOnlyALeadingCall,
         &EmptyContentAsString,
         &ResynthesizesCallIds,
         &StripsArguments,

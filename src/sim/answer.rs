@@ -1,4 +1,6 @@
-//! What the simulated model writes, as a native Kimi K2.5 token stream (Kimi K2.5's chat template, assets/kimi-k2.5/):
+//! What the simulated model writes: in the loaded family's syntax through [`family_text`];
+//! without a model, a native Kimi K2.5 token stream (Kimi K2.5's chat template,
+//! assets/kimi-k2.5/):
 //!
 //! ```text
 //! reasoning</think>content<|im_end|>
@@ -18,6 +20,7 @@ use serde_json::Value;
 use super::arguments;
 use super::config::Behaviour;
 use super::words;
+use crate::completion::{Arguments, ToolCall};
 
 pub use crate::model::family::kimi::{
     ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, END_OF_TURN, SECTION_BEGIN, SECTION_END, THINK_END,
@@ -77,34 +80,31 @@ impl ModelAnswer {
     }
 }
 
-/// The answer in another family's native syntax, as that family's profile writes a turn
-/// (Qwen3: `<think>\n…\n</think>\n\n`, hermes `<tool_call>` JSON; DeepSeek-V3: no reasoning,
-/// its tool-call block), ending with the family's end-of-turn token. Falls back to the Kimi
-/// text if the profile cannot write the turn.
+/// The answer in the loaded family's native syntax, as its profile writes a turn (Kimi: its
+/// `functions.NAME:N` ids, K2-Thinking's own `<think>`; Qwen3: `<think>\n…\n</think>\n\n`,
+/// hermes `<tool_call>` JSON; DeepSeek-V3: no reasoning, its tool-call block; …), ending with
+/// the family's end-of-turn token. Falls back to the Kimi K2.5 text if the profile cannot
+/// write the turn.
 pub fn family_text(
     answer: &ModelAnswer,
     profile: &crate::model::Profile,
     request: &super::request::ChatRequest,
 ) -> String {
-    use crate::completion::{Arguments, ToolCall};
     use crate::model::profile::AssistantTurn;
     let kwargs = request.chat_template_kwargs.as_ref();
     let thinking = profile.thinking_enabled(kwargs) && profile.reasoning_close().is_some();
+    // Only a syntax whose reasoning parser ends at a tool section reads a section opened inside
+    // the reasoning; elsewhere the model closes its reasoning first.
+    let unclosed = answer.section_in_reasoning
+        && super::syntax::reasoning_ends_at_tool_section(profile.family.syntax());
     let turn = AssistantTurn {
         reasoning: answer.reasoning.clone().filter(|_| thinking),
-        reasoning_closed: true,
+        reasoning_closed: !unclosed,
         content: answer.content.clone(),
         tool_calls: answer
             .tool_calls
             .iter()
-            .map(|c| ToolCall {
-                id: None,
-                name: c.name.clone(),
-                // As the family's template writes arguments (`tojson`): what it was trained on.
-                arguments: serde_json::from_str(&c.arguments)
-                    .map(Arguments::Object)
-                    .unwrap_or_else(|_| Arguments::Raw(c.arguments.clone())),
-            })
+            .map(|c| family_call(c, profile.family))
             .collect(),
         end_of_turn: true,
     };
@@ -118,6 +118,25 @@ pub fn family_text(
     profile
         .completion_text(&input, &turn)
         .unwrap_or_else(|_| answer.native_text())
+}
+
+/// One call as `family` writes it: with its native id and the arguments as sampled where its
+/// token stream holds ids (Kimi's), else as its template writes arguments (`tojson`), which is
+/// what the model was trained on.
+fn family_call(call: &NativeCall, family: crate::model::family::Family) -> ToolCall {
+    let id = family.rules().native_tool_call_id(&call.name, call.index);
+    let arguments = match (&id, serde_json::from_str::<Value>(&call.arguments)) {
+        (None, Ok(object)) if object.is_object() => Arguments::Object(object),
+        // A tool whose schema is no object: these templates write arguments as named
+        // parameters (`arguments | items`) or a JSON object, so the model calls it without any.
+        (None, _) => Arguments::Object(Value::Object(serde_json::Map::new())),
+        (Some(_), _) => Arguments::Raw(call.arguments.clone()),
+    };
+    ToolCall {
+        id,
+        name: call.name.clone(),
+        arguments,
+    }
 }
 
 /// What the answer depends on from the request.

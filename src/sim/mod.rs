@@ -3,8 +3,8 @@
 //! something that behaves like OpenRouter, vLLM, SGLang, llama.cpp or a parser-less server,
 //! without paying anyone.
 //!
-//! The simulated model writes a native token stream in its family's syntax ([`answer`]: Kimi
-//! K2.5 natively, other families as their profile writes a turn) that is a pure function of
+//! The simulated model writes a native token stream in its family's syntax ([`answer`]: as the
+//! loaded family's profile writes a turn, Kimi K2.5's without a model) that is a pure function of
 //! (seed, request), so a retried or resumed request gets the same answer; a server shape
 //! (`crate::server`, named on the command line by a [`Flavor`]) turns it into that server's
 //! response, dressed as the shape's kind's JSON by [`flavor`]; [`faults`] decides, per attempt,
@@ -13,7 +13,8 @@
 //! and shapes an answer), picked by OpenRouter's [`routing`]. [`server`] ties them to HTTP.
 //! [`Simulator::answer_with`] answers a request with given token ids instead of the model's own
 //! through the same path (how `tests/sim_vs_servers.rs` holds every flavour to the servers' own
-//! answers).
+//! answers). [`family_model`] finds any family's tokenizer files, so the simulator (and the demo)
+//! can serve every family (`tests/sim_families.rs`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), draftgen::sim::SimError> {
@@ -33,6 +34,7 @@ pub mod config;
 pub mod conventions;
 pub mod counters;
 pub mod endpoints;
+pub mod family_model;
 pub mod faults;
 pub mod flavor;
 pub mod prompt;

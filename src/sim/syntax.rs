@@ -5,9 +5,9 @@
 use crate::model::family::Family;
 use crate::server::Syntax;
 
-/// The simulator's own writer ([`super::answer`]) speaks this syntax natively (Kimi's); a family
-/// with another writes its answers through its profile.
-pub fn written_natively(syntax: Option<Syntax>) -> bool {
+/// The syntax's reasoning parser also ends the reasoning where a tool section opens (vLLM's
+/// `kimi_k2` reasoning parser: a section may open inside the reasoning).
+pub fn reasoning_ends_at_tool_section(syntax: Option<Syntax>) -> bool {
     syntax == Some(Syntax::Kimi)
 }
 

@@ -1,12 +1,14 @@
 //! What the integration tests share: where the reference files are, and the scaffolding a test
 //! that drives the `draftgen` binary needs: the simulator and a test HTTP server on runtimes of
-//! their own (`servers`), and a run's directory with the commands run on it (`run`).
+//! their own (`servers`), a run's directory with the commands run on it (`run`), and what the
+//! family tests check their corpora with (`family`).
 //!
 //! The tokenizer, template and dataset files the tests compare against come from the package
 //! registries and this repository, gathered by `scripts/test` (README's test command) into a
 //! cache; `DRAFTGEN_ASSETS` / `DRAFTGEN_DATASETS` point elsewhere instead.
 #![allow(dead_code)] // each test binary uses some of these
 
+pub mod family;
 pub mod run;
 pub mod servers;
 

@@ -2,7 +2,8 @@
 //!
 //! - Thinking mode: the `thinking` template kwarg (default off; the llama.cpp template also reads
 //!   `enable_thinking` when `thinking` is absent). The generation prompt ends with `<think>` when
-//!   thinking, `<think></think>` when not; the model then writes `REASONING</think>CONTENT`.
+//!   thinking, `<think></think>` when not (llama.cpp's template; DeepSeek's own writes `</think>`
+//!   alone); the model then writes `REASONING</think>CONTENT`.
 //! - Tool calls, a new syntax (no `function` type word, no ```` ```json ```` fence, no newline
 //!   between calls): `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`.
 //!   No ids in the token stream.
@@ -11,8 +12,10 @@
 //! - Built-in template: `templates/deepseek-v3.1.jinja`, llama.cpp's
 //!   `models/templates/deepseek-ai-DeepSeek-V3.1.jinja` (MIT, `tests/assets/templates/LICENSE-llama.cpp`),
 //!   which writes call arguments with `tojson` (servers hand the template arguments as objects).
-//! - Tokenizer: DeepSeek-V3's (`tests/assets/README.md`). V3.1's own adds `<think>`/`</think>`
-//!   as tokens: a model directory with V3.1's `tokenizer.json` encodes them as such.
+//! - Tokenizer: V3.1's own (`assets/deepseek-v3.1/`, `tests/assets/README.md`): DeepSeek-V3's
+//!   vocabulary plus `<｜search▁begin｜>` 128796, `<｜search▁end｜>` 128797, `<think>` 128798,
+//!   `</think>` 128799 as added tokens, so every think marker is one token. DeepSeek-V3's files
+//!   (place holders there) would split each into several and miscount every V3.1 prompt.
 
 use super::deepseek_v3::{
     CALL_BEGIN, CALL_END, CALL_SEP, END_OF_SENTENCE, SECTION_BEGIN, SECTION_END,
@@ -21,13 +24,17 @@ use serde_json::{Map, Value};
 
 use super::AssistantTurn;
 use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax, ToolGrammar};
-use crate::completion::Arguments;
+use crate::completion::{Arguments, ToolCall};
 use crate::json::python_truthy;
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, DumpOptions};
 
 pub const THINK_OPEN: &str = "<think>";
 pub const THINK_CLOSE: &str = "</think>";
+
+/// What V3.1's templates write after `<｜Assistant｜>` without thinking: llama.cpp's, DeepSeek's.
+const ASSISTANT_THINK_OPENINGS: &[&str] =
+    &["<｜Assistant｜><think></think>", "<｜Assistant｜></think>"];
 
 pub const SPEC: FamilySpec = FamilySpec {
     name: "deepseek-v3.1",
@@ -73,20 +80,25 @@ impl FamilyRules for DeepseekV31 {
         &SPEC
     }
 
-    /// DeepSeek's sentence markers, and a template that writes `<think></think>` after
-    /// `<｜Assistant｜>`.
+    /// DeepSeek's sentence markers, and a template that writes `<think></think>` (llama.cpp's)
+    /// or `</think>` (DeepSeek's own, the V3.1 `tokenizer_config.json` of `tests/assets/README.md`)
+    /// right after `<｜Assistant｜>`.
     fn detect(&self, _model_type: &str, tokenizer_config: &str, template: &str) -> bool {
-        let needle = "<｜begin▁of▁sentence｜>";
-        (tokenizer_config.contains(needle) || template.contains(needle))
-            && (template.contains("<｜Assistant｜><think></think>")
-                || tokenizer_config.contains("<｜Assistant｜><think></think>"))
+        let writes_think = |text: &str| {
+            ASSISTANT_THINK_OPENINGS
+                .iter()
+                .any(|opening| text.contains(opening))
+        };
+        has_sentence_markers(tokenizer_config, template)
+            && (writes_think(template) || writes_think(tokenizer_config))
     }
 
-    /// `deepseek-ai/DeepSeek-V3.1`, `deepseek/deepseek-chat-v3.1`, `…-v3.1-terminus`, `…:free`.
+    /// `deepseek-ai/DeepSeek-V3.1`, `deepseek/deepseek-chat-v3.1`, `…-v3.1-terminus`, `…:free`,
+    /// and `deepseek-ai/DeepSeek-V3.2-Exp`, which writes V3.1's syntax (V3.2 does not).
     fn detect_model_id(&self, model_id: &str) -> bool {
-        let id = model_id.to_ascii_lowercase();
-        let name = id.rsplit('/').next().unwrap_or_default();
-        name.starts_with("deepseek") && (name.contains("v3.1") || name.contains("v3-1"))
+        let name = model_name(model_id);
+        let v32_exp = names_version(&name, "3.2") && name.contains("exp");
+        name.starts_with("deepseek") && (names_version(&name, "3.1") || v32_exp)
     }
 
     /// The template's rule: `thinking` when given (truthy, as Jinja tests it), else
@@ -113,6 +125,20 @@ impl FamilyRules for DeepseekV31 {
 /// already holds `<think>` or `<think></think>`): reasoning and `</think>` when thinking, content,
 /// then the tool calls as vLLM's `deepseek_v31` parser reads them, one after the other.
 pub fn completion_text(thinking: bool, turn: &AssistantTurn) -> String {
+    completion_text_with(thinking, turn, |out, turn| {
+        write_calls(out, &turn.tool_calls)
+    })
+}
+
+/// A turn as DeepSeek-V3.1 and V3.2 write it after the generation prompt: reasoning and
+/// `</think>` when thinking (only the reasoning when the model never closed it), the content,
+/// the calls as `write_calls` writes them (only when there are any), then
+/// `<｜end▁of▁sentence｜>` when the turn ended. The two differ only in their call syntax.
+pub fn completion_text_with(
+    thinking: bool,
+    turn: &AssistantTurn,
+    write_calls: impl FnOnce(&mut String, &AssistantTurn),
+) -> String {
     let mut out = String::new();
     if thinking {
         out.push_str(turn.reasoning.as_deref().unwrap_or_default());
@@ -123,25 +149,46 @@ pub fn completion_text(thinking: bool, turn: &AssistantTurn) -> String {
     }
     out.push_str(&turn.content);
     if !turn.tool_calls.is_empty() {
-        out.push_str(SECTION_BEGIN);
-        for call in &turn.tool_calls {
-            out.push_str(CALL_BEGIN);
-            out.push_str(&call.name);
-            out.push_str(CALL_SEP);
-            match &call.arguments {
-                Arguments::Raw(text) => out.push_str(text),
-                Arguments::Object(value) => {
-                    out.push_str(&dumps_json(value, &DumpOptions::default()))
-                }
-            }
-            out.push_str(CALL_END);
-        }
-        out.push_str(SECTION_END);
+        write_calls(&mut out, turn);
     }
     if turn.end_of_turn {
         out.push_str(END_OF_SENTENCE);
     }
     out
+}
+
+/// V3.1's call syntax: the section, each call's name and arguments, no separator between calls.
+fn write_calls(out: &mut String, calls: &[ToolCall]) {
+    out.push_str(SECTION_BEGIN);
+    for call in calls {
+        out.push_str(CALL_BEGIN);
+        out.push_str(&call.name);
+        out.push_str(CALL_SEP);
+        match &call.arguments {
+            Arguments::Raw(text) => out.push_str(text),
+            Arguments::Object(value) => out.push_str(&dumps_json(value, &DumpOptions::default())),
+        }
+        out.push_str(CALL_END);
+    }
+    out.push_str(SECTION_END);
+}
+
+/// DeepSeek's `<｜begin▁of▁sentence｜>` in the tokenizer's configuration or the template.
+pub fn has_sentence_markers(tokenizer_config: &str, template: &str) -> bool {
+    let needle = "<｜begin▁of▁sentence｜>";
+    tokenizer_config.contains(needle) || template.contains(needle)
+}
+
+/// The model's own name in an id, lower-cased (`deepseek-ai/DeepSeek-V3.1` → `deepseek-v3.1`).
+pub fn model_name(model_id: &str) -> String {
+    let id = model_id.to_ascii_lowercase();
+    id.rsplit('/').next().unwrap_or_default().to_string()
+}
+
+/// Whether a model name says DeepSeek version `dotted` (`3.1`) as ids write it: `v3.1` or `v3-1`.
+pub fn names_version(name: &str, dotted: &str) -> bool {
+    let dashed = dotted.replace('.', "-");
+    name.contains(&format!("v{dotted}")) || name.contains(&format!("v{dashed}"))
 }
 
 #[cfg(test)]
@@ -151,29 +198,22 @@ mod tests {
 
     #[test]
     fn model_ids_as_openrouter_and_hugging_face_write_them() {
-        for id in [
+        let ids = [
             "deepseek/deepseek-chat-v3.1",
             "deepseek/deepseek-chat-v3.1:free",
             "deepseek-ai/DeepSeek-V3.1",
             "deepseek-ai/DeepSeek-V3.1-Terminus",
-        ] {
-            assert_eq!(
-                Family::from_model_id(id),
-                Some(Family::DEEPSEEK_V31),
-                "{id}"
-            );
-        }
-        for id in [
+            // V3.2-Exp writes V3.1's syntax.
+            "deepseek/deepseek-v3.2-exp",
+            "deepseek-ai/DeepSeek-V3.2-Exp",
+        ];
+        let others = [
             "deepseek-ai/DeepSeek-V3",
             "deepseek/deepseek-chat",
+            "deepseek-ai/DeepSeek-V3.2",
             "qwen/qwen3-8b",
-        ] {
-            assert_ne!(
-                Family::from_model_id(id),
-                Some(Family::DEEPSEEK_V31),
-                "{id}"
-            );
-        }
+        ];
+        crate::model::family::assert_model_ids(Family::DEEPSEEK_V31, &ids, &others);
     }
 
     #[test]

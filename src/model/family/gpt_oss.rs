@@ -23,11 +23,12 @@
 //!   call as `commentary`, results unquoted, every call), reasoning is read from `reasoning`, not
 //!   `thinking`. Most such prompts differ in length (the answer's `prompt_tokens` flags them); the
 //!   missing blank line does not, so a request with a system message and no tools is flagged
-//!   (`FamilyRules::prompt_doubt`: `ambiguous`, `prompt_render_differs`).
+//!   (`FamilyRules::prompt_doubt`: `ambiguous`, `prompt_render_differs`) unless the server is
+//!   llama.cpp, which renders the template.
 //! - Tokenizer: the o200k_harmony vocabulary (`tests/assets/README.md`).
 
 use super::AssistantTurn;
-use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, Syntax};
+use super::{Family, FamilyRules, FamilySpec, K2vvThreshold, PromptStack, Syntax};
 use crate::completion::Arguments;
 use crate::model::ModelError;
 use crate::pyjson::{dumps_json, DumpOptions};
@@ -96,7 +97,16 @@ impl FamilyRules for GptOss {
 
     /// A first system or developer message and no tools: the template writes a blank line after
     /// the instructions and vLLM's harmony render does not, and `.\n\n` and `.` are one token each.
-    fn prompt_doubt(&self, messages: &[Value], tools: Option<&[Value]>) -> Option<&'static str> {
+    /// llama.cpp renders the template it was given: no doubt there.
+    fn prompt_doubt(
+        &self,
+        messages: &[Value],
+        tools: Option<&[Value]>,
+        stack: PromptStack,
+    ) -> Option<&'static str> {
+        if stack == PromptStack::LlamaCpp {
+            return None;
+        }
         let role = messages.first().and_then(|m| m.get("role")?.as_str());
         let instructed = matches!(role, Some("system" | "developer"));
         let tools = tools.is_some_and(|t| !t.is_empty());
@@ -171,6 +181,25 @@ fn compact() -> DumpOptions {
 mod tests {
     use super::*;
     use crate::completion::ToolCall;
+
+    /// The blank line is vLLM's difference: doubted wherever the stack could be vLLM, not under
+    /// llama.cpp, which renders the template.
+    #[test]
+    fn the_instructions_doubt_spares_llama_cpp() {
+        let messages = [
+            serde_json::json!({"role": "developer", "content": "Be brief."}),
+            serde_json::json!({"role": "user", "content": "Hi"}),
+        ];
+        for (stack, doubted) in [
+            (PromptStack::Vllm, true),
+            (PromptStack::Unknown, true),
+            (PromptStack::Sglang, true),
+            (PromptStack::LlamaCpp, false),
+        ] {
+            let doubt = GptOss.prompt_doubt(&messages, None, stack);
+            assert_eq!(doubt.is_some(), doubted, "{stack:?}");
+        }
+    }
 
     #[test]
     fn model_ids_as_openrouter_and_hugging_face_write_them() {

@@ -161,6 +161,9 @@ pub enum Syntax {
     DeepseekV3,
     /// DeepSeek-V3.1: `deepseek_v31` tool parser, `deepseek_v3` reasoning parser; ids random.
     DeepseekV31,
+    /// DeepSeek-V3.2: `deepseek_v32` tool parser (DSML calls, values converted by their `string`
+    /// attribute and the schema), `deepseek_v3` reasoning parser; ids random.
+    DeepseekV32,
     /// Qwen3-Coder: `qwen3_coder` tool parser (XML calls, values converted by the schema), no
     /// reasoning; ids random.
     Qwen3Coder,
@@ -180,6 +183,20 @@ impl Syntax {
     /// Whether the model writes call ids into its token stream.
     pub fn ids_in_stream(self) -> bool {
         self == Syntax::Kimi
+    }
+
+    /// The name of vLLM's tool parser for it (`--tool-call-parser`), which warnings name.
+    pub fn tool_parser(self) -> &'static str {
+        match self {
+            Syntax::Kimi => "kimi_k2",
+            Syntax::Hermes => "hermes",
+            Syntax::DeepseekV3 => "deepseek_v3",
+            Syntax::DeepseekV31 => "deepseek_v31",
+            Syntax::DeepseekV32 => "deepseek_v32",
+            Syntax::Qwen3Coder => "qwen3_coder",
+            Syntax::Harmony => "openai",
+            Syntax::Llama3Json => "llama3_json",
+        }
     }
 }
 
@@ -265,11 +282,31 @@ pub trait FamilyRules: Sync {
         &[]
     }
 
-    /// Why some serving stacks render this request's prompt otherwise than the template, in a
-    /// way its token count cannot show; `None`: the template's render is every stack's.
-    fn prompt_doubt(&self, _messages: &[Value], _tools: Option<&[Value]>) -> Option<&'static str> {
+    /// Why the serving stack `stack` (as far as the rebuild knows it) may have rendered this
+    /// request's prompt otherwise than the template, in a way its token count cannot show;
+    /// `None`: the template's render is that stack's (or every stack's).
+    fn prompt_doubt(
+        &self,
+        _messages: &[Value],
+        _tools: Option<&[Value]>,
+        _stack: PromptStack,
+    ) -> Option<&'static str> {
         None
     }
+}
+
+/// Which serving stack rendered a request's prompt, as far as the rebuild knows it: a family's
+/// [`FamilyRules::prompt_doubt`] doubts only where the stack could be one that renders otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptStack {
+    /// vLLM: declared, or the shape a provider's answers show.
+    Vllm,
+    /// SGLang: declared, or shown.
+    Sglang,
+    /// llama.cpp, which renders the chat template it was given.
+    LlamaCpp,
+    /// Not known: an undeclared server, or a router whose upstream stacks vary (OpenRouter).
+    Unknown,
 }
 
 /// A model family: a handle on its rules, compared and hashed by its name. Each family's file
@@ -378,6 +415,25 @@ impl Family {
             .unwrap_or(Family::GENERIC)
     }
 
+    /// What the family writes before a call's name, learned from its own writer (a turn of one
+    /// call and nothing else): Kimi's section and call markers, harmony's
+    /// `<|channel|>commentary to=functions.`, Llama's `{"name": "`. A call left in a server's
+    /// text starts so. `None` where the family's writer does not write turns.
+    pub fn call_opener(self) -> Option<String> {
+        const NAME: &str = "draftgen_probe_tool";
+        let turn = AssistantTurn {
+            tool_calls: vec![ToolCall {
+                id: self.rules().native_tool_call_id(NAME, 0),
+                name: NAME.to_string(),
+                arguments: crate::completion::Arguments::Object(Value::Object(Map::new())),
+            }],
+            ..AssistantTurn::default()
+        };
+        let text = self.rules().completion_text(false, &turn)?.ok()?;
+        let opener = text[..text.find(NAME)?].trim();
+        (!opener.is_empty()).then(|| opener.to_string())
+    }
+
     /// Whether this request has the model think, from `chat_template_kwargs`.
     pub fn thinking_enabled(self, kwargs: Option<&Map<String, Value>>) -> bool {
         let spec = self.spec();
@@ -396,6 +452,18 @@ impl Family {
             },
             None => false,
         }
+    }
+}
+
+/// For the family files' tests: `family` claims each id of `ids` ([`Family::from_model_id`]),
+/// and none of `others`.
+#[cfg(test)]
+fn assert_model_ids(family: Family, ids: &[&str], others: &[&str]) {
+    for id in ids {
+        assert_eq!(Family::from_model_id(id), Some(family), "{id}");
+    }
+    for id in others {
+        assert_ne!(Family::from_model_id(id), Some(family), "{id}");
     }
 }
 

@@ -42,10 +42,7 @@ pub use arguments::CompactsArguments;
 pub use ids::{id_form, IdsIndexOnly, IdsMinted, IdsWithoutPrefix};
 pub use negative::{NoSpacesSpecialTokens, PromptsThink};
 pub use reasoning::reasoning_field;
-pub use shape::{
-    KnownShape, SHAPE_LLAMACPP, SHAPE_SGLANG, SHAPE_VLLM, SHAPE_VLLM_0_11, SHAPE_VLLM_0_11_SPACED,
-    SHAPE_VLLM_SPACED,
-};
+pub use shape::{KnownShape, KNOWN_SHAPES};
 pub use spacing::SpacesSpecialTokens;
 pub use strips::{
     StripsWhitespace, STRIPS_CONTENT_END, STRIPS_CONTENT_END_BEFORE_CALLS, STRIPS_CONTENT_START,
@@ -182,10 +179,8 @@ pub(super) fn counted(c: &Completion) -> Option<u64> {
     c.usage.as_ref().and_then(|u| u.completion_tokens)
 }
 
-/// Every convention inference considers, in the order their inverses apply.
-/// The whitespace conventions come last: their inverse adds a quirk to whatever shape the
-/// others chose.
-pub const CONVENTIONS: [&dyn Convention; 20] = [
+/// The conventions whose inverses apply before the shapes'.
+const BEFORE_SHAPES: [&dyn Convention; 9] = [
     &UsageExcludesEndToken,
     &GeneratesThink,
     &PromptsThink,
@@ -195,18 +190,43 @@ pub const CONVENTIONS: [&dyn Convention; 20] = [
     &IdsIndexOnly,
     &IdsMinted,
     &CompactsArguments,
-    &SHAPE_VLLM,
-    &SHAPE_VLLM_SPACED,
-    &SHAPE_VLLM_0_11,
-    &SHAPE_VLLM_0_11_SPACED,
-    &SHAPE_SGLANG,
-    &SHAPE_LLAMACPP,
+];
+
+/// The whitespace conventions come last: their inverse adds a quirk to whatever shape the
+/// others chose.
+const AFTER_SHAPES: [&dyn Convention; 5] = [
     &STRIPS_REASONING_START,
     &STRIPS_REASONING_END,
     &STRIPS_CONTENT_START,
     &STRIPS_CONTENT_END_BEFORE_CALLS,
     &STRIPS_CONTENT_END,
 ];
+
+const COUNT: usize = BEFORE_SHAPES.len() + shape::SLOTS + AFTER_SHAPES.len();
+
+/// Every convention inference considers, in the order their inverses apply: the known server
+/// shapes ([`KNOWN_SHAPES`], from the server module's list) between the others.
+pub const CONVENTIONS: [&dyn Convention; COUNT] = conventions();
+
+const fn conventions() -> [&'static dyn Convention; COUNT] {
+    let mut out = [BEFORE_SHAPES[0]; COUNT];
+    let mut i = 0;
+    while i < BEFORE_SHAPES.len() {
+        out[i] = BEFORE_SHAPES[i];
+        i += 1;
+    }
+    let mut slot = 0;
+    while slot < shape::SLOTS {
+        out[i] = &KNOWN_SHAPES[slot];
+        (i, slot) = (i + 1, slot + 1);
+    }
+    let mut after = 0;
+    while after < AFTER_SHAPES.len() {
+        out[i] = AFTER_SHAPES[after];
+        (i, after) = (i + 1, after + 1);
+    }
+    out
+}
 
 /// The convention named `name`.
 pub fn convention(name: &str) -> Option<&'static dyn Convention> {
@@ -490,7 +510,10 @@ mod tests {
     fn names_and_reasons_are_stable() {
         for c in CONVENTIONS {
             let reason = serde_json::to_value(c.reason()).expect("a reason");
-            assert_eq!(reason, format!("provider_{}", c.name()).as_str());
+            // A shape without a reason of its own carries `provider_shape`
+            // (shape.rs pins the known ones' own).
+            let general = shape::is_shape(c) && c.reason() == Reason::ProviderShape;
+            assert!(general || reason == format!("provider_{}", c.name()).as_str());
             assert!(convention(c.name()).is_some());
         }
     }

@@ -8,84 +8,103 @@
 //! have sent it, or reads it as lossy where `generic` does not), or the same (silent when the ids
 //! agree). A shape is adopted only when it is the one known shape that fits the group's answers
 //! ([`chosen`]); below [`MIN_ANSWERS`] nothing is inferred and `generic` stays cautious.
+//!
+//! The shapes are the server module's list ([`server::SHAPES`]), one [`KnownShape`] per shape
+//! and detokenizer spacing ([`KNOWN_SHAPES`]), so a shape added there is inferred with no edit
+//! here. A slot whose shape an undeclared server's answers cannot show never applies: `generic`
+//! itself, a router that passes another stack's answers on (OpenRouter: the stack behind it is
+//! what its answers show), a spacing the shape does not have.
+
+use std::sync::OnceLock;
 
 use crate::api::ServerKind;
 use crate::reconstruct::fidelity::{FidelityClass, Reason};
 use crate::reconstruct::Reconstruction;
-use crate::server::{llamacpp, sglang, vllm, ServerShape};
+use crate::server::quirks::PassesUpstreamCallIds;
+use crate::server::{self, ServerShape, Versions};
 
 use super::{Answer, Convention, Evidence, Inverted, Tally, MIN_ANSWERS, SHARE};
 
-/// A known server shape (with vLLM's detokenizer spacing on or off) taken for an undeclared one.
+/// A known server shape, with its detokenizer's spaces around added tokens or without, taken
+/// for an undeclared one.
+#[derive(Clone, Copy)]
 pub struct KnownShape {
-    name: &'static str,
-    reason: Reason,
-    describe: &'static str,
+    /// Its index in [`KNOWN_SHAPES`].
+    slot: usize,
     shape: &'static ServerShape,
     spaces: bool,
 }
 
-pub const SHAPE_VLLM: KnownShape = KnownShape {
-    name: "shape_vllm",
-    reason: Reason::ProviderShapeVllm,
-    describe: "read consistently as vLLM 0.33's answer, otherwise than as an unknown server's",
-    shape: &vllm::SHAPE,
-    spaces: false,
-};
+/// One slot per shape of [`server::SHAPES`] and spacing (without, with).
+pub const SLOTS: usize = 2 * server::SHAPES.len();
 
-pub const SHAPE_VLLM_SPACED: KnownShape = KnownShape {
-    name: "shape_vllm_spaced",
-    reason: Reason::ProviderShapeVllmSpaced,
-    describe: "read consistently as vLLM 0.33's answer with spaces around added tokens, otherwise than as an unknown server's",
-    shape: &vllm::SHAPE,
-    spaces: true,
-};
+/// Every shape convention, in [`server::SHAPES`] order, each without spaces then with.
+pub static KNOWN_SHAPES: [KnownShape; SLOTS] = slots();
 
-pub const SHAPE_VLLM_0_11: KnownShape = KnownShape {
-    name: "shape_vllm_0_11",
-    reason: Reason::ProviderShapeVllm011,
-    describe: "read consistently as vLLM 0.11's answer, otherwise than as an unknown server's",
-    shape: &vllm::SHAPE_0_11,
-    spaces: false,
-};
+const fn slots() -> [KnownShape; SLOTS] {
+    let mut out = [KnownShape {
+        slot: 0,
+        shape: server::SHAPES[0],
+        spaces: false,
+    }; SLOTS];
+    let mut slot = 0;
+    while slot < SLOTS {
+        out[slot] = KnownShape {
+            slot,
+            shape: server::SHAPES[slot / 2],
+            spaces: slot % 2 == 1,
+        };
+        slot += 1;
+    }
+    out
+}
 
-pub const SHAPE_VLLM_0_11_SPACED: KnownShape = KnownShape {
-    name: "shape_vllm_0_11_spaced",
-    reason: Reason::ProviderShapeVllm011Spaced,
-    describe: "read consistently as vLLM 0.11's answer with spaces around added tokens, otherwise than as an unknown server's",
-    shape: &vllm::SHAPE_0_11,
-    spaces: true,
-};
+/// What a slot's shape and spacing make of it (computed once: names are `&'static`).
+struct Derived {
+    name: String,
+    describe: String,
+    reason: Reason,
+    /// An undeclared server's answers can show it.
+    live: bool,
+}
 
-pub const SHAPE_SGLANG: KnownShape = KnownShape {
-    name: "shape_sglang",
-    reason: Reason::ProviderShapeSglang,
-    describe: "read consistently as SGLang 0.5's answer, otherwise than as an unknown server's",
-    shape: &sglang::SHAPE,
-    spaces: false,
-};
+fn derived(slot: usize) -> &'static Derived {
+    static ALL: OnceLock<Vec<Derived>> = OnceLock::new();
+    &ALL.get_or_init(|| KNOWN_SHAPES.iter().map(KnownShape::derive).collect())[slot]
+}
 
-pub const SHAPE_LLAMACPP: KnownShape = KnownShape {
-    name: "shape_llamacpp",
-    reason: Reason::ProviderShapeLlamacpp,
-    describe: "read consistently as llama.cpp's answer, otherwise than as an unknown server's",
-    shape: &llamacpp::SHAPE,
-    spaces: false,
-};
-
-/// Every shape conventions' name, to tell them from the other conventions.
-const NAMES: [&str; 6] = [
-    SHAPE_VLLM.name,
-    SHAPE_VLLM_SPACED.name,
-    SHAPE_VLLM_0_11.name,
-    SHAPE_VLLM_0_11_SPACED.name,
-    SHAPE_SGLANG.name,
-    SHAPE_LLAMACPP.name,
-];
+impl KnownShape {
+    /// `shape_vllm`, `shape_vllm_0_11_spaced`: the kind, the version line where it is not the
+    /// kind's newest, the spacing; its reason `provider_` and the name, or
+    /// [`Reason::ProviderShape`] for a shape without one of its own.
+    fn derive(&self) -> Derived {
+        let mut name = format!("shape_{}", server::kind_name(self.shape.kind));
+        if let Versions::Minors { major, first, .. } = self.shape.versions {
+            name.push_str(&format!("_{major}_{first}"));
+        }
+        let mut shape = self.shape.describe();
+        if self.spaces {
+            name.push_str("_spaced");
+            shape.push_str(" with spaces around added tokens");
+        }
+        let reason = Reason::named(&format!("provider_{name}")).unwrap_or(Reason::ProviderShape);
+        let live = self.shape.known
+            && !self.shape.quirks.has::<PassesUpstreamCallIds>()
+            && self.shape.spacings().contains(&self.spaces);
+        Derived {
+            describe: format!(
+                "read consistently as an answer of {shape}, otherwise than as an unknown server's"
+            ),
+            name,
+            reason,
+            live,
+        }
+    }
+}
 
 /// Whether `convention` is one of the shapes here.
 pub fn is_shape(convention: &dyn Convention) -> bool {
-    NAMES.contains(&convention.name())
+    KNOWN_SHAPES.iter().any(|k| k.name() == convention.name())
 }
 
 /// The one shape that fits a group's answers, if exactly one does. A shape fits when at least
@@ -108,17 +127,18 @@ pub fn chosen(tallies: &[(&'static dyn Convention, Tally)]) -> Option<&'static d
 
 impl Convention for KnownShape {
     fn name(&self) -> &'static str {
-        self.name
+        &derived(self.slot).name
     }
     fn reason(&self) -> Reason {
-        self.reason
+        derived(self.slot).reason
     }
     fn describe(&self) -> &'static str {
-        self.describe
+        &derived(self.slot).describe
     }
     /// Only an answer of an undeclared server, without the server's own ids.
     fn applies(&self, a: &Answer) -> bool {
-        a.options.kind == ServerKind::Generic
+        derived(self.slot).live
+            && a.options.kind == ServerKind::Generic
             && !a.options.shape().known
             && a.completion.completion_token_ids.is_none()
             && (!self.spaces || a.profile.family.spec().detokenizer_spaces)
@@ -153,7 +173,7 @@ impl Convention for KnownShape {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconstruct::infer::UsageExcludesEndToken;
+    use crate::reconstruct::infer::{convention, UsageExcludesEndToken};
 
     fn tally(explains: u64, contradicts: u64) -> Tally {
         Tally {
@@ -163,13 +183,41 @@ mod tests {
         }
     }
 
+    fn shape(name: &str) -> &'static dyn Convention {
+        convention(name).expect("a shape convention")
+    }
+
+    #[test]
+    fn the_shapes_are_the_server_modules_known_stacks_with_their_stable_names() {
+        let live: Vec<(&str, Reason)> = KNOWN_SHAPES
+            .iter()
+            .filter(|k| derived(k.slot).live)
+            .map(|k| (k.name(), k.reason()))
+            .collect();
+        assert_eq!(
+            live,
+            [
+                ("shape_vllm", Reason::ProviderShapeVllm),
+                ("shape_vllm_spaced", Reason::ProviderShapeVllmSpaced),
+                ("shape_vllm_0_11", Reason::ProviderShapeVllm011),
+                ("shape_vllm_0_11_spaced", Reason::ProviderShapeVllm011Spaced),
+                ("shape_sglang", Reason::ProviderShapeSglang),
+                ("shape_llamacpp", Reason::ProviderShapeLlamacpp),
+            ]
+        );
+        let mut names: Vec<_> = KNOWN_SHAPES.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SLOTS);
+    }
+
     // The tallies are those tests/generic_shape.rs prints for the server-shape corpus.
     #[test]
     fn the_one_shape_that_fits_is_chosen() {
         // SGLang's streamed answers: SGLang explains 160 of 165, vLLM 51 of 96.
         let sglang = [
-            (&SHAPE_SGLANG as &dyn Convention, tally(160, 5)),
-            (&SHAPE_VLLM as &dyn Convention, tally(51, 45)),
+            (shape("shape_sglang"), tally(160, 5)),
+            (shape("shape_vllm"), tally(51, 45)),
             (&UsageExcludesEndToken as &dyn Convention, tally(100, 0)),
         ];
         assert_eq!(chosen(&sglang).map(|c| c.name()), Some("shape_sglang"));
@@ -179,17 +227,17 @@ mod tests {
     fn two_shapes_that_fit_choose_none() {
         // vLLM 0.33 non-streamed with spaces: spaced 195 of 198, unspaced 85 of 90.
         let both = [
-            (&SHAPE_VLLM_SPACED as &dyn Convention, tally(195, 3)),
-            (&SHAPE_VLLM as &dyn Convention, tally(85, 5)),
+            (shape("shape_vllm_spaced"), tally(195, 3)),
+            (shape("shape_vllm"), tally(85, 5)),
         ];
         assert!(chosen(&both).is_none());
     }
 
     #[test]
     fn too_few_answers_or_too_many_contradictions_choose_none() {
-        assert!(chosen(&[(&SHAPE_VLLM as &dyn Convention, tally(7, 0))]).is_none());
+        assert!(chosen(&[(shape("shape_vllm"), tally(7, 0))]).is_none());
         // vLLM 0.11 non-streamed: 105 of 118 explained is below nine in ten.
-        assert!(chosen(&[(&SHAPE_VLLM_0_11 as &dyn Convention, tally(105, 13))]).is_none());
+        assert!(chosen(&[(shape("shape_vllm_0_11"), tally(105, 13))]).is_none());
         assert!(chosen(&[(&UsageExcludesEndToken as &dyn Convention, tally(50, 0))]).is_none());
     }
 }

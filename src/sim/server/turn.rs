@@ -49,7 +49,7 @@ pub(super) fn make_turn(
     let shape = provider.map_or_else(|| config.server_shape(), |p| p.shape);
     let defects = provider.map_or_else(Vec::new, |p| p.defects.decide(config.seed, key));
     let conventions = provider.map_or_else(Conventions::default, |p| p.conventions);
-    let family = other_family(tokens);
+    let family = loaded_family(tokens);
     let thinking = thinking(family, request);
     let opener = generated_opener(tokens, family, &conventions, thinking);
     let (request, written) = before_opener(request, written, opener);
@@ -200,12 +200,10 @@ fn counted_by_provider(
     }
 }
 
-/// The loaded family, where it is not the one the simulator's own writer speaks (Kimi's): its
-/// answers are then written as its profile writes a turn.
-fn other_family(tokens: &TokenCounter) -> Option<&Profile> {
-    tokens
-        .profile()
-        .filter(|p| !syntax::written_natively(p.family.syntax()))
+/// The loaded family: its answers are written as its profile writes a turn (without one, in
+/// Kimi K2.5's syntax, the simulator's own).
+fn loaded_family(tokens: &TokenCounter) -> Option<&Profile> {
+    tokens.profile()
 }
 
 /// Whether the model thinks: by the request's `thinking` (Kimi's switch), or by another
@@ -353,6 +351,9 @@ fn reasoning_tokens(
     let reasoning_ends: Vec<&str> = match (family, close) {
         (_, None) => Vec::new(),
         (None, Some(close)) => vec![close, answer::SECTION_BEGIN, answer::CALL_BEGIN],
+        (Some(p), Some(close)) if syntax::reasoning_ends_at_tool_section(p.family.syntax()) => {
+            vec![close, answer::SECTION_BEGIN, answer::CALL_BEGIN]
+        }
         (Some(_), Some(close)) => vec![close],
     };
     match (&sampled.ids, close) {

@@ -11,6 +11,7 @@ use super::declared::{Declared, DeclaredIn};
 use super::round_trip;
 use super::schema::{k2vv_call_valid, k2vv_tools, CallVerdict, Schemas};
 use crate::completion::{Completion, ToolCall};
+use crate::model::family::Family;
 use crate::model::Profile;
 use crate::server::Syntax;
 
@@ -188,10 +189,8 @@ pub fn audit_answer(
 
     // Markers where text should be.
     let syntax = Syntax::of(profile.family);
-    let grammar = profile.family.spec().tool_grammar;
-    let markers = grammar.map_or(&[][..], |g| g.markers);
-    let openers = grammar.map_or(&[][..], |g| g.openers);
-    check_markers(&mut audit, &completion, markers, openers);
+    let (markers, openers) = family_markers(profile.family, &declared);
+    check_markers(&mut audit, &completion, &markers, &openers);
 
     // Every call: name, JSON, schema, id.
     let history = prior_tool_calls(request);
@@ -202,7 +201,7 @@ pub fn audit_answer(
         check_call(&mut audit, schemas, &declared, i, call);
         all_valid &= k2vv_call_valid(schemas, &tools, &call.name, &call.arguments);
         if ids_in_stream {
-            check_id(&mut audit, i, call, history + i);
+            check_id(&mut audit, profile.family, i, call, history + i);
         }
     }
     audit.k2vv = declared.place.map(|declared_in| K2vvAnswer {
@@ -259,12 +258,47 @@ fn check_finish(audit: &mut AnswerAudit, finish_tool_calls: bool) {
     }
 }
 
+/// The family's markers (its tool grammar's, and those only it writes) and what opens one of
+/// its calls: the grammar's openers, and the family's own call text up to a declared tool's
+/// name (`Family::call_opener`: harmony's `to=functions.NAME`, Llama's `{"name": "NAME`, which
+/// have no marker of their own).
+fn family_markers(family: Family, declared: &Declared) -> (Vec<String>, Vec<String>) {
+    let spec = family.spec();
+    let grammar = spec.tool_grammar;
+    let calls: Vec<String> = family
+        .call_opener()
+        .into_iter()
+        .flat_map(|opener| {
+            declared
+                .tools
+                .iter()
+                .map(move |tool| format!("{opener}{}", tool.name))
+        })
+        .collect();
+    let mut openers: Vec<String> = grammar
+        .map_or(&[][..], |g| g.openers)
+        .iter()
+        .map(|m| m.to_string())
+        .chain(calls)
+        .collect();
+    openers.dedup();
+    let mut markers: Vec<String> = grammar
+        .map_or(&[][..], |g| g.markers)
+        .iter()
+        .chain(spec.distinctive_markers)
+        .map(|m| m.to_string())
+        .chain(openers.iter().cloned())
+        .collect();
+    markers.dedup();
+    (markers, openers)
+}
+
 /// The family's markers in the content, a call opened (or any marker) in the reasoning.
 fn check_markers(
     audit: &mut AnswerAudit,
     completion: &Completion,
-    markers: &[&'static str],
-    openers: &[&'static str],
+    markers: &[String],
+    openers: &[String],
 ) {
     if let Some(marker) = first_marker(completion.content.as_deref(), markers) {
         audit.found(
@@ -322,8 +356,8 @@ fn check_call(
 }
 
 /// Call `i`'s id, the conversation's call number `index` in the family's id form.
-fn check_id(audit: &mut AnswerAudit, i: usize, call: &ToolCall, index: usize) {
-    match id_form(call, index) {
+fn check_id(audit: &mut AnswerAudit, family: Family, i: usize, call: &ToolCall, index: usize) {
+    match id_form(family, call, index) {
         IdForm::Native => audit.ids_native += 1,
         IdForm::Rewritten => audit.ids_rewritten += 1,
         IdForm::Misnumbered(id) => {
@@ -350,9 +384,12 @@ fn native_calls_tools(native: &str) -> bool {
     )
 }
 
-fn first_marker(text: Option<&str>, markers: &[&'static str]) -> Option<&'static str> {
+fn first_marker<'m>(text: Option<&str>, markers: &'m [String]) -> Option<&'m str> {
     let text = text?;
-    markers.iter().copied().find(|m| text.contains(m))
+    markers
+        .iter()
+        .map(String::as_str)
+        .find(|m| text.contains(m))
 }
 
 /// Tool calls made by the assistant turns of the request (the numbering continues from there).
@@ -375,16 +412,20 @@ enum IdForm {
     Malformed(String),
 }
 
-/// Kimi's id rule: `functions.NAME:IDX` (official histories also write `NAME:IDX`), IDX the
-/// call's number in the conversation. Minted ids (`call_…`, `chatcmpl-tool-…`, `toolu_…`) are a
-/// known server habit, not the model's; anything else is malformed (e.g. a client's sanitized
-/// `functions_NAME_1`).
-fn id_form(call: &ToolCall, expected_index: usize) -> IdForm {
+/// The family's id rule (Kimi's: `functions.NAME:IDX`, official histories also writing
+/// `NAME:IDX`), IDX the call's number in the conversation: the id the family's rules give the
+/// call, with or without what comes before the name. Minted ids (`call_…`, `chatcmpl-tool-…`,
+/// `toolu_…`) are a known server habit, not the model's; anything else is malformed (e.g. a
+/// client's sanitized `functions_NAME_1`).
+fn id_form(family: Family, call: &ToolCall, expected_index: usize) -> IdForm {
     let id = call.id.as_deref().unwrap_or("");
-    if crate::model::family::kimi::is_native_tool_call_id(id) {
-        let (head, index) = id.rsplit_once(':').unwrap_or((id, ""));
-        let name = head.strip_prefix("functions.").unwrap_or(head);
-        if name == call.name && index.parse::<usize>().ok() == Some(expected_index) {
+    let rules = family.rules();
+    if rules.is_native_tool_call_id(id) {
+        let own = rules
+            .native_tool_call_id(&call.name, expected_index)
+            .unwrap_or_default();
+        let bare = own.find(call.name.as_str()).map_or("", |at| &own[at..]);
+        if id == own || id == bare {
             return IdForm::Native;
         }
         return IdForm::Misnumbered(id.to_string());

@@ -27,11 +27,22 @@ pub fn check(
     let Some(syntax) = Syntax::of(profile.family) else {
         return Ok(());
     };
-    let Some(section) = profile.tool_section_begin() else {
+    // Where the calls start: the tool section's opener, or (a family without one: harmony,
+    // Llama's JSON) what the family writes before a call's name.
+    let Some(section) = profile
+        .tool_section_begin()
+        .map(str::to_string)
+        .or_else(|| profile.family.call_opener())
+    else {
         return Ok(());
     };
     let written = as_written(calls, history, profile);
-    let text = native_tool_section(request, &written, section, profile)?;
+    let text = native_tool_section(request, &written, &section, profile)?;
+    // A parser that converts values by the schema (qwen3_coder's) reads the request's tools.
+    let tools = request
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice);
     let parsed = server::forward(
         &PARSER,
         &ForwardInput {
@@ -45,7 +56,7 @@ pub fn check(
             syntax,
             prompt_closes_reasoning: false,
             first_token: None,
-            tools: None,
+            tools,
         },
     );
     if parsed.calls.len() != written.len() {
@@ -79,7 +90,7 @@ fn as_written(calls: &[ToolCall], history: usize, profile: &Profile) -> Vec<Tool
 }
 
 /// The family's native rendering of `written` after `request`, from the tool section's opener
-/// `section` to the end of the turn (the end-of-turn marker left out).
+/// `section` to the end of the turn (the marker that ended it left out).
 fn native_tool_section(
     request: &Value,
     written: &[ToolCall],
@@ -115,9 +126,14 @@ fn native_tool_section(
         return Err("the native rendering has no tool section".into());
     };
     let mut text = &text[at..];
-    let end = profile.end_of_turn();
-    if let Some(cut) = text.rfind(end).filter(|_| !end.is_empty()) {
-        text = &text[..cut];
+    // Servers never show the token that ended the turn (gpt-oss ends a call with `<|call|>`).
+    let ends = [profile.end_of_turn()]
+        .into_iter()
+        .chain(profile.family.rules().other_end_of_turn());
+    for end in ends.filter(|e| !e.is_empty()) {
+        if let Some(cut) = text.rfind(end).filter(|at| at + end.len() == text.len()) {
+            text = &text[..cut];
+        }
     }
     Ok(text.to_string())
 }

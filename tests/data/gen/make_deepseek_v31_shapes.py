@@ -14,13 +14,13 @@ Run from the repository root.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from make_server_corpus import setup_imports  # noqa: E402
+from shapes_common import REASONING_TEXTS, read_calls, write_rows  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "deepseek_v31" / "parser_shapes.jsonl"
 
@@ -34,11 +34,7 @@ NESTED = f'{C}search{SEP}{{"q": "天气", "opts": {{"n": [1, 2]}}}}{CE}'
 
 # (text as the model wrote it after the generation prompt, without the end-of-turn token; thinking)
 TEXTS = [
-    ("Hello there.", False),
-    ("Hello there.", True),
-    ("Let me think.</think>Hello there.", True),
-    ("still thinking, cut", True),
-    ("Done.</think>", True),
+    *REASONING_TEXTS,
     (f"{S}{PARIS}{E}", False),
     (f"Checking.{S}{PARIS}{NESTED}{E}", False),
     (f"Two calls.</think>{S}{PARIS}{NESTED}{E}", True),
@@ -66,17 +62,10 @@ def main() -> None:
         reasoning, content = reasoning_parser.extract_reasoning(text, request=None)
         calls = []
         if content is not None:
-            info = DeepSeekV31ToolParser(VocabOnly()).extract_tool_calls(content, request=None)
-            if info.tools_called:
-                calls = [{"name": c.function.name, "arguments": c.function.arguments}
-                         for c in info.tool_calls]
-                content = info.content
+            content, calls = read_calls(DeepSeekV31ToolParser(VocabOnly()), content, None)
         rows.append({"text": text, "thinking": thinking, "reasoning": reasoning,
                      "content": content, "calls": calls})
-    with OUT.open("w", encoding="utf-8", newline="\n") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{OUT}: {len(rows)} rows")
+    write_rows(OUT, rows)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,11 @@ def call(name: str, args: str, constrain: str = " <|constrain|>json") -> str:
 PARIS = '{"city":"Paris"}'
 TOKYO = '{"city": "東京", "days": [1, 2]}'
 FLOATS = '{"b":1.50,"a":1e3,"c":null}'
+LIFECYCLE = [
+    '{"bucket_name":"consider line because","transition_to_infrequent_access":73,"transition_to_glacier":10}',
+    '{"bucket_name":"total list for","transition_to_infrequent_access":8,"transition_to_glacier":45}',
+    '{"bucket_name":"step","transition_to_infrequent_access":59,"transition_to_glacier":99}',
+]
 
 # (text as the model wrote it after the generation prompt `<|start|>assistant`, its stop token)
 TEXTS = [
@@ -70,6 +75,9 @@ TEXTS = [
     (f"{A}Calling.<|end|>{N}" + call("get_weather", '{"city":"Pa'), ""),
     (f"{A}Cut after the header.<|end|>{N}", ""),
     (f"{A}Float and order.<|end|>{N}" + call("f", FLOATS), "<|call|>"),
+    # Three calls in one answer, each re-serialized: too many spellings for all three together.
+    (f"{A}Three buckets.<|end|>{N}" + f"<|call|>{N}".join(call("f", a) for a in LIFECYCLE),
+     "<|call|>"),
 ]
 
 

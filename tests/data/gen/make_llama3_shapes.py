@@ -21,7 +21,6 @@ random, written here as `chatcmpl-tool-` and a counter). Run from the repository
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_parity_llama3 import render  # noqa: E402
 from make_server_corpus import setup_imports  # noqa: E402
 from reference import hf_raw_tokenizer  # noqa: E402
+from shapes_common import write_rows  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "llama3" / "vllm_answers.jsonl"
 
@@ -145,11 +145,7 @@ def main() -> None:
             s_finish = "tool_calls" if s["calls"] and engine_finish == "stop" else engine_finish
             row["streamed"] = answer(s["content"], s["calls"], s_finish, usage)
         rows.append({k: v for k, v in row.items() if v is not None})
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    with OUT.open("w", encoding="utf-8", newline="\n") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{OUT}: {len(rows)} rows")
+    write_rows(OUT, rows)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ tokenizer (tests/assets/README.md), cross-checked against tiktoken with Meta's o
 
 The template takes one tool call per assistant message (it raises otherwise): most rounds keep
 their first call and its result, the others are rendered and dropped when the template raises.
-The messages are made what the servers hand the template (make_parity_deepseek_v31.py's
+The messages are made what the servers hand the template (parity_common.py's
 `server_messages`). Run from the repository root.
 """
 
@@ -28,13 +28,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from make_parity import Conversation, seeded, write_jsonl  # noqa: E402
-from make_parity_deepseek_v31 import server_messages  # noqa: E402
-from reference import ASSETS, REPO_ROOT, hf_tokenizer  # noqa: E402
+from make_parity import seeded  # noqa: E402
+from parity_common import make_corpus, server_messages  # noqa: E402
+from parity_common import render as render_with  # noqa: E402
+from reference import REPO_ROOT  # noqa: E402
 
 TEMPLATE = "templates/llama-3.1-8b-instruct.jinja"
 OUT = REPO_ROOT / "tests" / "data" / "parity" / "render_llama3.jsonl"
-TARGET = 240
 KWARGS = [
     {},
     {"date_string": "03 Dec 2026"},
@@ -74,22 +74,8 @@ def builtin_calls(rng, messages: list[dict], builtin: list[str]) -> list[dict]:
 
 
 def render(messages, tools, add_generation_prompt, kwargs) -> tuple[str, list[int]]:
-    from transformers.utils.chat_template_utils import (
-        _normalize_chat_messages,
-        render_jinja_template,
-    )
-
-    tok = hf_tokenizer("llama3.1")
-    template = (ASSETS / TEMPLATE).read_text(encoding="utf-8")
-    rendered, _ = render_jinja_template(
-        conversations=[_normalize_chat_messages(copy.deepcopy(messages))],
-        tools=tools,
-        chat_template=template,
-        add_generation_prompt=add_generation_prompt,
-        **{**tok.special_tokens_map, **kwargs},
-    )
-    text = rendered[0]
-    return text, tok.encode(text, add_special_tokens=False)
+    """The template's render and its ids (make_llama3_shapes.py renders its prompts so too)."""
+    return render_with("llama3.1", TEMPLATE, messages, tools, add_generation_prompt, kwargs)
 
 
 def meta_encoder():
@@ -118,31 +104,22 @@ def meta_encoder():
 def main() -> None:
     rng = seeded("render:llama3")
     meta = meta_encoder()
-    rows, dropped, attempts = [], 0, 0
-    while len(rows) < TARGET and attempts < 4000:
-        attempts += 1
-        case = Conversation(rng, kimi_ids=False).build()
+
+    def prepare(case: dict) -> None:
         case["messages"] = server_messages(single_calls(rng, case["messages"]))
         kwargs = rng.choice(KWARGS)
         if kwargs:
             case["chat_template_kwargs"] = copy.deepcopy(kwargs)
         if "builtin_tools" in kwargs:
             case["messages"] = builtin_calls(rng, case["messages"], kwargs["builtin_tools"])
-        try:
-            text, ids = render(case["messages"], case.get("tools"), case["add_generation_prompt"],
-                               case.get("chat_template_kwargs", {}))
-        except Exception as error:  # the reference refused this case: drop it, count it
-            if isinstance(error, AssertionError):
-                raise
-            dropped += 1
-            continue
+
+    def cross_checked(case: dict, text: str, ids: list[int]) -> dict:
         if meta is not None:
             assert meta.encode(text, allowed_special="all") == ids, text
-        rows.append({"template": TEMPLATE, **case, "text": text, "ids": ids})
-    assert len(rows) >= 200, f"only {len(rows)} renders after {attempts} attempts"
-    write_jsonl(OUT, rows)
+        return {}
+
     checked = "; ids cross-checked with Meta's tokenizer" if meta is not None else ""
-    print(f"{OUT}: {len(rows)} rows (reference raised on {dropped} dropped candidates){checked}")
+    make_corpus(OUT, rng, "llama3.1", TEMPLATE, prepare, finish=cross_checked, note=checked)
 
 
 if __name__ == "__main__":

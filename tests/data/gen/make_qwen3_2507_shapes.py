@@ -14,7 +14,6 @@ Run from the repository root.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from make_server_corpus import setup_imports  # noqa: E402
 from reference import hf_tokenizer  # noqa: E402
+from shapes_common import read_calls, write_rows  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "qwen3_2507" / "parser_shapes.jsonl"
 
@@ -67,20 +67,11 @@ def main() -> None:
             reasoning, content = parser.extract_reasoning(text, request)
         calls = []
         if content is not None:
-            info = Hermes2ProToolParser(tok).extract_tool_calls(content, request)
-            if info.tools_called:
-                calls = [{"name": c.function.name, "arguments": c.function.arguments}
-                         for c in info.tool_calls]
-                content = info.content
+            content, calls = read_calls(Hermes2ProToolParser(tok), content, request)
         rows.append({"text": text, "thinking": thinking, "reasoning": reasoning,
                      "content": content or None, "calls": calls,
                      "ids": tok.encode(text, add_special_tokens=False)})
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    with OUT.open("w", encoding="utf-8", newline="\n") as f:
-        f.write(json.dumps({"tools": TOOLS}, ensure_ascii=False) + "\n")
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{OUT}: {len(rows)} rows")
+    write_rows(OUT, rows, TOOLS)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ Run from the repository root.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -26,22 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from make_server_corpus import setup_imports  # noqa: E402
 from reference import hf_tokenizer  # noqa: E402
+from shapes_common import WEATHER_AND_RUN_TOOLS, read_calls, streamed, write_rows  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "qwen3_coder" / "parser_shapes.jsonl"
 
-TOOLS = [
-    {"type": "function", "function": {
-        "name": "get_weather", "description": "Weather for a city.",
-        "parameters": {"type": "object", "properties": {
-            "city": {"type": "string"}, "days": {"type": "integer"},
-            "threshold": {"type": "number"}, "metric": {"type": "boolean"},
-            "options": {"type": "object"}, "tags": {"type": "array"}},
-            "required": ["city"]}}},
-    {"type": "function", "function": {
-        "name": "run", "description": "Run a shell command.",
-        "parameters": {"type": "object", "properties": {
-            "command": {"type": "string"}, "timeout": {"type": "integer"}}}}},
-]
+TOOLS = WEATHER_AND_RUN_TOOLS
 
 
 def call(name: str, params: list[tuple[str, str]]) -> str:
@@ -83,33 +71,6 @@ TEXTS = [
 ]
 
 
-def streamed(parser, tok, request, text: str) -> tuple[str, list[dict]]:
-    ids = tok.encode(text, add_special_tokens=False)
-    content, calls = "", {}
-
-    def take(delta) -> None:
-        nonlocal content
-        if delta is None:
-            return
-        content += delta.content or ""
-        for tc in delta.tool_calls or []:
-            call = calls.setdefault(tc.index, {"name": "", "arguments": ""})
-            if tc.function is not None:
-                call["name"] += tc.function.name or ""
-                call["arguments"] += tc.function.arguments or ""
-
-    previous_text, previous_ids = "", []
-    for i in range(len(ids)):
-        current_ids = ids[: i + 1]
-        current_text = tok.decode(current_ids)
-        take(parser.extract_tool_calls_streaming(
-            previous_text, current_text, current_text[len(previous_text):], previous_ids,
-            current_ids, [ids[i]], request))
-        previous_text, previous_ids = current_text, current_ids
-    take(parser.finish_streaming())
-    return content, [calls[k] for k in sorted(calls)]
-
-
 def main() -> None:
     setup_imports()
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
@@ -120,22 +81,13 @@ def main() -> None:
                                     messages=[{"role": "user", "content": "hi"}])
     rows = []
     for text in TEXTS:
-        parser = Qwen3EngineToolParser(tok, tools=request.tools)
-        info = parser.extract_tool_calls(text, request)
-        calls = [{"name": c.function.name, "arguments": c.function.arguments}
-                 for c in info.tool_calls] if info.tools_called else []
-        content = info.content if info.tools_called else text
+        content, calls = read_calls(Qwen3EngineToolParser(tok, tools=request.tools), text, request)
         stream_content, stream_calls = streamed(
             Qwen3EngineToolParser(tok, tools=request.tools), tok, request, text)
         rows.append({"text": text, "content": content or None, "calls": calls,
                      "stream_content": stream_content or None, "stream_calls": stream_calls,
                      "ids": tok.encode(text, add_special_tokens=False)})
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    with OUT.open("w", encoding="utf-8", newline="\n") as f:
-        f.write(json.dumps({"tools": TOOLS}, ensure_ascii=False) + "\n")
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{OUT}: {len(rows)} rows")
+    write_rows(OUT, rows, TOOLS)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,8 @@ class _Null:
 
 
 class SglangServer:
-    def __init__(self, tokenizer, *, tool_parser, reasoning_parser, model_name, eos_ids, model_type):
+    def __init__(self, tokenizer, *, tool_parser, reasoning_parser, model_name, eos_ids, model_type,
+                 architecture="DeepseekV3ForCausalLM"):
         from sglang.srt.utils.hf_transformers.common import attach_additional_stop_token_ids
 
         attach_additional_stop_token_ids(tokenizer)   # what SGLang's get_tokenizer does after loading
@@ -95,7 +96,7 @@ class SglangServer:
         tm.server_args = None
         tm.model_config = types.SimpleNamespace(
             is_multimodal=False, context_len=262_144,
-            hf_config=types.SimpleNamespace(model_type=model_type, architectures=["DeepseekV3ForCausalLM"]),
+            hf_config=types.SimpleNamespace(model_type=model_type, architectures=[architecture]),
             get_default_sampling_params=lambda: {}, hf_eos_token_id=self.eos_ids,
         )
         tm.rid_to_state = {}
@@ -114,7 +115,7 @@ class SglangServer:
         self.tm = tm
         template_manager = types.SimpleNamespace(
             chat_template_name=None, jinja_template_content_format="string", reasoning_config=None,
-            force_reasoning=False, completion_template_name=None,
+            force_reasoning=False, completion_template_name=None, python_chat_template=None,
         )
         serving = OpenAIServingChat(tm, template_manager)
         serving._apply_jinja_template = self._render
@@ -160,7 +161,8 @@ class SglangServer:
         det.__dict__.update(self.det_proto.__dict__)
         det.decode_status = LimitedCapacityDict(capacity=64)
         det.disable_tokenizer_batch_decode = get_serving().disable_tokenizer_batch_decode
-        det.is_tool_call_parser_gpt_oss = False
+        # DetokenizerManager.__init__ sets this from the server's tool parser.
+        det.is_tool_call_parser_gpt_oss = get_serving().tool_call_parser == "gpt-oss"
         from sglang.srt.parser.response_template import tool_close_token_ids
 
         det.tool_close_token_ids = tool_close_token_ids(get_serving().tool_call_parser, self.tokenizer)

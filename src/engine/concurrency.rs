@@ -44,6 +44,11 @@
 //! slow start grows them: a few round trips, instead of a whole initial wave turned away by a
 //! provider with less room.
 //!
+//! An answer whose start waited for the endpoint's pace (`src/engine/pacing.rs`) does not grow
+//! the limit, nor does a window most of whose starts waited: the pace bound, not the slots, so
+//! such answers are no evidence that more in flight is tolerated (under a rate limit the limit
+//! otherwise grew to hundreds against a need of tens).
+//!
 //! Once every prompt has been handed a slot ([`Limiter::drained`]), the limit stops growing: the
 //! last answers of a run come back with slots to spare, and growing on them (a slot per answer in
 //! slow start) only inflates the limit the summary reports — `tests/capacity.rs` saw 33 against a
@@ -96,6 +101,8 @@ struct Window {
     size: usize,
     ended: usize,
     rejected: usize,
+    /// Successes whose start waited for the pace.
+    paced: usize,
     /// Windows left without growth (after a decrease).
     settle: u32,
     /// The limit the last cut set (the capacity found), and how many cuts in a row found it.
@@ -175,6 +182,7 @@ impl Limiter {
                 size: first,
                 ended: 0,
                 rejected: 0,
+                paced: 0,
                 settle: 0,
                 found: None,
                 plateau: 0,
@@ -244,6 +252,13 @@ impl Limiter {
         self.end(Outcome::Success(Some(latency)));
     }
 
+    /// A request succeeded after `latency`, its start held back by the endpoint's pace
+    /// (`src/engine/pacing.rs`): the pace bound, not the window, so its answer is no evidence
+    /// that more slots are tolerated and the limit does not grow on it.
+    pub fn on_paced_success_after(&self, latency: Duration) {
+        self.end(Outcome::PacedSuccess(latency));
+    }
+
     /// The server turned a request away (429, 503).
     pub fn on_overload(&self) {
         self.end(Outcome::Rejected);
@@ -271,13 +286,16 @@ impl Limiter {
         w.ended += 1;
         match outcome {
             Outcome::Rejected => w.rejected += 1,
-            Outcome::Success(Some(latency)) => {
+            Outcome::Success(Some(latency)) | Outcome::PacedSuccess(latency) => {
                 w.latency = Some(match w.latency {
                     None => latency,
                     Some(l) => l.mul_f64(1.0 - LATENCY_WEIGHT) + latency.mul_f64(LATENCY_WEIGHT),
                 });
             }
             Outcome::Success(None) | Outcome::Failed => {}
+        }
+        if matches!(outcome, Outcome::PacedSuccess(_)) {
+            w.paced += 1;
         }
         let grows = !self.drained.load(Ordering::Relaxed);
         let slow_start = !w.found_capacity && w.settle == 0;
@@ -304,8 +322,11 @@ impl Limiter {
         let rejected = w.rejected;
         let rejected_share = rejected as f64 / w.ended as f64;
         let ended = w.ended;
+        // Most starts of the window waited for the pace: the pace bound, not the slots.
+        let paced = 2 * w.paced > ended;
         w.ended = 0;
         w.rejected = 0;
+        w.paced = 0;
         let old = w.limit;
         let new = if beyond_noise(rejected, ended) {
             // A second cut ends slow start whatever its share: rejections of the round after a
@@ -327,8 +348,9 @@ impl Limiter {
         } else if w.settle > 0 {
             w.settle -= 1;
             old
-        } else if !w.found_capacity || !grows {
-            // Slow start grew it answer by answer; or nothing waits for a slot.
+        } else if !w.found_capacity || !grows || paced {
+            // Slow start grew it answer by answer; or nothing waits for a slot; or the pace
+            // bound.
             old
         } else {
             old + (old / 100).max(1)
@@ -387,6 +409,7 @@ fn same_capacity(a: usize, b: usize) -> bool {
 #[derive(Debug, Clone, Copy)]
 enum Outcome {
     Success(Option<Duration>),
+    PacedSuccess(Duration),
     Rejected,
     Failed,
 }

@@ -17,9 +17,10 @@
 //! - **Slow start.** The first starts go [`START_RATE`] a second, doubled every [`STEP`] while
 //!   the pace binds and the window holds no more 429s than noise explains. A provider's bucket
 //!   admits everything until it is empty: what was admitted by the first congested window is its
-//!   burst plus its rate times the time taken, so that window sets the rate to
-//!   `admitted / (elapsed + BURST)` (a burst of [`BURST`] worth of the rate, as the bucket of
-//!   `src/sim/capacity.rs` and most providers hold), times [`MARGIN`].
+//!   burst plus its rate times the time taken since it was last full, so that window sets the
+//!   rate to the largest `admitted since / (time since + BURST)` over the steps of slow start (a
+//!   burst of [`BURST`] worth of the rate, as the bucket of `src/sim/capacity.rs` and most
+//!   providers hold), times [`MARGIN`].
 //! - **Noise**, 429s that come whatever the rate (a provider's hiccups, fault injection), must not
 //!   pin the rate at [`MIN_RATE`]. Two signs tell them: (1) two cuts in a row that do not lower
 //!   the share turned away (each next congested window still holds at least half of it) — after a
@@ -96,6 +97,8 @@ const MAX_NOISE: f64 = 0.5;
 const SDS: f64 = 2.5;
 /// The same for closing a window early: tested at every rejection, so stricter.
 const EARLY_SDS: f64 = 3.5;
+/// Slow-start steps remembered for the burst estimate (a minute at [`STEP`]).
+const MAX_MARKS: usize = 240;
 /// The least share turned away in a window that ends slow start.
 const SLOW_START_EXIT: f64 = 0.1;
 /// Fewest rejections that close a window early (a bucket overflowing turns away many at once; a
@@ -147,6 +150,9 @@ struct State {
     origin: Option<Instant>,
     started_total: usize,
     rejected_total: f64,
+    /// At each slow-start step's end: when, and how many had been admitted since the origin
+    /// (the bucket may have been full at any of them; see [`State::target`]).
+    marks: Vec<(Instant, f64)>,
     /// The window being counted: since when, its starts, and how many of them were turned away
     /// (a 429 naming one provider counts as that provider's share of the endpoint).
     since: Option<Instant>,
@@ -205,6 +211,7 @@ impl Pacer {
                 origin: None,
                 started_total: 0,
                 rejected_total: 0.0,
+                marks: Vec::new(),
                 since: None,
                 starts: 0,
                 rejected: 0.0,
@@ -391,6 +398,12 @@ impl State {
         if span >= STEP.as_secs_f64() {
             let step_rate = *starts as f64 / span;
             self.step = Some((now, 0));
+            if self.marks.len() >= MAX_MARKS {
+                // The oldest (the origin, kept apart, tells about as much).
+                self.marks.remove(0);
+            }
+            self.marks
+                .push((now, self.started_total as f64 - self.rejected_total));
             // Not past an advertised cap: the rate would be left far above it when it lapses.
             let capped = self.pace(now) < self.rate;
             if step_rate >= BINDING * self.pace(now)
@@ -398,6 +411,11 @@ impl State {
                 && !congested(self.rejected, self.starts, self.noise)
             {
                 self.rate *= 2.0;
+                tracing::debug!(
+                    target: "draftgen::pacing",
+                    rate = format_args!("{:.1}", self.rate),
+                    "slow start doubles"
+                );
             }
         }
     }
@@ -422,6 +440,38 @@ impl State {
         }
         let binding = n as f64 / secs >= BINDING * self.pace(now);
         let probation = self.probation.take();
+        let (rate_before, noise_before) = (self.rate, self.noise);
+        let verdict = self.judge(probation, n, k, binding, admitted, best_before, now);
+        tracing::debug!(
+            target: "draftgen::pacing",
+            rate = format_args!("{rate_before:.1}"),
+            new_rate = format_args!("{:.1}", self.rate),
+            starts = n,
+            span_ms = span.as_millis() as u64,
+            admitted = format_args!("{admitted:.1}"),
+            rejected = format_args!("{:.3}", share),
+            noise = format_args!("{noise_before:.3}"),
+            binding,
+            verdict,
+            "window judged"
+        );
+        self.open_window(now);
+    }
+
+    /// The verdict on a window of `n` starts, `k` turned away: grow, plateau, slow start, noise
+    /// or cut (applied to the state); its name, for the trace.
+    #[allow(clippy::too_many_arguments)]
+    fn judge(
+        &mut self,
+        probation: Option<Probation>,
+        n: usize,
+        k: f64,
+        binding: bool,
+        admitted: f64,
+        best_before: f64,
+        now: Instant,
+    ) -> &'static str {
+        let share = k / n.max(1) as f64;
         if !congested(k, n, self.noise) {
             // Within noise at or below the rate a cut found (not while growing past it, where a
             // rate limit's first few 429s would pass for noise), or with none found after noise
@@ -431,26 +481,33 @@ impl State {
                 self.learn_noise(n as f64, k);
             }
             self.probation = probation.and_then(|p| self.on_probation(p, n as f64, k));
-            self.grow(binding, best_before, now);
+            self.grow(binding, best_before, now)
         } else if self.slow_start && share < SLOW_START_EXIT {
             // Slow start overflowing a bucket turns away a large share at once (the pace doubles
             // past its rate); a few percent is noise, or the rate's edge, which the next
             // doubling makes plain.
             self.learn_noise(n as f64, k);
+            "slow start, noise"
         } else if self.pace(now) < FAR_BELOW * best_before {
             // Far below what was admitted before: no bucket turned these away.
             self.learn_noise(n as f64, k);
             self.undo(probation);
+            "noise far below"
         } else {
-            self.congested(probation, share, admitted, now);
+            self.congested(probation, share, admitted, now)
         }
-        self.open_window(now);
     }
 
     /// A congested window: a cut, or (the cuts before did not lower the share) noise. Two cuts in
     /// a row: one that measured a bucket's burst is followed by one that finds its rate, and the
     /// share falls; random 429s keep it.
-    fn congested(&mut self, probation: Option<Probation>, share: f64, admitted: f64, now: Instant) {
+    fn congested(
+        &mut self,
+        probation: Option<Probation>,
+        share: f64,
+        admitted: f64,
+        now: Instant,
+    ) -> &'static str {
         match probation {
             // Cut twice, or to a third, and the share did not fall: noise.
             Some(p) if share >= p.share / 2.0 && (p.cuts >= 2 || self.rate * 3.0 <= p.rate) => {
@@ -459,6 +516,7 @@ impl State {
                 let since = (p.rejected + self.rejected) / starts.max(1.0);
                 self.noise_found(since.min(p.share));
                 self.undo(Some(p));
+                "noise found, cuts undone"
             }
             Some(p) if share >= p.share / 2.0 => {
                 self.cut(self.target(admitted, now), now);
@@ -468,6 +526,7 @@ impl State {
                     rejected: 0.0,
                     ..p
                 });
+                "cut again"
             }
             _ => {
                 let first = Probation {
@@ -481,6 +540,7 @@ impl State {
                 };
                 self.cut(self.target(admitted, now), now);
                 self.probation = Some(first);
+                "cut"
             }
         }
     }
@@ -501,12 +561,18 @@ impl State {
     }
 
     /// Not congested: after the plateau, grow while the pace binds (slow start doubles by step).
-    fn grow(&mut self, binding: bool, best_before: f64, now: Instant) {
+    fn grow(&mut self, binding: bool, best_before: f64, now: Instant) -> &'static str {
         let settled = self.settle_until.is_none_or(|t| now >= t);
         // Capped by advertised limits: the cap binds, not the rate.
         let capped = self.pace(now) < self.rate;
-        if self.slow_start || !settled || !binding || capped {
-            return;
+        if self.slow_start {
+            return "slow start";
+        }
+        if !settled {
+            return "plateau";
+        }
+        if !binding || capped {
+            return "not binding";
         }
         self.rate *= 1.0 + self.growth;
         // Far below the rate last found (or none found, or what was admitted before), growth
@@ -515,6 +581,7 @@ impl State {
             && self.rate >= FAR_BELOW * best_before;
         let max = if near { MAX_GROWTH } else { MAX_FAST_GROWTH };
         self.growth = (self.growth * 2.0).min(max);
+        "grow"
     }
 
     /// The rate a congested window's `admitted` per second says: what the provider let through
@@ -525,13 +592,23 @@ impl State {
         if !self.slow_start {
             return window;
         }
-        let elapsed = self
-            .origin
-            .map_or(0.0, |o| now.saturating_duration_since(o).as_secs_f64());
         // Not the window's own measure: slow start closes it at once on a bucket's first
-        // rejections, a few milliseconds that measure nothing.
-        let total = (self.started_total as f64 - self.rejected_total).max(1.0);
-        total / (elapsed + BURST) / through * MARGIN
+        // rejections, a few milliseconds that measure nothing. A bucket of `BURST` seconds of
+        // rate `r` admits at most `r · (BURST + t)` in any span `t`, and exactly that in the span
+        // since it was last full: empty now, `r` is the largest such measure over the spans
+        // ending now. From the origin alone, the slow seconds before the pace reached the rate
+        // (the bucket full, its refill unused) counted as the rate's: 500/s was measured 323.
+        let total = self.started_total as f64 - self.rejected_total;
+        let origin = self.origin.map(|o| (o, 0.0));
+        let rate = origin
+            .iter()
+            .chain(self.marks.iter())
+            .map(|&(at, before)| {
+                let span = now.saturating_duration_since(at).as_secs_f64();
+                (total - before) / (span + BURST)
+            })
+            .fold(1.0, f64::max);
+        rate / through * MARGIN
     }
 
     /// `rejected` of `starts` were turned away below the rate: noise, pooled with what was

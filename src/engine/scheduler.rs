@@ -327,6 +327,7 @@ async fn attempt<'a>(
         estimate,
         latency_ms,
         signal.slot,
+        turn.waited,
     );
     if let Some(pacer) = pacer {
         let answered = next.is_none();
@@ -511,7 +512,8 @@ fn pace_ended(
 }
 
 /// Count one ended attempt: the budget settles, the limiter and the endpoint's health learn
-/// from it (a dead endpoint stops the run), progress shows it. `slot`: a slot signal.
+/// from it (a dead endpoint stops the run), progress shows it. `slot`: a slot signal; `paced`:
+/// the start waited for the endpoint's pace (its answer does not grow the in-flight window).
 #[allow(clippy::too_many_arguments)]
 fn account(
     ctx: &Ctx,
@@ -522,13 +524,18 @@ fn account(
     estimate: f64,
     latency_ms: u64,
     slot: bool,
+    paced: bool,
 ) {
     settle(ctx, estimate, record.meta.cost_usd, next.is_none());
     let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
     match next {
         None => {
-            ctx.limiter
-                .on_success_after(Duration::from_millis(latency_ms));
+            let latency = Duration::from_millis(latency_ms);
+            if paced {
+                ctx.limiter.on_paced_success_after(latency);
+            } else {
+                ctx.limiter.on_success_after(latency);
+            }
             ctx.health.success(endpoint_index);
         }
         Some((err, _)) => {

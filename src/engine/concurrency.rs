@@ -103,6 +103,9 @@ struct Window {
     rejected: usize,
     /// Successes whose start waited for the pace.
     paced: usize,
+    /// The most sending when an answered request went out, this window and the one before.
+    admitted_peak: usize,
+    admitted_peak_before: usize,
     /// Windows left without growth (after a decrease).
     settle: u32,
     /// The limit the last cut set (the capacity found), and how many cuts in a row found it.
@@ -138,6 +141,8 @@ pub struct Sending {
     /// Every slot of the window was sending when this request went out: a 429 to it may be a
     /// slot signal.
     pub at_limit: bool,
+    /// How many were sending when it went out, itself included.
+    pub count: usize,
 }
 
 impl Drop for Sending {
@@ -183,6 +188,8 @@ impl Limiter {
                 ended: 0,
                 rejected: 0,
                 paced: 0,
+                admitted_peak: 0,
+                admitted_peak_before: 0,
                 settle: 0,
                 found: None,
                 plateau: 0,
@@ -229,7 +236,25 @@ impl Limiter {
         Sending {
             limiter: self.clone(),
             at_limit: now >= self.limit(),
+            count: now,
         }
+    }
+
+    /// A request sent with `count` sending (see [`Sending::count`]) was answered.
+    pub fn admitted_at(&self, count: usize) {
+        if let Ok(mut w) = self.window.lock() {
+            w.admitted_peak = w.admitted_peak.max(count);
+        }
+    }
+
+    /// Whether a request sent with `count` sending went out with more in flight than any answered
+    /// lately (this window and the one before): a 429 to it looks like a slot limit's, which
+    /// turns away only what goes past it, while a rate limit's empty bucket turns away requests
+    /// sent beside answered ones.
+    pub fn above_admitted(&self, count: usize) -> bool {
+        self.window
+            .lock()
+            .is_ok_and(|w| count > w.admitted_peak.max(w.admitted_peak_before))
     }
 
     /// No prompt is waiting for its first slot any more: from now on the limit only shrinks.
@@ -327,6 +352,7 @@ impl Limiter {
         w.ended = 0;
         w.rejected = 0;
         w.paced = 0;
+        w.admitted_peak_before = std::mem::take(&mut w.admitted_peak);
         let old = w.limit;
         let new = if beyond_noise(rejected, ended) {
             // A second cut ends slow start whatever its share: rejections of the round after a

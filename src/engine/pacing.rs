@@ -29,11 +29,11 @@
 //!   later windows must exceed; (2) a congested window paced far below ([`FAR_BELOW`]) what a
 //!   window admitted per second before (a bucket admits at most its rate plus its burst in a
 //!   window): its share is noise, learned at once, with no cut.
-//! - Only **rate signals** reach the pacer: the scheduler leaves a 429 that came while every slot
-//!   of the in-flight window was sending and the pace did not hold the start back to the window
-//!   (see `src/engine/scheduler.rs`). A congested window in which the pace did not bind still
-//!   leaves the cut to the in-flight window; the pace is only brought down to a little above the
-//!   starts.
+//! - Only **rate signals** reach the pacer: the scheduler leaves to the in-flight window a 429
+//!   that the pace did not hold back and that came while every slot of the window was sending,
+//!   or was sent with more in flight than any answered lately (a slot limit turns away only what
+//!   goes past it; an empty bucket turns away requests sent beside answered ones; see
+//!   `src/engine/scheduler.rs` and `Limiter::above_admitted`).
 //! - **Advertised limits.** An answer's `X-RateLimit-*` headers (see [`Advertised`]) cap the rate
 //!   at what they allow: the remaining requests over the time to the reset.
 //!
@@ -97,6 +97,8 @@ const MAX_NOISE: f64 = 0.5;
 const SDS: f64 = 2.5;
 /// The same for closing a window early: tested at every rejection, so stricter.
 const EARLY_SDS: f64 = 3.5;
+/// A slow-start window this long measures what the provider admits per second.
+const MEASURES: Duration = Duration::from_millis(125);
 /// Slow-start steps remembered for the burst estimate (a minute at [`STEP`]).
 const MAX_MARKS: usize = 240;
 /// The least share turned away in a window that ends slow start.
@@ -441,7 +443,7 @@ impl State {
         let binding = n as f64 / secs >= BINDING * self.pace(now);
         let probation = self.probation.take();
         let (rate_before, noise_before) = (self.rate, self.noise);
-        let verdict = self.judge(probation, n, k, binding, admitted, best_before, now);
+        let verdict = self.judge(probation, n, k, binding, (admitted, span), best_before, now);
         tracing::debug!(
             target: "draftgen::pacing",
             rate = format_args!("{rate_before:.1}"),
@@ -467,7 +469,7 @@ impl State {
         n: usize,
         k: f64,
         binding: bool,
-        admitted: f64,
+        (admitted, span): (f64, Duration),
         best_before: f64,
         now: Instant,
     ) -> &'static str {
@@ -494,7 +496,7 @@ impl State {
             self.undo(probation);
             "noise far below"
         } else {
-            self.congested(probation, share, admitted, now)
+            self.congested(probation, share, (admitted, span), now)
         }
     }
 
@@ -505,7 +507,7 @@ impl State {
         &mut self,
         probation: Option<Probation>,
         share: f64,
-        admitted: f64,
+        (admitted, span): (f64, Duration),
         now: Instant,
     ) -> &'static str {
         match probation {
@@ -519,7 +521,7 @@ impl State {
                 "noise found, cuts undone"
             }
             Some(p) if share >= p.share / 2.0 => {
-                self.cut(self.target(admitted, now), now);
+                self.cut(self.target(admitted, span, now), now);
                 self.probation = Some(Probation {
                     cuts: p.cuts + 1,
                     starts: 0.0,
@@ -538,7 +540,7 @@ impl State {
                     rejected: 0.0,
                     noise: self.noise,
                 };
-                self.cut(self.target(admitted, now), now);
+                self.cut(self.target(admitted, span, now), now);
                 self.probation = Some(first);
                 "cut"
             }
@@ -586,12 +588,17 @@ impl State {
 
     /// The rate a congested window's `admitted` per second says: what the provider let through
     /// beside its noise, under [`MARGIN`]; the first cut of slow start counts the bucket's burst.
-    fn target(&self, admitted: f64, now: Instant) -> f64 {
+    fn target(&self, admitted: f64, span: Duration, now: Instant) -> f64 {
         let through = 1.0 - self.noise;
         let window = admitted / through * MARGIN;
         if !self.slow_start {
             return window;
         }
+        // A window long enough to measure, closed by few rejections: no bucket overflowed at
+        // a pace far past its rate (that turns away most starts at once and closes the window
+        // in milliseconds); what it admitted is what the provider serves (a slot limit's
+        // throughput, its 429s mistaken for a rate's), not less.
+        let measured = if span >= MEASURES { window } else { 0.0 };
         // Not the window's own measure: slow start closes it at once on a bucket's first
         // rejections, a few milliseconds that measure nothing. A bucket of `BURST` seconds of
         // rate `r` admits at most `r · (BURST + t)` in any span `t`, and exactly that in the span
@@ -608,7 +615,7 @@ impl State {
                 (total - before) / (span + BURST)
             })
             .fold(1.0, f64::max);
-        rate / through * MARGIN
+        (rate / through * MARGIN).max(measured)
     }
 
     /// `rejected` of `starts` were turned away below the rate: noise, pooled with what was

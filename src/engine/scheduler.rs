@@ -292,7 +292,14 @@ async fn attempt<'a>(
         .client
         .chat_raw_limits(endpoint, &request, &ctx.timeouts)
         .await;
-    let at_limit = sending.at_limit;
+    if result.is_ok() {
+        ctx.limiter.admitted_at(sending.count);
+    }
+    // Sent with more in flight than any answered lately: a 429 to it is the in-flight window's
+    // (a slot limit), even below the window's limit and held by the pace.
+    let above = ctx.limiter.above_admitted(sending.count);
+    let at_limit = sending.at_limit || above;
+    let paced = turn.waited && !above;
     drop(sending);
     let age = t0.elapsed();
     let latency_ms = t0.elapsed().as_millis() as u64;
@@ -317,7 +324,7 @@ async fn attempt<'a>(
             estimated: served.estimated,
         });
     }
-    let signal = Signal::of(&next, at_limit, turn.waited);
+    let signal = Signal::of(&next, at_limit, paced);
     account(
         ctx,
         endpoint_index,

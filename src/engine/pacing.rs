@@ -549,14 +549,17 @@ impl State {
 
     /// A window within noise after a cut: counted; once enough starts are in, the cuts are judged.
     /// Below the rate the cut found, what is still turned away is noise: if it is more than the
-    /// noise known before the cut explains, the cut was for noise: undone.
+    /// noise known before the cut explains and the cut did not lower it much, the cut was for
+    /// noise: undone. (A share that fell to a tenth is a cut that landed a few percent above a
+    /// bucket's rate; undoing it sent slow start past the bucket again.)
     fn on_probation(&mut self, mut p: Probation, n: f64, k: f64) -> Option<Probation> {
         p.starts += n;
         p.rejected += k;
         if p.starts < PROBATION_STARTS {
             return Some(p);
         }
-        if congested(p.rejected, p.starts as usize, p.noise) {
+        let share = p.rejected / p.starts;
+        if congested(p.rejected, p.starts as usize, p.noise) && share >= p.share / 2.0 {
             self.undo(Some(p));
         }
         None
@@ -598,14 +601,22 @@ impl State {
         // a pace far past its rate (that turns away most starts at once and closes the window
         // in milliseconds); what it admitted is what the provider serves (a slot limit's
         // throughput, its 429s mistaken for a rate's), not less.
-        let measured = if span >= MEASURES { window } else { 0.0 };
+        // Not a long one: at a few starts a second it holds the bucket's burst.
+        let measured = if (MEASURES..=WINDOW / 2).contains(&span) {
+            window
+        } else {
+            0.0
+        };
         // Not the window's own measure: slow start closes it at once on a bucket's first
         // rejections, a few milliseconds that measure nothing. A bucket of `BURST` seconds of
         // rate `r` admits at most `r · (BURST + t)` in any span `t`, and exactly that in the span
         // since it was last full: empty now, `r` is the largest such measure over the spans
         // ending now. From the origin alone, the slow seconds before the pace reached the rate
         // (the bucket full, its refill unused) counted as the rate's: 500/s was measured 323.
-        let total = self.started_total as f64 - self.rejected_total;
+        // Less the last start, whose 429 may still be on its way (at a few a second one start
+        // too many measured over half a second is a rate 10% too high, and its 429s look like
+        // noise).
+        let total = self.started_total as f64 - self.rejected_total - 1.0;
         let origin = self.origin.map(|o| (o, 0.0));
         let rate = origin
             .iter()

@@ -331,15 +331,19 @@ impl Pacer {
 
     /// An attempt that started at `started` ended; `rejected`: how much it counts as turned away
     /// by this endpoint's rate (0 answered; 1 a 429 or 503 of the endpoint; a provider's share
-    /// for a 429 that names one provider).
-    pub fn ended(&self, started: Instant, rejected: f64) {
-        self.ended_at(started, rejected, Instant::now());
+    /// for a 429 that names one provider); `turned_away`: a 429 or 503 of any kind (a slot
+    /// limit's too: not admitted, for slow start's burst estimate).
+    pub fn ended(&self, started: Instant, rejected: f64, turned_away: bool) {
+        self.ended_at(started, rejected, turned_away, Instant::now());
     }
 
-    fn ended_at(&self, started: Instant, rejected: f64, now: Instant) {
+    fn ended_at(&self, started: Instant, rejected: f64, turned_away: bool, now: Instant) {
         let Ok(mut s) = self.state.lock() else {
             return;
         };
+        if s.slow_start && turned_away {
+            s.rejected_total += 1.0;
+        }
         let Some(since) = s.since else {
             return;
         };
@@ -349,9 +353,6 @@ impl Pacer {
         }
         let rejected = rejected.clamp(0.0, 1.0);
         s.rejected += rejected;
-        if s.slow_start {
-            s.rejected_total += rejected;
-        }
         let span = now.saturating_duration_since(since);
         // Rejections enough to judge end the window early: a quarter second of them is enough
         // to measure the rate, and each further one is a prompt waiting out its `Retry-After`.
@@ -487,9 +488,9 @@ impl State {
         } else if self.slow_start && share < SLOW_START_EXIT {
             // Slow start overflowing a bucket turns away a large share at once (the pace doubles
             // past its rate); a few percent is noise, or the rate's edge, which the next
-            // doubling makes plain.
-            self.learn_noise(n as f64, k);
-            "slow start, noise"
+            // doubling makes plain. Not learned as noise: at a bucket's edge it was not (a
+            // noise of 4% learned there set the cuts 4% above 50/s).
+            "slow start, few"
         } else if self.pace(now) < FAR_BELOW * best_before {
             // Far below what was admitted before: no bucket turned these away.
             self.learn_noise(n as f64, k);
@@ -754,7 +755,7 @@ mod tests {
             match pacer.take_turn(now) {
                 Ok(start) => {
                     let turned_away = !admit(now) || random_draw() < random;
-                    pacer.ended_at(start, f64::from(u8::from(turned_away)), now);
+                    pacer.ended_at(start, f64::from(u8::from(turned_away)), turned_away, now);
                     if counting {
                         started += 1;
                         rejected += u64::from(turned_away);

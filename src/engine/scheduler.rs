@@ -512,7 +512,7 @@ fn pace_ended(
     } else {
         0.0
     };
-    pacer.ended(turn.at, rejected);
+    pacer.ended(turn.at, rejected, signal.slot || signal.rate);
     if let (true, Some(provider)) = (answered, provider) {
         pacer.answered_by(provider);
     }

@@ -159,8 +159,11 @@ async fn random_429s_do_not_pin_concurrency_to_the_floor() {
         "3% random 429s: limit ends at {limit}, {} cuts",
         summary.concurrency_decreases
     );
+    // Not pinned: not cut (a cut or two before the noise is known at most), and not below the
+    // first wave. The limit need not grow far: it grows only on answers whose start the pace
+    // (src/engine/pacing.rs) did not hold, and with no capacity the pace may be what binds.
     assert!(
-        limit >= 128,
+        summary.concurrency_decreases <= 2 && limit >= 16,
         "3% random 429s drove the limit to {limit} ({} cuts)",
         summary.concurrency_decreases
     );

@@ -28,7 +28,7 @@ use serde_json::value::RawValue;
 use tokio::task::JoinSet;
 
 use super::budget::{cost_of_usage, Budget, PriceTable, Reservation};
-use super::concurrency::{Limiter, Permit};
+use super::concurrency::{Limiter, Permit, Sending};
 use super::endpoints::EndpointPool;
 use super::health::Health;
 use super::ledger::{Booked, Ledger};
@@ -270,18 +270,9 @@ async fn attempt<'a>(
     };
     let endpoint = &chosen.endpoint;
     let pacer = ctx.pacers.get(endpoint_index);
-    let turn = match pacer {
-        Some(pacer) => match Box::pin(paced(ctx, pacer)).await {
-            Some(turn) => turn,
-            None => {
-                settle(ctx, estimate, None, false);
-                return None;
-            }
-        },
-        None => Turn {
-            at: Instant::now(),
-            waited: false,
-        },
+    let Some(turn) = Box::pin(turn_of(ctx, pacer)).await else {
+        settle(ctx, estimate, None, false);
+        return None;
     };
     // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
     let request = request_body(ctx, prompt, body_fields, &endpoint.name, estimate)?;
@@ -292,14 +283,7 @@ async fn attempt<'a>(
         .client
         .chat_raw_limits(endpoint, &request, &ctx.timeouts)
         .await;
-    if result.is_ok() {
-        ctx.limiter.admitted_at(sending.count);
-    }
-    // Sent with more in flight than any answered lately: a 429 to it is the in-flight window's
-    // (a slot limit), even below the window's limit and held by the pace.
-    let above = ctx.limiter.above_admitted(sending.count);
-    let at_limit = sending.at_limit || above;
-    let paced = turn.waited && !above;
+    let (at_limit, paced) = held_by(ctx, &sending, result.is_ok(), turn.waited);
     drop(sending);
     let age = t0.elapsed();
     let latency_ms = t0.elapsed().as_millis() as u64;
@@ -314,16 +298,7 @@ async fn attempt<'a>(
     let (encoded, next, served) = attempt_record(ctx, &head, result, n, latency_ms);
     drop(request);
     let record = record_or_stop(ctx, encoded, &endpoint.name, estimate)?;
-    if let Ok(mut ledger) = ctx.ledger.lock() {
-        ledger.book(&Booked {
-            id: &prompt.id,
-            endpoint: &endpoint.name,
-            provider: served.provider.as_deref(),
-            error_class: record.meta.error_class,
-            cost_usd: record.meta.cost_usd,
-            estimated: served.estimated,
-        });
-    }
+    book(ctx, &prompt.id, &endpoint.name, &served, &record);
     let signal = Signal::of(&next, at_limit, paced);
     account(
         ctx,
@@ -353,6 +328,20 @@ async fn attempt<'a>(
         return None;
     }
     Some((next, &endpoint.name))
+}
+
+/// The attempt's cost and failure go to the ledger (per endpoint and provider).
+fn book(ctx: &Ctx, id: &str, endpoint: &str, served: &Served, record: &EncodedRecord) {
+    if let Ok(mut ledger) = ctx.ledger.lock() {
+        ledger.book(&Booked {
+            id,
+            endpoint,
+            provider: served.provider.as_deref(),
+            error_class: record.meta.error_class,
+            cost_usd: record.meta.cost_usd,
+            estimated: served.estimated,
+        });
+    }
 }
 
 /// The request body of one attempt; on a failure to serialize, the run stops (and `None`).
@@ -625,6 +614,29 @@ async fn rate_ready(ctx: &Ctx, rate: &DefaultDirectRateLimiter) -> bool {
         _ = rate.until_ready() => true,
         _ = ctx.shutdown.stopping() => false,
     }
+}
+
+/// The start's turn at the endpoint's pace (at once without one), or `None` if the run is
+/// stopping.
+async fn turn_of(ctx: &Ctx, pacer: Option<&Pacer>) -> Option<Turn> {
+    match pacer {
+        Some(pacer) => paced(ctx, pacer).await,
+        None => Some(Turn {
+            at: Instant::now(),
+            waited: false,
+        }),
+    }
+}
+
+/// What held an ended attempt's start: (the in-flight window was at its limit, the pace held
+/// it). Sent with more in flight than any answered lately, a 429 to it is the in-flight
+/// window's (a slot limit), even below the window's limit and held by the pace.
+fn held_by(ctx: &Ctx, sending: &Sending, answered: bool, waited: bool) -> (bool, bool) {
+    if answered {
+        ctx.limiter.admitted_at(sending.count);
+    }
+    let above = ctx.limiter.above_admitted(sending.count);
+    (sending.at_limit || above, waited && !above)
 }
 
 /// Wait for the endpoint's pace; the start's turn, or `None` if the run is stopping.

@@ -19,7 +19,9 @@
 //! were admitted (prompts waiting out a `Retry-After` at the end).
 //!
 //! Environment: `BENCH_LATENCY_MS` (default 200), `BENCH_PROMPTS_PER_SLOT` (default 100),
-//! `BENCH_CLIENTS` (`both`, `draftgen` or `naive`), `BENCH_SIM_URL` (a sim in its own process,
+//! `BENCH_CLIENTS` (`both`, `draftgen` or `naive`), `BENCH_CAPACITY_HEADERS` (set: the sim
+//! advertises its bucket in `X-RateLimit-*` headers, as with `draftgen sim --capacity-headers`), `BENCH_LOG` (a tracing filter, e.g. `draftgen::pacing=debug`: every judged window of
+//! the pace on stderr), `BENCH_SIM_URL` (a sim in its own process,
 //! started for one capacity and one client; at thousands in flight one process runs out of file
 //! descriptors).
 
@@ -93,6 +95,7 @@ impl Capacity {
             max_in_flight: self.slots,
             rps: self.rps,
             retry_after_secs: 1,
+            headers: std::env::var_os("BENCH_CAPACITY_HEADERS").is_some(),
         }
     }
 
@@ -328,6 +331,13 @@ fn report(name: &str, capacity: Capacity, n: usize, o: &Outcome) -> f64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    // `BENCH_LOG=draftgen::pacing=debug`: every judged window of the pace, on stderr.
+    if let Ok(filter) = std::env::var("BENCH_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let capacities: Vec<Capacity> = std::env::args()
         .skip(1)
         .filter_map(|a| Capacity::parse(&a))

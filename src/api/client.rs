@@ -188,10 +188,24 @@ impl Client {
         body: &RawValue,
         timeouts: &Timeouts,
     ) -> Result<RawChatOutcome, ApiError> {
+        self.chat_raw_limits(endpoint, body, timeouts).await.0
+    }
+
+    /// [`Client::chat_raw`] and the rate limits the answer advertised (`X-RateLimit-*`), read
+    /// from its head whatever came of it: the engine's pace is capped by them.
+    pub async fn chat_raw_limits(
+        &self,
+        endpoint: &Endpoint,
+        body: &RawValue,
+        timeouts: &Timeouts,
+    ) -> (Result<RawChatOutcome, ApiError>, Option<super::Advertised>) {
         let key = endpoint.api_key.as_ref();
-        self.chat_unscrubbed(endpoint, body, timeouts)
+        let mut limits = None;
+        let result = self
+            .chat_unscrubbed(endpoint, body, timeouts, &mut limits)
             .await
-            .map_err(|err| err.scrubbed(key))
+            .map_err(|err| err.scrubbed(key));
+        (result, limits.map(|limits| *limits))
     }
 
     /// GET `{base_url}/{path}` and parse the JSON body (account endpoints); errors classified and
@@ -267,6 +281,7 @@ impl Client {
         endpoint: &Endpoint,
         body: &RawValue,
         timeouts: &Timeouts,
+        limits: &mut Option<Box<super::Advertised>>,
     ) -> Result<RawChatOutcome, ApiError> {
         let start = Instant::now();
         let mut deadlines = Deadlines {
@@ -283,6 +298,7 @@ impl Client {
         let status = answer.status;
         let retry_after = answer.retry_after.take();
         let generation_id = answer.generation_id.take();
+        *limits = answer.rate_limit.take();
         let is_stream = answer
             .content_type
             .as_deref()

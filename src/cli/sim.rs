@@ -90,6 +90,10 @@ pub struct Args {
     /// second's worth), 429 + Retry-After beyond.
     #[arg(long, value_name = "R")]
     capacity_rps: Option<f64>,
+    /// With --capacity-rps: advertise the bucket on every answer, as OpenRouter does
+    /// (`X-RateLimit-Limit`, `-Remaining`, `-Reset` in Unix milliseconds).
+    #[arg(long, requires = "capacity_rps")]
+    capacity_headers: bool,
     /// Answer every chat completion with a recorded response instead of writing one: a JSONL
     /// file of recorded exchanges (tests/data/server_shapes/*.jsonl: `request` plus the server's
     /// `response` or stream `chunks`), matched on messages, tools, chat_template_kwargs, stream,
@@ -240,6 +244,7 @@ impl Args {
             max_in_flight: self.capacity_max_in_flight,
             rps: self.capacity_rps,
             retry_after_secs: self.retry_after,
+            headers: self.capacity_headers,
         }))
     }
 }

@@ -44,6 +44,11 @@
 //! slow start grows them: a few round trips, instead of a whole initial wave turned away by a
 //! provider with less room.
 //!
+//! An answer whose start waited for the endpoint's pace (`src/engine/pacing.rs`) does not grow
+//! the limit, nor does a window most of whose starts waited: the pace bound, not the slots, so
+//! such answers are no evidence that more in flight is tolerated (under a rate limit the limit
+//! otherwise grew to hundreds against a need of tens).
+//!
 //! Once every prompt has been handed a slot ([`Limiter::drained`]), the limit stops growing: the
 //! last answers of a run come back with slots to spare, and growing on them (a slot per answer in
 //! slow start) only inflates the limit the summary reports — `tests/capacity.rs` saw 33 against a
@@ -96,6 +101,11 @@ struct Window {
     size: usize,
     ended: usize,
     rejected: usize,
+    /// Successes whose start waited for the pace.
+    paced: usize,
+    /// The most sending when an answered request went out, this window and the one before.
+    admitted_peak: usize,
+    admitted_peak_before: usize,
     /// Windows left without growth (after a decrease).
     settle: u32,
     /// The limit the last cut set (the capacity found), and how many cuts in a row found it.
@@ -116,10 +126,29 @@ pub struct Limiter {
     /// Permits to forget when returned (a decrease that could not take them at once).
     debt: AtomicUsize,
     in_flight: AtomicUsize,
+    /// Requests being sent now (past the pace; a slot held while waiting for the pace is not).
+    sending: AtomicUsize,
     /// Every prompt has had its first slot: the limit no longer binds, so it no longer grows.
     drained: AtomicBool,
     min: usize,
     max: usize,
+}
+
+/// A request on the wire (see [`Limiter::sending`]); dropping it ends it.
+#[derive(Debug)]
+pub struct Sending {
+    limiter: Arc<Limiter>,
+    /// Every slot of the window was sending when this request went out: a 429 to it may be a
+    /// slot signal.
+    pub at_limit: bool,
+    /// How many were sending when it went out, itself included.
+    pub count: usize,
+}
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        self.limiter.sending.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// One slot of in-flight work; returning it (drop) frees the slot or pays the debt.
@@ -158,6 +187,9 @@ impl Limiter {
                 size: first,
                 ended: 0,
                 rejected: 0,
+                paced: 0,
+                admitted_peak: 0,
+                admitted_peak_before: 0,
                 settle: 0,
                 found: None,
                 plateau: 0,
@@ -167,6 +199,7 @@ impl Limiter {
             }),
             debt: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
+            sending: AtomicUsize::new(0),
             drained: AtomicBool::new(false),
             min,
             max,
@@ -195,6 +228,35 @@ impl Limiter {
         self.in_flight.load(Ordering::Relaxed)
     }
 
+    /// A request goes on the wire now: counted until the returned guard drops. Slots held by
+    /// requests waiting for the start pace (`src/engine/pacing.rs`) are not sending, so a 429
+    /// that comes while the pace held the starts back is not mistaken for a full window.
+    pub fn sending(self: &Arc<Self>) -> Sending {
+        let now = self.sending.fetch_add(1, Ordering::AcqRel) + 1;
+        Sending {
+            limiter: self.clone(),
+            at_limit: now >= self.limit(),
+            count: now,
+        }
+    }
+
+    /// A request sent with `count` sending (see [`Sending::count`]) was answered.
+    pub fn admitted_at(&self, count: usize) {
+        if let Ok(mut w) = self.window.lock() {
+            w.admitted_peak = w.admitted_peak.max(count);
+        }
+    }
+
+    /// Whether a request sent with `count` sending went out with more in flight than any answered
+    /// lately (this window and the one before): a 429 to it looks like a slot limit's, which
+    /// turns away only what goes past it, while a rate limit's empty bucket turns away requests
+    /// sent beside answered ones.
+    pub fn above_admitted(&self, count: usize) -> bool {
+        self.window
+            .lock()
+            .is_ok_and(|w| count > w.admitted_peak.max(w.admitted_peak_before))
+    }
+
     /// No prompt is waiting for its first slot any more: from now on the limit only shrinks.
     pub fn drained(&self) {
         self.drained.store(true, Ordering::Relaxed);
@@ -213,6 +275,13 @@ impl Limiter {
     /// A request succeeded after `latency`.
     pub fn on_success_after(&self, latency: Duration) {
         self.end(Outcome::Success(Some(latency)));
+    }
+
+    /// A request succeeded after `latency`, its start held back by the endpoint's pace
+    /// (`src/engine/pacing.rs`): the pace bound, not the window, so its answer is no evidence
+    /// that more slots are tolerated and the limit does not grow on it.
+    pub fn on_paced_success_after(&self, latency: Duration) {
+        self.end(Outcome::PacedSuccess(latency));
     }
 
     /// The server turned a request away (429, 503).
@@ -242,13 +311,16 @@ impl Limiter {
         w.ended += 1;
         match outcome {
             Outcome::Rejected => w.rejected += 1,
-            Outcome::Success(Some(latency)) => {
+            Outcome::Success(Some(latency)) | Outcome::PacedSuccess(latency) => {
                 w.latency = Some(match w.latency {
                     None => latency,
                     Some(l) => l.mul_f64(1.0 - LATENCY_WEIGHT) + latency.mul_f64(LATENCY_WEIGHT),
                 });
             }
             Outcome::Success(None) | Outcome::Failed => {}
+        }
+        if matches!(outcome, Outcome::PacedSuccess(_)) {
+            w.paced += 1;
         }
         let grows = !self.drained.load(Ordering::Relaxed);
         let slow_start = !w.found_capacity && w.settle == 0;
@@ -275,8 +347,12 @@ impl Limiter {
         let rejected = w.rejected;
         let rejected_share = rejected as f64 / w.ended as f64;
         let ended = w.ended;
+        // Most starts of the window waited for the pace: the pace bound, not the slots.
+        let paced = 2 * w.paced > ended;
         w.ended = 0;
         w.rejected = 0;
+        w.paced = 0;
+        w.admitted_peak_before = std::mem::take(&mut w.admitted_peak);
         let old = w.limit;
         let new = if beyond_noise(rejected, ended) {
             // A second cut ends slow start whatever its share: rejections of the round after a
@@ -298,8 +374,9 @@ impl Limiter {
         } else if w.settle > 0 {
             w.settle -= 1;
             old
-        } else if !w.found_capacity || !grows {
-            // Slow start grew it answer by answer; or nothing waits for a slot.
+        } else if !w.found_capacity || !grows || paced {
+            // Slow start grew it answer by answer; or nothing waits for a slot; or the pace
+            // bound.
             old
         } else {
             old + (old / 100).max(1)
@@ -358,6 +435,7 @@ fn same_capacity(a: usize, b: usize) -> bool {
 #[derive(Debug, Clone, Copy)]
 enum Outcome {
     Success(Option<Duration>),
+    PacedSuccess(Duration),
     Rejected,
     Failed,
 }

@@ -41,7 +41,7 @@ pub use concurrency::{Limiter, Permit};
 pub use credits::{key_info, parse_key_info, CreditInfo};
 pub use endpoints::EndpointPool;
 pub use health::{Health, DEAD_AFTER};
-pub use pacing::{Pacer, Pacers};
+pub use pacing::{Advertised, Pacer, Pacers};
 pub use pricing::{closest_ids, lists_model, model_list, price_in_list, published_price};
 pub use progress::say_above_bar;
 pub use progress::{class_name, Progress, ProgressMode, Stats};

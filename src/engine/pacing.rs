@@ -5,22 +5,40 @@
 //! requests start in bursts, the provider's bucket empties, and the 429s come back together. A
 //! pacer learns the rate from the answers and starts requests one interval apart.
 //!
-//! It judges **windows** of [`WINDOW`] (and at least [`MIN_STARTS`] starts): when a window's
-//! starts hold more 429s (503s) than random ones explain (`beyond_noise`, the limiter's test), the
-//! rate becomes what the window admitted per second, times [`MARGIN`] so the provider's bucket
-//! refills a little instead of sitting empty at the edge. A window that had no rejection yet
-//! restarts at the first one: from there the provider's bucket is empty, so what it admits over
-//! the next second is its rate, not the rate plus a burst of saved-up tokens (a run's first
-//! second, or a probe's).
+//! - **Windows** of [`WINDOW`] (and at least [`MIN_STARTS`] starts, closed early once a quarter
+//!   of one holds more 429s than noise explains): a window whose starts hold more 429s (503s)
+//!   than the endpoint's noise explains (`congested`) is one congestion event, however many. The
+//!   rate becomes what the window admitted per second, over the share noise lets through, times
+//!   [`MARGIN`] (the provider's bucket is empty then: what it admits is its rate), so it refills a
+//!   little instead of sitting empty at the edge. Otherwise, after a plateau, the rate grows by
+//!   [`GROWTH`] a window, doubling up to [`MAX_GROWTH`], while the pace binds; faster
+//!   ([`MAX_FAST_GROWTH`]) far below the rate last found, with none found, or far below what
+//!   was admitted before.
+//! - **Slow start.** The first starts go [`START_RATE`] a second, doubled every [`STEP`] while
+//!   the pace binds and the window holds no more 429s than noise explains. A provider's bucket
+//!   admits everything until it is empty: what was admitted by the first congested window is its
+//!   burst plus its rate times the time taken since it was last full, so that window sets the
+//!   rate to the largest `admitted since / (time since + BURST)` over the steps of slow start (a
+//!   burst of [`BURST`] worth of the rate, as the bucket of `src/sim/capacity.rs` and most
+//!   providers hold), times [`MARGIN`].
+//! - **Noise**, 429s that come whatever the rate (a provider's hiccups, fault injection), must not
+//!   pin the rate at [`MIN_RATE`]. Two signs tell them: (1) two cuts in a row that do not lower
+//!   the share turned away (each next congested window still holds at least half of it) — after a
+//!   rate limit the second cut measures the empty bucket and the share falls — so the cuts are
+//!   undone (slow start resumed if it was cut) and that share becomes the endpoint's noise, which
+//!   later windows must exceed; (2) a congested window paced far below ([`FAR_BELOW`]) what a
+//!   window admitted per second before (a bucket admits at most its rate plus its burst in a
+//!   window): its share is noise, learned at once, with no cut.
+//! - Only **rate signals** reach the pacer: the scheduler leaves to the in-flight window a 429
+//!   that the pace did not hold back and that came while every slot of the window was sending,
+//!   or was sent with more in flight than any answered lately (a slot limit turns away only what
+//!   goes past it; an empty bucket turns away requests sent beside answered ones; see
+//!   `src/engine/scheduler.rs` and `Limiter::above_admitted`).
+//! - **Advertised limits.** An answer's `X-RateLimit-*` headers (see [`Advertised`]) cap the rate
+//!   at what they allow: the remaining requests over the time to the reset.
 //!
 //! After a cut, a **plateau** of [`SETTLE`] without growth, doubled each time a cut finds the same
-//! rate again (within 10%), up to `SETTLE · 2^`[`MAX_PLATEAU_DOUBLINGS`]; then growth by
-//! [`GROWTH`] a window, doubling each window up to [`MAX_GROWTH`], only while the pace is what
-//! holds the starts back (a pace that is not reached must not grow out of reach of a later burst).
-//!
-//! Random 429s (a provider's hiccups, a few percent of attempts) stay under the noise test, and a
-//! rare window that passes it cuts once, by about its share, and grows back: they never pin the
-//! rate at [`MIN_RATE`].
+//! rate again (within 10%), up to `SETTLE · 2^`[`MAX_PLATEAU_DOUBLINGS`].
 //!
 //! Starts wait in line (a fair async mutex): one task sleeps on the timer at a time, and a cut
 //! applies to the very next start, not after a queue of reservations made at the old rate.
@@ -28,12 +46,15 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::concurrency::beyond_noise;
+pub use crate::api::Advertised;
 
 /// Shortest window judged (a provider's bucket holds about one second's worth).
 pub const WINDOW: Duration = Duration::from_secs(1);
-/// Fewest starts in a window judged (at a few requests a second, windows are longer).
+/// Fewest starts in a window judged (at a few requests a second, windows are longer: a window
+/// of five starts cannot tell a 429 of the rate from one at random).
 const MIN_STARTS: usize = 16;
+/// A window is judged after this long whatever its starts.
+const LONGEST_WINDOW: Duration = Duration::from_secs(8);
 /// A cut lands this far below the rate admitted (the provider's bucket refills by 3% a second).
 pub const MARGIN: f64 = 0.97;
 /// Plateau after a cut (the shortest).
@@ -42,28 +63,112 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 pub const MAX_PLATEAU_DOUBLINGS: u32 = 4;
 /// Growth of the rate in the first window after the plateau; it doubles each window that keeps
 /// the pace binding, up to [`MAX_GROWTH`], so a rate measured low is left in a few seconds.
-pub const GROWTH: f64 = 0.02;
-/// The fastest growth per window.
-pub const MAX_GROWTH: f64 = 0.04;
+pub const GROWTH: f64 = 0.01;
+/// The fastest growth per window near the rate last found (a probe past it costs a window of
+/// rejections at this share, hidden by the provider's bucket until it is empty).
+pub const MAX_GROWTH: f64 = 0.02;
+/// The fastest growth per window far below it.
+pub const MAX_FAST_GROWTH: f64 = 0.25;
 /// The lowest rate (starts per second).
 pub const MIN_RATE: f64 = 0.2;
-/// A pace binds when a window's starts reach this share of it.
+/// The first starts' rate (a second's worth is the in-flight window's first wave).
+pub const START_RATE: f64 = 16.0;
+/// Slow start doubles the rate this often while the pace binds.
+pub const STEP: Duration = Duration::from_millis(250);
+/// The burst a provider's bucket holds, in seconds of its rate.
+pub const BURST: f64 = 1.0;
+/// A pace this far below the best rate a window admitted is below any bucket that admitted it
+/// (a window of [`WINDOW`] admits at most twice a bucket's rate: its burst and its refill).
+pub const FAR_BELOW: f64 = 0.4;
+/// The best admitted rate fades by this each judged window (a limit that drops is followed).
+const BEST_FADES: f64 = 0.9;
+/// The pace stays this far under an advertised rate (starts a timer's millisecond late are made
+/// up by the next, and a bucket kept at its edge turns those away).
+const ADVERTISED_MARGIN: f64 = 0.98;
+/// A pace binds when a span's starts reach this share of it.
 const BINDING: f64 = 0.8;
+/// The lowest share of random 429s assumed (before any is seen).
+const MIN_NOISE: f64 = 0.005;
+/// The most noise learned (a provider turning away more at random is treated as at capacity).
+const MAX_NOISE: f64 = 0.5;
+/// How far beyond noise (standard deviations of the count) a window is congested: a window a
+/// second judges hundreds of starts, and at two a window of 3% noise would be cut every half
+/// minute.
+const SDS: f64 = 2.5;
+/// The same for closing a window early: tested at every rejection, so stricter.
+const EARLY_SDS: f64 = 3.5;
+/// A slow-start window this long measures what the provider admits per second.
+const MEASURES: Duration = Duration::from_millis(125);
+/// Slow-start steps remembered for the burst estimate (a minute at [`STEP`]).
+const MAX_MARKS: usize = 240;
+/// The least share turned away in a window that ends slow start.
+const SLOW_START_EXIT: f64 = 0.1;
+/// Fewest rejections that close a window early (a bucket overflowing turns away many at once; a
+/// couple of random 429s in a quarter second are not enough to judge by).
+const EARLY_REJECTED: f64 = 4.0;
+/// The noise learned is pooled with this many starts' worth of [`MIN_NOISE`]: a stray 429 in a
+/// window of sixteen is not a noise of 6%.
+const NOISE_PRIOR_STARTS: f64 = 100.0;
+/// How many starts' worth a noise proved by undone cuts weighs.
+const NOISE_FOUND_STARTS: f64 = 1000.0;
+/// Starts after a cut that judge it (three windows at 16 a second).
+const PROBATION_STARTS: f64 = 48.0;
+/// Noise learned before counts this much each time a window is learned from (about the last
+/// twenty windows count).
+const NOISE_FADES: f64 = 0.95;
+
+/// One start's turn: when it started and whether the pace held it back (the pace binds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Turn {
+    pub at: Instant,
+    pub waited: bool,
+}
+
+/// A chain of cuts on probation: they may prove to be noise. The rate before the first, the
+/// share that made it, how many cuts, whether the first ended slow start, and what the windows
+/// since the last cut started and had turned away.
+#[derive(Debug, Clone, Copy)]
+struct Probation {
+    rate: f64,
+    share: f64,
+    cuts: u32,
+    slow_start: bool,
+    starts: f64,
+    rejected: f64,
+    /// The noise known before the first cut.
+    noise: f64,
+}
 
 #[derive(Debug)]
 struct State {
-    /// Starts per second; `None`: unpaced.
-    rate: Option<f64>,
+    /// Starts per second.
+    rate: f64,
     /// Earliest next start.
     next: Option<Instant>,
-    /// The window being counted: since when, its starts, and how many of them were turned away.
+    slow_start: bool,
+    /// Slow start's current step: since when, its starts.
+    step: Option<(Instant, usize)>,
+    /// Slow start's first start, and the starts and rejections since (its burst estimate).
+    origin: Option<Instant>,
+    started_total: usize,
+    rejected_total: f64,
+    /// At each slow-start step's end: when, and how many had been admitted since the origin
+    /// (the bucket may have been full at any of them; see [`State::target`]).
+    marks: Vec<(Instant, f64)>,
+    /// The window being counted: since when, its starts, and how many of them were turned away
+    /// (a 429 naming one provider counts as that provider's share of the endpoint).
     since: Option<Instant>,
     starts: usize,
-    rejected: usize,
-    /// The window's last rejection: when, and how many of its starts were admitted by then.
-    last_rejection: Option<(Instant, usize)>,
-    /// Whether the window restarted at its first rejection.
-    emptied: bool,
+    rejected: f64,
+    /// The share of attempts random 429s turn away here, learned from windows known to be below
+    /// the rate (after a cut, or far below what was admitted before): their starts and
+    /// rejections (fading), and the share.
+    noise_starts: f64,
+    noise_rejected: f64,
+    noise: f64,
+    /// The best rate a window of at least [`WINDOW`] admitted, fading.
+    best: f64,
+    probation: Option<Probation>,
     settle_until: Option<Instant>,
     /// Growth per window now.
     growth: f64,
@@ -71,6 +176,8 @@ struct State {
     found: Option<f64>,
     plateau: u32,
     cuts: u64,
+    /// A cap from advertised limits, and until when it holds.
+    cap: Option<(f64, Instant)>,
 }
 
 /// The start pacing of one endpoint.
@@ -79,7 +186,15 @@ pub struct Pacer {
     state: Mutex<State>,
     /// The line of starts waiting their turn.
     line: tokio::sync::Mutex<()>,
+    /// Who answered lately, per provider named (fading counts): a 429 that names one provider
+    /// counts as its share of the answers (see [`Pacer::rejection_weight`]).
+    providers: Mutex<Vec<(String, f64)>>,
 }
+
+/// Each answer fades the providers' counts by this (about the last few hundred answers count).
+const PROVIDER_FADES: f64 = 0.995;
+/// The least a provider's 429 counts (a provider that never answered still slows a little).
+const MIN_PROVIDER_WEIGHT: f64 = 0.1;
 
 impl Default for Pacer {
     fn default() -> Self {
@@ -91,26 +206,73 @@ impl Pacer {
     pub fn new() -> Pacer {
         Pacer {
             state: Mutex::new(State {
-                rate: None,
+                rate: START_RATE,
                 next: None,
+                slow_start: true,
+                step: None,
+                origin: None,
+                started_total: 0,
+                rejected_total: 0.0,
+                marks: Vec::new(),
                 since: None,
                 starts: 0,
-                rejected: 0,
-                last_rejection: None,
-                emptied: false,
+                rejected: 0.0,
+                noise_starts: 0.0,
+                noise_rejected: 0.0,
+                noise: 0.0,
+                best: 0.0,
+                probation: None,
                 settle_until: None,
                 growth: GROWTH,
                 found: None,
                 plateau: 0,
                 cuts: 0,
+                cap: None,
             }),
             line: tokio::sync::Mutex::new(()),
+            providers: Mutex::new(Vec::new()),
         }
     }
 
-    /// The current rate (starts per second), `None` while unpaced.
+    /// An answer came from `provider` (as the answer names it).
+    pub fn answered_by(&self, provider: &str) {
+        let Ok(mut providers) = self.providers.lock() else {
+            return;
+        };
+        for (_, count) in providers.iter_mut() {
+            *count *= PROVIDER_FADES;
+        }
+        match providers.iter_mut().find(|(name, _)| name == provider) {
+            Some((_, count)) => *count += 1.0,
+            None => providers.push((provider.to_string(), 1.0)),
+        }
+    }
+
+    /// How much a 429 counts against this endpoint's rate: one that names no provider (the
+    /// endpoint's own limit) counts whole; one that names a provider behind it (OpenRouter's
+    /// `metadata.provider_name`) counts as that provider's share of the recent answers — its
+    /// limit slows its share, not all of them — and whole while no provider has answered.
+    pub fn rejection_weight(&self, provider: Option<&str>) -> f64 {
+        let Some(provider) = provider else {
+            return 1.0;
+        };
+        let Ok(providers) = self.providers.lock() else {
+            return 1.0;
+        };
+        let total: f64 = providers.iter().map(|(_, count)| count).sum();
+        if total <= 0.0 {
+            return 1.0;
+        }
+        let own = providers
+            .iter()
+            .find(|(name, _)| name == provider)
+            .map_or(0.0, |(_, count)| *count);
+        (own / total).max(MIN_PROVIDER_WEIGHT)
+    }
+
+    /// The current rate (starts per second), advertised caps included.
     pub fn rate(&self) -> Option<f64> {
-        self.state.lock().ok().and_then(|s| s.rate)
+        self.state.lock().ok().map(|s| s.pace(Instant::now()))
     }
 
     /// How many times the rate was cut.
@@ -118,19 +280,29 @@ impl Pacer {
         self.state.lock().map_or(0, |s| s.cuts)
     }
 
-    /// Wait for this start's turn; returns the start time (to hand to [`Pacer::ended`]).
-    pub async fn start(&self) -> Instant {
-        if self.rate().is_none() {
-            if let Ok(started) = self.take_turn(Instant::now()) {
-                return started;
+    /// The share of attempts learned to be turned away at random.
+    pub fn noise(&self) -> f64 {
+        self.state.lock().map_or(0.0, |s| s.noise)
+    }
+
+    /// Wait for this start's turn (to hand to [`Pacer::ended`]).
+    pub async fn start(&self) -> Turn {
+        let mut waited = false;
+        let _line = match self.line.try_lock() {
+            Ok(line) => line,
+            Err(_) => {
+                waited = true;
+                self.line.lock().await
             }
-        }
-        let _line = self.line.lock().await;
+        };
         loop {
             let now = Instant::now();
             match self.take_turn(now) {
-                Ok(started) => return started,
-                Err(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                Ok(at) => return Turn { at, waited },
+                Err(at) => {
+                    waited = true;
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await
+                }
             }
         }
     }
@@ -140,100 +312,389 @@ impl Pacer {
         let Ok(mut s) = self.state.lock() else {
             return Ok(now);
         };
-        if let Some(rate) = s.rate {
-            let step = interval(rate);
-            let next = s.next.unwrap_or(now);
-            if next > now {
-                return Err(next);
-            }
-            // A turn taken a little late (the timer's millisecond) is made up by the next one,
-            // so the rate holds at hundreds a second; after an idle spell, at most one extra.
-            let base = next.max(now.checked_sub(step).unwrap_or(now));
-            s.next = Some(base + step);
+        let step = interval(s.pace(now));
+        let next = s.next.unwrap_or(now);
+        if next > now {
+            return Err(next);
         }
+        // A turn taken a little late (the timer's millisecond) is made up by the next one, so
+        // the rate holds at hundreds a second; after an idle spell, at most one extra.
+        let base = next.max(now.checked_sub(step).unwrap_or(now));
+        s.next = Some(base + step);
         s.since.get_or_insert(now);
         s.starts += 1;
+        if s.slow_start {
+            s.slow_start_step(now);
+        }
         Ok(now)
     }
 
-    /// An attempt started at `started` ended; `rejected`: turned away (429, 503).
-    pub fn ended(&self, started: Instant, rejected: bool) {
-        self.ended_at(started, rejected, Instant::now());
+    /// An attempt that started at `started` ended; `rejected`: how much it counts as turned away
+    /// by this endpoint's rate (0 answered; 1 a 429 or 503 of the endpoint; a provider's share
+    /// for a 429 that names one provider); `turned_away`: a 429 or 503 of any kind (a slot
+    /// limit's too: not admitted, for slow start's burst estimate).
+    pub fn ended(&self, started: Instant, rejected: f64, turned_away: bool) {
+        self.ended_at(started, rejected, turned_away, Instant::now());
     }
 
-    fn ended_at(&self, started: Instant, rejected: bool, now: Instant) {
+    fn ended_at(&self, started: Instant, rejected: f64, turned_away: bool, now: Instant) {
         let Ok(mut s) = self.state.lock() else {
             return;
         };
-        let Some(since) = s.since else {
-            return;
-        };
-        if rejected && !s.emptied {
-            // The provider's bucket is empty from here: the window measures its rate.
-            s.emptied = true;
-            s.since = Some(now);
-            s.starts = 0;
-            s.rejected = 0;
-        } else if rejected && started >= since {
-            s.rejected += 1;
-            let admitted = s.starts.saturating_sub(s.rejected);
-            s.last_rejection = Some((now, admitted));
+        if s.slow_start && turned_away {
+            s.rejected_total += 1.0;
         }
         let Some(since) = s.since else {
             return;
         };
+        // A start of a window already judged says nothing about the rate since.
+        if started < since {
+            return;
+        }
+        let rejected = rejected.clamp(0.0, 1.0);
+        s.rejected += rejected;
         let span = now.saturating_duration_since(since);
-        if span >= WINDOW && s.starts >= MIN_STARTS.min(4 * span.as_secs() as usize + 1) {
+        // Rejections enough to judge end the window early: a quarter second of them is enough
+        // to measure the rate, and each further one is a prompt waiting out its `Retry-After`.
+        // In slow start at once: the pace doubles past a bucket's rate while its burst lasts,
+        // and every start after it is empty is turned away.
+        let early = rejected > 0.0
+            && (span >= WINDOW / 4 || s.slow_start)
+            && s.rejected >= EARLY_REJECTED
+            && beyond(s.rejected, s.starts, s.noise, EARLY_SDS);
+        let enough = s.starts >= MIN_STARTS || span >= LONGEST_WINDOW;
+        if early || span >= WINDOW && enough {
             s.close_window(span, now);
+        }
+    }
+
+    /// Cap the rate by what an answer's rate-limit headers allow; `age`: how long after the
+    /// request was sent the answer came (the server set them when it admitted the request).
+    pub fn advertised(&self, limits: &Advertised, age: Duration) {
+        let now = Instant::now();
+        if let (Some(rate), Ok(mut s)) = (limits.rate_since(age), self.state.lock()) {
+            s.cap = Some((
+                (rate * ADVERTISED_MARGIN).max(MIN_RATE),
+                now + limits.holds(),
+            ));
         }
     }
 }
 
 impl State {
-    /// Judge the window that ends `now`, `span` long, and open the next.
-    fn close_window(&mut self, span: Duration, now: Instant) {
-        let (n, k) = (self.starts, self.rejected.min(self.starts));
-        let per_second = |count: usize| count as f64 / span.as_secs_f64();
-        if beyond_noise(k, n) {
-            // Between the window's first rejection and its last the bucket was empty: what was
-            // admitted in between is the provider's rate, even when the starts stopped before
-            // the window's end (the in-flight window holding its slots for turned-away ones).
-            let between = self
-                .since
-                .zip(self.last_rejection)
-                .and_then(|(t0, (t1, a))| {
-                    let d = t1.saturating_duration_since(t0);
-                    (d >= WINDOW / 2).then(|| a as f64 / d.as_secs_f64())
-                });
-            let admitted = between.map_or(per_second(n - k), |b| b.max(per_second(n - k)));
-            self.cut((admitted * MARGIN).max(MIN_RATE), now);
-        } else if let Some(rate) = self.rate {
-            let settled = self.settle_until.is_none_or(|t| now >= t);
-            if settled && per_second(n) >= BINDING * rate {
-                self.rate = Some(rate * (1.0 + self.growth));
-                self.growth = (self.growth * 2.0).min(MAX_GROWTH);
+    /// The pace at `now`: the rate, under an advertised cap while it holds.
+    fn pace(&self, now: Instant) -> f64 {
+        match self.cap {
+            Some((cap, until)) if now < until => self.rate.min(cap),
+            _ => self.rate,
+        }
+    }
+
+    /// Count a slow-start start; double the rate at the end of a step whose pace bound, unless
+    /// the window so far holds more rejections than noise explains.
+    fn slow_start_step(&mut self, now: Instant) {
+        self.origin.get_or_insert(now);
+        self.started_total += 1;
+        let (since, starts) = self.step.get_or_insert((now, 0));
+        *starts += 1;
+        let span = now.saturating_duration_since(*since).as_secs_f64();
+        if span >= STEP.as_secs_f64() {
+            let step_rate = *starts as f64 / span;
+            self.step = Some((now, 0));
+            if self.marks.len() >= MAX_MARKS {
+                // The oldest (the origin, kept apart, tells about as much).
+                self.marks.remove(0);
+            }
+            self.marks
+                .push((now, self.started_total as f64 - self.rejected_total));
+            // Not past an advertised cap: the rate would be left far above it when it lapses.
+            let capped = self.pace(now) < self.rate;
+            if step_rate >= BINDING * self.pace(now)
+                && !capped
+                && !congested(self.rejected, self.starts, self.noise)
+            {
+                self.rate *= 2.0;
+                tracing::debug!(
+                    target: "draftgen::pacing",
+                    rate = format_args!("{:.1}", self.rate),
+                    "slow start doubles"
+                );
             }
         }
+    }
+
+    fn open_window(&mut self, now: Instant) {
         self.since = Some(now);
         self.starts = 0;
-        self.rejected = 0;
-        self.last_rejection = None;
-        self.emptied = false;
+        self.rejected = 0.0;
+    }
+
+    /// Judge the window that ends `now`, `span` long, and open the next.
+    fn close_window(&mut self, span: Duration, now: Instant) {
+        let n = self.starts;
+        let k = self.rejected.min(n as f64);
+        let share = k / n.max(1) as f64;
+        let secs = span.as_secs_f64().max(1e-3);
+        let admitted = (n as f64 - k) / secs;
+        let best_before = self.best;
+        self.best *= BEST_FADES;
+        if span >= WINDOW {
+            self.best = self.best.max(admitted);
+        }
+        let binding = n as f64 / secs >= BINDING * self.pace(now);
+        let probation = self.probation.take();
+        let (rate_before, noise_before) = (self.rate, self.noise);
+        let verdict = self.judge(probation, n, k, binding, (admitted, span), best_before, now);
+        tracing::debug!(
+            target: "draftgen::pacing",
+            rate = format_args!("{rate_before:.1}"),
+            new_rate = format_args!("{:.1}", self.rate),
+            starts = n,
+            span_ms = span.as_millis() as u64,
+            admitted = format_args!("{admitted:.1}"),
+            rejected = format_args!("{:.3}", share),
+            noise = format_args!("{noise_before:.3}"),
+            binding,
+            verdict,
+            "window judged"
+        );
+        self.open_window(now);
+    }
+
+    /// The verdict on a window of `n` starts, `k` turned away: grow, plateau, slow start, noise
+    /// or cut (applied to the state); its name, for the trace.
+    #[allow(clippy::too_many_arguments)]
+    fn judge(
+        &mut self,
+        probation: Option<Probation>,
+        n: usize,
+        k: f64,
+        binding: bool,
+        (admitted, span): (f64, Duration),
+        best_before: f64,
+        now: Instant,
+    ) -> &'static str {
+        let share = k / n.max(1) as f64;
+        if !congested(k, n, self.noise) {
+            // Within noise at or below the rate a cut found (not while growing past it, where a
+            // rate limit's first few 429s would pass for noise), or with none found after noise
+            // undid the cuts: what it turned away is noise.
+            let below = self.found.is_none_or(|f| self.rate <= f);
+            if below && !self.slow_start {
+                self.learn_noise(n as f64, k);
+            }
+            self.probation = probation.and_then(|p| self.on_probation(p, n as f64, k));
+            self.grow(binding, best_before, now)
+        } else if self.slow_start && share < SLOW_START_EXIT {
+            // Slow start overflowing a bucket turns away a large share at once (the pace doubles
+            // past its rate); a few percent is noise, or the rate's edge, which the next
+            // doubling makes plain. Not learned as noise: at a bucket's edge it was not (a
+            // noise of 4% learned there set the cuts 4% above 50/s).
+            "slow start, few"
+        } else if self.pace(now) < FAR_BELOW * best_before {
+            // Far below what was admitted before: no bucket turned these away.
+            self.learn_noise(n as f64, k);
+            self.undo(probation);
+            "noise far below"
+        } else {
+            self.congested(probation, share, (admitted, span), now)
+        }
+    }
+
+    /// A congested window: a cut, or (the cuts before did not lower the share) noise. Two cuts in
+    /// a row: one that measured a bucket's burst is followed by one that finds its rate, and the
+    /// share falls; random 429s keep it.
+    fn congested(
+        &mut self,
+        probation: Option<Probation>,
+        share: f64,
+        (admitted, span): (f64, Duration),
+        now: Instant,
+    ) -> &'static str {
+        match probation {
+            // Cut twice, or to a third, and the share did not fall: noise.
+            Some(p) if share >= p.share / 2.0 && (p.cuts >= 2 || self.rate * 3.0 <= p.rate) => {
+                // The least of the shares seen (the first was picked for being high).
+                let starts = p.starts + self.starts as f64;
+                let since = (p.rejected + self.rejected) / starts.max(1.0);
+                self.noise_found(since.min(p.share));
+                self.undo(Some(p));
+                "noise found, cuts undone"
+            }
+            Some(p) if share >= p.share / 2.0 => {
+                self.cut(self.target(admitted, span, now), now);
+                self.probation = Some(Probation {
+                    cuts: p.cuts + 1,
+                    starts: 0.0,
+                    rejected: 0.0,
+                    ..p
+                });
+                "cut again"
+            }
+            _ => {
+                let first = Probation {
+                    rate: self.rate,
+                    share,
+                    cuts: 1,
+                    slow_start: self.slow_start,
+                    starts: 0.0,
+                    rejected: 0.0,
+                    noise: self.noise,
+                };
+                self.cut(self.target(admitted, span, now), now);
+                self.probation = Some(first);
+                "cut"
+            }
+        }
+    }
+
+    /// A window within noise after a cut: counted; once enough starts are in, the cuts are judged.
+    /// Below the rate the cut found, what is still turned away is noise: if it is more than the
+    /// noise known before the cut explains and the cut did not lower it much, the cut was for
+    /// noise: undone. (A share that fell to a tenth is a cut that landed a few percent above a
+    /// bucket's rate; undoing it sent slow start past the bucket again.)
+    fn on_probation(&mut self, mut p: Probation, n: f64, k: f64) -> Option<Probation> {
+        p.starts += n;
+        p.rejected += k;
+        if p.starts < PROBATION_STARTS {
+            return Some(p);
+        }
+        let share = p.rejected / p.starts;
+        if congested(p.rejected, p.starts as usize, p.noise) && share >= p.share / 2.0 {
+            self.undo(Some(p));
+        }
+        None
+    }
+
+    /// Not congested: after the plateau, grow while the pace binds (slow start doubles by step).
+    fn grow(&mut self, binding: bool, best_before: f64, now: Instant) -> &'static str {
+        let settled = self.settle_until.is_none_or(|t| now >= t);
+        // Capped by advertised limits: the cap binds, not the rate.
+        let capped = self.pace(now) < self.rate;
+        if self.slow_start {
+            return "slow start";
+        }
+        if !settled {
+            return "plateau";
+        }
+        if !binding || capped {
+            return "not binding";
+        }
+        self.rate *= 1.0 + self.growth;
+        // Far below the rate last found (or none found, or what was admitted before), growth
+        // may go fast.
+        let near = self.found.is_some_and(|f| self.rate >= 0.9 * f)
+            && self.rate >= FAR_BELOW * best_before;
+        let max = if near { MAX_GROWTH } else { MAX_FAST_GROWTH };
+        self.growth = (self.growth * 2.0).min(max);
+        "grow"
+    }
+
+    /// The rate a congested window's `admitted` per second says: what the provider let through
+    /// beside its noise, under [`MARGIN`]; the first cut of slow start counts the bucket's burst.
+    fn target(&self, admitted: f64, span: Duration, now: Instant) -> f64 {
+        let through = 1.0 - self.noise;
+        let window = admitted / through * MARGIN;
+        if !self.slow_start {
+            return window;
+        }
+        // A window long enough to measure, closed by few rejections: no bucket overflowed at
+        // a pace far past its rate (that turns away most starts at once and closes the window
+        // in milliseconds); what it admitted is what the provider serves (a slot limit's
+        // throughput, its 429s mistaken for a rate's), not less.
+        // Not a long one: at a few starts a second it holds the bucket's burst.
+        let measured = if (MEASURES..=WINDOW / 2).contains(&span) {
+            window
+        } else {
+            0.0
+        };
+        // Not the window's own measure: slow start closes it at once on a bucket's first
+        // rejections, a few milliseconds that measure nothing. A bucket of `BURST` seconds of
+        // rate `r` admits at most `r · (BURST + t)` in any span `t`, and exactly that in the span
+        // since it was last full: empty now, `r` is the largest such measure over the spans
+        // ending now. From the origin alone, the slow seconds before the pace reached the rate
+        // (the bucket full, its refill unused) counted as the rate's: 500/s was measured 323.
+        // Less the last start, whose 429 may still be on its way (at a few a second one start
+        // too many measured over half a second is a rate 10% too high, and its 429s look like
+        // noise).
+        let total = self.started_total as f64 - self.rejected_total - 1.0;
+        let origin = self.origin.map(|o| (o, 0.0));
+        let rate = origin
+            .iter()
+            .chain(self.marks.iter())
+            .map(|&(at, before)| {
+                let span = now.saturating_duration_since(at).as_secs_f64();
+                (total - before) / (span + BURST)
+            })
+            .fold(1.0, f64::max);
+        (rate / through * MARGIN).max(measured)
+    }
+
+    /// `rejected` of `starts` were turned away below the rate: noise, pooled with what was
+    /// learned before (fading, so a provider that calms down is followed).
+    fn learn_noise(&mut self, starts: f64, rejected: f64) {
+        self.noise_starts = self.noise_starts * NOISE_FADES + starts;
+        self.noise_rejected = self.noise_rejected * NOISE_FADES + rejected;
+        let prior = NOISE_PRIOR_STARTS * MIN_NOISE;
+        self.noise = ((self.noise_rejected + prior) / (self.noise_starts + NOISE_PRIOR_STARTS))
+            .min(MAX_NOISE);
+    }
+
+    /// Cuts that did not lower the share turned away prove a noise of at least `share`: it
+    /// weighs as much as [`NOISE_FOUND_STARTS`] starts, fading as windows are learned from.
+    fn noise_found(&mut self, share: f64) {
+        let share = share.min(MAX_NOISE);
+        if share > self.noise {
+            self.noise_starts = NOISE_FOUND_STARTS;
+            self.noise_rejected =
+                share * (NOISE_FOUND_STARTS + NOISE_PRIOR_STARTS) - MIN_NOISE * NOISE_PRIOR_STARTS;
+            self.noise = share;
+        }
+    }
+
+    /// Cuts that proved to be noise are undone (slow start resumed if they ended it).
+    fn undo(&mut self, probation: Option<Probation>) {
+        if let Some(p) = probation {
+            self.rate = self.rate.max(p.rate);
+            if p.slow_start {
+                self.slow_start = true;
+                self.step = None;
+            }
+        }
+        self.found = None;
+        self.settle_until = None;
+        self.growth = GROWTH;
     }
 
     fn cut(&mut self, new: f64, now: Instant) {
+        let new = new.max(MIN_RATE);
         self.plateau = match self.found {
             Some(before) if (before - new).abs() <= 0.1 * before.max(10.0) => {
                 (self.plateau + 1).min(MAX_PLATEAU_DOUBLINGS)
             }
             _ => 0,
         };
+        self.slow_start = false;
         self.found = Some(new);
-        self.rate = Some(new);
+        self.rate = new;
         self.cuts += 1;
         self.settle_until = Some(now + SETTLE * (1 << self.plateau));
         self.growth = GROWTH;
     }
+}
+
+/// Whether `rejected` of `started` is more than the endpoint's `noise` explains: above it by
+/// [`SDS`] standard deviations of the count (and at least two).
+fn congested(rejected: f64, started: usize, noise: f64) -> bool {
+    beyond(rejected, started, noise, SDS)
+}
+
+/// Whether `rejected` of `started` is above what `noise` explains by `sds` standard deviations.
+fn beyond(rejected: f64, started: usize, noise: f64, sds: f64) -> bool {
+    let p = noise.max(MIN_NOISE);
+    let expected = p * started as f64;
+    let sd = (expected * (1.0 - p)).sqrt();
+    rejected >= 2.0 && rejected > expected + sds * sd
 }
 
 /// Time between starts at `rate` per second.
@@ -294,7 +755,7 @@ mod tests {
             match pacer.take_turn(now) {
                 Ok(start) => {
                     let turned_away = !admit(now) || random_draw() < random;
-                    pacer.ended_at(start, turned_away, now);
+                    pacer.ended_at(start, f64::from(u8::from(turned_away)), turned_away, now);
                     if counting {
                         started += 1;
                         rejected += u64::from(turned_away);
@@ -347,16 +808,65 @@ mod tests {
 
     #[test]
     fn random_429s_do_not_pin_the_rate() {
+        for random in [0.03, 0.3] {
+            let pacer = Pacer::new();
+            // No capacity limit; a share of attempts turned away at random, 200 wanted a second.
+            let (started, _, lowest) = simulate(&pacer, 200.0, 600, 500, random, |_| true);
+            let rate = started as f64 / 500.0;
+            eprintln!(
+                "{random} random 429s: {rate:.1}/s started, lowest pace {lowest:.1}, {} cuts, noise {:.3}",
+                pacer.cuts(),
+                pacer.noise()
+            );
+            assert!(
+                rate >= 0.9 * 200.0,
+                "{random}: {rate:.1}/s started of 200 wanted"
+            );
+            // A dip of a cut or two before they prove to be noise, never a pin.
+            assert!(lowest >= 80.0, "{random}: the pace fell to {lowest:.1}");
+        }
+    }
+
+    #[test]
+    fn random_429s_are_learned_quickly_and_a_rate_limit_behind_them_still_found() {
+        // The first 30 s: with 30% turned away at random, the pace still reaches most of 200.
         let pacer = Pacer::new();
-        // No capacity limit; 3% of attempts turned away at random, 200 wanted a second.
-        let (started, _, lowest) = simulate(&pacer, 200.0, 600, 500, 0.03, |_| true);
-        let rate = started as f64 / 500.0;
+        let (started, _, _) = simulate(&pacer, 200.0, 30, 20, 0.3, |_| true);
+        let rate = started as f64 / 20.0;
+        eprintln!("30% random: {rate:.1}/s in the first 30 s");
+        assert!(rate >= 0.5 * 200.0, "{rate:.1}/s started of 200 wanted");
+        // A bucket of 50/s behind 3% random 429s: found, and its 429s stay few.
+        let pacer = Pacer::new();
+        let (started, rejected, _) = simulate(&pacer, 100.0, 120, 100, 0.03, bucket(50.0));
+        let admitted = (started - rejected) as f64 / 100.0;
+        let share = rejected as f64 / started as f64;
         eprintln!(
-            "3% random 429s: {rate:.1}/s started, lowest pace {lowest:.1}, {} cuts",
-            pacer.cuts()
+            "50/s behind 3% random: {admitted:.1}/s admitted, {:.1}% rejected, noise {:.3}",
+            100.0 * share,
+            pacer.noise()
         );
-        assert!(rate >= 0.9 * 200.0, "{rate:.1}/s started of 200 wanted");
-        assert!(lowest >= 100.0, "the pace fell to {lowest:.1}");
+        assert!(admitted >= 0.85 * 50.0, "{admitted:.1}/s admitted");
+        assert!(share <= 0.15, "{:.1}% rejected", 100.0 * share);
+    }
+
+    #[test]
+    fn a_providers_429_counts_as_its_share_of_the_answers() {
+        let pacer = Pacer::new();
+        assert_eq!(
+            pacer.rejection_weight(Some("A")),
+            1.0,
+            "nobody answered yet"
+        );
+        for i in 0..100 {
+            pacer.answered_by(if i % 10 == 0 { "B" } else { "A" });
+        }
+        let (a, b) = (
+            pacer.rejection_weight(Some("A")),
+            pacer.rejection_weight(Some("B")),
+        );
+        assert!((a - 0.9).abs() < 0.05 && (b - 0.1).abs() < 0.05, "{a} {b}");
+        assert_eq!(pacer.rejection_weight(None), 1.0, "the endpoint's own 429");
+        assert_eq!(pacer.rejection_weight(Some("C")), MIN_PROVIDER_WEIGHT);
     }
 
     #[test]
@@ -364,7 +874,8 @@ mod tests {
         let pacer = Pacer::new();
         let t0 = Instant::now();
         if let Ok(mut s) = pacer.state.lock() {
-            s.rate = Some(10.0);
+            s.rate = 10.0;
+            s.slow_start = false;
         }
         assert_eq!(pacer.take_turn(t0), Ok(t0));
         assert_eq!(pacer.take_turn(t0), Err(t0 + Duration::from_millis(100)));
@@ -375,5 +886,19 @@ mod tests {
             Err(t0 + Duration::from_millis(200)),
             "a turn taken late is made up by the next"
         );
+    }
+
+    #[test]
+    fn advertised_limits_cap_the_pace() {
+        let pacer = Pacer::new();
+        pacer.advertised(
+            &Advertised {
+                limit: Some(20.0),
+                remaining: Some(10.0),
+                reset: Some(Duration::from_millis(1900)),
+            },
+            Duration::from_millis(100),
+        );
+        assert_eq!(pacer.rate(), Some(5.0 * ADVERTISED_MARGIN));
     }
 }

@@ -28,19 +28,19 @@ use serde_json::value::RawValue;
 use tokio::task::JoinSet;
 
 use super::budget::{cost_of_usage, Budget, PriceTable, Reservation};
-use super::concurrency::{Limiter, Permit};
+use super::concurrency::{Limiter, Permit, Sending};
 use super::endpoints::EndpointPool;
 use super::health::Health;
 use super::ledger::{Booked, Ledger};
-use super::pacing::{Pacer, Pacers};
+use super::pacing::{Pacer, Pacers, Turn};
 use super::progress::Progress;
 use super::prompts::CompactPrompt;
 use super::retry::{Next, RetryPolicy};
 use super::shutdown::{Shutdown, StopReason};
 use crate::api::usage_check::{self, UsageDoubt};
 use crate::api::{
-    ApiError, ApiKey, BodyFields, Client, ErrorClass, RawChatOutcome, ResponseFacts, Timeouts,
-    UsageNumbers,
+    Advertised, ApiError, ApiKey, BodyFields, Client, ErrorClass, RawChatOutcome, ResponseFacts,
+    Timeouts, UsageNumbers,
 };
 use crate::journal::{EncodedRecord, RecordRef, RecordSender, Status};
 
@@ -270,21 +270,22 @@ async fn attempt<'a>(
     };
     let endpoint = &chosen.endpoint;
     let pacer = ctx.pacers.get(endpoint_index);
-    let started = match pacer {
-        Some(pacer) => match Box::pin(paced(ctx, pacer)).await {
-            Some(started) => started,
-            None => {
-                settle(ctx, estimate, None, false);
-                return None;
-            }
-        },
-        None => Instant::now(),
+    let Some(turn) = Box::pin(turn_of(ctx, pacer)).await else {
+        settle(ctx, estimate, None, false);
+        return None;
     };
     // Serialized once: these bytes are the HTTP body and, verbatim, the journal's `request`.
     let request = request_body(ctx, prompt, body_fields, &endpoint.name, estimate)?;
     let started_at = chrono::Utc::now();
     let t0 = Instant::now();
-    let result = ctx.client.chat_raw(endpoint, &request, &ctx.timeouts).await;
+    let sending = ctx.limiter.sending();
+    let (result, advertised) = ctx
+        .client
+        .chat_raw_limits(endpoint, &request, &ctx.timeouts)
+        .await;
+    let (at_limit, paced) = held_by(ctx, &sending, result.is_ok(), turn.waited);
+    drop(sending);
+    let age = t0.elapsed();
     let latency_ms = t0.elapsed().as_millis() as u64;
     let head = Head {
         id: &prompt.id,
@@ -297,16 +298,8 @@ async fn attempt<'a>(
     let (encoded, next, served) = attempt_record(ctx, &head, result, n, latency_ms);
     drop(request);
     let record = record_or_stop(ctx, encoded, &endpoint.name, estimate)?;
-    if let Ok(mut ledger) = ctx.ledger.lock() {
-        ledger.book(&Booked {
-            id: &prompt.id,
-            endpoint: &endpoint.name,
-            provider: served.provider.as_deref(),
-            error_class: record.meta.error_class,
-            cost_usd: record.meta.cost_usd,
-            estimated: served.estimated,
-        });
-    }
+    book(ctx, &prompt.id, &endpoint.name, &served, &record);
+    let signal = Signal::of(&next, at_limit, paced);
     account(
         ctx,
         endpoint_index,
@@ -315,9 +308,19 @@ async fn attempt<'a>(
         &next,
         estimate,
         latency_ms,
+        signal.slot,
+        turn.waited,
     );
     if let Some(pacer) = pacer {
-        pacer.ended(started, matches!(&next, Some((err, _)) if is_overload(err)));
+        let answered = next.is_none();
+        pace_ended(
+            pacer,
+            turn,
+            signal,
+            advertised.map(|limits| (limits, age)),
+            answered,
+            served.provider.as_deref(),
+        );
     }
     if ctx.records.send_encoded(record).await.is_err() {
         // The writer is gone only if the journal failed; the engine reports that error.
@@ -325,6 +328,20 @@ async fn attempt<'a>(
         return None;
     }
     Some((next, &endpoint.name))
+}
+
+/// The attempt's cost and failure go to the ledger (per endpoint and provider).
+fn book(ctx: &Ctx, id: &str, endpoint: &str, served: &Served, record: &EncodedRecord) {
+    if let Ok(mut ledger) = ctx.ledger.lock() {
+        ledger.book(&Booked {
+            id,
+            endpoint,
+            provider: served.provider.as_deref(),
+            error_class: record.meta.error_class,
+            cost_usd: record.meta.cost_usd,
+            estimated: served.estimated,
+        });
+    }
 }
 
 /// The request body of one attempt; on a failure to serialize, the run stops (and `None`).
@@ -444,8 +461,56 @@ fn stop_unserializable(ctx: &Ctx, endpoint: &str, message: String, estimate: f64
     settle(ctx, estimate, None, false);
 }
 
+/// What a turned-away attempt (429, 503) says, and to whom. A 429 that came while every slot of
+/// the in-flight window was sending and the pace let the start through at once is a **slot**
+/// signal (the window is cut, not the pace); one that came while the pace held the starts back,
+/// or with slots to spare, is a **rate** signal (the pace is cut, not the window); both when
+/// both held.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Signal {
+    slot: bool,
+    rate: bool,
+}
+
+impl Signal {
+    fn of(next: &Option<(ApiError, Next)>, at_limit: bool, paced: bool) -> Signal {
+        let overload = matches!(next, Some((err, _)) if is_overload(err));
+        Signal {
+            slot: overload && at_limit,
+            rate: overload && (paced || !at_limit),
+        }
+    }
+}
+
+/// The endpoint's pace learns from an ended attempt: the limits its answer advertised (and how
+/// long after the request was sent it came), a rate
+/// signal (weighed by the provider it names), and who answered.
+fn pace_ended(
+    pacer: &Pacer,
+    turn: Turn,
+    signal: Signal,
+    advertised: Option<(Advertised, Duration)>,
+    answered: bool,
+    provider: Option<&str>,
+) {
+    if let Some((limits, age)) = &advertised {
+        pacer.advertised(limits, *age);
+    }
+    let rejected = if signal.rate {
+        pacer.rejection_weight(provider)
+    } else {
+        0.0
+    };
+    pacer.ended(turn.at, rejected, signal.slot || signal.rate);
+    if let (true, Some(provider)) = (answered, provider) {
+        pacer.answered_by(provider);
+    }
+}
+
 /// Count one ended attempt: the budget settles, the limiter and the endpoint's health learn
-/// from it (a dead endpoint stops the run), progress shows it.
+/// from it (a dead endpoint stops the run), progress shows it. `slot`: a slot signal; `paced`:
+/// the start waited for the endpoint's pace (its answer does not grow the in-flight window).
+#[allow(clippy::too_many_arguments)]
 fn account(
     ctx: &Ctx,
     endpoint_index: usize,
@@ -454,17 +519,23 @@ fn account(
     next: &Option<(ApiError, Next)>,
     estimate: f64,
     latency_ms: u64,
+    slot: bool,
+    paced: bool,
 ) {
     settle(ctx, estimate, record.meta.cost_usd, next.is_none());
     let completion_tokens = record.meta.completion_tokens.unwrap_or(0);
     match next {
         None => {
-            ctx.limiter
-                .on_success_after(Duration::from_millis(latency_ms));
+            let latency = Duration::from_millis(latency_ms);
+            if paced {
+                ctx.limiter.on_paced_success_after(latency);
+            } else {
+                ctx.limiter.on_success_after(latency);
+            }
             ctx.health.success(endpoint_index);
         }
         Some((err, _)) => {
-            if is_overload(err) {
+            if slot {
                 ctx.limiter.on_overload();
             } else {
                 ctx.limiter.on_failure();
@@ -545,8 +616,31 @@ async fn rate_ready(ctx: &Ctx, rate: &DefaultDirectRateLimiter) -> bool {
     }
 }
 
-/// Wait for the endpoint's pace; the start time, or `None` if the run is stopping.
-async fn paced(ctx: &Ctx, pacer: &Pacer) -> Option<Instant> {
+/// The start's turn at the endpoint's pace (at once without one), or `None` if the run is
+/// stopping.
+async fn turn_of(ctx: &Ctx, pacer: Option<&Pacer>) -> Option<Turn> {
+    match pacer {
+        Some(pacer) => paced(ctx, pacer).await,
+        None => Some(Turn {
+            at: Instant::now(),
+            waited: false,
+        }),
+    }
+}
+
+/// What held an ended attempt's start: (the in-flight window was at its limit, the pace held
+/// it). Sent with more in flight than any answered lately, a 429 to it is the in-flight
+/// window's (a slot limit), even below the window's limit and held by the pace.
+fn held_by(ctx: &Ctx, sending: &Sending, answered: bool, waited: bool) -> (bool, bool) {
+    if answered {
+        ctx.limiter.admitted_at(sending.count);
+    }
+    let above = ctx.limiter.above_admitted(sending.count);
+    (sending.at_limit || above, waited && !above)
+}
+
+/// Wait for the endpoint's pace; the start's turn, or `None` if the run is stopping.
+async fn paced(ctx: &Ctx, pacer: &Pacer) -> Option<Turn> {
     tokio::select! {
         started = pacer.start() => Some(started),
         _ = ctx.shutdown.stopping() => None,
@@ -673,4 +767,41 @@ fn failure_record(
         usage_flag: usage.doubt.map(UsageDoubt::as_str),
     }
     .encode()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_429_with_every_slot_sending_is_a_slot_signal_and_one_the_pace_held_a_rate_signal() {
+        let overload = Some((
+            ApiError::new(ErrorClass::RateLimited, "429"),
+            Next::RetryAfter(Duration::from_secs(1)),
+        ));
+        let slot = Signal {
+            slot: true,
+            rate: false,
+        };
+        let rate = Signal {
+            slot: false,
+            rate: true,
+        };
+        // Every slot sending, the pace let it through at once: the window is cut, not the pace.
+        assert_eq!(Signal::of(&overload, true, false), slot);
+        // The pace held it back, slots to spare: the pace is cut, not the window.
+        assert_eq!(Signal::of(&overload, false, true), rate);
+        // Neither held it: a rate the pace does not know yet.
+        assert_eq!(Signal::of(&overload, false, false), rate);
+        // Both: both.
+        let both = Signal::of(&overload, true, true);
+        assert!(both.slot && both.rate);
+        // An answer, or another failure, is no signal.
+        assert_eq!(Signal::of(&None, true, true), Signal::default());
+        let other = Some((
+            ApiError::new(ErrorClass::ServerError, "500"),
+            Next::RetryAfter(Duration::from_secs(1)),
+        ));
+        assert_eq!(Signal::of(&other, true, true), Signal::default());
+    }
 }

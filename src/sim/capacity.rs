@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The capacity of the simulated provider.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -20,6 +20,10 @@ pub struct CapacityConfig {
     pub rps: Option<f64>,
     /// `Retry-After` seconds sent with a capacity 429.
     pub retry_after_secs: u64,
+    /// Advertise the requests-per-second bucket on every answer, as OpenRouter does:
+    /// `X-RateLimit-Limit` (the bucket), `-Remaining` (its whole tokens) and `-Reset` (Unix
+    /// milliseconds when it is full again). `--capacity-headers`.
+    pub headers: bool,
 }
 
 impl Default for CapacityConfig {
@@ -28,6 +32,7 @@ impl Default for CapacityConfig {
             max_in_flight: None,
             rps: None,
             retry_after_secs: 1,
+            headers: false,
         }
     }
 }
@@ -117,6 +122,27 @@ impl Capacity {
         Some(Slot(self.in_flight.clone()))
     }
 
+    /// The `X-RateLimit-*` headers of an answer given now (with `headers` and a bucket).
+    pub fn advertised(&self) -> Option<[(&'static str, String); 3]> {
+        let rps = self.config.rps.filter(|_| self.config.headers)?;
+        let bucket = self.bucket.lock().ok()?;
+        let limit = rps.max(1.0);
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
+        let remaining = (bucket.tokens + elapsed * rps).min(limit).floor();
+        // When the requests used (`limit - remaining`) are back: a client reads the rate as
+        // used over the time to the reset.
+        let full_in = Duration::from_secs_f64(((limit - remaining) / rps).max(0.0));
+        let unix_ms = (SystemTime::now() + full_in)
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        Some([
+            ("x-ratelimit-limit", format!("{}", limit.floor())),
+            ("x-ratelimit-remaining", format!("{remaining}")),
+            ("x-ratelimit-reset", unix_ms.to_string()),
+        ])
+    }
+
     pub fn snapshot(&self) -> CapacitySnapshot {
         CapacitySnapshot {
             admitted: self.admitted.load(Ordering::Relaxed),
@@ -176,7 +202,8 @@ mod tests {
                 &CapacityConfig {
                     max_in_flight: Some(20),
                     rps: Some(50.0),
-                    retry_after_secs: 1
+                    retry_after_secs: 1,
+                    headers: false,
                 },
                 Duration::from_millis(200)
             ),

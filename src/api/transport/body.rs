@@ -59,6 +59,7 @@ impl Sent {
                         retry_after: response.head.retry_after.clone(),
                         generation_id: response.head.generation_id.clone(),
                         location: response.head.location.clone(),
+                        rate_limit: response.head.rate_limit.clone(),
                         body: Body::H1 {
                             response: Some(response),
                             idle,
@@ -88,6 +89,7 @@ impl Sent {
                     retry_after: header("retry-after"),
                     generation_id: header("x-generation-id"),
                     location: header("location"),
+                    rate_limit: rate_limit(response.headers()),
                     body: Body::H2 {
                         body: response.into_body(),
                         _open: stream,
@@ -96,6 +98,17 @@ impl Sent {
             }
         }
     }
+}
+
+/// The `X-RateLimit-*` headers of an HTTP/2 answer.
+fn rate_limit(headers: &hyper::HeaderMap) -> Option<Box<crate::api::Advertised>> {
+    let mut advertised = None;
+    for (name, value) in headers {
+        if let Ok(value) = value.to_str() {
+            crate::api::Advertised::header(&mut advertised, name.as_str(), value);
+        }
+    }
+    advertised
 }
 
 /// A response whose head has arrived.
@@ -107,9 +120,13 @@ pub(crate) struct HttpAnswer {
     pub generation_id: Option<String>,
     /// `Location` (of a 3xx).
     pub location: Option<String>,
+    /// `X-RateLimit-*` headers, if any.
+    pub rate_limit: Option<Box<crate::api::Advertised>>,
     body: Body,
 }
 
+// HTTP/1.1 is the common case: boxing its (larger) variant would allocate for every request.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 enum Body {
     /// Goes back to the route's pool when dropped after a complete, reusable exchange.

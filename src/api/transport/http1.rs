@@ -76,6 +76,8 @@ pub(crate) struct Head {
     pub retry_after: Option<String>,
     pub generation_id: Option<String>,
     pub location: Option<String>,
+    /// `X-RateLimit-*` headers, if any.
+    pub rate_limit: Option<Box<crate::api::Advertised>>,
     framing: Framing,
     /// HTTP/1.1 without `Connection: close`: the connection may carry the next request.
     keep_alive: bool,
@@ -111,6 +113,7 @@ fn parse_head(buf: &[u8], method_is_head: bool) -> Result<Option<(Head, usize)>,
             retry_after: None,
             generation_id: None,
             location: None,
+            rate_limit: None,
             framing: Framing::Close,
             keep_alive: response.version == Some(1),
         };
@@ -174,6 +177,8 @@ fn read_headers(
             head.generation_id = Some(value());
         } else if name.eq_ignore_ascii_case("location") {
             head.location = Some(value());
+        } else {
+            crate::api::Advertised::header(&mut head.rate_limit, name, &value());
         }
     }
     Ok((length, chunked))

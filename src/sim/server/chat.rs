@@ -38,16 +38,33 @@ pub(super) async fn chat_completions(
     }
     // Beyond the provider's capacity: turned away at once. The slot is held until the answer is
     // written (for a stream: until its head is).
-    let _slot = match shared
-        .capacity
-        .as_ref()
-        .map(|c| (c.admit(), c.retry_after_secs()))
-    {
-        Some((None, retry_after)) => return rate_limited(retry_after),
-        Some((slot, _)) => slot,
-        None => None,
+    let (_slot, limits) = match shared.capacity.as_ref() {
+        Some(capacity) => {
+            let slot = capacity.admit();
+            let limits = capacity.advertised();
+            if slot.is_none() {
+                return advertise(rate_limited(capacity.retry_after_secs()), limits);
+            }
+            (slot, limits)
+        }
+        None => (None, None),
     };
-    let request = match read_request(&shared, &body) {
+    advertise(admitted(&shared, &body).await, limits)
+}
+
+/// `response` with the capacity model's `X-RateLimit-*` headers, if it sends them.
+fn advertise(mut response: Response, limits: Option<[(&'static str, String); 3]>) -> Response {
+    for (name, value) in limits.into_iter().flatten() {
+        if let Ok(value) = value.parse() {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}
+
+/// A request the capacity admitted: read, routed and answered (or refused).
+async fn admitted(shared: &Arc<Shared>, body: &[u8]) -> Response {
+    let request = match read_request(shared, body) {
         Ok(request) => request,
         Err(refused) => {
             shared.counters.rejected();
@@ -68,10 +85,10 @@ pub(super) async fn chat_completions(
     if let Some(kind) = fault {
         shared.counters.fault(kind);
     }
-    if let Some(failed) = failure(&shared, fault, request.stream, key, attempt).await {
+    if let Some(failed) = failure(shared, fault, request.stream, key, attempt).await {
         return failed;
     }
-    answer(&shared, &request, key, attempt, fault, provider).await
+    answer(shared, &request, key, attempt, fault, provider).await
 }
 
 /// The request, unless it is not one, names a model the simulator does not serve or the

@@ -31,7 +31,9 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// 429 with `Retry-After` and OpenRouter's rate-limit headers.
+/// 429 with `Retry-After`. No `X-RateLimit-*` headers: a fault's 429 has no limit to
+/// advertise (made-up ones would be read as one by a client that paces by them); the capacity
+/// model adds its bucket's when asked (`src/sim/capacity.rs`, `--capacity-headers`).
 pub(super) fn rate_limited(retry_after: u64) -> Response {
     let mut response = error_response(
         StatusCode::TOO_MANY_REQUESTS,
@@ -39,9 +41,6 @@ pub(super) fn rate_limited(retry_after: u64) -> Response {
     );
     let headers = response.headers_mut();
     headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
-    headers.insert("x-ratelimit-limit", HeaderValue::from(20u64));
-    headers.insert("x-ratelimit-remaining", HeaderValue::from(0u64));
-    headers.insert("x-ratelimit-reset", HeaderValue::from(retry_after * 1000));
     response
 }
 

@@ -176,6 +176,18 @@ async fn random_429s_do_not_pin_concurrency_to_the_floor() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limit_is_paced_and_every_prompt_answered() {
     const RPS: f64 = 40.0;
+    let (attempts, rejected) = run_against_a_rate(RPS, false, 400).await;
+    eprintln!("{RPS}/s: {attempts} attempts, {rejected} turned away");
+    assert!(
+        rejected as f64 <= 0.10 * attempts as f64,
+        "{rejected} of {attempts} attempts turned away"
+    );
+}
+
+/// `n` prompts against a sim admitting `rps` requests a second (100 ms answers, ample slots;
+/// `headers`: it advertises its bucket): every prompt answered; the attempts and how many the
+/// sim turned away.
+async fn run_against_a_rate(rps: f64, headers: bool, n: usize) -> (u64, u64) {
     let sim = spawn(SimConfig {
         latency: Latency {
             base: Duration::from_millis(100),
@@ -183,9 +195,9 @@ async fn a_rate_limit_is_paced_and_every_prompt_answered() {
         },
         capacity: Some(CapacityConfig {
             max_in_flight: None,
-            rps: Some(RPS),
+            rps: Some(rps),
             retry_after_secs: 1,
-            headers: false,
+            headers,
         }),
         ..SimConfig::default()
     })
@@ -193,7 +205,6 @@ async fn a_rate_limit_is_paced_and_every_prompt_answered() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = config(&sim.base_url(), 64);
-    let n = 400;
     let summary = engine::run(
         &config,
         prompts(n),
@@ -204,13 +215,8 @@ async fn a_rate_limit_is_paced_and_every_prompt_answered() {
     .expect("run");
     assert_eq!(summary.stop, StopReason::Completed);
     assert_eq!(summary.summary.succeeded, n as u64, "{summary:?}");
-    let attempts = summary.summary.attempts;
     let rejected = sim.capacity().expect("capacity model").rejected;
-    eprintln!("{RPS}/s: {attempts} attempts, {rejected} turned away");
-    assert!(
-        rejected as f64 <= 0.10 * attempts as f64,
-        "{rejected} of {attempts} attempts turned away"
-    );
+    (summary.summary.attempts, rejected)
 }
 
 /// A provider that advertises its bucket (`X-RateLimit-Limit/-Remaining/-Reset`, as OpenRouter
@@ -221,36 +227,7 @@ async fn a_rate_limit_is_paced_and_every_prompt_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn advertised_limits_cap_the_pace_before_any_429() {
     const RPS: f64 = 20.0;
-    let sim = spawn(SimConfig {
-        latency: Latency {
-            base: Duration::from_millis(100),
-            per_token: Duration::ZERO,
-        },
-        capacity: Some(CapacityConfig {
-            max_in_flight: None,
-            rps: Some(RPS),
-            retry_after_secs: 1,
-            headers: true,
-        }),
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = config(&sim.base_url(), 64);
-    let n = 200;
-    let summary = engine::run(
-        &config,
-        prompts(n),
-        &dir.path().join("run"),
-        Shutdown::new(),
-    )
-    .await
-    .expect("run");
-    assert_eq!(summary.stop, StopReason::Completed);
-    assert_eq!(summary.summary.succeeded, n as u64, "{summary:?}");
-    let attempts = summary.summary.attempts;
-    let rejected = sim.capacity().expect("capacity model").rejected;
+    let (attempts, rejected) = run_against_a_rate(RPS, true, 200).await;
     eprintln!("{RPS}/s advertised: {attempts} attempts, {rejected} turned away");
     // Generous: timer jitter may put a start on an empty bucket now and then.
     assert!(

@@ -247,6 +247,22 @@ mod tests {
     }
 
     #[test]
+    fn a_shape_is_ruled_out_only_by_nine_in_ten_of_enough_answers() {
+        // The bench journal's group: llama.cpp's shape cannot have sent any of 256.
+        let none_fit = [
+            (shape("shape_llamacpp"), tally(0, 256)),
+            (shape("shape_sglang"), tally(256, 0)),
+        ];
+        assert_eq!(ruled_out(&none_fit), ["shape_llamacpp"]);
+        // vLLM 0.11's own non-streamed answers: 13 of 118 it cannot rebuild — still its server.
+        assert!(ruled_out(&[(shape("shape_vllm_0_11"), tally(105, 13))]).is_empty());
+        // Too few answers to rule anything out.
+        assert!(ruled_out(&[(shape("shape_vllm"), tally(0, 7))]).is_empty());
+        // Not a shape.
+        assert!(ruled_out(&[(&UsageExcludesEndToken as &dyn Convention, tally(0, 50))]).is_empty());
+    }
+
+    #[test]
     fn too_few_answers_or_too_many_contradictions_choose_none() {
         assert!(chosen(&[(shape("shape_vllm"), tally(7, 0))]).is_none());
         // vLLM 0.11 non-streamed: 105 of 118 explained is below nine in ten.

@@ -31,6 +31,14 @@
 //!   rejections than random 429s explain (the window then cuts as above). After slow start, by one
 //!   per window below 100 and by 1% above (probing slowly near a capacity found).
 //!
+//! - a **probe past a slot limit** is cut sooner: a request sent with more in flight than any
+//!   answered lately (`Limiter::above_admitted`) is what a slot limit turns away, one more each
+//!   window the limit grows; [`MIN_REJECTED`] of those in a window cut the limit to the most
+//!   answered. At 50 slots a probe turned away 1 + 2 instead of 1 + 2 + … + 7, and its
+//!   rejections were a third of the slot benchmarks' (BENCHMARKS.md, Pacing).
+//! - no probing in the **endgame**: once the prompts yet to start would all be sent within
+//!   [`ENDGAME_ROUNDS`] round trips, a capacity found is not probed past.
+//!
 //! A few random 429s (a provider's hiccups, 3% of attempts) stay under that threshold in all but
 //! about 1% of windows, so they do not drive the limit down, alone or behind a capacity; only a
 //! sustained share does.
@@ -90,6 +98,11 @@ const MIN_WINDOW: usize = 16;
 /// there (a few round trips). As large as [`MIN_WINDOW`], so the first window is one round trip,
 /// not two.
 pub const FIRST_WAVE: usize = MIN_WINDOW;
+/// Probing above a capacity found stops when the prompts yet to start would all be sent within
+/// this many round trips: a probe's rejections wait out a `Retry-After` (a second, often five
+/// round trips), which at the end of a run is wall time nobody uses, for at most a slot or two
+/// more over the few round trips left.
+pub const ENDGAME_ROUNDS: usize = 16;
 /// Weight of a new latency in the smoothed latency.
 const LATENCY_WEIGHT: f64 = 0.1;
 
@@ -103,6 +116,8 @@ struct Window {
     rejected: usize,
     /// Successes whose start waited for the pace.
     paced: usize,
+    /// Rejections sent with more in flight than any answered lately.
+    rejected_above: usize,
     /// The most sending when an answered request went out, this window and the one before.
     admitted_peak: usize,
     admitted_peak_before: usize,
@@ -130,6 +145,8 @@ pub struct Limiter {
     sending: AtomicUsize,
     /// Every prompt has had its first slot: the limit no longer binds, so it no longer grows.
     drained: AtomicBool,
+    /// Prompts yet to have their first slot (see [`Limiter::waiting`]).
+    waiting: AtomicUsize,
     min: usize,
     max: usize,
 }
@@ -188,6 +205,7 @@ impl Limiter {
                 ended: 0,
                 rejected: 0,
                 paced: 0,
+                rejected_above: 0,
                 admitted_peak: 0,
                 admitted_peak_before: 0,
                 settle: 0,
@@ -201,6 +219,7 @@ impl Limiter {
             in_flight: AtomicUsize::new(0),
             sending: AtomicUsize::new(0),
             drained: AtomicBool::new(false),
+            waiting: AtomicUsize::new(usize::MAX),
             min,
             max,
         })
@@ -257,6 +276,25 @@ impl Limiter {
             .is_ok_and(|w| count > w.admitted_peak.max(w.admitted_peak_before))
     }
 
+    /// Whether a request sent with `count` sending went out where a slot limit turns requests
+    /// away: with more in flight than any answered lately, or as many and near the window's
+    /// limit (the client counts answers still on their way back, so the most answered can be the
+    /// capacity itself). Under a rate limit the pace keeps the count steady, so the most answered
+    /// is about the count of every start, and only the window's distance to its limit tells
+    /// a rate's 429 from a slot's.
+    pub fn at_slot_edge(&self, count: usize) -> bool {
+        self.window.lock().is_ok_and(|w| {
+            let peak = w.admitted_peak.max(w.admitted_peak_before);
+            count > peak || (peak > 0 && count >= peak && 10 * count >= 9 * w.limit)
+        })
+    }
+
+    /// `n` prompts are yet to have their first slot. Probing above a capacity found stops once
+    /// they would all be sent within [`ENDGAME_ROUNDS`] round trips at the current limit.
+    pub fn waiting(&self, n: usize) {
+        self.waiting.store(n, Ordering::Relaxed);
+    }
+
     /// No prompt is waiting for its first slot any more: from now on the limit only shrinks.
     pub fn drained(&self) {
         self.drained.store(true, Ordering::Relaxed);
@@ -286,7 +324,16 @@ impl Limiter {
 
     /// The server turned a request away (429, 503).
     pub fn on_overload(&self) {
-        self.end(Outcome::Rejected);
+        self.end(Outcome::Rejected { above: false });
+    }
+
+    /// The server turned away a request sent with `count` sending (see [`Sending::count`]): one
+    /// sent with more than any answered lately is what a slot limit turns away (see
+    /// [`Limiter::above_admitted`]), and a window with [`MIN_REJECTED`] of those is cut to the
+    /// most that were answered.
+    pub fn on_overload_at(&self, count: usize) {
+        let above = self.above_admitted(count);
+        self.end(Outcome::Rejected { above });
     }
 
     /// A request failed otherwise (network, timeout, a bad answer): it ended, nothing more.
@@ -310,7 +357,10 @@ impl Limiter {
         };
         w.ended += 1;
         match outcome {
-            Outcome::Rejected => w.rejected += 1,
+            Outcome::Rejected { above } => {
+                w.rejected += 1;
+                w.rejected_above += usize::from(above);
+            }
             Outcome::Success(Some(latency)) | Outcome::PacedSuccess(latency) => {
                 w.latency = Some(match w.latency {
                     None => latency,
@@ -349,11 +399,14 @@ impl Limiter {
         let ended = w.ended;
         // Most starts of the window waited for the pace: the pace bound, not the slots.
         let paced = 2 * w.paced > ended;
+        let admitted_peak = w.admitted_peak.max(w.admitted_peak_before);
+        let above = std::mem::take(&mut w.rejected_above);
         w.ended = 0;
         w.rejected = 0;
         w.paced = 0;
         w.admitted_peak_before = std::mem::take(&mut w.admitted_peak);
         let old = w.limit;
+        let endgame = self.waiting.load(Ordering::Relaxed) < old * ENDGAME_ROUNDS;
         let new = if beyond_noise(rejected, ended) {
             // A second cut ends slow start whatever its share: rejections of the round after a
             // doubling can fall into the window before it (3 of 16, below the exit share), and
@@ -371,17 +424,42 @@ impl Limiter {
             w.found = Some(found);
             w.settle = SETTLE_WINDOWS << w.plateau;
             found
+        } else if w.found_capacity && above >= MIN_REJECTED && admitted_peak < old {
+            // Probing past a slot limit: what went past the most answered was turned away, one
+            // more each window it grows, long before the share is beyond noise (7 of 57 at 50).
+            w.decreases += 1;
+            w.plateau = match w.found {
+                Some(before) if same_capacity(before, admitted_peak) => {
+                    (w.plateau + 1).min(MAX_PLATEAU_DOUBLINGS)
+                }
+                _ => 0,
+            };
+            w.found = Some(admitted_peak);
+            w.settle = SETTLE_WINDOWS << w.plateau;
+            admitted_peak
         } else if w.settle > 0 {
             w.settle -= 1;
             old
-        } else if !w.found_capacity || !grows || paced {
+        } else if !w.found_capacity || !grows || paced || endgame {
             // Slow start grew it answer by answer; or nothing waits for a slot; or the pace
-            // bound.
+            // bound; or the run ends before a probe could pay for its rejections.
             old
         } else {
             old + (old / 100).max(1)
         };
         let new = new.clamp(self.min, self.max);
+        tracing::debug!(
+            target: "draftgen::pacing",
+            limit = old,
+            new_limit = new,
+            ended,
+            rejected,
+            paced,
+            admitted_peak = w.admitted_peak_before,
+            settle = w.settle,
+            slow_start = !w.found_capacity,
+            "in-flight window judged"
+        );
         if new != old {
             w.limit = new;
             self.resize(old, new);
@@ -436,7 +514,10 @@ fn same_capacity(a: usize, b: usize) -> bool {
 enum Outcome {
     Success(Option<Duration>),
     PacedSuccess(Duration),
-    Rejected,
+    /// `above`: sent with more in flight than any answered lately.
+    Rejected {
+        above: bool,
+    },
     Failed,
 }
 
@@ -586,6 +667,59 @@ mod tests {
             "limit {}",
             l.limit()
         );
+    }
+
+    /// [`round`], each attempt with the count it was sent with: the ones past the capacity
+    /// turned away. Returns how many were.
+    fn counted_round(l: &Limiter, capacity: usize) -> usize {
+        let limit = l.limit();
+        for k in capacity..limit {
+            l.on_overload_at(k + 1);
+        }
+        for k in 0..limit.min(capacity) {
+            l.admitted_at(k + 1);
+            l.on_success();
+        }
+        limit.saturating_sub(capacity)
+    }
+
+    #[test]
+    fn a_probe_past_a_slot_limit_is_cut_to_the_most_answered() {
+        const CAPACITY: usize = 50;
+        let l = Limiter::new(256, 1, 1000);
+        for _ in 0..3 {
+            counted_round(&l, CAPACITY);
+        }
+        assert_eq!(l.limit(), CAPACITY);
+        // Each probe: 51 (one sent past the 50 answered), 52 (two: cut back to 50). A share
+        // beyond noise alone waited for 57 (28 turned away a probe).
+        let mut rejected = 0;
+        for i in 0..400 {
+            rejected += counted_round(&l, CAPACITY);
+            assert!(l.limit() <= CAPACITY + 2, "round {i}: limit {}", l.limit());
+        }
+        let probes = l.decreases() - 1;
+        assert!(probes >= 5, "still probing: {probes} cuts");
+        assert_eq!(rejected as u64, 3 * probes, "1 + 2 turned away a probe");
+    }
+
+    #[test]
+    fn no_probe_when_the_prompts_left_are_few() {
+        let l = Limiter::new(256, 1, 1000);
+        for _ in 0..3 {
+            round(&l, 50);
+        }
+        assert_eq!(l.limit(), 50);
+        l.waiting(16 * 50 - 1);
+        for _ in 0..100 {
+            round(&l, 1000);
+        }
+        assert_eq!(l.limit(), 50, "fewer left than 16 rounds at the limit");
+        l.waiting(16 * 50);
+        for _ in 0..100 {
+            round(&l, 1000);
+        }
+        assert!(l.limit() > 50, "enough left: it probes again");
     }
 
     #[test]

@@ -11,11 +11,14 @@
 //!   rate becomes what the window admitted per second, over the share noise lets through, times
 //!   [`MARGIN`] (the provider's bucket is empty then: what it admits is its rate), so it refills a
 //!   little instead of sitting empty at the edge. Otherwise, after a plateau, the rate grows by
-//!   [`GROWTH`] a window, doubling up to [`MAX_GROWTH`], while the pace binds; faster
-//!   ([`MAX_FAST_GROWTH`]) far below the rate last found, with none found, or far below what
-//!   was admitted before.
-//! - **Slow start.** The first starts go [`START_RATE`] a second, doubled every [`STEP`] while
-//!   the pace binds and the window holds no more 429s than noise explains. A provider's bucket
+//!   [`GROWTH`] a second, doubling each window up to [`MAX_GROWTH`], while the pace binds;
+//!   faster ([`MAX_FAST_GROWTH`]) away from the rate last found (below it by a tenth, or above
+//!   it by a tenth with nothing turned away: it was not the provider's), with none found, or
+//!   far below what was admitted before. It does not grow in the **endgame**, when the prompts
+//!   yet to start would all start within [`ENDGAME`].
+//! - **Slow start.** The first starts go [`START_RATE`] a second, doubled every [`STEP`] (of at
+//!   least `STEP_STARTS` starts) while the pace binds and the window holds no more 429s than
+//!   noise explains. A provider's bucket
 //!   admits everything until it is empty: what was admitted by the first congested window is its
 //!   burst plus its rate times the time taken since it was last full, so that window sets the
 //!   rate to the largest `admitted since / (time since + BURST)` over the steps of slow start (a
@@ -23,7 +26,8 @@
 //!   providers hold), times [`MARGIN`].
 //! - **Noise**, 429s that come whatever the rate (a provider's hiccups, fault injection), must not
 //!   pin the rate at [`MIN_RATE`]. Two signs tell them: (1) two cuts in a row that do not lower
-//!   the share turned away (each next congested window still holds at least half of it) — after a
+//!   the share turned away (each next congested window still holds at least half of it, and
+//!   less than [`MAX_NOISE`]: a slow start far past a bucket still turns most away) — after a
 //!   rate limit the second cut measures the empty bucket and the share falls — so the cuts are
 //!   undone (slow start resumed if it was cut) and that share becomes the endpoint's noise, which
 //!   later windows must exceed; (2) a congested window paced far below ([`FAR_BELOW`]) what a
@@ -69,12 +73,20 @@ pub const GROWTH: f64 = 0.01;
 pub const MAX_GROWTH: f64 = 0.02;
 /// The fastest growth per window far below it.
 pub const MAX_FAST_GROWTH: f64 = 0.25;
+/// A pace does not grow when the prompts yet to start would all start within this at its rate: a
+/// probe's rejections wait out a `Retry-After` (a second or more), which at the end of a run is
+/// wall time nobody uses, for at most a few percent more over the seconds left.
+pub const ENDGAME: Duration = Duration::from_secs(4);
 /// The lowest rate (starts per second).
 pub const MIN_RATE: f64 = 0.2;
 /// The first starts' rate (a second's worth is the in-flight window's first wave).
 pub const START_RATE: f64 = 16.0;
-/// Slow start doubles the rate this often while the pace binds.
-pub const STEP: Duration = Duration::from_millis(250);
+/// Slow start doubles the rate this often while the pace binds, once a step holds
+/// [`STEP_STARTS`]: fast where a bucket's burst hides the rate for a fraction of a second, and
+/// not on two starts' evidence at a few a second (a 5/s bucket was overshot six times over).
+pub const STEP: Duration = Duration::from_millis(125);
+/// Fewest starts in a slow-start step.
+const STEP_STARTS: usize = 4;
 /// The burst a provider's bucket holds, in seconds of its rate.
 pub const BURST: f64 = 1.0;
 /// A pace this far below the best rate a window admitted is below any bucket that admitted it
@@ -143,6 +155,8 @@ struct Probation {
 struct State {
     /// Starts per second.
     rate: f64,
+    /// Prompts yet to have their first start (see [`Pacers::waiting`]).
+    waiting: usize,
     /// Earliest next start.
     next: Option<Instant>,
     slow_start: bool,
@@ -207,6 +221,7 @@ impl Pacer {
         Pacer {
             state: Mutex::new(State {
                 rate: START_RATE,
+                waiting: usize::MAX,
                 next: None,
                 slow_start: true,
                 step: None,
@@ -398,7 +413,7 @@ impl State {
         let (since, starts) = self.step.get_or_insert((now, 0));
         *starts += 1;
         let span = now.saturating_duration_since(*since).as_secs_f64();
-        if span >= STEP.as_secs_f64() {
+        if span >= STEP.as_secs_f64() && *starts >= STEP_STARTS {
             let step_rate = *starts as f64 / span;
             self.step = Some((now, 0));
             if self.marks.len() >= MAX_MARKS {
@@ -484,7 +499,7 @@ impl State {
                 self.learn_noise(n as f64, k);
             }
             self.probation = probation.and_then(|p| self.on_probation(p, n as f64, k));
-            self.grow(binding, best_before, now)
+            self.grow(binding, best_before, span, now)
         } else if self.slow_start && share < SLOW_START_EXIT {
             // Slow start overflowing a bucket turns away a large share at once (the pace doubles
             // past its rate); a few percent is noise, or the rate's edge, which the next
@@ -512,8 +527,14 @@ impl State {
         now: Instant,
     ) -> &'static str {
         match probation {
-            // Cut twice, or to a third, and the share did not fall: noise.
-            Some(p) if share >= p.share / 2.0 && (p.cuts >= 2 || self.rate * 3.0 <= p.rate) => {
+            // Cut twice, or to a third, and the share did not fall: noise — unless it turns
+            // most starts away (a slow start that overshot a bucket several times over is cut
+            // to a third and still far above its rate).
+            Some(p)
+                if share >= p.share / 2.0
+                    && share < MAX_NOISE
+                    && (p.cuts >= 2 || self.rate * 3.0 <= p.rate) =>
+            {
                 // The least of the shares seen (the first was picked for being high).
                 let starts = p.starts + self.starts as f64;
                 let since = (p.rejected + self.rejected) / starts.max(1.0);
@@ -567,7 +588,13 @@ impl State {
     }
 
     /// Not congested: after the plateau, grow while the pace binds (slow start doubles by step).
-    fn grow(&mut self, binding: bool, best_before: f64, now: Instant) -> &'static str {
+    fn grow(
+        &mut self,
+        binding: bool,
+        best_before: f64,
+        span: Duration,
+        now: Instant,
+    ) -> &'static str {
         let settled = self.settle_until.is_none_or(|t| now >= t);
         // Capped by advertised limits: the cap binds, not the rate.
         let capped = self.pace(now) < self.rate;
@@ -580,10 +607,20 @@ impl State {
         if !binding || capped {
             return "not binding";
         }
-        self.rate *= 1.0 + self.growth;
+        if (self.waiting as f64) < self.rate * ENDGAME.as_secs_f64() {
+            return "endgame";
+        }
+        // Per second, not per window: at a few starts a second a window is several seconds
+        // long, and 1% a window took a minute to find 30%.
+        let seconds = (span.as_secs_f64() / WINDOW.as_secs_f64()).clamp(1.0, 4.0);
+        self.rate *= 1.0 + self.growth * seconds;
         // Far below the rate last found (or none found, or what was admitted before), growth
         // may go fast.
-        let near = self.found.is_some_and(|f| self.rate >= 0.9 * f)
+        // Past the rate last found by a tenth with no congestion, it was not the provider's
+        // (a slot limit's 429s taken for a rate's, or a rate that rose): fast again.
+        let near = self
+            .found
+            .is_some_and(|f| (0.9 * f..=1.1 * f).contains(&self.rate))
             && self.rate >= FAR_BELOW * best_before;
         let max = if near { MAX_GROWTH } else { MAX_FAST_GROWTH };
         self.growth = (self.growth * 2.0).min(max);
@@ -715,6 +752,16 @@ impl Pacers {
     pub fn get(&self, index: usize) -> Option<&Pacer> {
         self.0.get(index)
     }
+
+    /// `n` prompts are yet to have their first start: a pace no longer grows once they would
+    /// all start within [`ENDGAME`] at its rate.
+    pub fn waiting(&self, n: usize) {
+        for pacer in &self.0 {
+            if let Ok(mut state) = pacer.state.lock() {
+                state.waiting = n;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -804,6 +851,42 @@ mod tests {
             assert!(admitted >= 0.9 * rps, "{rps}/s: {admitted:.1}/s admitted");
             assert!(share <= 0.1, "{rps}/s: {:.1}% rejected", 100.0 * share);
         }
+    }
+
+    #[test]
+    fn a_pace_does_not_probe_when_the_run_is_about_to_end() {
+        use std::cell::Cell;
+        let pacers = Pacers::new(1);
+        let Some(pacer) = pacers.get(0) else {
+            panic!("one pacer");
+        };
+        // A bucket of 50/s for a minute, then no limit: for 40 s fewer prompts are left than
+        // 4 s at the pace (it holds), then many (it grows).
+        let t0 = Instant::now();
+        let mut limited = bucket(50.0);
+        let (at_60, at_100) = (Cell::new(None), Cell::new(None));
+        simulate(pacer, 100.0, 160, 10, 0.0, |now| {
+            let t = now.saturating_duration_since(t0).as_secs();
+            match t {
+                0..60 => return limited(now),
+                60..100 => {
+                    at_60.set(at_60.get().or(pacer.rate()));
+                    pacers.waiting(150);
+                }
+                _ => {
+                    at_100.set(at_100.get().or(pacer.rate()));
+                    pacers.waiting(100_000);
+                }
+            }
+            true
+        });
+        assert_eq!(at_60.get(), at_100.get(), "held while the run ends");
+        assert!(
+            pacer.rate() > at_100.get(),
+            "{:?} after {:?}",
+            pacer.rate(),
+            at_100.get()
+        );
     }
 
     #[test]

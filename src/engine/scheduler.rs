@@ -109,6 +109,7 @@ pub(crate) fn rate_limiter(rpm: Option<u32>) -> Option<DefaultDirectRateLimiter>
 /// period after a stop has passed, or an abort was asked for.
 pub(crate) async fn schedule(ctx: Arc<Ctx>, pending: Vec<Pending>, grace: std::time::Duration) {
     let mut tasks = JoinSet::new();
+    let mut waiting = pending.len();
     for item in pending {
         if ctx.shutdown.is_stopping() {
             break;
@@ -122,6 +123,9 @@ pub(crate) async fn schedule(ctx: Arc<Ctx>, pending: Vec<Pending>, grace: std::t
             None => break,
         };
         tasks.spawn(run_prompt(ctx.clone(), item, permit, estimate));
+        waiting -= 1;
+        ctx.limiter.waiting(waiting);
+        ctx.pacers.waiting(waiting);
         // Reap finished tasks so the set stays as small as the in-flight limit.
         while tasks.try_join_next().is_some() {}
     }
@@ -284,6 +288,7 @@ async fn attempt<'a>(
         .chat_raw_limits(endpoint, &request, &ctx.timeouts)
         .await;
     let (at_limit, paced) = held_by(ctx, &sending, result.is_ok(), turn.waited);
+    let sending_count = sending.count;
     drop(sending);
     let age = t0.elapsed();
     let latency_ms = t0.elapsed().as_millis() as u64;
@@ -308,7 +313,7 @@ async fn attempt<'a>(
         &next,
         estimate,
         latency_ms,
-        signal.slot,
+        signal.slot.then_some(sending_count),
         turn.waited,
     );
     if let Some(pacer) = pacer {
@@ -508,7 +513,8 @@ fn pace_ended(
 }
 
 /// Count one ended attempt: the budget settles, the limiter and the endpoint's health learn
-/// from it (a dead endpoint stops the run), progress shows it. `slot`: a slot signal; `paced`:
+/// from it (a dead endpoint stops the run), progress shows it. `slot`: a slot signal, sent with
+/// that many requests sending (see `Sending::count`); `paced`:
 /// the start waited for the endpoint's pace (its answer does not grow the in-flight window).
 #[allow(clippy::too_many_arguments)]
 fn account(
@@ -519,7 +525,7 @@ fn account(
     next: &Option<(ApiError, Next)>,
     estimate: f64,
     latency_ms: u64,
-    slot: bool,
+    slot: Option<usize>,
     paced: bool,
 ) {
     settle(ctx, estimate, record.meta.cost_usd, next.is_none());
@@ -535,8 +541,8 @@ fn account(
             ctx.health.success(endpoint_index);
         }
         Some((err, _)) => {
-            if slot {
-                ctx.limiter.on_overload();
+            if let Some(count) = slot {
+                ctx.limiter.on_overload_at(count);
             } else {
                 ctx.limiter.on_failure();
             }
@@ -635,8 +641,8 @@ fn held_by(ctx: &Ctx, sending: &Sending, answered: bool, waited: bool) -> (bool,
     if answered {
         ctx.limiter.admitted_at(sending.count);
     }
-    let above = ctx.limiter.above_admitted(sending.count);
-    (sending.at_limit || above, waited && !above)
+    let edge = ctx.limiter.at_slot_edge(sending.count);
+    (sending.at_limit || edge, waited && !edge)
 }
 
 /// Wait for the endpoint's pace; the start's turn, or `None` if the run is stopping.

@@ -13,7 +13,7 @@
 //!   little instead of sitting empty at the edge. Otherwise, after a plateau, the rate grows by
 //!   [`GROWTH`] a second, doubling each window up to [`MAX_GROWTH`], while the pace binds;
 //!   faster ([`MAX_FAST_GROWTH`]) away from the rate last found (below it by a tenth, or above
-//!   it by a tenth with nothing turned away: it was not the provider's), with none found, or
+//!   it by half with nothing turned away: it was not the provider's), with none found, or
 //!   far below what was admitted before. It does not grow in the **endgame**, when the prompts
 //!   yet to start would all start within [`ENDGAME`].
 //! - **Slow start.** The first starts go [`START_RATE`] a second, doubled every [`STEP`] (of at
@@ -528,12 +528,13 @@ impl State {
     ) -> &'static str {
         match probation {
             // Cut twice, or to a third, and the share did not fall: noise — unless it turns
-            // most starts away (a slow start that overshot a bucket several times over is cut
-            // to a third and still far above its rate).
+            // most starts away. Not on one cut of slow start: its overshoot of a bucket is cut
+            // to a third as a rule, landing near the rate, where a window of a few starts
+            // still holds a quarter turned away (20/s learned a noise of 25% so).
             Some(p)
                 if share >= p.share / 2.0
                     && share < MAX_NOISE
-                    && (p.cuts >= 2 || self.rate * 3.0 <= p.rate) =>
+                    && (p.cuts >= 2 || (self.rate * 3.0 <= p.rate && !p.slow_start)) =>
             {
                 // The least of the shares seen (the first was picked for being high).
                 let starts = p.starts + self.starts as f64;
@@ -616,11 +617,14 @@ impl State {
         self.rate *= 1.0 + self.growth * seconds;
         // Far below the rate last found (or none found, or what was admitted before), growth
         // may go fast.
-        // Past the rate last found by a tenth with no congestion, it was not the provider's
-        // (a slot limit's 429s taken for a rate's, or a rate that rose): fast again.
+        // Past the rate last found by half with no congestion, it was not the provider's (a
+        // slot limit's 429s taken for a rate's, or a rate that rose): fast again. Not sooner:
+        // growing at a few percent a second, a bucket's burst hides the rate until it is
+        // passed by about a fifth (a band of a tenth went fast at 22/s against 20/s and
+        // overshot to 27/s).
         let near = self
             .found
-            .is_some_and(|f| (0.9 * f..=1.1 * f).contains(&self.rate))
+            .is_some_and(|f| (0.9 * f..=1.5 * f).contains(&self.rate))
             && self.rate >= FAR_BELOW * best_before;
         let max = if near { MAX_GROWTH } else { MAX_FAST_GROWTH };
         self.growth = (self.growth * 2.0).min(max);

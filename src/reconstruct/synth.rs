@@ -479,7 +479,8 @@ struct Variant<'a> {
 }
 
 /// The ids of the variant, if they have the reported length and the variant gives the answer
-/// (never trusted from the arithmetic alone).
+/// (never trusted from the arithmetic alone). The plain variant is the candidate text itself,
+/// which [`Search::try_text`] has sent forward already: its ids are `base`, and it agrees.
 fn checked_variant(
     cx: &Context,
     encoding: Encoding,
@@ -492,12 +493,11 @@ fn checked_variant(
         sites,
         choice,
     } = *variant;
+    if choice.iter().all(|&o| o == 0) {
+        return reported.is_none_or(|n| n == base.len()).then_some(base);
+    }
     let variant = with_inserts(text, sites, choice);
-    let ids = if choice.iter().all(|&o| o == 0) {
-        base
-    } else {
-        encoding.encode(cx, &variant)
-    };
+    let ids = encoding.encode(cx, &variant);
     let counted = reported.is_none_or(|n| n == ids.len());
     (counted && cx.agrees(&variant).is_ok()).then_some(ids)
 }

@@ -242,6 +242,7 @@ impl TiktokenModel {
         let mut state = EncodeState {
             words: super::word_cache::WordCache::disabled(),
             symbols: Vec::new(),
+            stretches: super::word_cache::WordCache::disabled(),
         };
         let fast = self.fast.as_ref()?;
         Some(self.encode_fast(fast, text, true, &mut state))
@@ -408,9 +409,17 @@ impl FastEncoder {
         state: &mut EncodeState,
         ids: &mut Vec<u32>,
     ) {
-        self.splitter.for_each_piece(text, |piece| {
-            state.words.encode(piece.as_bytes(), ids, |_, ids| {
-                self.encode_piece(bpe, piece, ids)
+        // A stretch seen before (mostly a word and the space before it) is not split again.
+        let EncodeState {
+            words, stretches, ..
+        } = state;
+        self.splitter.for_each_stretch(text, |stretch| {
+            stretches.encode(stretch.as_bytes(), ids, |_, ids| {
+                self.splitter.for_each_piece(stretch, |piece| {
+                    words.encode(piece.as_bytes(), ids, |_, ids| {
+                        self.encode_piece(bpe, piece, ids)
+                    })
+                })
             })
         });
     }

@@ -235,9 +235,9 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         partial_candidates: Vec::new(),
         closes_fit: [false; 2],
     };
-    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for text in texts {
-        if seen.insert(text.as_str()) {
+    // Each text once (a few long texts: compared, not hashed).
+    for (i, text) in texts.iter().enumerate() {
+        if !texts[..i].contains(text) {
             search.try_text(cx, text, Encoding::Special);
             search.try_plain(cx, text);
         }

@@ -169,12 +169,20 @@ impl FastSplitter {
             return;
         }
         let mut start = 0;
-        for at in memchr::memchr_iter(b' ', text.as_bytes()) {
-            let after_non_space = text[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| !c.is_whitespace());
-            if at > start && after_non_space {
+        let bytes = text.as_bytes();
+        for at in memchr::memchr_iter(b' ', bytes) {
+            if at == start {
+                continue;
+            }
+            let after_non_space = match bytes[at - 1] {
+                // `\s` in ASCII: tab, line feed, vertical tab, form feed, carriage return, space.
+                b @ 0..=0x7f => !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' '),
+                _ => text[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| !c.is_whitespace()),
+            };
+            if after_non_space {
                 f(&text[start..at]);
                 start = at;
             }

@@ -625,6 +625,28 @@ mod tests {
         .as_ref()
     }
 
+    /// The literals one overlapping pass finds are those `contains` finds, in the tokenizer's
+    /// order: texts holding literals, literals inside literals' text, prefixes of literals.
+    #[test]
+    fn special_tokens_in_is_contains_on_each() {
+        let Some(kimi) = kimi() else { return };
+        let tokens = kimi.special_tokens();
+        let mut texts = vec![String::new(), "plain <| [E".to_string()];
+        for (i, t) in tokens.iter().enumerate().step_by(7) {
+            let other = &tokens[(i * 31 + 5) % tokens.len()];
+            texts.push(format!("a{t}b{other}{t}"));
+            texts.push(format!("{}{other}", &t[..t.len() / 2]));
+        }
+        for text in &texts {
+            let want: Vec<&str> = tokens
+                .iter()
+                .filter(|t| !t.is_empty() && text.contains(t.as_str()))
+                .map(String::as_str)
+                .collect();
+            assert_eq!(kimi.special_tokens_in(text), want, "{text:?}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
         /// The word cache changes nothing: cached (cold, warm, then holding every piece) ==

@@ -26,10 +26,10 @@ use super::quirks::{
 };
 use super::{ForwardInput, Parsed, ParsedCall, ParserTraits, ServerShape};
 
+use crate::model::family::kimi::{reasoning_end, SECTION_BEGIN_SINGULAR, THINK_BEGIN};
 pub use crate::model::family::kimi::{
     ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END, THINK_END,
 };
-use crate::model::family::kimi::{SECTION_BEGIN_SINGULAR, THINK_BEGIN};
 
 /// The `kimi_k2` parsers (vLLM's reasoning and tool parsers, SGLang's `KimiK2Detector`).
 pub const TRAITS: ParserTraits = ParserTraits {
@@ -304,24 +304,6 @@ fn split_reasoning(text: &str) -> (Option<String>, Option<String>) {
         }
         None => (Some(text.to_string()), None),
     }
-}
-
-/// Where the reasoning ends: the earliest `</think>` (skipped: its length),
-/// `<|tool_calls_section_begin|>` or `<|tool_call_begin|>` (kept: 0). All three start with `<`,
-/// so one `memchr` pass over the `<`s finds the earliest (three `str::find`s over a long answer
-/// were a tenth of a build's CPU: every candidate is sent forward).
-pub(crate) fn reasoning_end(text: &str) -> Option<(usize, usize)> {
-    const ENDS: [(&str, usize); 3] = [
-        (THINK_END, THINK_END.len()),
-        (SECTION_BEGIN, 0),
-        (CALL_BEGIN, 0),
-    ];
-    let bytes = text.as_bytes();
-    memchr::memchr_iter(b'<', bytes).find_map(|at| {
-        ENDS.iter()
-            .find(|(marker, _)| bytes[at..].starts_with(marker.as_bytes()))
-            .map(|&(_, skip)| (at, skip))
-    })
 }
 
 /// (content before the tool section or `None` if empty, calls); no section: content unchanged.

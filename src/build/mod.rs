@@ -106,14 +106,7 @@ pub struct RunSettings {
 impl RunSettings {
     /// Read what the manifest says; a missing manifest gives the defaults.
     pub fn from_run(run: &Path) -> Result<RunSettings, BuildError> {
-        let manifest = RunDir::new(run)
-            .read_manifest()
-            .map_err(|e| BuildError::BadInput {
-                path: run.join(MANIFEST_FILE).display().to_string(),
-                line: 0,
-                message: e.to_string(),
-            })?;
-        let Some(manifest) = manifest else {
+        let Some(manifest) = read_manifest(run)? else {
             return Ok(RunSettings::default());
         };
         let options = ReconstructOptions::for_run(&manifest);
@@ -133,6 +126,17 @@ impl RunSettings {
             ..ReconstructOptions::default()
         }
     }
+}
+
+/// The run's `manifest.json`, if it has one.
+fn read_manifest(run: &Path) -> Result<Option<crate::journal::Manifest>, BuildError> {
+    RunDir::new(run)
+        .read_manifest()
+        .map_err(|e| BuildError::BadInput {
+            path: run.join(MANIFEST_FILE).display().to_string(),
+            line: 0,
+            message: e.to_string(),
+        })
 }
 
 /// Everything one build needs.
@@ -206,13 +210,7 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     let completeness = PendingCompleteness::spawn(config.run);
     let mut settings = RunSettings::from_run(config.run)?;
     settings.spaces_around_special_tokens |= config.spaces_around_special_tokens;
-    let manifest = RunDir::new(config.run)
-        .read_manifest()
-        .map_err(|e| BuildError::BadInput {
-            path: config.run.join(MANIFEST_FILE).display().to_string(),
-            line: 0,
-            message: e.to_string(),
-        })?;
+    let manifest = read_manifest(config.run)?;
     let mut providers = Providers::new(manifest.as_ref(), config.spaces_around_special_tokens);
     if journal_dir.is_dir() {
         providers.learn(config.profile, &journal_dir, config.batch)?;

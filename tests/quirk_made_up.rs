@@ -29,7 +29,7 @@ impl Quirk for AppendsSpaceToArguments {
         }
     }
 
-    fn inverse(&self, answer: &Completion, _input: &InverseInput) -> Vec<Completion> {
+    fn inverse(&self, answer: &Completion, _input: &InverseInput) -> Option<Vec<Completion>> {
         let mut before = answer.clone();
         for call in &mut before.tool_calls {
             if let Arguments::Raw(text) = &mut call.arguments {
@@ -38,7 +38,7 @@ impl Quirk for AppendsSpaceToArguments {
                 }
             }
         }
-        vec![before]
+        Some(vec![before])
     }
 }
 

@@ -129,9 +129,8 @@ pub struct SegmentBlocks {
     file: File,
     /// Bytes of the segment not read yet.
     left: u64,
+    /// Bytes read and not handed out yet (a partial line).
     buf: Vec<u8>,
-    /// The start of the bytes in `buf` not handed out yet (a partial line).
-    consumed: usize,
     block: usize,
 }
 
@@ -143,25 +142,28 @@ impl SegmentBlocks {
             file,
             left,
             buf: Vec::new(),
-            consumed: 0,
             block: block.max(1),
         })
     }
 
     /// The next block of complete lines (newline-terminated, about `block` bytes; longer when
-    /// one line is); `None` at the end. A torn tail (no final newline) is never handed out.
-    pub fn next_block(&mut self) -> std::io::Result<Option<&[u8]>> {
+    /// one line is); `None` at the end. A torn tail (no final newline) is never handed out. The
+    /// block is the caller's, so the next one can be read while it is scanned.
+    pub fn next_block(&mut self) -> std::io::Result<Option<Vec<u8>>> {
         use std::io::Read;
-        self.buf.drain(..self.consumed);
-        self.consumed = 0;
         let (mut searched, mut end) = (0, None);
         loop {
             let want = self.block.saturating_sub(self.buf.len());
             let take = want.max(self.block / 2).max(1).min(self.left as usize);
             if take > 0 {
-                let at = self.buf.len();
-                self.buf.resize(at + take, 0);
-                self.file.read_exact(&mut self.buf[at..])?;
+                // Into the vector's spare room: no zero fill before the read.
+                self.buf.reserve(take);
+                let got = (&mut self.file)
+                    .take(take as u64)
+                    .read_to_end(&mut self.buf)?;
+                if got < take {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
                 self.left -= take as u64;
             }
             if let Some(i) = memchr::memrchr(b'\n', &self.buf[searched..]) {
@@ -170,8 +172,10 @@ impl SegmentBlocks {
             searched = self.buf.len();
             match end {
                 Some(end) if self.buf.len() >= self.block || self.left == 0 => {
-                    self.consumed = end;
-                    return Ok(Some(&self.buf[..end]));
+                    let rest = self.buf[end..].to_vec();
+                    let mut block = std::mem::replace(&mut self.buf, rest);
+                    block.truncate(end);
+                    return Ok(Some(block));
                 }
                 None if self.left == 0 => return Ok(None),
                 _ => {}
@@ -246,7 +250,7 @@ mod tests {
             let mut lines: Vec<Vec<u8>> = Vec::new();
             while let Some(b) = blocks.next_block().unwrap() {
                 assert!(b.ends_with(b"\n"), "block {block}");
-                lines.extend(lines_of(b).map(<[u8]>::to_vec));
+                lines.extend(lines_of(&b).map(<[u8]>::to_vec));
             }
             let want: Vec<&[u8]> = vec![b"aaaa", b"bb", long.as_bytes(), b"", b"cccccc"];
             assert_eq!(lines, want, "block {block}");

@@ -106,14 +106,7 @@ pub struct RunSettings {
 impl RunSettings {
     /// Read what the manifest says; a missing manifest gives the defaults.
     pub fn from_run(run: &Path) -> Result<RunSettings, BuildError> {
-        let manifest = RunDir::new(run)
-            .read_manifest()
-            .map_err(|e| BuildError::BadInput {
-                path: run.join(MANIFEST_FILE).display().to_string(),
-                line: 0,
-                message: e.to_string(),
-            })?;
-        let Some(manifest) = manifest else {
+        let Some(manifest) = read_manifest(run)? else {
             return Ok(RunSettings::default());
         };
         let options = ReconstructOptions::for_run(&manifest);
@@ -133,6 +126,17 @@ impl RunSettings {
             ..ReconstructOptions::default()
         }
     }
+}
+
+/// The run's `manifest.json`, if it has one.
+fn read_manifest(run: &Path) -> Result<Option<crate::journal::Manifest>, BuildError> {
+    RunDir::new(run)
+        .read_manifest()
+        .map_err(|e| BuildError::BadInput {
+            path: run.join(MANIFEST_FILE).display().to_string(),
+            line: 0,
+            message: e.to_string(),
+        })
 }
 
 /// Everything one build needs.
@@ -201,15 +205,12 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     if !journal_dir.is_dir() && !config.run.join(MANIFEST_FILE).is_file() {
         return Err(BuildError::NotARun(config.run.display().to_string()));
     }
+    // The completeness check reads the whole journal once more (the resume index): on its own
+    // thread, beside the provider scan and the build, rather than before them.
+    let completeness = PendingCompleteness::spawn(config.run);
     let mut settings = RunSettings::from_run(config.run)?;
     settings.spaces_around_special_tokens |= config.spaces_around_special_tokens;
-    let manifest = RunDir::new(config.run)
-        .read_manifest()
-        .map_err(|e| BuildError::BadInput {
-            path: config.run.join(MANIFEST_FILE).display().to_string(),
-            line: 0,
-            message: e.to_string(),
-        })?;
+    let manifest = read_manifest(config.run)?;
     let mut providers = Providers::new(manifest.as_ref(), config.spaces_around_special_tokens);
     if journal_dir.is_dir() {
         providers.learn(config.profile, &journal_dir, config.batch)?;
@@ -230,7 +231,6 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     let mut progress = Progress {
         summary: BuildSummary {
             out: config.out.to_path_buf(),
-            completeness: crate::journal::Completeness::of(config.run),
             ..BuildSummary::default()
         },
         seen: HashSet::new(),
@@ -270,10 +270,56 @@ pub fn build(config: &BuildConfig) -> Result<BuildSummary, BuildError> {
     result?;
     let (shards, jsonl) = written?;
     let mut summary = progress.summary;
+    summary.completeness = completeness.join();
     summary.shards = shards;
     summary.providers = providers.report(&progress.per_group);
     write_build_json(config, settings, model, &summary, jsonl)?;
     Ok(summary)
+}
+
+/// [`Completeness::of`](crate::journal::Completeness::of) the run, computed on its own thread;
+/// joined when taken or dropped, so an early return does not leave it running.
+struct PendingCompleteness {
+    thread: Option<std::thread::JoinHandle<Option<crate::journal::Completeness>>>,
+    /// Computed on the caller's thread where no thread could be started.
+    done: Option<crate::journal::Completeness>,
+}
+
+impl PendingCompleteness {
+    fn spawn(run: &Path) -> PendingCompleteness {
+        let owned = run.to_path_buf();
+        match std::thread::Builder::new()
+            .name("build-completeness".into())
+            .spawn(move || crate::journal::Completeness::of(&owned))
+        {
+            Ok(thread) => PendingCompleteness {
+                thread: Some(thread),
+                done: None,
+            },
+            Err(_) => PendingCompleteness {
+                thread: None,
+                done: crate::journal::Completeness::of(run),
+            },
+        }
+    }
+
+    fn join(mut self) -> Option<crate::journal::Completeness> {
+        match self.thread.take() {
+            Some(thread) => match thread.join() {
+                Ok(completeness) => completeness,
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            None => self.done.take(),
+        }
+    }
+}
+
+impl Drop for PendingCompleteness {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// What every batch is built with.

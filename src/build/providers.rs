@@ -79,7 +79,7 @@ impl Head {
     /// (journal/record.rs keeps them first, and inside a JSON string that text is escaped), so
     /// the request and the answer are not parsed. A line written otherwise is parsed whole.
     fn of(line: &[u8]) -> Option<Head> {
-        if let Some(at) = memchr::memmem::find(line, br#","request":"#) {
+        if let Some(at) = request_key(line) {
             let mut prefix = Vec::with_capacity(at + 1);
             prefix.extend_from_slice(&line[..at]);
             prefix.push(b'}');
@@ -89,6 +89,20 @@ impl Head {
         }
         serde_json::from_slice(line).ok()
     }
+}
+
+/// Where the comma before the first `"request"` key of `line` is: `,"request":` as serde_json
+/// writes it, or with whitespace around the comma and colon (`, "request": `, as Python's
+/// `json.dumps` writes). Inside a JSON string every `"` follows a backslash, so a quote after a
+/// comma or whitespace is never in one.
+fn request_key(line: &[u8]) -> Option<usize> {
+    const KEY: &[u8] = br#""request""#;
+    let is_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    memchr::memmem::find_iter(line, KEY).find_map(|at| {
+        let before = line[..at].iter().rposition(|b| !is_space(b))?;
+        let after = line[at + KEY.len()..].iter().find(|b| !is_space(b))?;
+        (line[before] == b',' && *after == b':').then_some(before)
+    })
 }
 
 impl Providers {
@@ -185,16 +199,23 @@ impl Providers {
         for path in lines.segment_paths() {
             let mut blocks = lines::SegmentBlocks::open(path, window * chunk_bytes)
                 .map_err(|e| BuildError::io(path, e))?;
-            while let Some(block) = blocks.next_block().map_err(|e| BuildError::io(path, e))? {
-                let chunks = lines::line_chunks(block, chunk_bytes);
-                let heads: Vec<Vec<(Head, &[u8])>> = chunks
-                    .par_iter()
-                    .map(|chunk| {
-                        lines::lines_of(chunk)
-                            .filter_map(|line| Head::of(line).map(|head| (head, line)))
+            let mut next = blocks.next_block();
+            while let Some(block) = next.map_err(|e| BuildError::io(path, e))? {
+                // The next block is read while this one's heads are read on the other cores.
+                let heads: Vec<Vec<(Head, &[u8])>>;
+                (next, heads) = rayon::join(
+                    || blocks.next_block(),
+                    || {
+                        lines::line_chunks(&block, chunk_bytes)
+                            .par_iter()
+                            .map(|chunk| {
+                                lines::lines_of(chunk)
+                                    .filter_map(|line| Head::of(line).map(|head| (head, line)))
+                                    .collect()
+                            })
                             .collect()
-                    })
-                    .collect();
+                    },
+                );
                 let picked = self.count(heads.into_iter().flatten());
                 self.add_evidence(profile, &picked);
             }
@@ -407,5 +428,21 @@ mod tests {
         let line = br#"{"id":"q","attempt":1,"status":"failed","endpoint":"e","started_at":"t","latency_ms":1,"request":{},"response":{"provider":"Other"}}"#;
         let head = Head::of(line).expect("a head");
         assert_eq!((head.provider, head.status), (None, Status::Failed));
+    }
+
+    /// Python's `json.dumps` puts a space after each comma and colon: the same prefix is found
+    /// (and a quoted `"request"` inside a string is still not a key).
+    #[test]
+    fn the_request_key_is_found_with_spaces_around_it() {
+        let line = br#"{"id": "p", "error": "a, \"request\": b", "endpoint": "or", "provider": "Chutes", "status": "success", "request" : {"provider": "Other"}}"#;
+        let at = request_key(line).expect("the key");
+        assert!(line[at..].starts_with(br#", "request" :"#));
+        let head = Head::of(line).expect("a head");
+        assert_eq!(
+            (head.endpoint.as_str(), head.provider.as_deref()),
+            ("or", Some("Chutes"))
+        );
+        assert_eq!(request_key(br#"{"request": {}}"#), None);
+        assert_eq!(request_key(br#"{"a": "\"request\": x"}"#), None);
     }
 }

@@ -17,8 +17,10 @@ use super::scan::{IndexLine, LineParser};
 use super::segment::{list_segments, Segment};
 use super::JournalError;
 
-/// Segments mapped and parsed at once (at least one segment): bounds the parsed records held.
-const WINDOW_BYTES: u64 = 256 * 1024 * 1024;
+/// Segments mapped and parsed at once (at least one segment): bounds the parsed records held,
+/// and the mapped pages resident at once (a 64 MiB segment, as `generate` cuts them, is a window
+/// of its own; 256 MiB held 200 MB more for 100,000 answers and scanned them 0.03 s faster).
+const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Target size of a chunk parsed by one rayon task.
 const CHUNK_BYTES: usize = 4 * 1024 * 1024;

@@ -151,6 +151,7 @@ impl FastBpe {
         let mut state = EncodeState {
             words: WordCache::disabled(),
             symbols: Vec::new(),
+            stretches: WordCache::disabled(),
         };
         self.encode_with(text, &mut state)
     }
@@ -219,7 +220,7 @@ impl FastBpe {
                 [] => {}
                 &[byte] => ids.push(self.byte_ids[byte as usize]),
                 bytes => {
-                    let EncodeState { words, symbols } = state;
+                    let EncodeState { words, symbols, .. } = state;
                     words.encode(bytes, ids, |bytes, ids| {
                         self.merge_piece(bytes, symbols, ids)
                     });
@@ -407,6 +408,8 @@ impl<'m> PairCache<'m> {
 pub(crate) struct EncodeState {
     pub(crate) words: WordCache,
     pub(crate) symbols: Vec<u32>,
+    /// Whole stretches ([`FastSplitter::for_each_stretch`](super::split::FastSplitter)) → ids.
+    pub(crate) stretches: WordCache,
 }
 
 /// `regex-automata`'s pool: the owning thread takes its value without locking, other threads

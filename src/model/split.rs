@@ -154,6 +154,44 @@ impl FastSplitter {
         self.for_each_match(text, |piece, _| f(piece));
     }
 
+    /// Call `f` on consecutive stretches of `text` that each split alone into the pieces they
+    /// hold in the whole text: for Kimi's pattern, cut before every space that follows a
+    /// non-whitespace char (no alternative takes a space but as its first char, and a run of
+    /// whitespace cannot start at a non-whitespace char, so a piece starts at that space; the
+    /// pattern has no look-behind, and its one look-ahead sees whitespace only); other patterns
+    /// get the whole text. Repeated stretches (a word and its space) can then be cached whole,
+    /// without running the splitter on them.
+    pub(crate) fn for_each_stretch<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
+        if !self.kimi_ascii {
+            if !text.is_empty() {
+                f(text);
+            }
+            return;
+        }
+        let mut start = 0;
+        let bytes = text.as_bytes();
+        for at in memchr::memchr_iter(b' ', bytes) {
+            if at == start {
+                continue;
+            }
+            let after_non_space = match bytes[at - 1] {
+                // `\s` in ASCII: tab, line feed, vertical tab, form feed, carriage return, space.
+                b @ 0..=0x7f => !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' '),
+                _ => text[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| !c.is_whitespace()),
+            };
+            if after_non_space {
+                f(&text[start..at]);
+                start = at;
+            }
+        }
+        if start < text.len() {
+            f(&text[start..]);
+        }
+    }
+
     /// Call `f` on the matches and on the unmatched stretches between them, in order: Hugging
     /// Face's `Split` pre-tokenizer with the `Isolated` behaviour.
     pub(crate) fn for_each_piece_isolated<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
@@ -294,6 +332,22 @@ mod tests {
                 .map(|m| m.map(|m| (m.start(), m.end())).expect("fancy-regex match"))
                 .collect();
             assert_eq!(ours, want, "{text:?} with {}", reference.as_str());
+            // Stretch by stretch, each split alone: the same pieces.
+            let mut stretched = Vec::new();
+            let mut offset = 0;
+            fast.for_each_stretch(text, |stretch| {
+                fast.for_each_match(stretch, |piece, start| {
+                    stretched.push((offset + start, offset + start + piece.len()))
+                });
+                offset += stretch.len();
+            });
+            assert_eq!(offset, text.len(), "{text:?}");
+            assert_eq!(
+                stretched,
+                want,
+                "stretches of {text:?} with {}",
+                reference.as_str()
+            );
         }
     }
 

@@ -242,6 +242,7 @@ impl TiktokenModel {
         let mut state = EncodeState {
             words: super::word_cache::WordCache::disabled(),
             symbols: Vec::new(),
+            stretches: super::word_cache::WordCache::disabled(),
         };
         let fast = self.fast.as_ref()?;
         Some(self.encode_fast(fast, text, true, &mut state))
@@ -408,9 +409,17 @@ impl FastEncoder {
         state: &mut EncodeState,
         ids: &mut Vec<u32>,
     ) {
-        self.splitter.for_each_piece(text, |piece| {
-            state.words.encode(piece.as_bytes(), ids, |_, ids| {
-                self.encode_piece(bpe, piece, ids)
+        // A stretch seen before (mostly a word and the space before it) is not split again.
+        let EncodeState {
+            words, stretches, ..
+        } = state;
+        self.splitter.for_each_stretch(text, |stretch| {
+            stretches.encode(stretch.as_bytes(), ids, |_, ids| {
+                self.splitter.for_each_piece(stretch, |piece| {
+                    words.encode(piece.as_bytes(), ids, |_, ids| {
+                        self.encode_piece(bpe, piece, ids)
+                    })
+                })
             })
         });
     }
@@ -614,6 +623,28 @@ mod tests {
             crate::model::Tokenizer::from_dir(&root.join("kimi-k2.5")).ok()
         })
         .as_ref()
+    }
+
+    /// The literals one overlapping pass finds are those `contains` finds, in the tokenizer's
+    /// order: texts holding literals, literals inside literals' text, prefixes of literals.
+    #[test]
+    fn special_tokens_in_is_contains_on_each() {
+        let Some(kimi) = kimi() else { return };
+        let tokens = kimi.special_tokens();
+        let mut texts = vec![String::new(), "plain <| [E".to_string()];
+        for (i, t) in tokens.iter().enumerate().step_by(7) {
+            let other = &tokens[(i * 31 + 5) % tokens.len()];
+            texts.push(format!("a{t}b{other}{t}"));
+            texts.push(format!("{}{other}", &t[..t.len() / 2]));
+        }
+        for text in &texts {
+            let want: Vec<&str> = tokens
+                .iter()
+                .filter(|t| !t.is_empty() && text.contains(t.as_str()))
+                .map(String::as_str)
+                .collect();
+            assert_eq!(kimi.special_tokens_in(text), want, "{text:?}");
+        }
     }
 
     proptest! {

@@ -36,6 +36,9 @@ pub struct Tokenizer {
     /// The special-token literals as one leftmost-longest searcher, built on first use of
     /// [`Tokenizer::special_spans`].
     special_search: OnceLock<SpecialSearch>,
+    /// Every special literal, for [`Tokenizer::special_tokens_in`]: the overlapping searcher and
+    /// each pattern's index in [`Tokenizer::special_tokens`] (`None`: it could not be built).
+    contained_search: OnceLock<Option<(AhoCorasick, Vec<usize>)>>,
     /// A number no other tokenizer of this process has: the key of [`super::recent`]'s memo.
     uid: u64,
 }
@@ -127,6 +130,7 @@ impl Tokenizer {
             backend: Backend::Tiktoken(Box::new(model)),
             source: path.to_path_buf(),
             special_search: OnceLock::new(),
+            contained_search: OnceLock::new(),
             uid: next_uid(),
         })
     }
@@ -143,6 +147,7 @@ impl Tokenizer {
             backend: Backend::Tiktoken(Box::new(model)),
             source: path.to_path_buf(),
             special_search: OnceLock::new(),
+            contained_search: OnceLock::new(),
             uid: next_uid(),
         })
     }
@@ -180,6 +185,7 @@ impl Tokenizer {
             })),
             source: path.to_path_buf(),
             special_search: OnceLock::new(),
+            contained_search: OnceLock::new(),
             uid: next_uid(),
         })
     }
@@ -395,6 +401,41 @@ impl Tokenizer {
             .into_iter()
             .flat_map(move |s| s.find_iter(text))
             .map(|m| (m.start(), m.end()))
+    }
+
+    /// The special-token literals that occur in `text`, each once, in the order of
+    /// [`Tokenizer::special_tokens`] (what `contains` on each gives): one pass of an automaton
+    /// built once (Kimi has 256 literals; grouping them by first byte on every call was a
+    /// twentieth of `build`'s CPU).
+    pub fn special_tokens_in(&self, text: &str) -> Vec<&str> {
+        let tokens = self.special_tokens();
+        let search = self.contained_search.get_or_init(|| {
+            let (index, literals): (Vec<usize>, Vec<&String>) = tokens
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !s.is_empty())
+                .unzip();
+            AhoCorasick::new(literals)
+                .ok()
+                .map(|searcher| (searcher, index))
+        });
+        let Some((searcher, index)) = search else {
+            return tokens
+                .iter()
+                .filter(|t| !t.is_empty() && text.contains(t.as_str()))
+                .map(String::as_str)
+                .collect();
+        };
+        let mut found = vec![false; tokens.len()];
+        for m in searcher.find_overlapping_iter(text) {
+            found[index[m.pattern().as_usize()]] = true;
+        }
+        tokens
+            .iter()
+            .zip(found)
+            .filter(|(_, found)| *found)
+            .map(|(t, _)| t.as_str())
+            .collect()
     }
 
     fn special_search(&self) -> &SpecialSearch {

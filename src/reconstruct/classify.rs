@@ -3,6 +3,9 @@
 //! family's markers, a cut that split a character. Each flag adds a reason and a warning, so a
 //! sample is never non-exact without saying why.
 
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
 use serde_json::Value;
 
 use crate::completion::{Arguments, Completion};
@@ -385,6 +388,14 @@ fn looks_reserialized(call: &crate::completion::ToolCall) -> bool {
     }
 }
 
+/// [`family_markers`], and one automaton that finds every one of them in a text in one pass
+/// (a `contains` per marker scanned each long answer some twenty times, once per rebuild).
+static FAMILY_MARKERS: LazyLock<(Vec<&'static str>, Option<AhoCorasick>)> = LazyLock::new(|| {
+    let markers = family_markers();
+    let searcher = AhoCorasick::new(&markers).ok();
+    (markers, searcher)
+});
+
 /// Distinctive markers of every family's chat format (each family's own list, in family order).
 fn family_markers() -> Vec<&'static str> {
     let mut markers: Vec<&'static str> = Vec::new();
@@ -436,10 +447,27 @@ pub(super) fn foreign_markers(
         }
         texts.extend(call.id.as_deref());
     }
-    let found: Vec<&str> = family_markers()
-        .into_iter()
-        .filter(|m| !own.iter().any(|o| o == m))
-        .filter(|m| texts.iter().any(|t| t.contains(m)))
+    let (markers, searcher) = &*FAMILY_MARKERS;
+    let mut shown = vec![false; markers.len()];
+    for text in &texts {
+        match searcher {
+            Some(searcher) => {
+                for m in searcher.find_overlapping_iter(*text) {
+                    shown[m.pattern().as_usize()] = true;
+                }
+            }
+            None => {
+                for (marker, shown) in markers.iter().zip(shown.iter_mut()) {
+                    *shown |= text.contains(marker);
+                }
+            }
+        }
+    }
+    let found: Vec<&str> = markers
+        .iter()
+        .zip(&shown)
+        .filter(|&(m, &shown)| shown && !own.iter().any(|o| o == m))
+        .map(|(m, _)| *m)
         .collect();
     if !found.is_empty() {
         fidelity.at_most(FidelityClass::Inconsistent);

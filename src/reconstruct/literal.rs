@@ -10,8 +10,6 @@
 use crate::completion::Completion;
 use crate::model::{Profile, Tokenizer};
 
-use super::turn::markers_in;
-
 /// The special-token texts an answer's text fields show, to be encoded as plain pieces.
 pub(super) struct Literals {
     /// Each text, and how many times the fields show it.
@@ -23,7 +21,6 @@ pub(super) struct Literals {
 impl Literals {
     /// The special-token texts in `completion`'s reasoning and content, if any.
     pub(super) fn shown(profile: &Profile, completion: &Completion) -> Option<Literals> {
-        let markers = profile.tokenizer.special_tokens();
         let fields = [
             completion.reasoning.as_deref(),
             completion.content.as_deref(),
@@ -40,7 +37,7 @@ impl Literals {
                 .is_some_and(|c| c.contains(close));
         let mut shown: Vec<(String, usize)> = Vec::new();
         for field in fields.into_iter().flatten() {
-            for marker in markers_in(field, markers) {
+            for marker in profile.tokenizer.special_tokens_in(field) {
                 let mut n = field.matches(marker).count();
                 if left_in_content
                     && (marker == close || (marker == open && field.starts_with(&open)))
@@ -81,7 +78,8 @@ impl Literals {
     /// The occurrences of special-token texts in `text` that stay special: (offset, text), in
     /// order, leftmost-longest as the tokenizer matches them.
     fn special_spans<'t>(&self, tokenizer: &'t Tokenizer, text: &str) -> Vec<(usize, &'t str)> {
-        let mut found: Vec<(usize, &str)> = markers_in(text, tokenizer.special_tokens())
+        let mut found: Vec<(usize, &str)> = tokenizer
+            .special_tokens_in(text)
             .into_iter()
             .flat_map(|m| text.match_indices(m).map(move |(at, _)| (at, m)))
             .collect();

@@ -235,9 +235,9 @@ pub(super) fn synthesize(cx: &Context, texts: &[String]) -> Synthesis {
         partial_candidates: Vec::new(),
         closes_fit: [false; 2],
     };
-    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for text in texts {
-        if seen.insert(text.as_str()) {
+    // Each text once (a few long texts: compared, not hashed).
+    for (i, text) in texts.iter().enumerate() {
+        if !texts[..i].contains(text) {
             search.try_text(cx, text, Encoding::Special);
             search.try_plain(cx, text);
         }
@@ -479,7 +479,8 @@ struct Variant<'a> {
 }
 
 /// The ids of the variant, if they have the reported length and the variant gives the answer
-/// (never trusted from the arithmetic alone).
+/// (never trusted from the arithmetic alone). The plain variant is the candidate text itself,
+/// which [`Search::try_text`] has sent forward already: its ids are `base`, and it agrees.
 fn checked_variant(
     cx: &Context,
     encoding: Encoding,
@@ -492,12 +493,11 @@ fn checked_variant(
         sites,
         choice,
     } = *variant;
+    if choice.iter().all(|&o| o == 0) {
+        return reported.is_none_or(|n| n == base.len()).then_some(base);
+    }
     let variant = with_inserts(text, sites, choice);
-    let ids = if choice.iter().all(|&o| o == 0) {
-        base
-    } else {
-        encoding.encode(cx, &variant)
-    };
+    let ids = encoding.encode(cx, &variant);
     let counted = reported.is_none_or(|n| n == ids.len());
     (counted && cx.agrees(&variant).is_ok()).then_some(ids)
 }

@@ -7,7 +7,7 @@
 
 use crate::completion::{Arguments, Completion, ToolCall};
 use crate::model::profile::AssistantTurn;
-use crate::model::Profile;
+use crate::model::{Profile, Tokenizer};
 
 use super::despace::despace;
 use super::{ExchangeRequest, ReconstructOptions};
@@ -27,7 +27,7 @@ pub(super) fn candidates(
     options: &ReconstructOptions,
     warnings: &mut Vec<String>,
 ) -> Vec<Candidate> {
-    let markers = profile.tokenizer.special_tokens();
+    let tokenizer = &profile.tokenizer;
     let end_of_turn = completion.finish_reason.as_deref() != Some("length");
     let close = profile.reasoning_close().map(str::to_string);
     let thinking = profile.thinking_enabled(request.chat_template_kwargs.as_ref());
@@ -61,11 +61,10 @@ pub(super) fn candidates(
         reasoning = Some(String::new());
     }
     if let Some(r) = &reasoning {
-        flag_literals(r, "reasoning", markers, warnings);
+        flag_literals(r, "reasoning", tokenizer, warnings);
     }
-    flag_literals(&content, "content", markers, warnings);
-    let mut tool_calls =
-        native_tool_calls(profile, request, &completion.tool_calls, markers, warnings);
+    flag_literals(&content, "content", tokenizer, warnings);
+    let mut tool_calls = native_tool_calls(profile, request, &completion.tool_calls, warnings);
     if options.spaces_around_special_tokens {
         // Streamed arguments sit between two added tokens: one joining space on each side.
         for call in &mut tool_calls {
@@ -142,7 +141,6 @@ fn unparsed(
     end_of_turn: bool,
     warnings: &mut Vec<String>,
 ) -> Option<Candidate> {
-    let markers = profile.tokenizer.special_tokens();
     // The end of reasoning is `</think>`, or a tool section opened inside the reasoning.
     let raw_ends_reasoning = [profile.reasoning_close(), profile.tool_section_begin()]
         .into_iter()
@@ -152,7 +150,7 @@ fn unparsed(
         flag_literals(
             &structural_free(content, profile),
             "content",
-            markers,
+            &profile.tokenizer,
             warnings,
         );
         let mut text = content.to_string();
@@ -233,7 +231,6 @@ fn native_tool_calls(
     profile: &Profile,
     request: &ExchangeRequest,
     calls: &[ToolCall],
-    markers: &[String],
     warnings: &mut Vec<String>,
 ) -> Vec<ToolCall> {
     let earlier = earlier_tool_calls(request);
@@ -242,7 +239,7 @@ fn native_tool_calls(
         .enumerate()
         .map(|(i, call)| {
             if let Arguments::Raw(args) = &call.arguments {
-                flag_literals(args, "tool-call arguments", markers, warnings);
+                flag_literals(args, "tool-call arguments", &profile.tokenizer, warnings);
             }
             let keep = call
                 .id
@@ -296,108 +293,10 @@ fn structural_free(content: &str, profile: &Profile) -> String {
 
 /// Text that spells a special token is encoded as that token by the serving tokenizer; the
 /// model may have written it as plain pieces. Say so on the sample.
-fn flag_literals(text: &str, field: &str, markers: &[String], warnings: &mut Vec<String>) {
-    for marker in markers_in(text, markers) {
+fn flag_literals(text: &str, field: &str, tokenizer: &Tokenizer, warnings: &mut Vec<String>) {
+    for marker in tokenizer.special_tokens_in(text) {
         warnings.push(format!(
             "special-token literal {marker} in {field}: tried as the special token and as plain text, the count decides"
         ));
-    }
-}
-
-/// The non-empty `markers` that occur in `text`, in `markers` order (what `text.contains` on
-/// each gives). One pass over the text: a marker can only start at a byte some marker starts
-/// with, and only the markers starting with that byte are tried there. (Kimi has 256 special
-/// tokens: a `contains` per marker was a quarter of `build`'s CPU on long answers.)
-pub(super) fn markers_in<'m>(text: &str, markers: &'m [String]) -> Vec<&'m str> {
-    // The markers' indices grouped by first byte (a counting sort): `order[start[b]..start[b + 1]]`.
-    let mut start = [0usize; 257];
-    for m in markers.iter().filter_map(|m| m.as_bytes().first()) {
-        start[*m as usize + 1] += 1;
-    }
-    for b in 0..256 {
-        start[b + 1] += start[b];
-    }
-    let mut next = start;
-    let mut order = vec![0usize; start[256]];
-    for (i, m) in markers.iter().enumerate() {
-        if let Some(&b) = m.as_bytes().first() {
-            order[next[b as usize]] = i;
-            next[b as usize] += 1;
-        }
-    }
-    let mut found = vec![false; markers.len()];
-    let bytes = text.as_bytes();
-    let mut try_at = |at: usize| {
-        let b = bytes[at] as usize;
-        for &i in &order[start[b]..start[b + 1]] {
-            if !found[i] && bytes[at..].starts_with(markers[i].as_bytes()) {
-                found[i] = true;
-            }
-        }
-    };
-    // Special tokens start with one of a few bytes (`<`, `[`): jump between those with memchr.
-    let firsts: Vec<u8> = (0..=255u8)
-        .filter(|&b| start[b as usize + 1] > start[b as usize])
-        .collect();
-    match firsts[..] {
-        [] => {}
-        [a] => memchr::memchr_iter(a, bytes).for_each(&mut try_at),
-        [a, b] => memchr::memchr2_iter(a, b, bytes).for_each(&mut try_at),
-        [a, b, c] => memchr::memchr3_iter(a, b, c, bytes).for_each(&mut try_at),
-        _ => (0..bytes.len()).for_each(&mut try_at),
-    }
-    markers
-        .iter()
-        .zip(found)
-        .filter(|(_, f)| *f)
-        .map(|(m, _)| m.as_str())
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::markers_in;
-
-    #[test]
-    fn markers_in_finds_what_contains_finds_in_marker_order() {
-        // Four distinct first bytes (the byte-by-byte scan), then two (memchr2).
-        let all = [
-            "<|im_end|>",
-            "",
-            "[EOS]",
-            "<|im",
-            "<|reserved_1|>",
-            "x<",
-            "é",
-        ];
-        for markers in [&all[..], &all[..5]] {
-            let markers: Vec<String> = markers.iter().map(|s| s.to_string()).collect();
-            check(&markers);
-        }
-        let many: Vec<String> = ["a1", "b2", "c3", "d4"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(markers_in("xd4 a1 c", &many), ["a1", "d4"]);
-    }
-
-    fn check(markers: &[String]) {
-        let texts = [
-            "",
-            "plain text",
-            "a <|im_end|> b [EOS]",
-            "<|im",
-            "ends with <|im_en",
-            "x<|reserved_1|> café",
-            "[EOS][EOS]<|im_end|><|im_end|>",
-        ];
-        for text in texts {
-            let want: Vec<&str> = markers
-                .iter()
-                .filter(|m| !m.is_empty() && text.contains(m.as_str()))
-                .map(String::as_str)
-                .collect();
-            assert_eq!(markers_in(text, markers), want, "{text:?}");
-        }
     }
 }

@@ -26,10 +26,10 @@ use super::quirks::{
 };
 use super::{ForwardInput, Parsed, ParsedCall, ParserTraits, ServerShape};
 
+use crate::model::family::kimi::{reasoning_end, SECTION_BEGIN_SINGULAR, THINK_BEGIN};
 pub use crate::model::family::kimi::{
     ARGUMENT_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END, THINK_END,
 };
-use crate::model::family::kimi::{SECTION_BEGIN_SINGULAR, THINK_BEGIN};
 
 /// The `kimi_k2` parsers (vLLM's reasoning and tool parsers, SGLang's `KimiK2Detector`).
 pub const TRAITS: ParserTraits = ParserTraits {
@@ -294,16 +294,7 @@ fn parse_with(
 
 fn split_reasoning(text: &str) -> (Option<String>, Option<String>) {
     let text = text.strip_prefix(THINK_BEGIN).unwrap_or(text);
-    let ends = [
-        (text.find(THINK_END), THINK_END.len()),
-        (text.find(SECTION_BEGIN), 0),
-        (text.find(CALL_BEGIN), 0),
-    ];
-    let earliest = ends
-        .iter()
-        .filter_map(|(at, skip)| at.map(|at| (at, *skip)))
-        .min_by_key(|(at, _)| *at);
-    match earliest {
+    match reasoning_end(text) {
         Some((at, skip)) => {
             let content = &text[at + skip..];
             (
@@ -544,6 +535,48 @@ mod tests {
     /// A thinking `text`'s parse, arguments stripped, no cut (`tools`: declared).
     fn thinking_stripped(text: &str, tools: bool) -> Parsed {
         parse_with(text, true, tools, ArgumentsSent::Stripped, None, false)
+    }
+
+    /// The one-pass search finds what the three `find`s it replaced found, on texts built from
+    /// the markers, their prefixes and other `<`s.
+    #[test]
+    fn reasoning_end_is_the_earliest_of_the_three_finds() {
+        let finds = |text: &str| {
+            [
+                (text.find(THINK_END), THINK_END.len()),
+                (text.find(SECTION_BEGIN), 0),
+                (text.find(CALL_BEGIN), 0),
+            ]
+            .into_iter()
+            .filter_map(|(at, skip)| at.map(|at| (at, skip)))
+            .min_by_key(|&(at, _)| at)
+        };
+        let parts = [
+            "a",
+            "<",
+            "</",
+            "</think",
+            THINK_END,
+            "<|tool_call",
+            SECTION_BEGIN,
+            CALL_BEGIN,
+            SECTION_END,
+            "λ<",
+            " ",
+            "<<",
+        ];
+        let mut seed = 7u64;
+        for _ in 0..5_000 {
+            let mut text = String::new();
+            for _ in 0..(seed % 7) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(parts[(seed >> 33) as usize % parts.len()]);
+            }
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            assert_eq!(reasoning_end(&text), finds(&text), "{text:?}");
+        }
     }
 
     #[test]

@@ -97,10 +97,11 @@ pub trait Quirk: Any + Send + Sync {
     }
 
     /// The answers this one could have been before the quirk acted (the reconstruction reads
-    /// each back). The answer itself where the quirk changes nothing an answer shows, or where
-    /// what it hides is enumerated by the family's candidates.
-    fn inverse(&self, answer: &Completion, _input: &InverseInput) -> Vec<Completion> {
-        vec![answer.clone()]
+    /// each back). `None`: the answer itself, where the quirk changes nothing an answer shows,
+    /// or where what it hides is enumerated by the family's candidates (the answer is then
+    /// kept, not copied: it holds the whole text).
+    fn inverse(&self, _answer: &Completion, _input: &InverseInput) -> Option<Vec<Completion>> {
+        None
     }
 
     /// The places in `text` (a candidate of what the model wrote) where this quirk destroyed
@@ -272,10 +273,14 @@ pub fn invert(
     let mut open = Vec::new();
     for quirk in quirks.all().into_iter().rev() {
         let before = answers.len();
-        answers = answers
-            .iter()
-            .flat_map(|a| quirk.inverse(a, input))
-            .collect();
+        let mut inverted = Vec::with_capacity(before);
+        for a in answers {
+            match quirk.inverse(&a, input) {
+                Some(earlier) => inverted.extend(earlier),
+                None => inverted.push(a),
+            }
+        }
+        answers = inverted;
         if answers.len() > before {
             open.push(quirk);
         }

@@ -2,7 +2,7 @@
 //! a stream too), measured on vLLM's Kimi parser (tests/data/server_shapes/kimi_k25.jsonl); the qwen3 and deepseek parsers
 //! strip nothing (qwen3.jsonl, deepseek_v3.jsonl).
 
-use crate::model::family::kimi::{CALL_BEGIN, END_OF_TURN, SECTION_BEGIN, THINK_END};
+use crate::model::family::kimi::{reasoning_end, END_OF_TURN};
 use crate::server::quirk::{Evidence, Quirk, Seen};
 use crate::server::{parser_traits, ForwardInput, Parsed, ServerShape, Site, SiteInput};
 
@@ -32,14 +32,7 @@ impl Quirk for StripsReasoningTrailingWhitespace {
         if !parser_traits(input.syntax).strips_reasoning_trailing_whitespace || !input.thinking {
             return Vec::new();
         }
-        let marker = [
-            text.find(THINK_END),
-            text.find(SECTION_BEGIN),
-            text.find(CALL_BEGIN),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        let marker = reasoning_end(text).map(|(at, _)| at);
         let end = || text.strip_suffix(END_OF_TURN).unwrap_or(text).len();
         let at = marker.unwrap_or_else(end);
         vec![Site {

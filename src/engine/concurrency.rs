@@ -133,6 +133,22 @@ struct Window {
     decreases: u64,
 }
 
+impl Window {
+    /// A cut to the capacity `found`, then a plateau: doubled when the cut before found the same.
+    fn cut_to(&mut self, found: usize) -> usize {
+        self.decreases += 1;
+        self.plateau = match self.found {
+            Some(before) if same_capacity(before, found) => {
+                (self.plateau + 1).min(MAX_PLATEAU_DOUBLINGS)
+            }
+            _ => 0,
+        };
+        self.found = Some(found);
+        self.settle = SETTLE_WINDOWS << self.plateau;
+        found
+    }
+}
+
 /// The adaptive in-flight limit.
 #[derive(Debug)]
 pub struct Limiter {
@@ -413,30 +429,12 @@ impl Limiter {
             // slow start resumed after each plateau then doubled past the capacity again
             // (`tests/capacity.rs` ended once at 32 against 16).
             w.found_capacity |= rejected_share > SLOW_START_EXIT || w.decreases > 0;
-            w.decreases += 1;
             let found = ((old as f64 * (1.0 - rejected_share)).round() as usize).max(self.min);
-            w.plateau = match w.found {
-                Some(before) if same_capacity(before, found) => {
-                    (w.plateau + 1).min(MAX_PLATEAU_DOUBLINGS)
-                }
-                _ => 0,
-            };
-            w.found = Some(found);
-            w.settle = SETTLE_WINDOWS << w.plateau;
-            found
+            w.cut_to(found)
         } else if w.found_capacity && above >= MIN_REJECTED && admitted_peak < old {
             // Probing past a slot limit: what went past the most answered was turned away, one
             // more each window it grows, long before the share is beyond noise (7 of 57 at 50).
-            w.decreases += 1;
-            w.plateau = match w.found {
-                Some(before) if same_capacity(before, admitted_peak) => {
-                    (w.plateau + 1).min(MAX_PLATEAU_DOUBLINGS)
-                }
-                _ => 0,
-            };
-            w.found = Some(admitted_peak);
-            w.settle = SETTLE_WINDOWS << w.plateau;
-            admitted_peak
+            w.cut_to(admitted_peak)
         } else if w.settle > 0 {
             w.settle -= 1;
             old

@@ -35,9 +35,10 @@
 //!   window): its share is noise, learned at once, with no cut.
 //! - Only **rate signals** reach the pacer: the scheduler leaves to the in-flight window a 429
 //!   that the pace did not hold back and that came while every slot of the window was sending,
-//!   or was sent with more in flight than any answered lately (a slot limit turns away only what
-//!   goes past it; an empty bucket turns away requests sent beside answered ones; see
-//!   `src/engine/scheduler.rs` and `Limiter::above_admitted`).
+//!   or was sent at the slot edge: with more in flight than any answered lately, or as many near
+//!   the window's limit (a slot limit turns away only what goes past it; an empty bucket turns
+//!   away requests sent beside answered ones; see `src/engine/scheduler.rs` and
+//!   `Limiter::at_slot_edge`).
 //! - **Advertised limits.** An answer's `X-RateLimit-*` headers (see [`Advertised`]) cap the rate
 //!   at what they allow: the remaining requests over the time to the reset.
 //!

@@ -635,8 +635,9 @@ async fn turn_of(ctx: &Ctx, pacer: Option<&Pacer>) -> Option<Turn> {
 }
 
 /// What held an ended attempt's start: (the in-flight window was at its limit, the pace held
-/// it). Sent with more in flight than any answered lately, a 429 to it is the in-flight
-/// window's (a slot limit), even below the window's limit and held by the pace.
+/// it). Sent at the slot edge (more in flight than any answered lately, or as many near the
+/// window's limit: `Limiter::at_slot_edge`), a 429 to it is the in-flight window's (a slot
+/// limit), even below the window's limit and held by the pace.
 fn held_by(ctx: &Ctx, sending: &Sending, answered: bool, waited: bool) -> (bool, bool) {
     if answered {
         ctx.limiter.admitted_at(sending.count);
